@@ -1,0 +1,26 @@
+# cfl-pipeline: a Clustered Federated Learning study as one cached DAG.
+#   snakemake --cores all                                   # the default offline study
+#   snakemake --cores all --configfile config/paper.yaml    # the paper's grid (real data in data_root)
+#   snakemake --profile profiles/slurm --configfile config/paper.yaml
+# All logic lives in the `cflcore` package; rules only wire files and parameters.
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/train.smk"
+include: "rules/evaluate.smk"
+include: "rules/explain.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        all_targets(),

@@ -1,0 +1,96 @@
+# Shared helpers: config validation, wildcard constraints, target lists and canonical params.
+# Every value a job depends on goes through `params:` as a canonical (sorted-key) JSON string, so
+# Snakemake's params trigger reruns exactly the affected jobs (reference/slurm.md, "Rerun triggers").
+
+import json
+from pathlib import Path
+
+from snakemake.utils import validate
+
+import cflcore.config as cc
+from cflcore.io import canonical_json
+from cflcore.provenance import code_version
+from cflcore.stages import forget_failed_runs
+
+# 1) JSON-schema validation (fills defaults), 2) registry checks (method/clusterer/model names,
+# per-method parameter schemas). Both run before any job is scheduled.
+validate(config, "../config/schema.yaml")
+try:
+    _validated = cc.validate_config(config)
+except cc.ConfigError as e:
+    raise WorkflowError(f"config error: {e}") from None
+config.clear()
+config.update(_validated)
+
+RESULTS = config["results_dir"].rstrip("/")
+STUDY = config["study"]
+ALGORITHMS = STUDY["algorithms"]
+
+# A run that failed earlier (status.json says so) is forgotten, so this invocation retries it.
+forget_failed_runs(RESULTS)
+
+
+wildcard_constraints:
+    dataset=r"[A-Za-z0-9_-]+",
+    split=r"[A-Za-z0-9_-]+",
+    clients=r"[0-9]+",
+    seed=r"[0-9]+",
+    algorithm=r"[A-Za-z0-9_-]+",
+
+
+SCENARIO = "{dataset}/{split}/n{clients}/s{seed}"
+RUN = SCENARIO + "/{algorithm}"
+
+
+def scenario_list():
+    return [cc.scenario_id(**s) for s in cc.scenarios(config)]
+
+
+def run_list():
+    return [f"{s}/{a}" for s in scenario_list() for a in ALGORITHMS]
+
+
+def explain_enabled():
+    return bool(config["explain"].get("enabled", True))
+
+
+def explain_runs():
+    only = (STUDY.get("explain") or {}).get("clients")
+    runs = []
+    for s in cc.scenarios(config):
+        if only and s["clients"] not in only:
+            continue
+        runs += [f"{cc.scenario_id(**s)}/{a}" for a in ALGORITHMS]
+    return runs if explain_enabled() else []
+
+
+REPORT_DIR = f"{RESULTS}/report"
+REPORT_TABLES = ["table1_clustering", "table2_clustering_round", "table_personalisation", "paper_vs_run"]
+
+
+def all_targets():
+    return [f"{REPORT_DIR}/index.json"]
+
+
+# ---- canonical params ------------------------------------------------------------------------
+def p_data(w):
+    return canonical_json(cc.data_settings(config, w.dataset))
+
+
+def p_split(w):
+    return canonical_json(cc.split_settings(config, w.split))
+
+
+def p_run(w):
+    return canonical_json(cc.run_settings(config, w.dataset, w.algorithm))
+
+
+def p_explain(w):
+    return canonical_json(cc.explain_settings(config, w.dataset))
+
+
+def mem_train(w):
+    return 4000 if cc.dataset_settings(config, w.dataset)["model"] in ("ocfl-cnn", "resnet34") else 2000
+
+
+GPU = 1 if config["engine"].get("gpu") else 0

@@ -1,0 +1,30 @@
+# Stage 5: Grad-CAM insertion/deletion per cluster model (000 §5, Algorithm 2).
+
+
+rule explain:
+    input:
+        dataset=f"{RESULTS}/data/{{dataset}}.parquet",
+        assignments=f"{RESULTS}/splits/{SCENARIO}/assignments.parquet",
+        manifest=f"{RESULTS}/splits/{SCENARIO}/manifest.json",
+        models=f"{RESULTS}/runs/{RUN}/models.pt",
+        status=f"{RESULTS}/runs/{RUN}/status.json",
+    output:
+        insdel=f"{RESULTS}/explain/{RUN}/insdel.parquet",
+        samples=f"{RESULTS}/explain/{RUN}/samples.parquet",
+        saliency=f"{RESULTS}/explain/{RUN}/saliency.npz",
+    params:
+        settings=p_explain,
+        seed=lambda w: int(w.seed),
+        device=config["device"],
+        code=code_version("explain"),
+    log:
+        f"{RESULTS}/logs/explain/{RUN}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/explain/{RUN}.tsv"
+    threads: 1
+    resources:
+        mem_mb=mem_train,
+        runtime=60,
+        gpu=GPU,
+    script:
+        "../workflow_scripts/explain.py"

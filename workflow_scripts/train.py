@@ -1,0 +1,11 @@
+"""Snakemake adapter: rule train -> cflcore.stages.train."""
+import json
+from pathlib import Path
+
+from cflcore import stages
+from cflcore.logutil import run_logged
+
+sm = snakemake  # noqa: F821
+run_logged(sm.log[0], lambda: stages.train(
+    sm.input.dataset, Path(sm.input.manifest).parent, json.loads(sm.params.run), sm.params.seed,
+    Path(sm.output.status).parent, on_failure=sm.params.on_failure))
