@@ -22,7 +22,7 @@ N_FAKE_GPUS=2
 PACKAGES=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server)
 RUN_DIR=/run/slurm
 LOG_DIR=/var/log/slurm
-T0=$(date +%s.%N)
+T0_MS=$(($(date +%s%N) / 1000000))
 
 unavailable() { echo "slurm-up: unavailable: $*"; exit 3; }
 fail() { echo "slurm-up: failed: $*" >&2; exit 1; }
@@ -152,8 +152,12 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 ReturnToService=2
-# >= 3 x slurm-init-seconds-before-status-checks, so `slurm-status-command: squeue` stays usable
+# >= 3 x slurm-init-seconds-before-status-checks, so the squeue status command stays usable
 MinJobAge=300
+# a job past its time limit gets SIGTERM, then SIGKILL this many seconds later
+KillWait=10
+# jobs that ask for no memory must not take the whole node (CR_Core_Memory)
+DefMemPerCPU=1000
 StateSaveLocation=/var/lib/slurm/slurmctld
 SlurmdSpoolDir=/var/lib/slurm/slurmd
 SlurmctldPidFile=$RUN_DIR/slurmctld.pid
@@ -165,6 +169,8 @@ AccountingStorageHost=localhost
 AccountingStorageTRES=gres/gpu
 JobAcctGatherType=jobacct_gather/linux
 JobCompType=jobcomp/none
+# sacct -o Comment then shows the rule and wildcards the executor plugin puts in --comment
+AccountingStoreFlags=job_comment
 GresTypes=gpu
 $NODE_LINE
 PartitionName=$PARTITION Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
@@ -199,5 +205,5 @@ done
 out=$(timeout 60 srun -N1 -t 1 hostname 2>&1) || fail "srun smoke test failed: $out"
 [[ "$out" == "$HOST" ]] || fail "srun smoke test printed '$out', expected '$HOST'"
 gpus=$(scontrol show node "$HOST" | grep -o 'Gres=[^ ]*' || true)
-T1=$(date +%s.%N)
-log "up: cluster=$CLUSTER partition=$PARTITION node=$HOST $gpus in $(printf '%.1f' "$(echo "$T1 - $T0" | bc 2>/dev/null || echo 0)") s"
+ELAPSED_MS=$(($(date +%s%N) / 1000000 - T0_MS))
+log "up: cluster=$CLUSTER partition=$PARTITION node=$HOST $gpus in $((ELAPSED_MS / 1000)).$((ELAPSED_MS % 1000 / 100)) s"

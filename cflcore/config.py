@@ -130,15 +130,30 @@ def _check_registries(cfg: dict[str, Any]) -> None:
                 f"study.algorithms[{i}]: unknown algorithm {name!r}; defined: {', '.join(sorted(cfg['algorithms']))}"
             )
     for name, variant in cfg["algorithms"].items():
-        cls = STRATEGIES.get(variant["method"], field=f"algorithms.{name}.method")
-        params = {k: v for k, v in variant.items() if k != "method"}
-        sub = {"type": "object", "additionalProperties": False, "properties": cls.params_schema}
-        schema_check(params, sub, prefix=f"algorithms.{name}.")
-        _fill_defaults(sub, params)
-        check = getattr(cls, "check_params", None)
-        if check is not None:
-            check(params, field=f"algorithms.{name}")
-        cfg["algorithms"][name] = {"method": variant["method"], **params}
+        cfg["algorithms"][name] = _check_variant(variant, f"algorithms.{name}")
+    for dname, ds in cfg["datasets"].items():
+        for aname, override in (ds.get("algorithm_params") or {}).items():
+            field = f"datasets.{dname}.algorithm_params.{aname}"
+            if aname not in cfg["algorithms"]:
+                raise ConfigError(f"{field}: unknown algorithm {aname!r}; defined: {', '.join(sorted(cfg['algorithms']))}")
+            if "method" in override:
+                raise ConfigError(f"{field}.method: the method of a variant cannot be overridden per dataset")
+            _check_variant({**cfg["algorithms"][aname], **override}, field)
+
+
+def _check_variant(variant: Mapping[str, Any], field: str) -> dict[str, Any]:
+    """Validate one algorithm variant against its plug-in's ``params_schema``; return it with defaults."""
+    from .fl.strategy import STRATEGIES
+
+    cls = STRATEGIES.get(variant["method"], field=f"{field}.method")
+    params = {k: v for k, v in variant.items() if k != "method"}
+    sub = {"type": "object", "additionalProperties": False, "properties": cls.params_schema}
+    schema_check(params, sub, prefix=f"{field}.")
+    _fill_defaults(sub, params)
+    check = getattr(cls, "check_params", None)
+    if check is not None:
+        check(params, field=field)
+    return {"method": variant["method"], **params}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,11 +198,13 @@ def split_settings(cfg: Mapping[str, Any], split: str) -> dict[str, Any]:
 def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, Any]:
     """Everything a ``train`` job depends on besides its input files (the split)."""
     ds = dataset_settings(cfg, dataset)
-    training = {k: v for k, v in ds.items() if k not in ("loader", "test_fraction", "max_train", "explain_samples")}
+    training = {k: v for k, v in ds.items()
+                if k not in ("loader", "test_fraction", "max_train", "explain_samples", "algorithm_params")}
+    variant = {**cfg["algorithms"][algorithm], **(ds.get("algorithm_params") or {}).get(algorithm, {})}
     return {
         "training": training,
         "engine": dict(cfg.get("engine", {})),
-        "algorithm": dict(cfg["algorithms"][algorithm]),
+        "algorithm": variant,
         "device": cfg.get("device", "auto"),
     }
 

@@ -89,7 +89,10 @@ def write_parquet(table: pa.Table | Any, path: str | os.PathLike, metadata: dict
         meta.pop(b"pandas", None)
         table = table.replace_schema_metadata(meta or None)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd", write_statistics=True, created_by="cfl-pipeline")
+        try:
+            pq.write_table(table, tmp, compression="zstd", write_statistics=True, created_by="cfl-pipeline")
+        except TypeError:  # pyarrow >= 26 dropped the ``created_by`` keyword
+            pq.write_table(table, tmp, compression="zstd", write_statistics=True)
 
 
 def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pa.Table:

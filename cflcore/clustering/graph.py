@@ -1,0 +1,61 @@
+"""Community detection on a client similarity graph (networkx): Louvain (002 §IV-B) and Leiden."""
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+from ..errors import ConfigError
+from .partition import consecutive_labels
+
+
+def similarity_graph(similarity: np.ndarray, nodes: np.ndarray | None = None) -> nx.Graph:
+    """Undirected graph with an edge (i, j) of weight ``similarity[i, j]`` for every pair with a positive,
+    finite similarity; zero / negative / NaN (unknown) similarities give no edge. Nodes are 0..n−1
+    unless ``nodes`` (labels for the rows) is given."""
+    sim = np.asarray(similarity, dtype=np.float64)
+    n = sim.shape[0]
+    names = np.arange(n) if nodes is None else np.asarray(nodes)
+    graph = nx.Graph()
+    graph.add_nodes_from(int(v) for v in names)
+    rows, cols = np.triu_indices(n, k=1)
+    w = sim[rows, cols]
+    keep = np.isfinite(w) & (w > 0)
+    graph.add_weighted_edges_from(
+        (int(names[i]), int(names[j]), float(x)) for i, j, x in zip(rows[keep], cols[keep], w[keep])
+    )
+    return graph
+
+
+def leiden_available() -> bool:
+    """networkx ≥ 3.5 exposes ``leiden_communities`` only as a dispatch API: it needs a backend
+    (e.g. nx-cugraph); plain networkx raises NotImplementedError."""
+    if not hasattr(nx.community, "leiden_communities"):
+        return False
+    try:
+        nx.community.leiden_communities(nx.path_graph(3), seed=0)
+    except NotImplementedError:
+        return False
+    return True
+
+
+def community_labels(similarity: np.ndarray, resolution: float, seed: int, algorithm: str = "louvain") -> np.ndarray:
+    """Labels 0..K−1 of the communities of ``similarity_graph(similarity)`` (seeded networkx Louvain,
+    or Leiden when a networkx backend provides it). Isolated nodes become singleton communities."""
+    graph = similarity_graph(similarity)
+    n = int(np.asarray(similarity).shape[0])
+    if graph.number_of_edges() == 0:
+        return np.arange(n, dtype=np.int64)  # no positive similarity: every client is its own community
+    if algorithm == "louvain":
+        communities = nx.community.louvain_communities(graph, weight="weight", resolution=resolution, seed=seed)
+    elif algorithm == "leiden":
+        if not leiden_available():
+            raise ConfigError("clusterer: 'leiden' needs a networkx backend providing leiden_communities; "
+                              "use louvain")
+        communities = nx.community.leiden_communities(graph, weight="weight", resolution=resolution, seed=seed)
+    else:
+        raise ConfigError(f"community algorithm {algorithm!r} is not allowed; allowed: louvain, leiden")
+    labels = np.empty(n, dtype=np.int64)
+    for k, members in enumerate(sorted(communities, key=min)):
+        labels[list(members)] = k
+    return consecutive_labels(labels)
+

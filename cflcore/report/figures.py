@@ -1,0 +1,188 @@
+"""Figures of the aggregate report (matplotlib, Agg backend; each saved as PNG and PDF, atomically).
+
+* :func:`learning_gap_figure` — 000 Fig. 2: per algorithm a segment from GF1 (bottom) to PF1 (top);
+  its length is the learning gap.
+* :func:`temperature_band_figure` — 000 Figs. 3–4: every run's temperature (000 Def. 7) min–max
+  normalised to [0, 1], thin lines, with the mean and a 95 % t-confidence band across runs.
+* :func:`temperature_runs_figure` — 000 Figs. 10–14: per run the normalised temperature, the clustering
+  round (red dotted) and the pre-clustering local minimum (grey dotted, only when the curve descended first).
+* :func:`score_progress_figure` — 001 Fig. 1: a clustering score (ARI by default) per round.
+* :func:`n_clusters_figure` — number of clusters per round.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from ..io import atomic_path  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One run's per-round series; ``marker_round`` is a 0-based round to mark (clustering), or None."""
+
+    label: str
+    rounds: np.ndarray
+    values: np.ndarray
+    marker_round: int | None = None
+
+
+def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
+    """Write ``{stem}.png`` and ``{stem}.pdf`` atomically and close the figure."""
+    paths = []
+    for fmt in ("png", "pdf"):
+        path = Path(f"{stem}.{fmt}")
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight", metadata={"CreationDate": None} if fmt == "pdf" else None)
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def normalise(values: Sequence[float]) -> np.ndarray:
+    """Min–max scaling to [0, 1] over the finite values (a constant curve becomes 0); NaN stays NaN."""
+    values = np.asarray(values, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return values
+    low, span = finite.min(), finite.max() - finite.min()
+    return (values - low) / span if span > 0 else np.where(np.isfinite(values), 0.0, np.nan)
+
+
+def mean_confidence_band(curves: Sequence[Curve], level: float = 0.95) -> pd.DataFrame:
+    """Per round: mean over curves, and the two-sided t-interval of the mean (NaN where < 2 curves)."""
+    frame = pd.concat([pd.Series(c.values, index=c.rounds) for c in curves], axis=1) if curves else pd.DataFrame()
+    if frame.empty:
+        return pd.DataFrame(columns=["round", "mean", "low", "high", "n"])
+    n = frame.notna().sum(axis=1).to_numpy()
+    mean = frame.mean(axis=1, skipna=True).to_numpy()
+    sem = (frame.std(axis=1, ddof=1, skipna=True) / np.sqrt(np.maximum(n, 1))).to_numpy()
+    half = np.where(n > 1, stats.t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * sem, np.nan)
+    return pd.DataFrame({"round": frame.index.to_numpy(), "mean": mean, "low": mean - half, "high": mean + half, "n": n})
+
+
+def pre_clustering_minimum(values: np.ndarray, clustering_position: int | None) -> int | None:
+    """Position of the minimum before the clustering position, if the curve descended to it (000 Figs. 10–14)."""
+    if clustering_position is None or clustering_position < 2:
+        return None
+    before = np.asarray(values[:clustering_position], dtype=np.float64)
+    if not np.isfinite(before).any():
+        return None
+    position = int(np.nanargmin(before))
+    return position if position > 0 else None
+
+
+def _grid(n_panels: int, max_cols: int = 4) -> tuple[int, int]:
+    cols = min(max_cols, max(n_panels, 1))
+    return math.ceil(max(n_panels, 1) / cols), cols
+
+
+def learning_gap_figure(personalisation: pd.DataFrame, title: str) -> plt.Figure:
+    """Segments GF1 → PF1 per algorithm (x) and split (offset and colour); columns pf1_mean, gf1_mean."""
+    algorithms = list(dict.fromkeys(personalisation["algorithm"]))
+    splits = list(dict.fromkeys(personalisation["split"]))
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(algorithms) + 2), 3.6))
+    width = 0.7 / max(len(splits), 1)
+    colours = plt.get_cmap("tab10")
+    for s, split in enumerate(splits):
+        rows = personalisation[personalisation["split"] == split]
+        for _, row in rows.iterrows():
+            x = algorithms.index(row["algorithm"]) - 0.35 + width * (s + 0.5)
+            ax.plot([x, x], [row["gf1_mean"], row["pf1_mean"]], color=colours(s), lw=3, solid_capstyle="butt",
+                    label=split if row["algorithm"] == rows["algorithm"].iloc[0] else None)
+            ax.plot([x], [row["pf1_mean"]], marker="_", color="black", ms=10)
+            ax.plot([x], [row["gf1_mean"]], marker="_", color="grey", ms=10)
+    ax.set_xticks(range(len(algorithms)), algorithms, rotation=30, ha="right")
+    ax.set_ylabel("F1 (bottom: GF1, top: PF1)")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(title)
+    if splits:
+        ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def temperature_band_figure(panels: Mapping[str, Sequence[Curve]], title: str) -> plt.Figure:
+    """One panel per key: thin normalised curves, their mean (solid) and 95 % band (000 Figs. 3–4)."""
+    rows, cols = _grid(len(panels))
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+    for ax, (name, curves) in zip(axes.flat, panels.items()):
+        for curve in curves:
+            ax.plot(curve.rounds + 1, curve.values, color="grey", lw=0.5, alpha=0.5)
+        band = mean_confidence_band(curves)
+        if len(band):
+            ax.fill_between(band["round"] + 1, band["low"], band["high"], color="tab:blue", alpha=0.25, lw=0)
+            ax.plot(band["round"] + 1, band["mean"], color="tab:blue", lw=2)
+        ax.set_title(f"{name} ({len(curves)} runs)", fontsize=9)
+        ax.set_xlabel("round")
+        ax.set_ylabel("normalised temperature")
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def temperature_runs_figure(panels: Mapping[str, Sequence[Curve]], title: str) -> plt.Figure:
+    """One panel per key (e.g. split × algorithm), one line per run with its clustering and minimum rounds."""
+    rows, cols = _grid(len(panels))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False)
+    for ax, (name, curves) in zip(axes.flat, panels.items()):
+        for curve in curves:
+            line, = ax.plot(curve.rounds + 1, curve.values, lw=1, label=curve.label)
+            position = None
+            if curve.marker_round is not None and curve.marker_round in set(curve.rounds.tolist()):
+                position = int(np.flatnonzero(curve.rounds == curve.marker_round)[0])
+                ax.axvline(curve.marker_round + 1, color="red", ls=":", lw=1)
+            minimum = pre_clustering_minimum(curve.values, position)
+            if minimum is not None:
+                ax.axvline(curve.rounds[minimum] + 1, color="grey", ls=":", lw=1)
+        ax.set_title(name, fontsize=8)
+        ax.set_xlabel("round")
+        ax.set_ylabel("norm. temperature", fontsize=8)
+        if 1 < len(curves) <= 5:
+            ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def _series_figure(panels: Mapping[str, Sequence[Curve]], title: str, ylabel: str, ylim: tuple | None) -> plt.Figure:
+    rows, cols = _grid(len(panels))
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+    for ax, (name, curves) in zip(axes.flat, panels.items()):
+        for curve in curves:
+            ax.plot(curve.rounds + 1, curve.values, lw=1.2, label=curve.label, drawstyle="steps-post")
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("round")
+        ax.set_ylabel(ylabel)
+        if ylim:
+            ax.set_ylim(*ylim)
+        if curves:
+            ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def score_progress_figure(panels: Mapping[str, Sequence[Curve]], title: str, score: str = "ARI") -> plt.Figure:
+    """A clustering score per round, one line per algorithm (001 Fig. 1)."""
+    return _series_figure(panels, title, score, (-0.05, 1.05))
+
+
+def n_clusters_figure(panels: Mapping[str, Sequence[Curve]], title: str) -> plt.Figure:
+    """Number of clusters per round, one line per algorithm."""
+    return _series_figure(panels, title, "clusters", None)

@@ -1,0 +1,315 @@
+"""Explain stage: attributions, insertion/deletion AUC, Algorithm 2 of 000, explain figures."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from cflcore.data.federated import ClientData, FederatedData
+from cflcore.errors import ConfigError
+from cflcore.explain import (MODES, attribute, draw_sample, evaluation_pool, explain_run, insertion_deletion,
+                             insertion_deletion_per_image, sample_generator, write_empty_explain)
+from cflcore.explain.framework import ExplainSettings, auc_statistics, check_round
+from cflcore.explain.insdel import step_pixel_counts, to_channels_last
+from cflcore.io import parquet_metadata, read_parquet
+from cflcore.report.explain_figures import ExplainRunRef, explain_figures, load_insdel
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixtures: a model that looks at one pixel block only, and a small CNN
+# ---------------------------------------------------------------------------------------------
+class BlockModel(nn.Module):
+    """Two classes; logit_1 = 3·(sum of the 2×2 block at rows/cols 2–3) − 6; every other pixel is ignored."""
+
+    explain_layer = "conv"
+
+    def __init__(self, size: int = 8):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 1, 1, bias=False)
+        nn.init.ones_(self.conv.weight)
+        mask = torch.zeros(1, 1, size, size)
+        mask[..., 2:4, 2:4] = 1.0
+        self.register_buffer("mask", mask)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = (self.conv(x) * self.mask).sum(dim=(1, 2, 3))
+        return torch.stack([torch.zeros_like(z), 3.0 * z - 6.0], dim=1)
+
+
+class SmallCNN(nn.Module):
+    explain_layer = "features.3"
+
+    def __init__(self, in_channels: int = 1, n_classes: int = 3, size: int = 12, seed: int = 0):
+        super().__init__()
+        torch.manual_seed(seed)  # test fixture only: fixed weights
+        self.features = nn.Sequential(nn.Conv2d(in_channels, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                      nn.Conv2d(4, 4, 3, padding=1), nn.ReLU())
+        self.head = nn.Linear(4 * (size // 2) ** 2, n_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).flatten(1))
+
+
+def block_attribution(kind: str, n: int = 1, seed: int = 0) -> torch.Tensor:
+    perfect = BlockModel().mask[0, 0].expand(n, 8, 8).clone()
+    if kind == "perfect":
+        return perfect
+    if kind == "reversed":
+        return -perfect
+    return torch.rand(n, 8, 8, generator=torch.Generator().manual_seed(seed))
+
+
+def full_probability() -> float:
+    return float(torch.sigmoid(torch.tensor(6.0)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Insertion / deletion
+# ---------------------------------------------------------------------------------------------
+def test_perfect_attribution_gives_extreme_aucs_random_lies_between_reversed_worst():
+    model, x = BlockModel().eval(), torch.ones(4, 1, 8, 8)
+    target = torch.ones(4, dtype=torch.long)
+    res = {k: insertion_deletion(model, x, block_attribution(k, 4), target, step=1)
+           for k in ("perfect", "random", "reversed")}
+    perfect, rnd, rev = res["perfect"], res["random"], res["reversed"]
+    assert float(perfect.deletion_auc.max()) < 0.05
+    assert float(perfect.insertion_auc.min()) > full_probability() - 0.05
+    assert float(perfect.insertion_auc.max()) <= full_probability() + 1e-9
+    assert torch.all(perfect.deletion_auc < rnd.deletion_auc) and torch.all(rnd.deletion_auc < rev.deletion_auc)
+    assert torch.all(perfect.insertion_auc > rnd.insertion_auc) and torch.all(rnd.insertion_auc > rev.insertion_auc)
+    assert float(rev.deletion_auc.min()) > full_probability() - 0.05
+    # the curve's end points: deletion starts at the full image, insertion at the black substrate
+    assert torch.allclose(perfect.deletion[:, 0], torch.full((4,), full_probability(), dtype=torch.float64))
+    assert torch.allclose(perfect.insertion[:, 0], torch.sigmoid(torch.tensor(-6.0)).double().expand(4))
+
+
+def test_saliency_attribution_finds_the_block():
+    model, x = BlockModel().eval(), torch.rand(2, 1, 8, 8, generator=torch.Generator().manual_seed(1)) + 0.5
+    target = torch.ones(2, dtype=torch.long)
+    maps = attribute(model, x, target, "saliency")
+    top4 = torch.argsort(maps.flatten(1), dim=1, descending=True)[:, :4].sort(dim=1).values
+    block = torch.tensor([2 * 8 + 2, 2 * 8 + 3, 3 * 8 + 2, 3 * 8 + 3])
+    assert torch.equal(top4, block.expand(2, 4))
+
+
+@pytest.mark.parametrize("substrate,step,channels", [("zeros", 7, 3), ("blur", 10, 1), ("zeros", 144, 1)])
+def test_batched_and_per_image_aucs_agree(substrate, step, channels):
+    gen = torch.Generator().manual_seed(3)
+    model = SmallCNN(in_channels=channels).eval()
+    x = torch.rand(5, channels, 12, 12, generator=gen)
+    attribution = torch.randn(5, 12, 12, generator=gen)
+    target = torch.randint(0, 3, (5,), generator=gen)
+    batched = insertion_deletion(model, x, attribution, target, step, substrate, forward_batch=16)
+    loop = insertion_deletion_per_image(model, x, attribution, target, step, substrate)
+    assert batched.insertion.shape == (5, int(np.ceil(144 / step)) + 1)
+    assert torch.allclose(batched.insertion_auc, loop.insertion_auc, atol=1e-6, rtol=0)
+    assert torch.allclose(batched.deletion_auc, loop.deletion_auc, atol=1e-6, rtol=0)
+    # channels-last weights (what explain_run uses) give the same numbers
+    fast = insertion_deletion(to_channels_last(SmallCNN(in_channels=channels).eval()), x, attribution, target,
+                              step, substrate)
+    assert torch.allclose(fast.deletion_auc, loop.deletion_auc, atol=1e-6, rtol=0)
+
+
+def test_auc_is_the_trapezoid_over_pixel_fractions():
+    counts = step_pixel_counts(10, 4)
+    assert counts.tolist() == [0, 4, 8, 10]  # ceil(10 / 4) = 3 steps, the last one partial
+    model, x = BlockModel().eval(), torch.ones(1, 1, 8, 8)
+    res = insertion_deletion(model, x, block_attribution("random"), torch.ones(1, dtype=torch.long), step=5)
+    xs = res.x.numpy()
+    assert xs[0] == 0.0 and xs[-1] == 1.0 and len(xs) == 14
+    assert np.isclose(float(res.deletion_auc[0]), np.trapezoid(res.deletion[0].numpy(), xs))
+
+
+# ---------------------------------------------------------------------------------------------
+# Attributions
+# ---------------------------------------------------------------------------------------------
+def manual_gradcam(model: SmallCNN, x: torch.Tensor, target: torch.Tensor, layer: nn.Module) -> torch.Tensor:
+    """Grad-CAM by hand (Selvaraju et al.): α_k = mean of ∂y_t/∂A_k; map = Σ_k α_k A_k, bilinear upsampling."""
+    store = {}
+    handle = layer.register_forward_hook(lambda m, i, o: store.setdefault("a", o))
+    logits = model(x)
+    handle.remove()
+    acts = store["a"]
+    grads = torch.autograd.grad(logits.gather(1, target[:, None]).sum(), acts)[0]
+    cam = (grads.mean(dim=(2, 3), keepdim=True) * acts).sum(dim=1, keepdim=True)
+    return F.interpolate(cam, size=x.shape[-2:], mode="bilinear", align_corners=False)[:, 0].detach()
+
+
+def test_gradcam_shape_and_upsampling_match_a_manual_gradcam():
+    model = SmallCNN(in_channels=3).eval()
+    x = torch.rand(3, 3, 12, 12, generator=torch.Generator().manual_seed(0))
+    target = torch.tensor([0, 1, 2])
+    maps = attribute(model, x, target, "gradcam")
+    assert maps.shape == (3, 12, 12)  # layer output is 6×6, upsampled to the image
+    assert torch.allclose(maps, manual_gradcam(model, x, target, model.features[3]), atol=1e-6)
+    first = attribute(model, x, target, "gradcam", layer_name="features.0")
+    assert first.shape == (3, 12, 12)
+    assert torch.allclose(first, manual_gradcam(model, x, target, model.features[0]), atol=1e-6)
+
+
+def test_integrated_gradients_shape():
+    model = SmallCNN(in_channels=1).eval()
+    maps = attribute(model, torch.rand(2, 1, 12, 12), torch.tensor([0, 1]), "integrated_gradients")
+    assert maps.shape == (2, 12, 12) and torch.isfinite(maps).all()
+
+
+def test_bad_attribution_and_layer_names():
+    model = SmallCNN()
+    with pytest.raises(ConfigError, match=r"explain.attribution: unknown attribution 'lime'; allowed: gradcam, saliency"):
+        attribute(model, torch.rand(1, 1, 12, 12), torch.tensor([0]), "lime")
+    with pytest.raises(ConfigError, match=r"explain.layer: .*no layer 'conv9'; conv layers: features.0, features.3"):
+        attribute(model, torch.rand(1, 1, 12, 12), torch.tensor([0]), "gradcam", layer_name="conv9")
+    with pytest.raises(ConfigError, match="explain.substrate"):
+        ExplainSettings.from_dict({"substrate": "noise"})
+    with pytest.raises(ConfigError, match="explain.round"):
+        check_round(3, 10)
+    check_round("last", 10), check_round(10, 10)
+
+
+# ---------------------------------------------------------------------------------------------
+# Algorithm 2
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class FakeRunModels:
+    models: dict
+    labels: np.ndarray
+    round: int = 9
+    model_name: str = "small-cnn"
+    client_models: dict = field(default_factory=dict)
+
+
+def make_fed(n_clients: int = 4, n_test: int = 10, n_orch: int = 12, seed: int = 0) -> FederatedData:
+    gen = torch.Generator().manual_seed(seed)
+    clients = []
+    for c in range(n_clients):
+        y = torch.randint(0, 3, (n_test,), generator=gen)
+        y[: n_test // 2] = c % 3  # a clear majority class per client
+        clients.append(ClientData(torch.rand(6, 1, 12, 12, generator=gen), torch.zeros(6, dtype=torch.long),
+                                  torch.rand(n_test, 1, 12, 12, generator=gen), y, np.arange(6) + 100 * c,
+                                  np.arange(n_test) + 100 * c + 50))
+    return FederatedData(clients, torch.rand(n_orch, 1, 12, 12, generator=gen),
+                         torch.randint(0, 3, (n_orch,), generator=gen), np.array([0, 0, 1, 1][:n_clients]), 3,
+                         (1, 12, 12))
+
+
+SETTINGS = {"attribution": "saliency", "step": 12, "samples": 6, "batch_size": 4, "grid_clients": [1, 3, 12],
+            "enabled": True, "model": "small-cnn", "round": "last", "layer": None}
+
+
+def test_seeded_sampling():
+    a = draw_sample(1000, 50, sample_generator(3, "in_cluster", 1))
+    assert np.array_equal(a, draw_sample(1000, 50, sample_generator(3, "in_cluster", 1)))
+    assert not np.array_equal(a, draw_sample(1000, 50, sample_generator(4, "in_cluster", 1)))
+    assert not np.array_equal(a, draw_sample(1000, 50, sample_generator(3, "in_cluster", 2)))
+    assert len(np.unique(a)) == 50 and a.max() < 1000
+    # the orchestrator draw is shared by all clusters (common random numbers across cluster models)
+    assert np.array_equal(draw_sample(1000, 50, sample_generator(3, "orchestrator", 0)),
+                          draw_sample(1000, 50, sample_generator(3, "orchestrator", 5)))
+    assert draw_sample(7, 50, sample_generator(3, "out_cluster", 0)).tolist() == list(range(7))
+
+
+def test_pools_follow_the_assigned_clusters():
+    fed = make_fed()
+    labels = np.array([0, 1, 1, 0])  # the algorithm's partition, not the ground truth
+    pool = evaluation_pool(fed, labels, 1, "in_cluster")
+    assert sorted(set(pool.clients.tolist())) == [1, 2] and pool.size == 20
+    out = evaluation_pool(fed, labels, 1, "out_cluster")
+    assert sorted(set(out.clients.tolist())) == [0, 3]
+    orch = evaluation_pool(fed, labels, 1, "orchestrator")
+    assert orch.size == 12 and set(orch.clients.tolist()) == {-1}
+
+
+def test_explain_run_writes_consistent_outputs(tmp_path):
+    fed = make_fed()
+    run = FakeRunModels({0: SmallCNN(seed=1), 1: SmallCNN(seed=2)}, np.array([0, 0, 1, 1]))
+    explain_run(run, fed, SETTINGS, seed=5, out_dir=tmp_path)
+    insdel = read_parquet(tmp_path / "insdel.parquet").to_pandas()
+    samples = read_parquet(tmp_path / "samples.parquet").to_pandas()
+    assert len(insdel) == 6 and insdel["reason"].isna().all() and (insdel["n_samples"] == 6).all()
+    assert set(insdel["mode"]) == set(MODES) and len(samples) == 36
+    for (cluster, mode), grp in samples.groupby(["cluster", "mode"]):
+        row = insdel[(insdel["cluster"] == cluster) & (insdel["mode"] == mode)].iloc[0]
+        assert np.isclose(row["insertion_mean"], grp["insertion_auc"].mean())
+        assert np.isclose(row["deletion_p90"], np.percentile(grp["deletion_auc"], 90))
+        assert np.isclose(row["accuracy"], (grp["label"] == grp["pred"]).mean())
+        if mode == "in_cluster":
+            assert set(grp["client"]) <= set(np.flatnonzero(run.labels == cluster))
+    assert samples["insertion_auc"].between(0, 1).all() and samples["deletion_auc"].between(0, 1).all()
+    in_rows = samples[samples["mode"] == "in_cluster"]
+    expected_idx = [int(fed.clients[c].idx_test[r]) for c, r in zip(in_rows["client"], in_rows["sample_idx"])]
+    assert in_rows["data_idx"].tolist() == expected_idx
+    summary = read_parquet(tmp_path / "summary.parquet").to_pandas().set_index("mode")
+    assert np.isclose(summary.loc["in_cluster", "insertion_auc"],
+                      insdel[insdel["mode"] == "in_cluster"]["insertion_mean"].mean())
+    meta = parquet_metadata(tmp_path / "insdel.parquet")
+    assert meta["attribution"] == "saliency" and meta["target"] == "label" and meta["n_steps"] == 12
+    with np.load(tmp_path / "saliency.npz") as grid:
+        assert grid["clients"].tolist() == [1, 3]  # client 12 does not exist: clipped
+        assert grid["images"].shape == (2, 1, 12, 12) and grid["maps"].shape == (2, 12, 12)
+        assert grid["labels"].tolist() == [1, 0]  # each client's majority class (make_fed: c % 3)
+    # deterministic: a second run gives the same per-sample table
+    explain_run(FakeRunModels({0: SmallCNN(seed=1), 1: SmallCNN(seed=2)}, np.array([0, 0, 1, 1])), fed, SETTINGS,
+                seed=5, out_dir=tmp_path / "again")
+    pd.testing.assert_frame_equal(samples, read_parquet(tmp_path / "again" / "samples.parquet").to_pandas())
+
+
+def test_empty_modes_give_null_rows_with_reason(tmp_path):
+    fed = make_fed()
+    bnc = FakeRunModels({0: SmallCNN(seed=1), 3: SmallCNN(seed=2)}, np.zeros(4, dtype=np.int64))
+    explain_run(bnc, fed, {**SETTINGS, "attribution": "gradcam"}, seed=0, out_dir=tmp_path)
+    insdel = read_parquet(tmp_path / "insdel.parquet").to_pandas().set_index(["cluster", "mode"])
+    out0 = insdel.loc[(0, "out_cluster")]
+    assert out0["reason"] == "no out-of-cluster clients" and out0["n_samples"] == 0
+    assert pd.isna(out0["insertion_mean"]) and pd.isna(out0["deletion_p95"])
+    assert insdel.loc[(3, "in_cluster"), "reason"] == "no clients assigned to this cluster"
+    assert insdel.loc[(0, "in_cluster"), "n_samples"] == 6 and pd.isna(insdel.loc[(0, "in_cluster"), "reason"])
+    assert parquet_metadata(tmp_path / "insdel.parquet")["layer"] == "features.3"
+
+
+def test_failed_run_writes_empty_outputs_with_reason(tmp_path):
+    write_empty_explain(tmp_path, "run failed: loss diverged")
+    assert pq.read_table(tmp_path / "insdel.parquet").num_rows == 0
+    assert parquet_metadata(tmp_path / "samples.parquet")["reason"] == "run failed: loss diverged"
+    _, missing = load_insdel([ExplainRunRef("d", "s", 4, 0, "bnc", tmp_path)])
+    assert missing["reason"].tolist() == ["run failed: loss diverged"]
+
+
+def test_auc_statistics():
+    stats = auc_statistics(np.arange(21, dtype=float))
+    assert stats["mean"] == 10 and stats["median"] == 10 and stats["p05"] == 1 and stats["p95"] == 19
+    assert np.isclose(stats["var"], np.var(np.arange(21))) and np.isclose(stats["std"] ** 2, stats["var"])
+    assert all(v is None for v in auc_statistics(np.array([])).values())
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------
+def test_explain_figures_write_files(tmp_path):
+    refs = []
+    for seed in (0, 1, 2):
+        fed = make_fed(seed=seed)
+        for k, algo in enumerate(("bnc", "ocfl-km")):
+            labels = np.zeros(4, dtype=np.int64) if algo == "bnc" else np.array([0, 0, 1, 1])
+            models = {int(c): SmallCNN(seed=10 * seed + k + int(c)) for c in np.unique(labels)}
+            out = tmp_path / "explain" / f"s{seed}" / algo
+            explain_run(FakeRunModels(models, labels), fed, {**SETTINGS, "samples": 4}, seed=seed, out_dir=out)
+            refs.append(ExplainRunRef("toy", "ocfl-bal", 4, seed, algo, out))
+    refs.append({"dataset": "toy", "split": "ocfl-bal", "clients": 4, "seed": 3, "algorithm": "bnc",
+                 "explain_dir": tmp_path / "nowhere"})
+    result = explain_figures(refs, tmp_path / "fig")
+    assert result["missing"]["run"].tolist() == ["toy/ocfl-bal/n4/s3/bnc"]
+    assert len(result["saliency"]) == 6  # three scenarios × (png, pdf)
+    assert not result["saliency"][0].with_suffix(".png").read_bytes() == result["saliency"][2].read_bytes()
+    assert len(result["boxplots"]) == 6  # three modes × (png, pdf)
+    pngs = [p for p in result["cd"] if p.suffix == ".png"]
+    assert len(pngs) == 6  # 3 modes × insertion/deletion
+    for p in result["saliency"] + result["boxplots"] + result["cd"]:
+        assert p.exists() and p.stat().st_size > 0
+    ranks = pd.read_csv(tmp_path / "fig" / "explain_cd_in_cluster_insertion_ranks.csv")
+    assert sorted(ranks["algorithm"]) == ["bnc", "ocfl-km"] and np.isclose(ranks["mean_rank"].sum(), 3.0)

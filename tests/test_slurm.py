@@ -1,0 +1,470 @@
+"""The workflow on a real single-node SLURM cluster (issue "Scale-out and fault tolerance", 1, 2, 5).
+
+A session fixture brings SLURM up with ``.ci/slurm-up.sh`` (munge, MariaDB, slurmdbd, slurmctld,
+slurmd, two fake GPUs through GRES) and always tears it down with ``.ci/slurm-down.sh``. Where SLURM
+cannot be brought up (not root, no apt, exit code 3) every SLURM test is SKIPPED with the script's
+one-line reason, never passed.
+
+Checked:
+* the tiny study submitted with ``profiles/slurm`` runs as SLURM jobs that ``sacct`` lists, ``train``
+  and ``explain`` jobs hold a GPU (``gres/gpu`` in ReqTRES/AllocTRES), and every Parquet file under
+  ``results/`` equals the one of a local ``snakemake --cores 2`` run;
+* a ``train`` job killed at its SLURM time limit (1 minute on attempt 1) is resubmitted by
+  Snakemake, its log says "resuming from checkpoint", and its outputs equal an uninterrupted run;
+* ``.ci/slurm-up.sh`` is idempotent, and both profiles are accepted by Snakemake (dry run).
+
+The CI node has 2 CPUs, so the tests use ``profiles/slurm`` with ``cpus_per_task: 1`` and 5-second
+status checks (profiles/slurm-ci, written into the copied workflow); everything else is the shipped
+profile. Runs: ``OMP_NUM_THREADS=1 python -m pytest -m slurm tests/test_slurm.py`` (about 6-8 min).
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import pyarrow.parquet as pq
+import pytest
+import torch
+import yaml
+
+pytestmark = [pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[1]
+SLURM_UP = REPO / ".ci" / "slurm-up.sh"
+SLURM_DOWN = REPO / ".ci" / "slurm-down.sh"
+UNAVAILABLE_EXIT_CODE = 3  # slurm-up.sh: SLURM cannot be brought up on this machine
+WORKFLOW_ITEMS = ("Snakefile", "rules", "workflow_scripts", "config", "profiles", "report")
+REQUIRED_WORKFLOW_ITEMS = ("Snakefile", "rules", "workflow_scripts", "config")
+TINY_CONFIG = "config/tiny.yaml"
+CI_PROFILE = "profiles/slurm-ci"
+GPU_RULES = frozenset({"train", "explain"})
+# Wall-clock columns: the only values allowed to differ between two runs of the same study
+# (server.parquet "seconds", DESIGN §3). Everything else must be identical.
+WALL_CLOCK_COLUMNS = frozenset({"seconds"})
+SNAKEMAKE_TIMEOUT_S = 600
+# Work (seconds) planned for the time-limit test's train job: well above the 60-90 s after which
+# SLURM kills a job with a 1-minute limit, so attempt 1 always times out.
+TIMEOUT_TEST_WORK_S = 150.0
+RESUME_MESSAGE = "resuming from checkpoint"
+
+
+# ---------------------------------------------------------------------------------------------
+# state
+
+
+@dataclass(frozen=True)
+class SlurmCluster:
+    env: dict[str, str]
+    state_dir: Path
+    bringup_seconds: float
+
+
+@dataclass(frozen=True)
+class SacctJob:
+    job_id: int
+    name: str
+    state: str
+    req_tres: str
+    alloc_tres: str
+    comment: str
+
+
+@dataclass(frozen=True)
+class WorkflowRun:
+    workdir: Path
+    returncode: int
+    output: str
+    seconds: float
+
+    @property
+    def results(self) -> Path:
+        return self.workdir / "results"
+
+
+@dataclass(frozen=True)
+class TinyRuns:
+    slurm: WorkflowRun
+    local: WorkflowRun
+    started: str  # sacct -S value taken before submission
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def run_script(script: Path, env: Mapping[str, str], timeout_s: float) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(script)], env=dict(env), capture_output=True, text=True,
+                          timeout=timeout_s, stdin=subprocess.DEVNULL)
+
+
+def last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def tail(text: str, n: int = 40) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+def copy_workflow(dest: Path) -> Path:
+    """Copy the workflow (symlinks resolved, e.g. config/schema.yaml) into ``dest``."""
+    missing = [n for n in REQUIRED_WORKFLOW_ITEMS if not (REPO / n).exists()]
+    if missing:
+        pytest.fail(f"workflow incomplete in {REPO}: missing {', '.join(missing)}")
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW_ITEMS:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "slurm-ci"))
+        elif src.exists():
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def ci_profile(base: Mapping[str, Any], train_runtime: str | int | None = None,
+               retries: int | None = None) -> dict[str, Any]:
+    """``profiles/slurm`` for the 2-CPU CI node: 1 CPU per job, 5-second status checks."""
+    profile = yaml.safe_load(yaml.safe_dump(dict(base)))
+    for resources in profile["set-resources"].values():
+        resources["cpus_per_task"] = 1
+    profile["default-resources"]["cpus_per_task"] = 1
+    profile["seconds-between-status-checks"] = 5
+    profile["latency-wait"] = 10
+    if train_runtime is not None:
+        profile["set-resources"]["train"]["runtime"] = train_runtime
+    if retries is not None:
+        profile["retries"] = retries
+    return profile
+
+
+def write_ci_profile(workdir: Path, **overrides: Any) -> str:
+    base = yaml.safe_load((workdir / "profiles" / "slurm" / "config.yaml").read_text())
+    folder = workdir / CI_PROFILE
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.yaml").write_text(yaml.safe_dump(ci_profile(base, **overrides), sort_keys=False))
+    return CI_PROFILE
+
+
+def snakemake_command(args: Sequence[str], timeout_s: int) -> list[str]:
+    exe = shutil.which("snakemake")
+    base = [exe] if exe else [sys.executable, "-m", "snakemake"]
+    return ["timeout", "-s", "INT", "--kill-after=60", str(timeout_s), *base, *args]
+
+
+def start_snakemake(workdir: Path, args: Sequence[str], timeout_s: int = SNAKEMAKE_TIMEOUT_S
+                    ) -> tuple[subprocess.Popen, float]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("CFL_TEST_KILL_AFTER_ROUND", None)
+    log = open(workdir / "snakemake.out", "w")
+    proc = subprocess.Popen(snakemake_command(args, timeout_s), cwd=workdir, env=env, stdout=log,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    log.close()
+    return proc, time.monotonic()
+
+
+def finish_snakemake(workdir: Path, proc: subprocess.Popen, t0: float) -> WorkflowRun:
+    returncode = proc.wait(timeout=SNAKEMAKE_TIMEOUT_S + 120)
+    return WorkflowRun(workdir, returncode, (workdir / "snakemake.out").read_text(), time.monotonic() - t0)
+
+
+def require_success(run: WorkflowRun, what: str) -> None:
+    if run.returncode != 0:
+        pytest.fail(f"{what} failed (exit {run.returncode}) in {run.workdir}:\n{tail(run.output)}")
+
+
+def sacct_now() -> str:
+    return datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def sacct_jobs(since: str) -> dict[int, SacctJob]:
+    """Allocations (no steps) since ``since``, by job id."""
+    out = subprocess.run(
+        ["sacct", "-X", "-n", "-P", "-a", "-S", since,
+         "-o", "JobID,JobName,State,ReqTRES,AllocTRES,Comment"],
+        capture_output=True, text=True, timeout=60, check=True).stdout
+    jobs = {}
+    for line in out.splitlines():
+        fields = line.split("|", 5)
+        if len(fields) == 6 and fields[0].isdigit():
+            jobs[int(fields[0])] = SacctJob(int(fields[0]), fields[1], fields[2].split()[0], fields[3],
+                                            fields[4], fields[5])
+    return jobs
+
+
+def submitted_jobs(workdir: Path) -> dict[int, str]:
+    """SLURM job id -> rule, from the executor's per-job logs
+    (.snakemake/slurm_logs/rule_<rule>/<wildcards>/<jobid>.log)."""
+    jobs = {}
+    for log in (workdir / ".snakemake" / "slurm_logs").glob("rule_*/**/*.log"):
+        rule_dir = log.relative_to(workdir / ".snakemake" / "slurm_logs").parts[0]
+        if log.stem.isdigit():
+            jobs[int(log.stem)] = rule_dir[len("rule_"):]
+    return jobs
+
+
+def output_files(results: Path) -> dict[str, Path]:
+    """Parquet files and models.pt under ``results/`` by relative path (checkpoints excluded)."""
+    files = {}
+    for path in results.rglob("*"):
+        rel = path.relative_to(results)
+        if path.is_file() and "checkpoints" not in rel.parts and (path.suffix == ".parquet" or path.name == "models.pt"):
+            files[str(rel)] = path
+    return files
+
+
+def parquet_difference(a: Path, b: Path) -> str | None:
+    """None when the files are byte-identical, or when they hold a wall-clock column and are equal
+    (values, types, schema metadata) once the WALL_CLOCK_COLUMNS are dropped; else one line."""
+    if a.read_bytes() == b.read_bytes():
+        return None
+    ta, tb = pq.read_table(a), pq.read_table(b)
+    if ta.column_names != tb.column_names:
+        return f"columns {ta.column_names} != {tb.column_names}"
+    keep = [c for c in ta.column_names if c not in WALL_CLOCK_COLUMNS]
+    if len(keep) == len(ta.column_names):
+        bad = [c for c in keep if not ta.column(c).equals(tb.column(c))]
+        return f"not bit-identical (columns differing: {bad or 'none; metadata or encoding'})"
+    ta, tb = ta.select(keep), tb.select(keep)
+    if not ta.equals(tb, check_metadata=True):
+        bad = [c for c in keep if not ta.column(c).equals(tb.column(c))]
+        return f"columns differ: {bad or 'schema metadata'}"
+    return None
+
+
+def leaves(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(path, value) of every non-container value in nested dicts / lists."""
+    if isinstance(obj, Mapping):
+        for k in sorted(obj, key=str):
+            yield from leaves(obj[k], f"{prefix}/{k}")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from leaves(v, f"{prefix}/{i}")
+    else:
+        yield prefix, obj
+
+
+def same_leaf(a: Any, b: Any) -> bool:
+    if torch.is_tensor(a) or torch.is_tensor(b):
+        return (torch.is_tensor(a) and torch.is_tensor(b) and a.dtype == b.dtype
+                and a.shape == b.shape and torch.equal(a, b))
+    return a == b
+
+
+def models_difference(a: Path, b: Path) -> str | None:
+    """Compare two models.pt files leaf by leaf: tensors exactly, wall-clock keys skipped."""
+    if a.read_bytes() == b.read_bytes():
+        return None
+    la = dict(leaves(torch.load(a, weights_only=True, map_location="cpu")))
+    lb = dict(leaves(torch.load(b, weights_only=True, map_location="cpu")))
+    if la.keys() != lb.keys():
+        return f"keys differ: {sorted(la.keys() ^ lb.keys())[:5]}"
+    for key, value in la.items():
+        if key.rsplit("/", 1)[-1] not in WALL_CLOCK_COLUMNS and not same_leaf(value, lb[key]):
+            return f"{key} differs"
+    return None
+
+
+def output_differences(results_a: Path, results_b: Path) -> list[str]:
+    files_a, files_b = output_files(results_a), output_files(results_b)
+    problems = [f"only in one run: {p}" for p in sorted(files_a.keys() ^ files_b.keys())]
+    for rel in sorted(files_a.keys() & files_b.keys()):
+        compare = models_difference if rel.endswith("models.pt") else parquet_difference
+        why = compare(files_a[rel], files_b[rel])
+        if why:
+            problems.append(f"{rel}: {why}")
+    return problems
+
+
+def logs_of_rule(workdir: Path, rule: str) -> str:
+    """Text of the rule's own logs (results/logs/<rule>/...) and of its SLURM job logs."""
+    paths = list((workdir / "results" / "logs" / rule).rglob("*.log"))
+    paths += list((workdir / ".snakemake" / "slurm_logs" / f"rule_{rule}").rglob("*.log"))
+    return "\n".join(p.read_text(errors="replace") for p in sorted(paths))
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text())
+
+
+def run_ids(config: Mapping[str, Any]) -> list[str]:
+    from cflcore.config import scenario_id, scenarios
+
+    algorithms = config["study"].get("algorithms") or list(config["algorithms"])
+    return [f"{scenario_id(**s)}/{a}" for s in scenarios(config) for a in algorithms]
+
+
+def seconds_per_round(results: Path, run: str, rounds: int) -> float:
+    """Median training seconds per round of ``run`` (server.parquet), else its benchmark / rounds."""
+    server = results / "runs" / run / "server.parquet"
+    if server.exists():
+        table = pq.read_table(server)
+        if "seconds" in table.column_names and table.num_rows:
+            values = sorted(v for v in table.column("seconds").to_pylist() if v is not None)
+            if values:
+                return float(values[len(values) // 2])
+    bench = results / "benchmarks" / "train" / f"{run}.tsv"
+    header, row = bench.read_text().splitlines()[:2]
+    return float(dict(zip(header.split("\t"), row.split("\t")))["s"]) / rounds
+
+
+# ---------------------------------------------------------------------------------------------
+# fixtures
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> SlurmCluster:
+    """SLURM brought up for this session and ALWAYS torn down (daemons this session started)."""
+    state_dir = tmp_path_factory.mktemp("cfl-slurm-state")
+    env = {**os.environ, "CFL_SLURM_STATE": str(state_dir)}
+
+    def teardown() -> None:
+        down = run_script(SLURM_DOWN, env, timeout_s=180)
+        if down.returncode != 0:
+            raise RuntimeError(f"slurm-down.sh failed ({down.returncode}): {tail(down.stdout + down.stderr)}")
+
+    request.addfinalizer(teardown)  # registered first: a half-started cluster is stopped too
+    t0 = time.monotonic()
+    up = run_script(SLURM_UP, env, timeout_s=900)  # may include apt-get install
+    seconds = time.monotonic() - t0
+    if up.returncode == UNAVAILABLE_EXIT_CODE:
+        pytest.skip(last_line(up.stdout) or "slurm-up.sh: SLURM unavailable")
+    if up.returncode != 0:
+        pytest.fail(f"slurm-up.sh failed ({up.returncode}):\n{tail(up.stdout + up.stderr)}")
+    print(f"\nSLURM bring-up: {seconds:.1f} s; {last_line(up.stdout)}")
+    return SlurmCluster(env=env, state_dir=state_dir, bringup_seconds=seconds)
+
+
+@pytest.fixture(scope="module")
+def tiny_runs(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> TinyRuns:
+    """The tiny study on SLURM (profiles/slurm) and locally (--cores 2), side by side."""
+    slurm_dir = copy_workflow(tmp_path_factory.mktemp("tiny-slurm"))
+    local_dir = copy_workflow(tmp_path_factory.mktemp("tiny-local"))
+    profile = write_ci_profile(slurm_dir)
+    started = sacct_now()
+    slurm = start_snakemake(slurm_dir, ["--profile", profile, "--configfile", TINY_CONFIG])
+    local = start_snakemake(local_dir, ["--cores", "2", "--configfile", TINY_CONFIG])
+    runs = TinyRuns(finish_snakemake(slurm_dir, *slurm), finish_snakemake(local_dir, *local), started)
+    print(f"\ntiny study: SLURM {runs.slurm.seconds:.0f} s, local {runs.local.seconds:.0f} s (concurrent)")
+    require_success(runs.slurm, "snakemake --profile profiles/slurm (tiny)")
+    require_success(runs.local, "snakemake --cores 2 (tiny)")
+    return runs
+
+
+# ---------------------------------------------------------------------------------------------
+# tests
+
+
+@pytest.mark.slurm
+def test_bringup_is_idempotent(slurm_cluster: SlurmCluster) -> None:
+    pids_file = slurm_cluster.state_dir / "pids"
+    before = pids_file.read_text() if pids_file.exists() else ""
+    again = run_script(SLURM_UP, slurm_cluster.env, timeout_s=120)
+    assert again.returncode == 0, tail(again.stdout + again.stderr)
+    assert "started" not in again.stdout, again.stdout
+    assert (pids_file.read_text() if pids_file.exists() else "") == before
+    assert subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True).stdout.split()[0] in ("idle", "mix", "alloc")
+
+
+@pytest.mark.slurm
+def test_jobs_run_on_slurm_and_train_asks_for_a_gpu(tiny_runs: TinyRuns) -> None:
+    submitted = submitted_jobs(tiny_runs.slurm.workdir)
+    assert submitted, "no SLURM job logs under .snakemake/slurm_logs"
+    accounted = sacct_jobs(tiny_runs.started)
+    missing = sorted(set(submitted) - set(accounted))
+    assert not missing, f"jobs not in sacct: {missing}"
+    config = load_yaml(tiny_runs.slurm.workdir / TINY_CONFIG)
+    train_jobs = [j for j, rule in submitted.items() if rule == "train"]
+    assert len(train_jobs) == len(run_ids(config)), (sorted(submitted.items()), run_ids(config))
+    assert {"prepare_dataset", "split", "train", "evaluate"} <= set(submitted.values())
+    for job_id, rule in submitted.items():
+        job = accounted[job_id]
+        assert job.state == "COMPLETED", (rule, job)
+        assert job.name.startswith("cfl_"), job
+        assert job.comment.startswith(f"rule_{rule}"), job
+        has_gpu = "gres/gpu=1" in job.req_tres and "gres/gpu=1" in job.alloc_tres
+        assert has_gpu == (rule in GPU_RULES), (rule, job)
+
+
+@pytest.mark.slurm
+def test_slurm_outputs_equal_local_run(tiny_runs: TinyRuns) -> None:
+    files = output_files(tiny_runs.slurm.results)
+    assert any(p.endswith("history.parquet") for p in files), sorted(files)
+    problems = output_differences(tiny_runs.slurm.results, tiny_runs.local.results)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slurm
+def test_timed_out_train_job_resumes_from_checkpoint(tiny_runs: TinyRuns,
+                                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Attempt 1 of a long train job gets a 1-minute SLURM limit and is killed (TIMEOUT); Snakemake
+    resubmits it (retries: 1) with 30 minutes; it resumes from its newest checkpoint (DESIGN §5.5)
+    and its outputs equal an uninterrupted local run."""
+    tiny = load_yaml(tiny_runs.slurm.workdir / TINY_CONFIG)
+    dataset = tiny["study"]["datasets"][0]
+    algorithms = tiny["study"].get("algorithms") or list(tiny["algorithms"])
+    # an OCFL variant when there is one: its checkpoint holds strategy state too
+    algorithm = next((a for a in algorithms if tiny["algorithms"][a]["method"] == "ocfl"), algorithms[0])
+    tiny_run = next(r for r in run_ids(tiny) if r.startswith(f"{dataset}/") and r.endswith(f"/{algorithm}"))
+    per_round = seconds_per_round(tiny_runs.slurm.results, tiny_run, tiny["datasets"][dataset]["rounds"])
+    rounds = max(10, math.ceil(TIMEOUT_TEST_WORK_S / max(per_round, 1e-3)))
+
+    long_config = yaml.safe_load(yaml.safe_dump(tiny))
+    long_config["study"].update(datasets=[dataset], algorithms=[algorithm])
+    long_config["datasets"][dataset]["rounds"] = rounds
+    long_config.setdefault("engine", {})["checkpoint_every"] = max(1, rounds // 40)
+    run = next(r for r in run_ids(long_config) if r.endswith(f"/{algorithm}"))
+    scenario = run.rsplit("/", 1)[0]
+    target = f"results/runs/{run}/history.parquet"
+
+    dirs = {}
+    for kind in ("slurm", "local"):
+        workdir = copy_workflow(tmp_path_factory.mktemp(f"timeout-{kind}"))
+        (workdir / "config" / "long.yaml").write_text(yaml.safe_dump(long_config, sort_keys=False))
+        # dataset and split are the tiny study's (same settings): copy them, keep their mtimes
+        for part in (f"data/{dataset}.parquet", f"splits/{scenario}"):
+            src, dst = tiny_runs.slurm.results / part, workdir / "results" / part
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
+        dirs[kind] = workdir
+    profile = write_ci_profile(dirs["slurm"], train_runtime="1 + 29 * (attempt > 1)", retries=1)
+
+    started = sacct_now()
+    slurm = start_snakemake(dirs["slurm"], ["--profile", profile, "--configfile", "config/long.yaml", target])
+    local = start_snakemake(dirs["local"], ["--cores", "2", "--configfile", "config/long.yaml", target])
+    slurm_run, local_run = finish_snakemake(dirs["slurm"], *slurm), finish_snakemake(dirs["local"], *local)
+    print(f"\ntime-limit test: {rounds} rounds (~{per_round:.3f} s/round); SLURM {slurm_run.seconds:.0f} s, "
+          f"local {local_run.seconds:.0f} s")
+    require_success(local_run, "uninterrupted local run")
+    require_success(slurm_run, "SLURM run with a 1-minute train limit")
+
+    accounted = sacct_jobs(started)
+    train_jobs = sorted(j for j, rule in submitted_jobs(dirs["slurm"]).items() if rule == "train")
+    states = [accounted[j].state for j in train_jobs]
+    assert states != ["COMPLETED"], (
+        f"train finished within its 1-minute limit ({rounds} rounds): raise TIMEOUT_TEST_WORK_S")
+    assert states == ["TIMEOUT", "COMPLETED"], states
+    assert RESUME_MESSAGE in logs_of_rule(dirs["slurm"], "train").lower()
+    problems = output_differences(dirs["slurm"] / "results" / "runs", dirs["local"] / "results" / "runs")
+    assert not problems, "\n".join(problems)
+
+
+def test_profiles_are_accepted_by_snakemake(tmp_path: Path) -> None:
+    """Dry runs with both shipped profiles: an unknown key or a bad value makes snakemake refuse."""
+    workdir = copy_workflow(tmp_path / "wf")
+    for profile, expect in (("profiles/slurm", "gpu=1"), ("profiles/gpu-workstation", "gpu_slots=1")):
+        out = subprocess.run(snakemake_command(["--profile", profile, "--configfile", TINY_CONFIG, "-n"], 120),
+                             cwd=workdir, capture_output=True, text=True,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+        text = out.stdout + out.stderr
+        assert out.returncode == 0, f"{profile}:\n{tail(text)}"
+        train_blocks = re.findall(r"rule train:.*?(?:\n\n|\Z)", text, flags=re.S)
+        assert train_blocks and all(expect in block for block in train_blocks), f"{profile}:\n{tail(text)}"

@@ -1,0 +1,128 @@
+"""Client trainers: loop == vmap (float64), loop == plain torch.optim, metrics == scikit-learn."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings, strategies as st
+from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
+
+from cflcore.fl.evaluation import confusion, scores_from_confusion
+from cflcore.fl.layout import ModelLayout
+from cflcore.fl.optim import ClientOptimizer
+from cflcore.fl.synthetic import synthetic_federated
+from cflcore.fl.trainers import LoopTrainer, TrainSpec, VmapTrainer, derive_seed, resolve_trainer
+from cflcore.models import build_model
+
+CPU = torch.device("cpu")
+
+
+def _train_both(name, kw, sizes, opt, batch=8, epochs=2, precision="fp64", budget=2048):
+    fed = synthetic_federated(n_clients=len(sizes), n_train=sizes)
+    make = lambda: build_model(name, 1, (8, 8), fed.n_classes, **kw)  # noqa: E731
+    layout = ModelLayout.of(make())
+    start = layout.flatten(make()).double()
+    starts = torch.stack([start + 0.01 * i for i in range(len(sizes))])  # different start per client
+    spec = TrainSpec(opt, batch, epochs, precision=precision, memory_budget_mb=budget)
+    seeds = [derive_seed(1, i) for i in range(len(sizes))]
+    a = LoopTrainer(make(), layout, spec, CPU).train(starts, fed.clients, seeds)
+    b = VmapTrainer(make(), layout, spec, CPU).train(starts, fed.clients, seeds)
+    return starts, a, b
+
+
+SGD = ClientOptimizer("sgd", 0.05, momentum=0.9, weight_decay=1e-3)
+ADAM = ClientOptimizer("adam", 1e-3, weight_decay=1e-2)
+
+
+@pytest.mark.parametrize("name,kw,sizes,opt", [
+    ("tinyvgg", {}, [32, 32, 32], SGD),                 # equal sizes
+    ("tinyvgg", {}, [40, 33, 17, 50], ADAM),            # unequal sizes, short last batches
+    ("resnet34", {"width": 4}, [20, 14, 10], ClientOptimizer("sgd", 0.01)),  # BatchNorm, unequal
+    ("ocfl-cnn", {}, [20, 13], ClientOptimizer("sgd", 0.01)),                 # active dropout masks
+])
+def test_loop_and_vmap_agree_in_float64(name, kw, sizes, opt):
+    starts, a, b = _train_both(name, kw, sizes, opt)
+    assert (a.params - starts).abs().max() > 1e-4  # training moved the parameters
+    assert torch.allclose(a.params, b.params, rtol=0, atol=1e-10)
+    for la, lb, n in zip(a.step_losses, b.step_losses, sizes):
+        assert len(la) == 2 * -(-n // 8)
+        np.testing.assert_allclose(la, lb, rtol=0, atol=1e-10)
+
+
+def test_vmap_memory_chunks_give_same_numbers():
+    _, a, b = _train_both("tinyvgg", {}, [24, 17, 30], SGD, budget=64)
+    layout = ModelLayout.of(build_model("tinyvgg", 1, (8, 8), 6))
+    trainer = VmapTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, TrainSpec(SGD, 8, 1, "fp64", memory_budget_mb=64), CPU)
+    trainer._activation_numel = 10 ** 7  # pretend big activations: forces one client per chunk
+    assert trainer.chunk_size() == 1
+    assert torch.allclose(a.params, b.params, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("opt", [ClientOptimizer("sgd", 0.05, momentum=0.9, weight_decay=1e-3), ClientOptimizer("adam", 1e-3, weight_decay=1e-2)])
+def test_loop_equals_plain_torch_optim(opt):
+    """The fused foreach step gives bit-identical fp32 numbers to torch.optim.SGD / torch.optim.Adam."""
+    fed = synthetic_federated(n_clients=1, n_train=[37])
+    client = fed.clients[0]
+    torch.manual_seed(0)
+    ref = build_model("tinyvgg", 1, (8, 8), fed.n_classes)
+    layout = ModelLayout.of(ref)
+    start = layout.flatten(ref).clone()
+    trainer = LoopTrainer(build_model("tinyvgg", 1, (8, 8), fed.n_classes), layout, TrainSpec(opt, 8, 2), CPU)
+    got = trainer.train(start[None], [client], [123])
+    if opt.kind == "sgd":
+        torch_opt = torch.optim.SGD(ref.parameters(), lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay)
+    else:
+        torch_opt = torch.optim.Adam(ref.parameters(), lr=opt.lr, betas=opt.betas, eps=opt.eps, weight_decay=opt.weight_decay)
+    losses = []
+    for epoch in range(2):
+        perm = torch.randperm(client.n_train, generator=trainer.epoch_generator(123, epoch))
+        for lo in range(0, client.n_train, 8):
+            idx = perm[lo:lo + 8]
+            torch_opt.zero_grad()
+            loss = F.cross_entropy(ref(client.x_train[idx]), client.y_train[idx])
+            loss.backward()
+            torch_opt.step()
+            losses.append(loss.item())
+    assert torch.equal(got.params[0], layout.flatten(ref))
+    np.testing.assert_array_equal(got.step_losses[0], np.array(losses))
+
+
+def test_results_do_not_depend_on_client_order():
+    fed = synthetic_federated(n_clients=3, n_train=[20, 28, 12])
+    layout = ModelLayout.of(build_model("tinyvgg", 1, (8, 8), 6))
+    start = layout.flatten(build_model("tinyvgg", 1, (8, 8), 6))
+    trainer = LoopTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, TrainSpec(SGD, 8, 1), CPU)
+    fwd = trainer.train(start.repeat(3, 1), fed.clients, [5, 6, 7])
+    rev = trainer.train(start.repeat(3, 1), fed.clients[::-1], [7, 6, 5])
+    assert torch.equal(fwd.params, rev.params.flip(0))
+
+
+def test_bf16_autocast_trains():
+    fed = synthetic_federated(n_clients=2, n_train=24)
+    layout = ModelLayout.of(build_model("tinyvgg", 1, (8, 8), 6))
+    start = layout.flatten(build_model("tinyvgg", 1, (8, 8), 6))
+    out32 = LoopTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, TrainSpec(SGD, 8, 1), CPU).train(start.repeat(2, 1), fed.clients, [1, 2])
+    out16 = LoopTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, TrainSpec(SGD, 8, 1, "bf16"), CPU).train(start.repeat(2, 1), fed.clients, [1, 2])
+    assert out16.params.dtype == torch.float32
+    assert all(np.isfinite(l).all() for l in out16.step_losses)
+    assert not torch.equal(out16.params, out32.params)
+    assert torch.allclose(out16.params, out32.params, atol=5e-2)
+
+
+def test_resolve_trainer_auto():
+    assert resolve_trainer("auto", CPU) is LoopTrainer
+    assert resolve_trainer("auto", torch.device("cuda")) is VmapTrainer
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=40))
+def test_metrics_match_sklearn(pairs):
+    y_true = np.array([p[0] for p in pairs])
+    y_pred = np.array([p[1] for p in pairs])
+    s = scores_from_confusion(confusion(y_true, y_pred, 6), 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert s.acc == pytest.approx(accuracy_score(y_true, y_pred), abs=1e-12)
+        assert s.f1 == pytest.approx(f1_score(y_true, y_pred, average="macro", zero_division=0), abs=1e-12)
+        assert s.bacc == pytest.approx(balanced_accuracy_score(y_true, y_pred), abs=1e-12)

@@ -1,0 +1,63 @@
+"""The Snakemake workflow end to end: planning, the data stage, a tiny study through the report."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import snakemake_cmd
+
+
+def run_sm(cwd, *args, check=True, timeout=900):
+    p = subprocess.run(snakemake_cmd(*args), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-6000:]}")
+    return p
+
+
+def planned_jobs(stdout: str) -> dict[str, int]:
+    """Parse the 'Job stats' table of a dry run into {rule: count}."""
+    counts: dict[str, int] = {}
+    lines = stdout.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("job") and "count" in line:
+            for row in lines[i + 2:]:
+                parts = row.split()
+                if len(parts) != 2 or not parts[1].isdigit():
+                    break
+                if parts[0] != "total":
+                    counts[parts[0]] = int(parts[1])
+            break
+    return counts
+
+
+def test_dry_run_default_config_plans_the_whole_study(workflow_dir):
+    p = run_sm(workflow_dir, "-n", "--cores", "2", "--quiet", "rules")
+    jobs = planned_jobs(p.stdout + p.stderr)
+    assert jobs.get("prepare_dataset") == 1
+    assert jobs.get("split") == 4
+    assert jobs.get("train") == 40
+    assert jobs.get("evaluate") == 40
+    assert jobs.get("explain") == 40
+    assert jobs.get("report") == 1
+
+
+def test_data_stage_runs_and_is_cached(workflow_dir):
+    target = "results/splits/digits/nonoverlap-balanced/n6/s0/manifest.json"
+    run_sm(workflow_dir, "--cores", "2", "--configfile", "config/tiny.yaml", target)
+    manifest = json.loads((Path(workflow_dir) / target).read_text())
+    assert manifest["n_clusters"] == 3
+    assert (Path(workflow_dir) / "results/data/digits.parquet").exists()
+    assert (Path(workflow_dir) / "results/logs/split/digits/nonoverlap-balanced/n6/s0.log").exists()
+    assert (Path(workflow_dir) / "results/benchmarks/split/digits/nonoverlap-balanced/n6/s0.tsv").exists()
+    p = run_sm(workflow_dir, "-n", "--cores", "2", "--configfile", "config/tiny.yaml", target)
+    assert "Nothing to be done" in p.stdout + p.stderr
+
+
+def test_bad_config_stops_before_any_job(workflow_dir):
+    bad = Path(workflow_dir) / "config" / "bad.yaml"
+    bad.write_text("study: {datasets: [nosuchset], splits: [nonoverlap-balanced], clients: [6], seeds: [0]}\n")
+    p = run_sm(workflow_dir, "-n", "--cores", "1", "--configfile", str(bad), check=False)
+    assert p.returncode != 0
+    assert "nosuchset" in p.stdout + p.stderr
+    assert not (Path(workflow_dir) / "results").exists()
