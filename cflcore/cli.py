@@ -95,7 +95,7 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
 
             print(split_summary(p["split"]).to_string(index=False))
             return 0
-        stages.make_split(p["dataset"], cc.split_settings(cfg, a.split), a.clients, a.seed, p["split"])
+        stages.make_split(p["dataset"], cc.split_settings(cfg, a.split), a.clients, a.seed, p["split"], name=a.split)
     elif a.cmd == "train":
         st = stages.train(p["dataset"], p["split"], cc.run_settings(cfg, a.dataset, a.algorithm), a.seed,
                           p["run"], on_failure="fail")

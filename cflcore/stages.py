@@ -27,10 +27,10 @@ def prepare_dataset(settings: Mapping[str, Any], out_path: str | Path) -> None:
 
 
 def make_split(dataset_path: str | Path, settings: Mapping[str, Any], n_clients: int, seed: int,
-               out_dir: str | Path) -> dict[str, Any]:
+               out_dir: str | Path, name: str = "split") -> dict[str, Any]:
     from .data.splits import make_split as _make_split
 
-    return _make_split(dataset_path, dict(settings), int(n_clients), int(seed), out_dir)
+    return _make_split(dataset_path, dict(settings), int(n_clients), int(seed), out_dir, field=f"splits.{name}")
 
 
 def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str, Any], seed: int,
@@ -129,3 +129,44 @@ def explain(dataset_path: str | Path, split_dir: str | Path, run_dir: str | Path
 
 def clean_dir(path: str | Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """What the report stage needs from the config (the rule passes the same dict as a param)."""
+    from .config import scenario_id, scenarios
+
+    only = (cfg["study"].get("explain") or {}).get("clients")
+    explain_on = bool(cfg.get("explain", {}).get("enabled", True))
+    explain_runs = [f"{scenario_id(**s)}/{a}" for s in scenarios(cfg) for a in cfg["study"]["algorithms"]
+                    if explain_on and (not only or s["clients"] in only)]
+    return {"results_dir": str(cfg["results_dir"]).rstrip("/"), "study": cfg["study"],
+            "explain_runs": explain_runs, "grid_clients": cfg.get("explain", {}).get("grid_clients")}
+
+
+def report(cfg: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
+    return report_runs(report_plan(cfg), out_dir)
+
+
+def report_runs(plan: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
+    """Tables and figures of every run the plan expects; explain figures for its explained runs."""
+    from .report.build import build_report
+    from .report.explain_figures import cd_figures, insdel_boxplot_figures, saliency_grid_figures
+    from .report.runs import run_specs_from_config
+
+    out_dir = Path(out_dir)
+    results = Path(plan["results_dir"])
+    specs = run_specs_from_config({"study": plan["study"], "results_dir": str(results)})
+    index = build_report(specs, out_dir)
+    refs = []
+    for run in plan["explain_runs"]:
+        dataset, split, n, s, algorithm = run.split("/")
+        refs.append({"dataset": dataset, "split": split, "clients": int(n[1:]), "seed": int(s[1:]),
+                     "algorithm": algorithm, "explain_dir": results / "explain" / run})
+    figs = out_dir / "figures"
+    for kind in ("saliency_grid", "insdel_box", "cd"):
+        (figs / kind).mkdir(parents=True, exist_ok=True)
+    if refs:
+        saliency_grid_figures(refs, figs / "saliency_grid", plan.get("grid_clients"))
+        insdel_boxplot_figures(refs, figs / "insdel_box")
+        cd_figures(refs, figs / "cd")
+    return index

@@ -8,4 +8,4 @@ from cflcore.logutil import run_logged
 sm = snakemake  # noqa: F821
 run_logged(sm.log[0], lambda: stages.make_split(
     sm.input.dataset, json.loads(sm.params.settings), int(sm.wildcards.clients), int(sm.wildcards.seed),
-    Path(sm.output.manifest).parent))
+    Path(sm.output.manifest).parent, name=sm.wildcards.split))

@@ -241,7 +241,8 @@ def _torchvision_download(class_name: str, root: Path, name: str) -> None:
         for train in (True, False):
             dataset_cls(root=str(root), train=train, download=True)
     except Exception as e:  # noqa: BLE001 - network / integrity failures of any kind become one DataError
-        raise DataError(f"{name}: download into {root} failed ({e.__class__.__name__}: {str(e).splitlines()[0][:100] if str(e) else ''})") from None
+        first_line = str(e).splitlines()[0][:100] if str(e) else ""
+        raise DataError(f"{name}: download into {root} failed ({e.__class__.__name__}: {first_line})") from None
 
 
 def load_idx_dataset(settings: LoaderSettings, name: str, folder: str, classes: list[str]) -> RawDataset:
@@ -384,7 +385,8 @@ def _medmnist_part(images: np.ndarray, labels: np.ndarray, path: Path, key: str)
         raise DataError(f"{path}: {key}_images has shape {images.shape}; expected (n, H, W) or (n, H, W, 3)")
     labels = labels.reshape(len(labels), -1)
     if images.dtype != np.uint8 or labels.shape[1] != 1 or len(labels) != len(images):
-        raise DataError(f"{path}: {key}_labels {labels.shape} / {key}_images {images.dtype} do not form a single-label dataset")
+        raise DataError(f"{path}: {key}_labels {labels.shape} / {key}_images {images.dtype} "
+                        "do not form a single-label uint8 dataset")
     return np.ascontiguousarray(images), labels[:, 0].astype(np.int64)
 
 
@@ -395,7 +397,8 @@ def load_medmnist(settings: LoaderSettings, flag: str) -> RawDataset:
     if not path.exists() and settings.download:
         _medmnist_download(flag, settings.data_root)
     if not path.exists():
-        raise DataError(f"{flag}: expected {path} with keys {', '.join(MEDMNIST_KEYS)} (set download: true or place the file there)")
+        raise DataError(f"{flag}: expected {path} with keys {', '.join(MEDMNIST_KEYS)} "
+                        "(set download: true or place the file there)")
     arrays = read_medmnist_npz(path)
     info = medmnist.INFO[flag]
     classes = [info["label"][str(i)] for i in range(len(info["label"]))]

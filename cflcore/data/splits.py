@@ -254,7 +254,8 @@ class SplitGenerator:
         allowed = set(cls.allowed_keys()) | {"generator"}
         for key in params:
             if key not in allowed:
-                raise ConfigError(f"{field}: unknown key {key!r} for generator {cls.registered_name}; "  # type: ignore[attr-defined]
+                name = cls.registered_name  # type: ignore[attr-defined]
+                raise ConfigError(f"{field}: unknown key {key!r} for generator {name}; "
                                   f"allowed: {', '.join(sorted(allowed))}")
         p = cls.normalise(params)
         check_samples(p["samples_per_client"], f"{field}.samples_per_client")

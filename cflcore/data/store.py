@@ -175,7 +175,10 @@ def read_assignments(split_dir: str | os.PathLike) -> tuple[dict[str, np.ndarray
 
 def load_federated(dataset_path: str | os.PathLike, split_dir: str | os.PathLike,
                    device: str | torch.device = "cpu") -> FederatedData:
-    """Every client's train/test tensors (float32 in [0, 1]) and the orchestrator set of one scenario."""
+    """Every client's train/test tensors (float32 in [0, 1]) and the orchestrator set of one scenario.
+
+    A client's visual domain (``manifest["domains"]``) applies to its train and test images (noise drawn from
+    ``torch.Generator().manual_seed(noise_seed)``, train first); the orchestrator set stays clean."""
     data = load_dataset(dataset_path)
     cols, manifest = read_assignments(split_dir)
     cluster_of_client = np.asarray(manifest["cluster_of_client"], dtype=np.int64)

@@ -36,8 +36,7 @@ from ..data.federated import FederatedData
 from ..errors import ConfigError
 from ..io import atomic_path, write_parquet
 from .attribution import check_attribution_name, default_layer_name, make_attributor
-from .insdel import (DEFAULT_FORWARD_BATCH, check_substrate_name, insertion_deletion, target_probabilities,
-                     to_channels_last)
+from .insdel import DEFAULT_FORWARD_BATCH, check_substrate_name, insertion_deletion, to_channels_last
 
 MODES: tuple[str, ...] = ("in_cluster", "out_cluster", "orchestrator")
 TARGETS: tuple[str, ...] = ("label", "predicted")
@@ -189,7 +188,7 @@ def score_images(model: nn.Module, x: torch.Tensor, y: torch.Tensor, settings: E
     target = y if settings.target == "label" else pred.clone()
     maps = make_attributor(model, settings.attribution, settings.layer)(x, target).detach()
     curves = insertion_deletion(model, x, maps, target, settings.step, settings.substrate, settings.forward_batch)
-    prob = target_probabilities(model, x, target)
+    prob = curves.deletion[:, 0]  # deletion starts from the full image
     return (pred.cpu().numpy(), prob.cpu().numpy(), curves.insertion_auc.cpu().numpy(),
             curves.deletion_auc.cpu().numpy())
 
@@ -388,7 +387,10 @@ def check_round(requested: int | str, available: int) -> None:
 
 def explain_run(run_models: RunModelsLike, fed: FederatedData, settings: Mapping[str, Any], seed: int,
                 out_dir: str | Path) -> None:
-    """Algorithm 2 of 000 for every cluster model × mode; writes insdel/samples/summary Parquet and saliency.npz."""
+    """Algorithm 2 of 000 for every cluster model × mode; writes insdel/samples/summary Parquet and saliency.npz.
+
+    ``run_models`` is ``cflcore.fl.artifacts.load_run_models(...)``; its networks are put in eval mode
+    and converted to channels-last layout in place (values unchanged)."""
     cfg = ExplainSettings.from_dict(settings)
     check_round(cfg.round, int(run_models.round))
     if not run_models.models:

@@ -80,7 +80,7 @@ def _temperature_curve(run: LoadedRun) -> fg.Curve | None:
     values = pd.to_numeric(server["temperature"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     if not np.isfinite(values).any():
         return None
-    first = tb._row(run.clustering, "mean").get("first_clustering_round")
+    first = tb.summary_row(run.clustering, "mean").get("first_clustering_round")
     marker = None if first is None or pd.isna(first) else int(first) - 1
     return fg.Curve(f"s{run.spec.seed}", server["round"].to_numpy(dtype=np.int64), fg.normalise(values), marker)
 

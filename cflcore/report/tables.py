@@ -24,7 +24,8 @@ PERSONALISATION_METRICS = ["pf1", "gf1", "learning_gap", "local_bacc", "orch_bac
 EXTRA_CLUSTERING = ["rand", "v_measure", "silhouette", "davies_bouldin", "was", "wadb", "first_clustering_round"]
 
 
-def _row(frame: pd.DataFrame, kind: str) -> dict:
+def summary_row(frame: pd.DataFrame, kind: str) -> dict:
+    """The first row of ``kind`` (``mean`` / ``final``) of an eval table as a dict ({} when absent)."""
     rows = frame[frame["kind"] == kind]
     return rows.iloc[0].to_dict() if len(rows) else {}
 
@@ -34,11 +35,12 @@ def run_summaries(runs: Sequence[LoadedRun]) -> pd.DataFrame:
     records = []
     for run in runs:
         s = run.spec
-        clustering, personal = _row(run.clustering, "mean"), _row(run.personalisation, "mean")
+        clustering, personal = summary_row(run.clustering, "mean"), summary_row(run.personalisation, "mean")
         record = {"dataset": s.dataset, "clients": s.clients, "split": s.split, "seed": s.seed, "algorithm": s.algorithm}
         for metric in [*TABLE1_METRICS, *TABLE2_METRICS, *EXTRA_CLUSTERING]:
             record[metric] = clustering.get(metric)
-        record["ever_clustered"] = bool(clustering.get("ever_clustered") is True)
+        flag = clustering.get("ever_clustered")
+        record["ever_clustered"] = bool(flag) if flag is not None and not pd.isna(flag) else False
         for metric in PERSONALISATION_METRICS:
             record[metric] = personal.get(metric)
         records.append(record)
