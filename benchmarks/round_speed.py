@@ -32,7 +32,8 @@ from cflcore.models import build_model
 def settings(precision: str, rounds: int = 1000) -> dict:
     return {"training": {"model": "tinyvgg", "optimizer": "sgd", "lr": 0.01, "batch_size": 32, "local_epochs": 3,
                          "rounds": rounds},
-            "engine": {"trainer": "loop", "precision": precision, "eval_every": 1, "checkpoint_every": 10 ** 6},
+            "engine": {"trainer": "loop", "precision": precision, "eval_every": 1, "checkpoint_every": 10 ** 6,
+                       "channels_last": True},
             "algorithm": {"method": "bnc"}, "device": "cpu"}
 
 

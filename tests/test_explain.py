@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from cflcore.data.federated import ClientData, FederatedData
-from cflcore.errors import ConfigError
+from cflcore.errors import ConfigError, DataError
 from cflcore.explain import (MODES, attribute, draw_sample, evaluation_pool, explain_run, insertion_deletion,
                              insertion_deletion_per_image, sample_generator, write_empty_explain)
 from cflcore.explain.framework import ExplainSettings, auc_statistics, check_round
@@ -278,6 +278,11 @@ def test_failed_run_writes_empty_outputs_with_reason(tmp_path):
     assert parquet_metadata(tmp_path / "samples.parquet")["reason"] == "run failed: loss diverged"
     _, missing = load_insdel([ExplainRunRef("d", "s", 4, 0, "bnc", tmp_path)])
     assert missing["reason"].tolist() == ["run failed: loss diverged"]
+
+
+def test_labels_must_match_the_split(tmp_path):
+    with pytest.raises(DataError, match="models.pt labels: 3 clients, but the split has 4"):
+        explain_run(FakeRunModels({0: SmallCNN()}, np.zeros(3, dtype=np.int64)), make_fed(), SETTINGS, 0, tmp_path)
 
 
 def test_auc_statistics():

@@ -142,12 +142,14 @@ def test_status_json_reason_wins_and_eval_missing_after_training(tmp_path):
     assert load_run(spec).reason == "CUDA out of memory at step 3"
 
 
-def test_report_with_every_run_missing_still_writes_tables(tmp_path):
+def test_report_with_every_run_missing_still_writes_tables_and_folders(tmp_path):
     spec = RunSpec("digits", "iid", 6, 0, "bnc", tmp_path / "e", tmp_path / "r", tmp_path / "m.json")
     index = build_report([spec], tmp_path / "out")
     assert index["n_missing"] == 1
     assert "missing" in (tmp_path / "out" / "tables" / "table1_clustering.md").read_text()
     assert len(pd.read_csv(tmp_path / "out" / "tables" / "paper_vs_run.csv")) == 0
+    for kind in ("learning_gap", "temperature_mean", "temperature_runs", "clustering_progress", "n_clusters"):
+        assert (tmp_path / "out" / "figures" / kind).is_dir()  # the report rule declares them as directory()
 
 
 def test_run_specs_from_config_paths():
@@ -187,3 +189,4 @@ def test_figure_functions_write_png_and_pdf(tmp_path):
                       "k": fg.n_clusters_figure(curves, "t")}.items():
         png, pdf = fg.save_figure(fig, tmp_path / name)
         assert png.stat().st_size > 1000 and pdf.read_bytes()[:5] == b"%PDF-"
+

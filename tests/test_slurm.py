@@ -25,6 +25,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -321,9 +322,22 @@ def seconds_per_round(results: Path, run: str, rounds: int) -> float:
 
 
 @pytest.fixture(scope="session")
-def slurm_cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> SlurmCluster:
+def workspace() -> Iterator[Path]:
+    """Own folder for workflow copies and SLURM state. Not pytest's tmp_path: concurrent pytest
+    sessions of the same user prune each other's old basetemp folders while jobs still run."""
+    folder = Path(tempfile.mkdtemp(prefix="cfl-slurm-test-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def new_dir(workspace: Path, name: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=workspace))
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(workspace: Path, request: pytest.FixtureRequest) -> SlurmCluster:
     """SLURM brought up for this session and ALWAYS torn down (daemons this session started)."""
-    state_dir = tmp_path_factory.mktemp("cfl-slurm-state")
+    state_dir = new_dir(workspace, "state")
     env = {**os.environ, "CFL_SLURM_STATE": str(state_dir)}
 
     def teardown() -> None:
@@ -344,10 +358,10 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixt
 
 
 @pytest.fixture(scope="module")
-def tiny_runs(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> TinyRuns:
+def tiny_runs(slurm_cluster: SlurmCluster, workspace: Path) -> TinyRuns:
     """The tiny study on SLURM (profiles/slurm) and locally (--cores 2), side by side."""
-    slurm_dir = copy_workflow(tmp_path_factory.mktemp("tiny-slurm"))
-    local_dir = copy_workflow(tmp_path_factory.mktemp("tiny-local"))
+    slurm_dir = copy_workflow(new_dir(workspace, "tiny-slurm"))
+    local_dir = copy_workflow(new_dir(workspace, "tiny-local"))
     profile = write_ci_profile(slurm_dir)
     started = sacct_now()
     slurm = start_snakemake(slurm_dir, ["--profile", profile, "--configfile", TINY_CONFIG])
@@ -403,8 +417,7 @@ def test_slurm_outputs_equal_local_run(tiny_runs: TinyRuns) -> None:
 
 
 @pytest.mark.slurm
-def test_timed_out_train_job_resumes_from_checkpoint(tiny_runs: TinyRuns,
-                                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_timed_out_train_job_resumes_from_checkpoint(tiny_runs: TinyRuns, workspace: Path) -> None:
     """Attempt 1 of a long train job gets a 1-minute SLURM limit and is killed (TIMEOUT); Snakemake
     resubmits it (retries: 1) with 30 minutes; it resumes from its newest checkpoint (DESIGN §5.5)
     and its outputs equal an uninterrupted local run."""
@@ -427,7 +440,7 @@ def test_timed_out_train_job_resumes_from_checkpoint(tiny_runs: TinyRuns,
 
     dirs = {}
     for kind in ("slurm", "local"):
-        workdir = copy_workflow(tmp_path_factory.mktemp(f"timeout-{kind}"))
+        workdir = copy_workflow(new_dir(workspace, f"timeout-{kind}"))
         (workdir / "config" / "long.yaml").write_text(yaml.safe_dump(long_config, sort_keys=False))
         # dataset and split are the tiny study's (same settings): copy them, keep their mtimes
         for part in (f"data/{dataset}.parquet", f"splits/{scenario}"):

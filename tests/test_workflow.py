@@ -44,13 +44,13 @@ def test_dry_run_default_config_plans_the_whole_study(workflow_dir):
 
 def test_data_stage_runs_and_is_cached(workflow_dir):
     target = "results/splits/digits/nonoverlap-balanced/n6/s0/manifest.json"
-    run_sm(workflow_dir, "--cores", "2", "--configfile", "config/tiny.yaml", target)
+    run_sm(workflow_dir, target, "--cores", "2", "--configfile", "config/tiny.yaml")
     manifest = json.loads((Path(workflow_dir) / target).read_text())
     assert manifest["n_clusters"] == 3
     assert (Path(workflow_dir) / "results/data/digits.parquet").exists()
     assert (Path(workflow_dir) / "results/logs/split/digits/nonoverlap-balanced/n6/s0.log").exists()
     assert (Path(workflow_dir) / "results/benchmarks/split/digits/nonoverlap-balanced/n6/s0.tsv").exists()
-    p = run_sm(workflow_dir, "-n", "--cores", "2", "--configfile", "config/tiny.yaml", target)
+    p = run_sm(workflow_dir, target, "-n", "--cores", "2", "--configfile", "config/tiny.yaml")
     assert "Nothing to be done" in p.stdout + p.stderr
 
 

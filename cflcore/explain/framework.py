@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from ..data.federated import FederatedData
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 from ..io import atomic_path, write_parquet
 from .attribution import check_attribution_name, default_layer_name, make_attributor
 from .insdel import DEFAULT_FORWARD_BATCH, check_substrate_name, insertion_deletion, to_channels_last
@@ -401,6 +401,9 @@ def explain_run(run_models: RunModelsLike, fed: FederatedData, settings: Mapping
     for model in run_models.models.values():
         to_channels_last(model.eval())  # faster batched convolution; values unchanged
     labels = np.asarray(run_models.labels)
+    if labels.shape != (fed.n_clients,):
+        raise DataError(f"models.pt labels: {labels.size} clients, but the split has {fed.n_clients}; "
+                        f"the run and the split do not match")
     insdel_rows, sample_parts = [], []
     for cluster in sorted(run_models.models):
         model = run_models.models[cluster]

@@ -45,9 +45,12 @@ class Evaluator:
     """A separate eval-mode copy of the network that flat vectors are loaded into (the trainer's copy is untouched)."""
 
     def __init__(self, model: nn.Module, layout: ModelLayout, device: torch.device, dtype: torch.dtype,
-                 batch_size: int = 1024):
+                 batch_size: int = 1024, bf16: bool = False, channels_last: bool = False):
         self.model = model.to(device=device, dtype=dtype).eval()
+        if channels_last:
+            self.model = self.model.to(memory_format=torch.channels_last)
         self.layout, self.device, self.dtype, self.batch_size = layout, device, dtype, batch_size
+        self.bf16, self.channels_last = bf16, channels_last
         self.n_orchestrator_calls = 0
 
     @torch.no_grad()
@@ -57,8 +60,11 @@ class Evaluator:
         preds, losses = [], []
         for lo in range(0, len(y), self.batch_size):
             xb = x[lo:lo + self.batch_size].to(device=self.device, dtype=self.dtype)
+            if self.channels_last and xb.dim() == 4:
+                xb = xb.contiguous(memory_format=torch.channels_last)
             yb = y[lo:lo + self.batch_size].to(self.device)
-            logits = self.model(xb)
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                logits = self.model(xb).float() if self.bf16 else self.model(xb)
             preds.append(logits.argmax(dim=1))
             losses.append(F.cross_entropy(logits, yb, reduction="none").to(torch.float64))
         if not preds:

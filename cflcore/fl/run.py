@@ -142,6 +142,13 @@ class Engine:
     log: logging.Logger
 
     # ----- vectors ----------------------------------------------------------------------------
+    def shared_part(self, matrix: torch.Tensor) -> torch.Tensor:
+        """Columns of the shared part; the matrix itself (no copy) when everything is shared (the usual case:
+        large models x many clients would otherwise hold extra gigabytes)."""
+        if len(self.part.shared) == self.layout.n_full:
+            return matrix
+        return matrix[:, self.part.shared]
+
     def full_vector(self, state: EngineState, spec: StartSpec, client: int | None, local: torch.Tensor | None = None) -> torch.Tensor:
         """The full vector of a (possibly mixed) StartSpec; the FedBN part is the client's own (or ``local``)."""
         full = torch.empty(self.layout.n_full, dtype=self.dtype, device=self.device)
@@ -217,7 +224,7 @@ class Engine:
                 raise TrainingDiverged(f"round {rnd}: client {int(c)} training loss became {losses[bad][0]} at local step "
                                        f"{int(np.flatnonzero(bad)[0])}; lower datasets.*.lr or check that client's data")
         news = result.params.to(self.dtype)
-        shared_starts, shared_news = starts[:, self.part.shared], news[:, self.part.shared]
+        shared_starts, shared_news = self.shared_part(starts), self.shared_part(news)
         deltas = shared_news - shared_starts
         n_samples = np.array([fed.clients[int(c)].n_train for c in sampled])
         keep_start = deltas.numel() * deltas.element_size() <= int(eng.get("memory_budget_mb", 2048)) * 2 ** 20
@@ -267,8 +274,10 @@ class Engine:
             if members:
                 rows = torch.tensor(members, device=self.device)
                 w = torch.tensor(n_samples[members], dtype=self.dtype, device=self.device) if weighted else None
-                models[c], server_state[c] = aggregate_cluster(self.server, shared_starts[rows], news[rows][:, self.part.shared], w, sstate)
-                extra[c] = weighted_mean(news[rows][:, self.part.extra], w)
+                members_new = news.index_select(0, rows)
+                models[c], server_state[c] = aggregate_cluster(self.server, shared_starts.index_select(0, rows),
+                                                               self.shared_part(members_new), w, sstate)
+                extra[c] = weighted_mean(members_new[:, self.part.extra], w)
             else:
                 models[c], server_state[c] = state.models[src].clone(), sstate
                 extra[c] = state.extra[src].clone()
@@ -464,7 +473,7 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     part = layout.partition(bool(eng.get("bn_buffers_in_delta", True)), eng.get("bn_stats", "aggregate") == "local")
     init_full = layout.flatten(template).to(device=device, dtype=dtype)
     trainer = resolve_trainer(str(eng.get("trainer", "auto")), device)(make(0), layout, spec, device)
-    evaluator = Evaluator(make(0), layout, device, dtype)
+    evaluator = Evaluator(make(0), layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
     strategy = build_strategy(settings["algorithm"])
     strategy.setup(StrategyContext(fed.n_clients, int(len(part.shared)), int(seed), device,
                                    float(eng.get("participation", 1.0)), fed.n_true_clusters, dtype))

@@ -7,7 +7,7 @@ Layout of ``out_dir`` (``results/report/``)::
     tables/table_personalisation.{csv,md,tex}    PF1, GF1, learning gap, balanced accuracies
     tables/paper_vs_run.{csv,md,tex}             published 000 Tables 1–2 beside ours
     tables/run_scores.csv                        one row per run (every seed)
-    figures/<kind>_<dataset>[_n<clients>].{png,pdf}
+    figures/<kind>/<dataset>[_n<clients>].{png,pdf}   kinds: FIGURE_KINDS (every folder exists, maybe empty)
     missing_runs.csv                             run, reason
     index.json, index.csv                        every file written: kind, path, format, caption, dataset, clients
 """
@@ -26,6 +26,7 @@ from .paper import paper_split, paper_vs_run
 from .runs import LoadedRun, MissingRun, RunSpec, load_runs
 
 CAPTION_DIR = "report/captions"
+FIGURE_KINDS = ("learning_gap", "temperature_mean", "temperature_runs", "clustering_progress", "n_clusters")
 
 
 def _entry(kind: str, path: Path, out_dir: Path, dataset: str | None = None, clients: int | None = None) -> dict[str, Any]:
@@ -96,9 +97,11 @@ def _score_curve(runs: Sequence[LoadedRun], column: str, label: str) -> fg.Curve
 
 def write_figures(loaded: Sequence[LoadedRun], personal: pd.DataFrame, out_dir: Path) -> list[dict[str, Any]]:
     fig_dir, entries = out_dir / "figures", []
+    for kind in FIGURE_KINDS:  # declared as directory() outputs by the report rule: always create them
+        (fig_dir / kind).mkdir(parents=True, exist_ok=True)
 
     def save(fig, kind: str, name: str, dataset: str | None, clients: int | None) -> None:
-        entries.extend(_entry(kind, p, out_dir, dataset, clients) for p in fg.save_figure(fig, fig_dir / name))
+        entries.extend(_entry(kind, p, out_dir, dataset, clients) for p in fg.save_figure(fig, fig_dir / kind / name))
 
     datasets = list(dict.fromkeys(r.spec.dataset for r in loaded))
     all_bands: dict[str, list[fg.Curve]] = {}
@@ -110,7 +113,7 @@ def write_figures(loaded: Sequence[LoadedRun], personal: pd.DataFrame, out_dir: 
             tag = f"{dataset}_n{clients}"
             rows = personal[(personal["dataset"] == dataset) & (personal["clients"] == clients) & (personal["n_seeds"] > 0)]
             if len(rows):
-                save(fg.learning_gap_figure(rows, f"{dataset}, {clients} clients"), "learning_gap", f"learning_gap_{tag}", dataset, clients)
+                save(fg.learning_gap_figure(rows, f"{dataset}, {clients} clients"), "learning_gap", tag, dataset, clients)
             runs_panels: dict[str, list[fg.Curve]] = {}
             score_panels: dict[str, list[fg.Curve]] = {}
             count_panels: dict[str, list[fg.Curve]] = {}
@@ -128,17 +131,17 @@ def write_figures(loaded: Sequence[LoadedRun], personal: pd.DataFrame, out_dir: 
                     count_panels[split].append(_score_curve(runs_a, "n_clusters", algorithm))
             if runs_panels:
                 save(fg.temperature_runs_figure(runs_panels, f"Temperature per run: {dataset}, {clients} clients"),
-                     "temperature_runs", f"temperature_runs_{tag}", dataset, clients)
+                     "temperature_runs", tag, dataset, clients)
             save(fg.score_progress_figure(score_panels, f"ARI per round: {dataset}, {clients} clients"),
-                 "clustering_progress", f"clustering_progress_{tag}", dataset, clients)
+                 "clustering_progress", tag, dataset, clients)
             save(fg.n_clusters_figure(count_panels, f"Clusters per round: {dataset}, {clients} clients"),
-                 "n_clusters", f"n_clusters_{tag}", dataset, clients)
+                 "n_clusters", tag, dataset, clients)
         if bands:
             save(fg.temperature_band_figure(bands, f"Normalised temperature: {dataset}"), "temperature_mean",
-                 f"temperature_mean_{dataset}", dataset, None)
+                 dataset, dataset, None)
     if all_bands:
         save(fg.temperature_band_figure(all_bands, "Normalised temperature: all datasets"), "temperature_mean",
-             "temperature_mean_all", None, None)
+             "all_datasets", None, None)
     return entries
 
 

@@ -29,7 +29,6 @@ the deltas are used instead (reported as ``distance_on: deltas``).
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
