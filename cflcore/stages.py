@@ -52,9 +52,24 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
         log.error("run failed: %s", e)
         _write_failed_run(out_dir, str(e))
         return {"status": "failed", "reason": str(e)}
+    _ensure_divergence(out_dir)
     status = {"status": "ok", "seconds": round(time.time() - t0, 3)}
     write_json(status, out_dir / "status.json")
     return status
+
+
+def _ensure_divergence(out_dir: Path) -> None:
+    """Methods that compute no divergence matrix get an empty (zero-row) ``divergence.parquet``,
+    so every run has the same declared outputs."""
+    import pyarrow as pa
+
+    from .io import write_parquet
+
+    path = out_dir / "divergence.parquet"
+    if not path.exists():
+        write_parquet(pa.table({"round": pa.array([], pa.int32()), "i": pa.array([], pa.int32()),
+                                "j": pa.array([], pa.int32()), "value": pa.array([], pa.float64())}), path,
+                      metadata={"computed": False})
 
 
 def _write_failed_run(out_dir: Path, reason: str) -> None:
