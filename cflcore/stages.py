@@ -130,7 +130,7 @@ def explain(dataset_path: str | Path, split_dir: str | Path, run_dir: str | Path
     from .data.store import load_federated
     from .explain import explain_run, write_empty_explain
     from .fl.artifacts import load_run_models
-    from .fl.device import resolve_device
+    from .fl.run import resolve_device
 
     status = run_status(run_dir)
     if status.get("status") != "ok":
