@@ -61,3 +61,23 @@ def test_bad_config_stops_before_any_job(workflow_dir):
     assert p.returncode != 0
     assert "nosuchset" in p.stdout + p.stderr
     assert not (Path(workflow_dir) / "results").exists()
+
+
+def test_tiny_study_through_report_and_html(workflow_dir):
+    """digits, 6 clients, 3 rounds, three methods: data -> report, then the HTML report."""
+    wd = Path(workflow_dir)
+    run_sm(workflow_dir, "--cores", "2", "--configfile", "config/tiny.yaml")
+    index = json.loads((wd / "results/report/index.json").read_text())
+    assert index["n_missing"] == 0 and index["n_loaded"] == 3
+    for t in ("table1_clustering", "table2_clustering_round", "table_personalisation", "paper_vs_run"):
+        for ext in ("csv", "md", "tex"):
+            assert (wd / f"results/report/tables/{t}.{ext}").stat().st_size > 0
+    for kind in ("learning_gap", "temperature_mean", "temperature_runs", "clustering_progress", "n_clusters",
+                 "saliency_grid", "insdel_box", "cd"):
+        assert list((wd / "results/report/figures" / kind).glob("*.png")), kind
+    run_sm(workflow_dir, "--cores", "1", "--configfile", "config/tiny.yaml", "--report", "results/report.html")
+    html = (wd / "results/report.html").read_text(errors="replace")
+    assert len(html) > 100_000
+    # a rerun with no change plans nothing
+    p = run_sm(workflow_dir, "-n", "--cores", "2", "--configfile", "config/tiny.yaml")
+    assert "Nothing to be done" in p.stdout + p.stderr
