@@ -9,8 +9,9 @@ Checked:
 * the tiny study submitted with ``profiles/slurm`` runs as SLURM jobs that ``sacct`` lists, ``train``
   and ``explain`` jobs hold a GPU (``gres/gpu`` in ReqTRES/AllocTRES), and every Parquet file under
   ``results/`` equals the one of a local ``snakemake --cores 2`` run;
-* a ``train`` job killed at its SLURM time limit (1 minute on attempt 1) is resubmitted by
-  Snakemake, its log says "resuming from checkpoint", and its outputs equal an uninterrupted run;
+* a ``train`` job killed at its SLURM time limit (cut to 1 minute with ``scontrol`` once it has
+  written a checkpoint) ends in TIMEOUT, is resubmitted by Snakemake, its log says "resuming from
+  checkpoint", and its outputs equal an uninterrupted local run;
 * ``.ci/slurm-up.sh`` is idempotent, and both profiles are accepted by Snakemake (dry run).
 
 The CI node has 2 CPUs, so the tests use ``profiles/slurm`` with ``cpus_per_task: 1`` and 5-second
@@ -52,8 +53,9 @@ GPU_RULES = frozenset({"train", "explain"})
 # (server.parquet "seconds", DESIGN §3). Everything else must be identical.
 WALL_CLOCK_COLUMNS = frozenset({"seconds"})
 SNAKEMAKE_TIMEOUT_S = 600
-# Work (seconds) planned for the time-limit test's train job: well above the 60-90 s after which
-# SLURM kills a job with a 1-minute limit, so attempt 1 always times out.
+# Training work (seconds, from the tiny run's per-round time) of the time-limit test's train job:
+# well above the at most ~90 s between its first checkpoint and SLURM killing it at a 1-minute
+# limit, so the first attempt always times out with work left for the second.
 TIMEOUT_TEST_WORK_S = 150.0
 RESUME_MESSAGE = "resuming from checkpoint"
 
@@ -131,8 +133,7 @@ def copy_workflow(dest: Path) -> Path:
     return dest
 
 
-def ci_profile(base: Mapping[str, Any], train_runtime: str | int | None = None,
-               retries: int | None = None) -> dict[str, Any]:
+def ci_profile(base: Mapping[str, Any], retries: int | None = None) -> dict[str, Any]:
     """``profiles/slurm`` for the 2-CPU CI node: 1 CPU per job, 5-second status checks."""
     profile = yaml.safe_load(yaml.safe_dump(dict(base)))
     for resources in profile["set-resources"].values():
@@ -140,8 +141,6 @@ def ci_profile(base: Mapping[str, Any], train_runtime: str | int | None = None,
     profile["default-resources"]["cpus_per_task"] = 1
     profile["seconds-between-status-checks"] = 5
     profile["latency-wait"] = 10
-    if train_runtime is not None:
-        profile["set-resources"]["train"]["runtime"] = train_runtime
     if retries is not None:
         profile["retries"] = retries
     return profile
@@ -416,11 +415,29 @@ def test_slurm_outputs_equal_local_run(tiny_runs: TinyRuns) -> None:
     assert not problems, "\n".join(problems)
 
 
+def cut_time_limit_after_first_checkpoint(workdir: Path, run: str, proc: subprocess.Popen,
+                                          timeout_s: float) -> int:
+    """Once the run's first checkpoint exists, set its train job's SLURM time limit to 1 minute
+    (``scontrol update``), so SLURM kills it with TIMEOUT however long the job took to start."""
+    checkpoints = workdir / "results" / "runs" / run / "checkpoints"
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        train_jobs = [job for job, rule in submitted_jobs(workdir).items() if rule == "train"]
+        if train_jobs and any(checkpoints.glob("*.pt")):
+            job = max(train_jobs)
+            subprocess.run(["scontrol", "update", f"JobId={job}", "TimeLimit=1"], check=True,
+                           capture_output=True, text=True, timeout=30)
+            return job
+        time.sleep(1)
+    out = tail((workdir / "snakemake.out").read_text())
+    pytest.fail(f"no checkpoint of {run} while its train job ran (snakemake exit {proc.poll()}):\n{out}")
+
+
 @pytest.mark.slurm
 def test_timed_out_train_job_resumes_from_checkpoint(tiny_runs: TinyRuns, workspace: Path) -> None:
-    """Attempt 1 of a long train job gets a 1-minute SLURM limit and is killed (TIMEOUT); Snakemake
-    resubmits it (retries: 1) with 30 minutes; it resumes from its newest checkpoint (DESIGN §5.5)
-    and its outputs equal an uninterrupted local run."""
+    """A long train job hits its SLURM time limit (cut to 1 minute once it has written a
+    checkpoint) and ends in TIMEOUT; Snakemake resubmits it (retries: 1); the new job resumes from
+    the newest checkpoint (DESIGN §5.5) and its outputs equal an uninterrupted local run."""
     tiny = load_yaml(tiny_runs.slurm.workdir / TINY_CONFIG)
     dataset = tiny["study"]["datasets"][0]
     algorithms = tiny["study"].get("algorithms") or list(tiny["algorithms"])
@@ -448,22 +465,25 @@ def test_timed_out_train_job_resumes_from_checkpoint(tiny_runs: TinyRuns, worksp
             dst.parent.mkdir(parents=True, exist_ok=True)
             (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
         dirs[kind] = workdir
-    profile = write_ci_profile(dirs["slurm"], train_runtime="1 + 29 * (attempt > 1)", retries=1)
+    profile = write_ci_profile(dirs["slurm"], retries=1)
 
     started = sacct_now()
-    slurm = start_snakemake(dirs["slurm"], ["--profile", profile, "--configfile", "config/long.yaml", target])
-    local = start_snakemake(dirs["local"], ["--cores", "2", "--configfile", "config/long.yaml", target])
+    # the target goes first: --configfile takes several values
+    slurm = start_snakemake(dirs["slurm"], [target, "--profile", profile, "--configfile", "config/long.yaml"])
+    local = start_snakemake(dirs["local"], [target, "--cores", "2", "--configfile", "config/long.yaml"])
+    cut_job = cut_time_limit_after_first_checkpoint(dirs["slurm"], run, slurm[0], SNAKEMAKE_TIMEOUT_S)
     slurm_run, local_run = finish_snakemake(dirs["slurm"], *slurm), finish_snakemake(dirs["local"], *local)
     print(f"\ntime-limit test: {rounds} rounds (~{per_round:.3f} s/round); SLURM {slurm_run.seconds:.0f} s, "
           f"local {local_run.seconds:.0f} s")
     require_success(local_run, "uninterrupted local run")
-    require_success(slurm_run, "SLURM run with a 1-minute train limit")
+    require_success(slurm_run, "SLURM run whose train job hit its time limit")
 
     accounted = sacct_jobs(started)
     train_jobs = sorted(j for j, rule in submitted_jobs(dirs["slurm"]).items() if rule == "train")
     states = [accounted[j].state for j in train_jobs]
+    assert train_jobs[0] == cut_job, (train_jobs, cut_job)
     assert states != ["COMPLETED"], (
-        f"train finished within its 1-minute limit ({rounds} rounds): raise TIMEOUT_TEST_WORK_S")
+        f"train finished before SLURM killed it ({rounds} rounds): raise TIMEOUT_TEST_WORK_S")
     assert states == ["TIMEOUT", "COMPLETED"], states
     assert RESUME_MESSAGE in logs_of_rule(dirs["slurm"], "train").lower()
     problems = output_differences(dirs["slurm"] / "results" / "runs", dirs["local"] / "results" / "runs")
