@@ -16,7 +16,6 @@ from cflcore.fl.server import ServerOptimizer, aggregate_cluster
 from cflcore.fl.strategy import ClusterAssignment, Strategy, StrategyResult
 from cflcore.fl.synthetic import synthetic_federated
 from cflcore.fl.trainers import derive_seed
-from cflcore.fl.layout import ModelLayout
 
 LOG = logging.getLogger("test")
 OUTPUTS = ("history.parquet", "server.parquet", "gram.parquet", "models.pt")
@@ -244,3 +243,15 @@ def test_bn_buffers_out_of_delta_are_still_averaged():
     before = state.extra[0].clone()
     engine.run_round(state, 0, 1)
     assert not torch.equal(before, state.extra[0])
+
+
+def test_engine_loop_and_vmap_give_same_models_in_float64(tmp_path):
+    fed = synthetic_federated(n_clients=4, n_train=[24, 17, 30, 20])
+    for trainer in ("loop", "vmap"):
+        train_run(fed, settings(rounds=2, trainer=trainer, precision="fp64"), 0, tmp_path / trainer, LOG)
+    a, b = (load_run_models(tmp_path / t / "models.pt") for t in ("loop", "vmap"))
+    for k, v in a.models[0].state_dict().items():
+        assert v.dtype == torch.float64
+        assert (v - b.models[0].state_dict()[k]).abs().max() <= 1e-10, k
+    ha, hb = (pd.read_parquet(tmp_path / t / "history.parquet") for t in ("loop", "vmap"))
+    np.testing.assert_allclose(ha["train_loss"], hb["train_loss"], rtol=0, atol=1e-10)

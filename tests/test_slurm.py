@@ -8,7 +8,8 @@ one-line reason, never passed.
 Checked:
 * the tiny study submitted with ``profiles/slurm`` runs as SLURM jobs that ``sacct`` lists, ``train``
   and ``explain`` jobs hold a GPU (``gres/gpu`` in ReqTRES/AllocTRES), and every Parquet file under
-  ``results/`` equals the one of a local ``snakemake --cores 2`` run;
+  ``results/`` is bit-identical to the one of a local ``snakemake --cores 2`` run (server.parquet:
+  equal once its wall-clock ``seconds`` column is dropped; models.pt: equal tensors);
 * a ``train`` job killed at its SLURM time limit (cut to 1 minute with ``scontrol`` once it has
   written a checkpoint) ends in TIMEOUT, is resubmitted by Snakemake, its log says "resuming from
   checkpoint", and its outputs equal an uninterrupted local run;
@@ -24,6 +25,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -52,7 +54,8 @@ GPU_RULES = frozenset({"train", "explain"})
 # Wall-clock columns: the only values allowed to differ between two runs of the same study
 # (server.parquet "seconds", DESIGN §3). Everything else must be identical.
 WALL_CLOCK_COLUMNS = frozenset({"seconds"})
-SNAKEMAKE_TIMEOUT_S = 600
+# per snakemake call; the tiny study took 11 min on SLURM with the 2 shared cores at load 4-8
+SNAKEMAKE_TIMEOUT_S = 900
 # Training work (seconds, from the tiny run's per-round time) of the time-limit test's train job:
 # well above the at most ~90 s between its first checkpoint and SLURM killing it at a 1-minute
 # limit, so the first attempt always times out with work left for the second.
@@ -94,10 +97,21 @@ class WorkflowRun:
 
 
 @dataclass(frozen=True)
-class TinyRuns:
+class TimeLimitRuns:
+    """The time-limit study: one long train job on SLURM (cut) and the same run locally."""
     slurm: WorkflowRun
     local: WorkflowRun
-    started: str  # sacct -S value taken before submission
+    run: str
+    rounds: int
+    cut_job: int
+
+
+@dataclass(frozen=True)
+class Studies:
+    tiny_slurm: WorkflowRun
+    tiny_local: WorkflowRun
+    time_limit: TimeLimitRuns
+    started: str  # sacct -S value taken before the first submission
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,9 +169,8 @@ def write_ci_profile(workdir: Path, **overrides: Any) -> str:
 
 
 def snakemake_command(args: Sequence[str], timeout_s: int) -> list[str]:
-    exe = shutil.which("snakemake")
-    base = [exe] if exe else [sys.executable, "-m", "snakemake"]
-    return ["timeout", "-s", "INT", "--kill-after=60", str(timeout_s), *base, *args]
+    """SIGINT on timeout: it makes snakemake cancel its SLURM jobs (SIGTERM would leave them)."""
+    return ["timeout", "-s", "INT", "--kill-after=60", str(timeout_s), sys.executable, "-m", "snakemake", *args]
 
 
 def start_snakemake(workdir: Path, args: Sequence[str], timeout_s: int = SNAKEMAKE_TIMEOUT_S
@@ -169,6 +182,18 @@ def start_snakemake(workdir: Path, args: Sequence[str], timeout_s: int = SNAKEMA
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     log.close()
     return proc, time.monotonic()
+
+
+def interrupt_all(procs: Sequence[subprocess.Popen]) -> None:
+    """SIGINT every still-running snakemake (``timeout`` passes it on): it cancels its SLURM jobs."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+    for proc in procs:
+        try:
+            proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def finish_snakemake(workdir: Path, proc: subprocess.Popen, t0: float) -> WorkflowRun:
@@ -275,6 +300,8 @@ def models_difference(a: Path, b: Path) -> str | None:
 
 def output_differences(results_a: Path, results_b: Path) -> list[str]:
     files_a, files_b = output_files(results_a), output_files(results_b)
+    if not files_a:
+        return [f"no Parquet files or models.pt under {results_a}"]
     problems = [f"only in one run: {p}" for p in sorted(files_a.keys() ^ files_b.keys())]
     for rel in sorted(files_a.keys() & files_b.keys()):
         compare = models_difference if rel.endswith("models.pt") else parquet_difference
@@ -303,14 +330,15 @@ def run_ids(config: Mapping[str, Any]) -> list[str]:
 
 
 def seconds_per_round(results: Path, run: str, rounds: int) -> float:
-    """Median training seconds per round of ``run`` (server.parquet), else its benchmark / rounds."""
+    """Fastest round of ``run`` in seconds (server.parquet), else its benchmark / rounds: the
+    smaller the estimate, the more rounds the time-limit study gets (it must outlast the limit)."""
     server = results / "runs" / run / "server.parquet"
     if server.exists():
         table = pq.read_table(server)
         if "seconds" in table.column_names and table.num_rows:
             values = sorted(v for v in table.column("seconds").to_pylist() if v is not None)
             if values:
-                return float(values[len(values) // 2])
+                return float(values[0])
     bench = results / "benchmarks" / "train" / f"{run}.tsv"
     header, row = bench.read_text().splitlines()[:2]
     return float(dict(zip(header.split("\t"), row.split("\t")))["s"]) / rounds
@@ -356,63 +384,21 @@ def slurm_cluster(workspace: Path, request: pytest.FixtureRequest) -> SlurmClust
     return SlurmCluster(env=env, state_dir=state_dir, bringup_seconds=seconds)
 
 
-@pytest.fixture(scope="module")
-def tiny_runs(slurm_cluster: SlurmCluster, workspace: Path) -> TinyRuns:
-    """The tiny study on SLURM (profiles/slurm) and locally (--cores 2), side by side."""
-    slurm_dir = copy_workflow(new_dir(workspace, "tiny-slurm"))
-    local_dir = copy_workflow(new_dir(workspace, "tiny-local"))
-    profile = write_ci_profile(slurm_dir)
-    started = sacct_now()
-    slurm = start_snakemake(slurm_dir, ["--profile", profile, "--configfile", TINY_CONFIG])
-    local = start_snakemake(local_dir, ["--cores", "2", "--configfile", TINY_CONFIG])
-    runs = TinyRuns(finish_snakemake(slurm_dir, *slurm), finish_snakemake(local_dir, *local), started)
-    print(f"\ntiny study: SLURM {runs.slurm.seconds:.0f} s, local {runs.local.seconds:.0f} s (concurrent)")
-    require_success(runs.slurm, "snakemake --profile profiles/slurm (tiny)")
-    require_success(runs.local, "snakemake --cores 2 (tiny)")
-    return runs
-
-
-# ---------------------------------------------------------------------------------------------
-# tests
-
-
-@pytest.mark.slurm
-def test_bringup_is_idempotent(slurm_cluster: SlurmCluster) -> None:
-    pids_file = slurm_cluster.state_dir / "pids"
-    before = pids_file.read_text() if pids_file.exists() else ""
-    again = run_script(SLURM_UP, slurm_cluster.env, timeout_s=120)
-    assert again.returncode == 0, tail(again.stdout + again.stderr)
-    assert "started" not in again.stdout, again.stdout
-    assert (pids_file.read_text() if pids_file.exists() else "") == before
-    assert subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True).stdout.split()[0] in ("idle", "mix", "alloc")
-
-
-@pytest.mark.slurm
-def test_jobs_run_on_slurm_and_train_asks_for_a_gpu(tiny_runs: TinyRuns) -> None:
-    submitted = submitted_jobs(tiny_runs.slurm.workdir)
-    assert submitted, "no SLURM job logs under .snakemake/slurm_logs"
-    accounted = sacct_jobs(tiny_runs.started)
-    missing = sorted(set(submitted) - set(accounted))
-    assert not missing, f"jobs not in sacct: {missing}"
-    config = load_yaml(tiny_runs.slurm.workdir / TINY_CONFIG)
-    train_jobs = [j for j, rule in submitted.items() if rule == "train"]
-    assert len(train_jobs) == len(run_ids(config)), (sorted(submitted.items()), run_ids(config))
-    assert {"prepare_dataset", "split", "train", "evaluate"} <= set(submitted.values())
-    for job_id, rule in submitted.items():
-        job = accounted[job_id]
-        assert job.state == "COMPLETED", (rule, job)
-        assert job.name.startswith("cfl_"), job
-        assert job.comment.startswith(f"rule_{rule}"), job
-        has_gpu = "gres/gpu=1" in job.req_tres and "gres/gpu=1" in job.alloc_tres
-        assert has_gpu == (rule in GPU_RULES), (rule, job)
-
-
-@pytest.mark.slurm
-def test_slurm_outputs_equal_local_run(tiny_runs: TinyRuns) -> None:
-    files = output_files(tiny_runs.slurm.results)
-    assert any(p.endswith("history.parquet") for p in files), sorted(files)
-    problems = output_differences(tiny_runs.slurm.results, tiny_runs.local.results)
-    assert not problems, "\n".join(problems)
+def time_limit_config(tiny: Mapping[str, Any], local_results: Path) -> tuple[dict[str, Any], str, str]:
+    """The tiny study cut to one OCFL run (strategy state is checkpointed too) with enough rounds
+    for TIMEOUT_TEST_WORK_S seconds of training at the tiny run's fastest measured round."""
+    dataset = tiny["study"]["datasets"][0]
+    algorithms = tiny["study"].get("algorithms") or list(tiny["algorithms"])
+    algorithm = next((a for a in algorithms if tiny["algorithms"][a]["method"] == "ocfl"), algorithms[0])
+    tiny_run = next(r for r in run_ids(tiny) if r.startswith(f"{dataset}/") and r.endswith(f"/{algorithm}"))
+    per_round = seconds_per_round(local_results, tiny_run, tiny["datasets"][dataset]["rounds"])
+    rounds = max(10, math.ceil(TIMEOUT_TEST_WORK_S / max(per_round, 1e-3)))
+    config = yaml.safe_load(yaml.safe_dump(dict(tiny)))
+    config["study"].update(datasets=[dataset], algorithms=[algorithm])
+    config["datasets"][dataset]["rounds"] = rounds
+    config.setdefault("engine", {})["checkpoint_every"] = max(1, rounds // 40)
+    run = next(r for r in run_ids(config) if r.endswith(f"/{algorithm}"))
+    return config, run, dataset
 
 
 def cut_time_limit_after_first_checkpoint(workdir: Path, run: str, proc: subprocess.Popen,
@@ -433,60 +419,116 @@ def cut_time_limit_after_first_checkpoint(workdir: Path, run: str, proc: subproc
     pytest.fail(f"no checkpoint of {run} while its train job ran (snakemake exit {proc.poll()}):\n{out}")
 
 
+@pytest.fixture(scope="module")
+def studies(slurm_cluster: SlurmCluster, workspace: Path) -> Studies:
+    """Four snakemake runs, overlapped to save wall time on the 2-CPU node:
+    1. the tiny study on SLURM (profiles/slurm) and locally (--cores 2), side by side;
+    2. once the local one is done (it calibrates the round time): the time-limit study, on SLURM
+       with retries: 1 and locally, its dataset and split copied from the local tiny run."""
+    tiny_slurm_dir = copy_workflow(new_dir(workspace, "tiny-slurm"))
+    tiny_local_dir = copy_workflow(new_dir(workspace, "tiny-local"))
+    started = sacct_now()
+    procs: list[subprocess.Popen] = []
+    try:
+        tiny_slurm = start_snakemake(tiny_slurm_dir, ["--profile", write_ci_profile(tiny_slurm_dir),
+                                                      "--configfile", TINY_CONFIG])
+        tiny_local = start_snakemake(tiny_local_dir, ["--cores", "2", "--configfile", TINY_CONFIG])
+        procs += [tiny_slurm[0], tiny_local[0]]
+        tiny_local_run = finish_snakemake(tiny_local_dir, *tiny_local)
+        require_success(tiny_local_run, "snakemake --cores 2 (tiny)")
+
+        config, run, dataset = time_limit_config(load_yaml(tiny_local_dir / TINY_CONFIG), tiny_local_run.results)
+        scenario = run.rsplit("/", 1)[0]
+        target = f"results/runs/{run}/history.parquet"
+        dirs = {}
+        for kind in ("slurm", "local"):
+            workdir = copy_workflow(new_dir(workspace, f"time-limit-{kind}"))
+            (workdir / "config" / "long.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+            for part in (f"data/{dataset}.parquet", f"splits/{scenario}"):  # copies keep their mtimes
+                src, dst = tiny_local_run.results / part, workdir / "results" / part
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
+            dirs[kind] = workdir
+        # the target goes first: --configfile takes several values
+        long_slurm = start_snakemake(dirs["slurm"], [target, "--profile", write_ci_profile(dirs["slurm"], retries=1),
+                                                     "--configfile", "config/long.yaml"])
+        long_local = start_snakemake(dirs["local"], [target, "--cores", "2", "--configfile", "config/long.yaml"])
+        procs += [long_slurm[0], long_local[0]]
+        cut_job = cut_time_limit_after_first_checkpoint(dirs["slurm"], run, long_slurm[0], SNAKEMAKE_TIMEOUT_S)
+        time_limit = TimeLimitRuns(finish_snakemake(dirs["slurm"], *long_slurm),
+                                   finish_snakemake(dirs["local"], *long_local),
+                                   run, config["datasets"][dataset]["rounds"], cut_job)
+        result = Studies(finish_snakemake(tiny_slurm_dir, *tiny_slurm), tiny_local_run, time_limit, started)
+    finally:
+        interrupt_all(procs)  # no-op when all finished; after a failure, stops the others
+    print(f"\ntiny study: SLURM {result.tiny_slurm.seconds:.0f} s, local {result.tiny_local.seconds:.0f} s; "
+          f"time-limit study ({time_limit.rounds} rounds): SLURM {time_limit.slurm.seconds:.0f} s, "
+          f"local {time_limit.local.seconds:.0f} s")
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# tests
+
+
 @pytest.mark.slurm
-def test_timed_out_train_job_resumes_from_checkpoint(tiny_runs: TinyRuns, workspace: Path) -> None:
+def test_bringup_is_idempotent(slurm_cluster: SlurmCluster) -> None:
+    pids_file = slurm_cluster.state_dir / "pids"
+    before = pids_file.read_text() if pids_file.exists() else ""
+    again = run_script(SLURM_UP, slurm_cluster.env, timeout_s=120)
+    assert again.returncode == 0, tail(again.stdout + again.stderr)
+    assert "started" not in again.stdout, again.stdout
+    assert (pids_file.read_text() if pids_file.exists() else "") == before
+    assert subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True).stdout.split()[0] in ("idle", "mix", "alloc")
+
+
+@pytest.mark.slurm
+def test_jobs_run_on_slurm_and_train_asks_for_a_gpu(studies: Studies) -> None:
+    require_success(studies.tiny_slurm, "snakemake --profile profiles/slurm (tiny)")
+    submitted = submitted_jobs(studies.tiny_slurm.workdir)
+    assert submitted, "no SLURM job logs under .snakemake/slurm_logs"
+    accounted = sacct_jobs(studies.started)
+    missing = sorted(set(submitted) - set(accounted))
+    assert not missing, f"jobs not in sacct: {missing}"
+    config = load_yaml(studies.tiny_slurm.workdir / TINY_CONFIG)
+    train_jobs = [j for j, rule in submitted.items() if rule == "train"]
+    assert len(train_jobs) == len(run_ids(config)), (sorted(submitted.items()), run_ids(config))
+    assert {"prepare_dataset", "split", "train", "evaluate"} <= set(submitted.values())
+    for job_id, rule in submitted.items():
+        job = accounted[job_id]
+        assert job.state == "COMPLETED", (rule, job)
+        assert job.name.startswith("cfl_"), job
+        assert job.comment.startswith(f"rule_{rule}"), job
+        has_gpu = "gres/gpu=1" in job.req_tres and "gres/gpu=1" in job.alloc_tres
+        assert has_gpu == (rule in GPU_RULES), (rule, job)
+
+
+@pytest.mark.slurm
+def test_slurm_outputs_equal_local_run(studies: Studies) -> None:
+    require_success(studies.tiny_slurm, "snakemake --profile profiles/slurm (tiny)")
+    files = output_files(studies.tiny_slurm.results)
+    assert any(p.endswith("history.parquet") for p in files), sorted(files)
+    problems = output_differences(studies.tiny_slurm.results, studies.tiny_local.results)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slurm
+def test_timed_out_train_job_resumes_from_checkpoint(studies: Studies) -> None:
     """A long train job hits its SLURM time limit (cut to 1 minute once it has written a
     checkpoint) and ends in TIMEOUT; Snakemake resubmits it (retries: 1); the new job resumes from
     the newest checkpoint (DESIGN §5.5) and its outputs equal an uninterrupted local run."""
-    tiny = load_yaml(tiny_runs.slurm.workdir / TINY_CONFIG)
-    dataset = tiny["study"]["datasets"][0]
-    algorithms = tiny["study"].get("algorithms") or list(tiny["algorithms"])
-    # an OCFL variant when there is one: its checkpoint holds strategy state too
-    algorithm = next((a for a in algorithms if tiny["algorithms"][a]["method"] == "ocfl"), algorithms[0])
-    tiny_run = next(r for r in run_ids(tiny) if r.startswith(f"{dataset}/") and r.endswith(f"/{algorithm}"))
-    per_round = seconds_per_round(tiny_runs.slurm.results, tiny_run, tiny["datasets"][dataset]["rounds"])
-    rounds = max(10, math.ceil(TIMEOUT_TEST_WORK_S / max(per_round, 1e-3)))
-
-    long_config = yaml.safe_load(yaml.safe_dump(tiny))
-    long_config["study"].update(datasets=[dataset], algorithms=[algorithm])
-    long_config["datasets"][dataset]["rounds"] = rounds
-    long_config.setdefault("engine", {})["checkpoint_every"] = max(1, rounds // 40)
-    run = next(r for r in run_ids(long_config) if r.endswith(f"/{algorithm}"))
-    scenario = run.rsplit("/", 1)[0]
-    target = f"results/runs/{run}/history.parquet"
-
-    dirs = {}
-    for kind in ("slurm", "local"):
-        workdir = copy_workflow(new_dir(workspace, f"timeout-{kind}"))
-        (workdir / "config" / "long.yaml").write_text(yaml.safe_dump(long_config, sort_keys=False))
-        # dataset and split are the tiny study's (same settings): copy them, keep their mtimes
-        for part in (f"data/{dataset}.parquet", f"splits/{scenario}"):
-            src, dst = tiny_runs.slurm.results / part, workdir / "results" / part
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
-        dirs[kind] = workdir
-    profile = write_ci_profile(dirs["slurm"], retries=1)
-
-    started = sacct_now()
-    # the target goes first: --configfile takes several values
-    slurm = start_snakemake(dirs["slurm"], [target, "--profile", profile, "--configfile", "config/long.yaml"])
-    local = start_snakemake(dirs["local"], [target, "--cores", "2", "--configfile", "config/long.yaml"])
-    cut_job = cut_time_limit_after_first_checkpoint(dirs["slurm"], run, slurm[0], SNAKEMAKE_TIMEOUT_S)
-    slurm_run, local_run = finish_snakemake(dirs["slurm"], *slurm), finish_snakemake(dirs["local"], *local)
-    print(f"\ntime-limit test: {rounds} rounds (~{per_round:.3f} s/round); SLURM {slurm_run.seconds:.0f} s, "
-          f"local {local_run.seconds:.0f} s")
-    require_success(local_run, "uninterrupted local run")
-    require_success(slurm_run, "SLURM run whose train job hit its time limit")
-
-    accounted = sacct_jobs(started)
-    train_jobs = sorted(j for j, rule in submitted_jobs(dirs["slurm"]).items() if rule == "train")
+    runs = studies.time_limit
+    require_success(runs.local, "uninterrupted local run")
+    require_success(runs.slurm, "SLURM run whose train job hit its time limit")
+    accounted = sacct_jobs(studies.started)
+    train_jobs = sorted(j for j, rule in submitted_jobs(runs.slurm.workdir).items() if rule == "train")
     states = [accounted[j].state for j in train_jobs]
-    assert train_jobs[0] == cut_job, (train_jobs, cut_job)
+    assert train_jobs[0] == runs.cut_job, (train_jobs, runs.cut_job)
     assert states != ["COMPLETED"], (
-        f"train finished before SLURM killed it ({rounds} rounds): raise TIMEOUT_TEST_WORK_S")
+        f"train finished before SLURM killed it ({runs.rounds} rounds): raise TIMEOUT_TEST_WORK_S")
     assert states == ["TIMEOUT", "COMPLETED"], states
-    assert RESUME_MESSAGE in logs_of_rule(dirs["slurm"], "train").lower()
-    problems = output_differences(dirs["slurm"] / "results" / "runs", dirs["local"] / "results" / "runs")
+    assert RESUME_MESSAGE in logs_of_rule(runs.slurm.workdir, "train").lower()
+    problems = output_differences(runs.slurm.results / "runs", runs.local.results / "runs")
     assert not problems, "\n".join(problems)
 
 

@@ -89,6 +89,22 @@ class ModelLayout:
         as_t = lambda xs: torch.tensor(xs, dtype=torch.long)  # noqa: E731
         return Partition(as_t(shared), as_t(extra), as_t(local))
 
+    def layer_sizes(self, bn_buffers_in_delta: bool, bn_local: bool) -> tuple[int, ...]:
+        """Sizes of the shared vector's per-layer blocks (consecutive entries of one module form a
+        layer): what Louvain CFL's per-layer trusted distance needs (002 eq. 2)."""
+        sizes: list[int] = []
+        last = None
+        for e in self.entries:
+            if (bn_local and e.is_bn) or not (e.is_param or bn_buffers_in_delta):
+                continue
+            prefix = e.name.rpartition(".")[0]
+            if prefix == last:
+                sizes[-1] += e.numel
+            else:
+                sizes.append(e.numel)
+                last = prefix
+        return tuple(sizes)
+
     # ----- module <-> vector ----------------------------------------------------------------------
     def tensors(self, model: nn.Module) -> list[torch.Tensor]:
         """The module's parameter and float-buffer tensors, in layout order."""

@@ -3,6 +3,28 @@
 One round: sample clients (seeded by (seed, round) only) -> strategy.configure says each client's start
 model -> the trainer trains all sampled clients -> strategy.aggregate returns the partition -> per-cluster
 server-optimiser aggregation -> evaluation -> rows for history/server/gram/divergence -> checkpoint.
+
+Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
+
+* ``trainer`` auto|loop|vmap (cflcore.fl.trainers); ``precision`` fp32|bf16 (autocast, fp32 master
+  weights; evaluation autocast too)|fp64; ``channels_last`` (worth it on CPU for conv nets: about 1.5-1.8x
+  for tinyvgg); ``memory_budget_mb`` (vmap chunking, and whether start vectors are kept in RoundUpdates);
+  ``threads`` (torch.set_num_threads).
+* ``server_optimizer`` sgd|adam|yogi, ``server_lr``, ``server_betas``, ``server_eps`` (cflcore.fl.server);
+  ``aggregation`` unweighted (paper) | weighted by local training-sample count.
+* ``participation``: share of clients sampled per round; the sample depends only on (seed, round).
+* ``bn_buffers_in_delta``: true (authors' code) = BatchNorm running mean/var are part of the flat model,
+  the deltas, the temperature and the server step; false = they are left out of all of these and each
+  cluster's buffers are the plain (weighted) mean of its sampled members' trained buffers.
+* ``bn_stats``: aggregate = BN tensors are treated like any other; local = FedBN (Li et al. 2021): every
+  BN tensor (affine weight/bias and running statistics) stays with its client across rounds, is never
+  aggregated nor seen by strategies; a cluster's orchestrator evaluation and its models.pt entry use the
+  mean of its members' BN tensors.
+* ``eval_every``: evaluation rounds are 0, k, 2k, ... and always the last; metrics are null otherwise.
+* ``checkpoint_every``: checkpoint after rounds k-1, 2k-1, ... (not after the last: outputs are written).
+
+Determinism: the outputs are a function of (settings, seed, data); ``seconds`` is the only wall-clock
+column. A resumed run gives bit-identical outputs except ``server.parquet``'s ``seconds``.
 """
 from __future__ import annotations
 
@@ -215,6 +237,7 @@ class Engine:
         sampled = sample_clients(self.seed, rnd, fed.n_clients, float(eng.get("participation", 1.0)))
         evaluate = self.make_evaluate(state)
         specs = self.strategy.configure(rnd, sampled, evaluate, {c: m.clone() for c, m in state.models.items()})
+        self.check_specs(specs, sampled, state, "configure")
         starts = torch.stack([self.full_vector(state, specs[int(c)], int(c)) for c in sampled])
         result = self.trainer.train(starts, [fed.clients[int(c)] for c in sampled],
                                     [derive_seed(self.seed, _STREAM_TRAIN, rnd, int(c)) for c in sampled])
@@ -257,6 +280,19 @@ class Engine:
         f1_text = f"{row['mean_local_f1']:.4f}" if row["mean_local_f1"] is not None else "-"
         self.log.info("round %d: %d clusters, mean loss %.4f, mean local F1 %s, %.2f s", rnd, row["n_clusters"],
                       row["mean_train_loss"], f1_text, row["seconds"])
+
+    def check_specs(self, specs: Mapping[int, StartSpec], clients: np.ndarray, state: EngineState, where: str) -> None:
+        """A strategy's StartSpecs must cover the clients and name existing clusters (one-line CflError)."""
+        name = getattr(self.strategy, "registered_name", type(self.strategy).__name__)
+        for c in clients:
+            spec = specs.get(int(c)) if hasattr(specs, "get") else None
+            if spec is None:
+                raise CflError(f"strategy {name!r}: {where}() gave no model for client {int(c)}")
+            ids = [int(k) for k in spec] if isinstance(spec, Mapping) else [int(spec)]
+            unknown = [k for k in ids if k not in state.models]
+            if unknown:
+                raise CflError(f"strategy {name!r}: {where}() names cluster {unknown[0]} for client {int(c)}; "
+                               f"existing clusters: {sorted(state.models)}")
 
     def aggregate(self, state: EngineState, inherit: Mapping[int, int], labels: np.ndarray, sampled: np.ndarray,
                   shared_starts: torch.Tensor, news: torch.Tensor, n_samples: np.ndarray) -> None:
@@ -312,6 +348,7 @@ class Engine:
         fed = self.fed
         train_loss = {int(c): float(np.mean(ls)) for c, ls in zip(sampled, step_losses)}
         specs = self.strategy.personalised(state.models)
+        self.check_specs(specs, np.arange(fed.n_clients), state, "personalised")
         keys = {i: spec_key(specs[i]) for i in range(fed.n_clients)}
         local: dict[int, Scores] = {}
         orch: dict[str, Scores] = {}
@@ -476,7 +513,9 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     evaluator = Evaluator(make(0), layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
     strategy = build_strategy(settings["algorithm"])
     strategy.setup(StrategyContext(fed.n_clients, int(len(part.shared)), int(seed), device,
-                                   float(eng.get("participation", 1.0)), fed.n_true_clusters, dtype))
+                                   float(eng.get("participation", 1.0)), fed.n_true_clusters, dtype,
+                                   layout.layer_sizes(bool(eng.get("bn_buffers_in_delta", True)),
+                                                      eng.get("bn_stats", "aggregate") == "local")))
     make_init = lambda i: layout.flatten(make(i)).to(device=device, dtype=dtype)[part.shared]  # noqa: E731
     models = {int(k): v.to(device=device, dtype=dtype).clone() for k, v in strategy.initial_models(init_full[part.shared].clone(), make_init).items()}
     state = EngineState(0, models, {k: init_full[part.extra].clone() for k in models}, {},

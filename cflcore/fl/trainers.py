@@ -20,7 +20,7 @@ from torch import nn
 
 from ..data.federated import ClientData
 from ..errors import ConfigError
-from ..models._layers import GeneratorDropout, dropout_modules
+from ..models._layers import dropout_modules
 from ..registry import Registry
 from .layout import ModelLayout
 from .optim import ClientOptimizer, OptimizerState, optimizer_step
@@ -85,17 +85,18 @@ class Trainer(ABC):
         self.spec = spec
         self.device = device
         self.dropouts = dropout_modules(self.model)
-        self._data_cache: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._data_cache: dict[int, tuple[ClientData, torch.Tensor, torch.Tensor]] = {}
 
     def client_tensors(self, client: ClientData) -> tuple[torch.Tensor, torch.Tensor]:
         """The client's training tensors on the device in the training dtype (cached; pre-stacked)."""
         key = id(client)
-        if key not in self._data_cache:
+        cached = self._data_cache.get(key)
+        if cached is None or cached[0] is not client:  # the client object is kept, so its id cannot be reused
             x = client.x_train.to(device=self.device, dtype=self.spec.dtype)
             if self.spec.channels_last and x.dim() == 4:
                 x = x.contiguous(memory_format=torch.channels_last)
-            self._data_cache[key] = (x, client.y_train.to(self.device))
-        return self._data_cache[key]
+            cached = self._data_cache[key] = (client, x, client.y_train.to(self.device))
+        return cached[1], cached[2]
 
     def epoch_generator(self, client_seed: int, epoch: int) -> torch.Generator:
         return torch.Generator().manual_seed(derive_seed(client_seed, epoch))
