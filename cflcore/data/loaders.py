@@ -33,7 +33,6 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
-from sklearn.model_selection import train_test_split
 
 from ..errors import ConfigError, DataError
 from ..io import write_parquet
@@ -105,6 +104,7 @@ def stratified_holdout(labels: np.ndarray, test_fraction: float, source: str) ->
     """Part of every row (``train``/``test``): a stratified, fixed-seed hold-out (sklearn ``train_test_split``)."""
     rows = np.arange(len(labels))
     try:
+        from sklearn.model_selection import train_test_split  # lazy: keeps job start-up short
         _, test_rows = train_test_split(rows, test_size=test_fraction, stratify=labels, random_state=DATA_SPLIT_SEED)
     except ValueError as e:
         raise ConfigError(f"test_fraction: {test_fraction} cannot hold out a stratified test part of {source} ({e})") from None
@@ -119,6 +119,7 @@ def cap_train(raw: RawDataset, max_train: int | None) -> RawDataset:
     if max_train is None or max_train >= len(train_rows):
         return raw
     try:
+        from sklearn.model_selection import train_test_split  # lazy: keeps job start-up short
         keep, _ = train_test_split(train_rows, train_size=max_train, stratify=raw.labels[train_rows],
                                    random_state=DATA_SPLIT_SEED)
     except ValueError as e:

@@ -37,7 +37,6 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from sklearn.model_selection import train_test_split
 
 from ..errors import ConfigError, DataError
 from ..io import read_json, read_parquet, stable_hash, write_json, write_parquet
@@ -456,6 +455,7 @@ def draw_client_samples(class_weights: np.ndarray, pools: list[np.ndarray], n_dr
     if len(distinct) < 2:
         raise DataError(f"client {client} drew {len(distinct)} distinct samples; need >= 2 for a local train/test split "
                         "(raise samples_per_client)")
+    from sklearn.model_selection import train_test_split  # lazy: keeps job start-up short
     train, test = train_test_split(distinct, test_size=local_test_fraction, random_state=int(rng.integers(2**31 - 1)))
     return ClientSamples(np.sort(train).astype(np.int64), np.sort(test).astype(np.int64))
 

@@ -20,7 +20,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torchvision.transforms.functional as TF
 from torch import nn
 
 from ..errors import ConfigError
@@ -53,6 +52,8 @@ def make_substrate(x: torch.Tensor, name: str = "zeros") -> torch.Tensor:
     if name == "zeros":
         return torch.zeros_like(x)
     kernel = min(BLUR_KERNEL, 2 * (min(x.shape[-2:]) // 2) - 1)  # odd and no larger than the image
+    import torchvision.transforms.functional as TF  # lazy: torchvision's import costs ~2 s
+
     return TF.gaussian_blur(x, [kernel, kernel], [BLUR_SIGMA, BLUR_SIGMA])
 
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from torch import nn
-from torchvision.models import mobilenet_v2
 
 from . import MODELS
 from ._layers import GeneratorDropout
@@ -14,6 +13,8 @@ def build_mobilenetv2(in_channels: int, image_size: tuple[int, int], n_classes: 
     """torchvision's MobileNetV2 with: a stride-1 stem taking ``in_channels`` for images below 64 px (the
     usual CIFAR adaptation; total stride 16 instead of 32), ``n_classes`` outputs, and the classifier's
     dropout replaced by :class:`GeneratorDropout` (explicit-generator masks)."""
+    from torchvision.models import mobilenet_v2  # lazy: importing torchvision costs ~2 s per job
+
     model = mobilenet_v2(weights=None, num_classes=n_classes, width_mult=width_mult, dropout=dropout)
     stem = model.features[0][0]
     stride = 1 if min(image_size) < 64 else 2
