@@ -125,3 +125,12 @@ def parquet_metadata(path: str | os.PathLike) -> dict[str, Any]:
         except (json.JSONDecodeError, UnicodeDecodeError):
             continue
     return out
+
+
+def torch_save(obj: Any, path: str | os.PathLike) -> None:
+    """``torch.save`` atomically and byte-reproducibly: saving through a file object (not a path)
+    keeps the temporary file's random name out of the zip archive's record names."""
+    import torch
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        torch.save(obj, fh)

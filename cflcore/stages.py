@@ -75,16 +75,14 @@ def _ensure_divergence(out_dir: Path) -> None:
 def _write_failed_run(out_dir: Path, reason: str) -> None:
     """Empty (zero-row) run files plus a status.json naming the reason: never a table of NaNs."""
     import pyarrow as pa
-    import torch
 
-    from .io import atomic_path, write_parquet
+    from .io import torch_save, write_parquet
 
     for name in RUN_OUTPUTS:
         if name.endswith(".parquet"):
             write_parquet(pa.table({"round": pa.array([], pa.int32())}), out_dir / name,
                           metadata={"status": "failed", "reason": reason})
-    with atomic_path(out_dir / "models.pt") as tmp:
-        torch.save({"format": "cflcore.models/1", "status": "failed", "reason": reason}, tmp)
+    torch_save({"format": "cflcore.models/1", "status": "failed", "reason": reason}, out_dir / "models.pt")
     write_json({"status": "failed", "reason": reason}, out_dir / "status.json")
 
 

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from ..errors import DataError
-from ..io import atomic_path
+from ..io import torch_save
 from ..models import build_model
 
 FORMAT = "cflcore.models/1"
@@ -35,8 +35,7 @@ class RunModels:
 
 
 def save_run_models(path: str | Path, payload: dict[str, Any]) -> None:
-    with atomic_path(path) as tmp:
-        torch.save({"format": FORMAT, **payload}, tmp)
+    torch_save({"format": FORMAT, **payload}, path)
 
 
 def load_run_models(path: str | Path, device: str | torch.device = "cpu") -> RunModels:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ..io import atomic_path
+from ..io import torch_save
 
 FORMAT = "cflcore.checkpoint/1"
 _NAME = re.compile(r"^round_(\d{5,})\.pt$")
@@ -26,8 +26,7 @@ def checkpoint_dir(run_dir: str | Path) -> Path:
 def save_checkpoint(run_dir: str | Path, rnd: int, state: dict[str, Any], keep: int = 2) -> Path:
     folder = checkpoint_dir(run_dir)
     path = folder / f"round_{rnd:05d}.pt"
-    with atomic_path(path) as tmp:
-        torch.save({"format": FORMAT, "round": int(rnd), **state}, tmp)
+    torch_save({"format": FORMAT, "round": int(rnd), **state}, path)
     for old in _sorted(folder)[keep:]:
         old.unlink(missing_ok=True)
     return path
