@@ -1,0 +1,93 @@
+"""Fault tolerance under Snakemake (issue "Scale-out and fault tolerance", item 5) and the paper grid
+plan (item 3)."""
+import copy
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import copy_workflow, snakemake_cmd
+
+pytestmark = pytest.mark.slow
+
+RUN = "digits/nonoverlap-balanced/n6/s0/ocfl-km"
+
+
+def sm(wd, *args, env=None, check=True):
+    p = subprocess.run(snakemake_cmd(*args), cwd=wd, capture_output=True, text=True, timeout=900,
+                       env={**os.environ, **(env or {})})
+    if check:
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-5000:]
+    return p
+
+
+def no_temporary_files(root: Path) -> bool:
+    return not [p for p in root.rglob("*") if p.is_file() and p.name.endswith(".tmp")]
+
+
+def test_sigkilled_train_job_resumes_and_matches_uninterrupted(tmp_path):
+    cfg = {"datasets": {"digits": {"rounds": 5}}, "engine": {"checkpoint_every": 2}}
+    target = f"results/runs/{RUN}/history.parquet"
+    dirs = {}
+    for name in ("killed", "clean"):
+        wd = Path(copy_workflow(tmp_path / name))
+        (wd / "config" / "faults.yaml").write_text(yaml.safe_dump(cfg))
+        dirs[name] = wd
+    args = (target, "--cores", "1", "--configfile", "config/tiny.yaml", "config/faults.yaml")
+    sm(dirs["clean"], *args)
+    # the train job SIGKILLs itself after round 2 (checkpoint at round 1 -> resumes mid-interval)
+    p = sm(dirs["killed"], *args, env={"CFL_TEST_KILL_AFTER_ROUND": "2"}, check=False)
+    assert p.returncode != 0
+    run_dir = dirs["killed"] / "results" / "runs" / RUN
+    assert not (run_dir / "history.parquet").exists()
+    assert list((run_dir / "checkpoints").glob("*.pt"))
+    assert no_temporary_files(dirs["killed"] / "results")
+    sm(dirs["killed"], *args)
+    log = (dirs["killed"] / "results" / "logs" / "train" / f"{RUN}.log").read_text()
+    assert "resuming from checkpoint round" in log
+    for name in ("history.parquet", "gram.parquet", "divergence.parquet", "models.pt"):
+        a = (run_dir / name).read_bytes()
+        b = (dirs["clean"] / "results" / "runs" / RUN / name).read_bytes()
+        assert a == b, name
+    sa = pd.read_parquet(run_dir / "server.parquet").drop(columns="seconds")
+    sb = pd.read_parquet(dirs["clean"] / "results" / "runs" / RUN / "server.parquet").drop(columns="seconds")
+    pd.testing.assert_frame_equal(sa, sb)
+
+
+def test_keep_going_with_a_failing_run_still_reports_it_missing(tmp_path):
+    wd = Path(copy_workflow(tmp_path / "wf"))
+    tiny = yaml.safe_load((wd / "config" / "tiny.yaml").read_text())
+    bad = copy.deepcopy(tiny["datasets"]["digits"])
+    bad.update({"loader": "digits", "lr": 1.0e12})
+    cfg = {"study": {"datasets": ["digits", "digitsnan"], "algorithms": ["bnc"]},
+           "datasets": {"digitsnan": bad}, "explain": {"enabled": False}}
+    (wd / "config" / "fail.yaml").write_text(yaml.safe_dump(cfg))
+    sm(wd, "--cores", "2", "--keep-going", "--configfile", "config/tiny.yaml", "config/fail.yaml")
+    index = json.loads((wd / "results/report/index.json").read_text())
+    assert index["n_missing"] == 1 and index["n_loaded"] == 1
+    missing = pd.read_csv(wd / "results/report/missing_runs.csv")
+    assert missing["run"].tolist() == ["digitsnan/nonoverlap-balanced/n6/s0/bnc"]
+    assert "nan" in missing["reason"][0].lower()
+    status = json.loads((wd / "results/runs/digitsnan/nonoverlap-balanced/n6/s0/bnc/status.json").read_text())
+    assert status["status"] == "failed"
+    assert "missing" in (wd / "results/report/tables/table_personalisation.md").read_text()
+    assert no_temporary_files(wd / "results")
+    # the next invocation forgets the failed run and retries it (and only it, plus the report)
+    p = sm(wd, "-n", "--cores", "2", "--configfile", "config/tiny.yaml", "config/fail.yaml")
+    out = p.stdout + p.stderr
+    assert "digitsnan" in out and "wildcards: dataset=digits," not in out
+
+
+def test_paper_grid_plans_280_runs(tmp_path):
+    from test_workflow import planned_jobs
+
+    wd = copy_workflow(tmp_path / "wf")
+    p = sm(wd, "-n", "--cores", "2", "--quiet", "rules", "--configfile", "config/paper.yaml")
+    jobs = planned_jobs(p.stdout + p.stderr)
+    assert jobs == {"prepare_dataset": 5, "split": 40, "train": 280, "evaluate": 280, "explain": 140,
+                    "report": 1, "all": 1} or {k: v for k, v in jobs.items() if k != "all"} == {
+        "prepare_dataset": 5, "split": 40, "train": 280, "evaluate": 280, "explain": 140, "report": 1}
