@@ -126,7 +126,9 @@ class Strategy(ABC):
     registered_name: ClassVar[str] = "?"
 
     def __init__(self, **params: Any) -> None:
-        self.params = params
+        """Hold the hyper-parameters: the ``params_schema`` defaults, updated by ``params``."""
+        self.params = {k: v["default"] for k, v in self.params_schema.items() if "default" in v}
+        self.params.update(params)
 
     # ----- lifecycle ---------------------------------------------------------------------------
     def setup(self, ctx: StrategyContext) -> None:

@@ -52,24 +52,30 @@ def embedding_from_gram(gram: np.ndarray) -> np.ndarray:
     return eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))[None, :]
 
 
-def silhouette_from_gram(gram: np.ndarray, labels: Sequence[int]) -> float | None:
-    """Mean silhouette of ``labels`` on the update vectors (None when undefined or not finite)."""
+def _scorable(gram: np.ndarray, labels: Sequence[int]) -> tuple[np.ndarray | None, np.ndarray]:
+    """The square Gram matrix and labels, or (None, labels) when a score is undefined (fewer than two
+    clusters, a cluster per point, non-finite values)."""
     gram = _square_gram(gram)
     labels = np.asarray(labels).ravel()
     if labels.size != gram.shape[0]:
         raise DataError(f"gram: {gram.shape[0]} clients but {labels.size} labels; they must match")
     if not partition_is_scorable(labels) or not np.isfinite(gram).all():
+        return None, labels
+    return gram, labels
+
+
+def silhouette_from_gram(gram: np.ndarray, labels: Sequence[int]) -> float | None:
+    """Mean silhouette of ``labels`` on the update vectors (None when undefined or not finite)."""
+    gram, labels = _scorable(gram, labels)
+    if gram is None:
         return None
     return float(silhouette_score(distances_from_gram(gram), labels, metric="precomputed"))
 
 
 def davies_bouldin_from_gram(gram: np.ndarray, labels: Sequence[int]) -> float | None:
     """Davies–Bouldin index of ``labels`` on the update vectors (None when undefined or not finite)."""
-    gram = _square_gram(gram)
-    labels = np.asarray(labels).ravel()
-    if labels.size != gram.shape[0]:
-        raise DataError(f"gram: {gram.shape[0]} clients but {labels.size} labels; they must match")
-    if not partition_is_scorable(labels) or not np.isfinite(gram).all():
+    gram, labels = _scorable(gram, labels)
+    if gram is None:
         return None
     score = float(davies_bouldin_score(embedding_from_gram(gram), labels))
     return score if np.isfinite(score) else None

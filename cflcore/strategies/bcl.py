@@ -39,11 +39,6 @@ class BriggsClustering(Strategy):
         "precision": {"enum": ["float32", "float64"], "default": "float32"},
     }
 
-    def __init__(self, **params: Any) -> None:
-        full = {k: v["default"] for k, v in self.params_schema.items()}
-        full.update(params)
-        super().__init__(**full)
-
     def setup(self, ctx: StrategyContext) -> None:
         super().setup(ctx)
         self.clustered = False

@@ -103,11 +103,6 @@ class GaussianWeightingClustering(Strategy):
         "n_max": {"type": "integer", "minimum": 2, "default": 5},
     }
 
-    def __init__(self, **params: Any) -> None:
-        full = {k: v["default"] for k, v in self.params_schema.items()}
-        full.update(params)
-        super().__init__(**full)
-
     def setup(self, ctx: StrategyContext) -> None:
         super().setup(ctx)
         n = ctx.n_clients

@@ -34,11 +34,6 @@ class IterativeClustering(Strategy):
               "default": 3, "oneOf": [{"const": "oracle"}, {"type": "integer", "minimum": 1}]},
     }
 
-    def __init__(self, **params: Any) -> None:
-        full = {k: v["default"] for k, v in self.params_schema.items()}
-        full.update(params)
-        super().__init__(**full)
-
     def setup(self, ctx: StrategyContext) -> None:
         super().setup(ctx)
         k = self.params["k"]

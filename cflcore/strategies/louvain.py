@@ -151,11 +151,6 @@ class LouvainCommunities(Strategy):
         "layer_sizes": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "default": None},
     }
 
-    def __init__(self, **params: Any) -> None:
-        full = {k: v["default"] for k, v in self.params_schema.items()}
-        full.update(params)
-        super().__init__(**full)
-
     def setup(self, ctx: StrategyContext) -> None:
         super().setup(ctx)
         sizes = self.params["layer_sizes"] or getattr(ctx, "layer_sizes", None) or [ctx.n_params]

@@ -59,10 +59,8 @@ class SattlerClustering(Strategy):
             raise ConfigError(f"{field}.eps2: {e2} is smaller than eps1 = {e1}; allowed: eps2 >= eps1")
 
     def __init__(self, **params: Any) -> None:
-        full = {k: v["default"] for k, v in self.params_schema.items()}
-        full.update(params)
-        self.check_params(full, "scl")
-        super().__init__(**full)
+        super().__init__(**params)
+        self.check_params(self.params, "scl")
 
     def setup(self, ctx: StrategyContext) -> None:
         super().setup(ctx)
