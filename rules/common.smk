@@ -39,7 +39,7 @@ wildcard_constraints:
 
 
 SCENARIO = "{dataset}/{split}/n{clients}/s{seed}"
-RUN = SCENARIO + "/{algorithm}"
+RUN = "{dataset}/{split}/n{clients}/s{seed}/{algorithm}"
 
 
 def scenario_list():
@@ -94,3 +94,37 @@ def mem_train(w):
 
 
 GPU = 1 if config["engine"].get("gpu") else 0
+
+
+# ---- report stage ---------------------------------------------------------------------------
+FIGURE_KINDS = {
+    "learning_gap": "PF1 / GF1 learning gap (000 Fig. 2)",
+    "temperature_mean": "Normalised temperature (000 Figs. 3-4)",
+    "temperature_runs": "Temperature per run (000 Figs. 10-14)",
+    "clustering_progress": "Clustering score per round (001 Fig. 1)",
+    "n_clusters": "Number of clusters per round",
+}
+EXPLAIN_KINDS = {
+    "saliency_grid": "Saliency grids (000 Fig. 5)",
+    "insdel_box": "Insertion / deletion AUC (000 Figs. 6-7)",
+    "cd": "Critical-difference diagrams (000 Figs. 8, 17)",
+}
+
+
+def report_inputs(w):
+    runs = run_list()
+    files = {
+        "clustering": [f"{RESULTS}/eval/{r}/clustering.parquet" for r in runs],
+        "personalisation": [f"{RESULTS}/eval/{r}/personalisation.parquet" for r in runs],
+    }
+    files["insdel"] = [f"{RESULTS}/explain/{r}/insdel.parquet" for r in explain_runs()]
+    return files
+
+
+def report_runs_param():
+    return canonical_json({
+        "results_dir": RESULTS,
+        "study": STUDY,
+        "explain_runs": explain_runs(),
+        "grid_clients": config["explain"].get("grid_clients"),
+    })
