@@ -87,6 +87,21 @@ def _grid(n_panels: int, max_cols: int = 4) -> tuple[int, int]:
     return math.ceil(max(n_panels, 1) / cols), cols
 
 
+def _panel_axes(n_panels: int, size: tuple[float, float]) -> tuple[plt.Figure, list[plt.Axes]]:
+    """A grid of ``n_panels`` axes (unused cells switched off), each ``size`` inches."""
+    rows, cols = _grid(n_panels)
+    fig, axes = plt.subplots(rows, cols, figsize=(size[0] * cols, size[1] * rows), squeeze=False)
+    for ax in list(axes.flat)[n_panels:]:
+        ax.axis("off")
+    return fig, list(axes.flat)
+
+
+def _finish(fig: plt.Figure, title: str) -> plt.Figure:
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
 def learning_gap_figure(personalisation: pd.DataFrame, title: str) -> plt.Figure:
     """Segments GF1 → PF1 per algorithm (x) and split (offset and colour); columns pf1_mean, gf1_mean."""
     algorithms = list(dict.fromkeys(personalisation["algorithm"]))
@@ -113,9 +128,8 @@ def learning_gap_figure(personalisation: pd.DataFrame, title: str) -> plt.Figure
 
 def temperature_band_figure(panels: Mapping[str, Sequence[Curve]], title: str) -> plt.Figure:
     """One panel per key: thin normalised curves, their mean (solid) and 95 % band (000 Figs. 3–4)."""
-    rows, cols = _grid(len(panels))
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
-    for ax, (name, curves) in zip(axes.flat, panels.items()):
+    fig, axes = _panel_axes(len(panels), (4, 3))
+    for ax, (name, curves) in zip(axes, panels.items()):
         for curve in curves:
             ax.plot(curve.rounds + 1, curve.values, color="grey", lw=0.5, alpha=0.5)
         band = mean_confidence_band(curves)
@@ -125,18 +139,13 @@ def temperature_band_figure(panels: Mapping[str, Sequence[Curve]], title: str) -
         ax.set_title(f"{name} ({len(curves)} runs)", fontsize=9)
         ax.set_xlabel("round")
         ax.set_ylabel("normalised temperature")
-    for ax in list(axes.flat)[len(panels):]:
-        ax.axis("off")
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, title)
 
 
 def temperature_runs_figure(panels: Mapping[str, Sequence[Curve]], title: str) -> plt.Figure:
     """One panel per key (e.g. split × algorithm), one line per run with its clustering and minimum rounds."""
-    rows, cols = _grid(len(panels))
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False)
-    for ax, (name, curves) in zip(axes.flat, panels.items()):
+    fig, axes = _panel_axes(len(panels), (3.6, 2.8))
+    for ax, (name, curves) in zip(axes, panels.items()):
         for curve in curves:
             line, = ax.plot(curve.rounds + 1, curve.values, lw=1, label=curve.label)
             position = None
@@ -151,17 +160,12 @@ def temperature_runs_figure(panels: Mapping[str, Sequence[Curve]], title: str) -
         ax.set_ylabel("norm. temperature", fontsize=8)
         if 1 < len(curves) <= 5:
             ax.legend(fontsize=6)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.axis("off")
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, title)
 
 
 def _series_figure(panels: Mapping[str, Sequence[Curve]], title: str, ylabel: str, ylim: tuple | None) -> plt.Figure:
-    rows, cols = _grid(len(panels))
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
-    for ax, (name, curves) in zip(axes.flat, panels.items()):
+    fig, axes = _panel_axes(len(panels), (4, 3))
+    for ax, (name, curves) in zip(axes, panels.items()):
         for curve in curves:
             ax.plot(curve.rounds + 1, curve.values, lw=1.2, label=curve.label, drawstyle="steps-post")
         ax.set_title(name, fontsize=9)
@@ -171,11 +175,7 @@ def _series_figure(panels: Mapping[str, Sequence[Curve]], title: str, ylabel: st
             ax.set_ylim(*ylim)
         if curves:
             ax.legend(fontsize=6)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.axis("off")
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, title)
 
 
 def score_progress_figure(panels: Mapping[str, Sequence[Curve]], title: str, score: str = "ARI") -> plt.Figure:
