@@ -139,6 +139,29 @@ def _check_registries(cfg: dict[str, Any]) -> None:
             if "method" in override:
                 raise ConfigError(f"{field}.method: the method of a variant cannot be overridden per dataset")
             _check_variant({**cfg["algorithms"][aname], **override}, field)
+    _check_cluster_counts(cfg)
+
+
+CLUSTER_COUNT_KEYS = ("k", "n_clusters")
+"""Variant parameters that fix a number of clusters (OCFL K-Means ``k``, IFCA ``k``, a scikit-learn
+clusterer's ``n_clusters``): they cannot exceed the number of clients of any scenario the variant runs in."""
+
+
+def _check_cluster_counts(cfg: Mapping[str, Any]) -> None:
+    """A fixed number of clusters above the study's smallest client count is a config error, not a silent
+    clamp (``k: 99`` with 15 clients used to run as 15 singleton clusters)."""
+    smallest = min(int(n) for n in cfg["study"]["clients"])
+    for name in cfg["study"]["algorithms"]:
+        variant = cfg["algorithms"][name]
+        overrides = [({**variant, **(ds.get("algorithm_params") or {}).get(name, {})}, f"datasets.{d}.algorithm_params.{name}")
+                     for d, ds in cfg["datasets"].items() if name in (ds.get("algorithm_params") or {})]
+        for params, field in [(variant, f"algorithms.{name}"), *overrides]:
+            for key in CLUSTER_COUNT_KEYS:
+                value = params.get(key)
+                if isinstance(value, int) and not isinstance(value, bool) and value > smallest:
+                    oracle = "'oracle' or " if key == "k" and params.get("method") == "ocfl" else ""
+                    raise ConfigError(f"{field}.{key}: {value} is not allowed with {smallest} clients (study.clients); "
+                                      f"allowed: {oracle}an integer from 1 to {smallest}")
 
 
 def _check_variant(variant: Mapping[str, Any], field: str) -> dict[str, Any]:

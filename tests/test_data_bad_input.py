@@ -65,7 +65,7 @@ def test_bad_concentrations(digits, tmp_path, settings, field):
     assert_fails(ConfigError, field, digits, settings, tmp_path / "o")
 
 
-@pytest.mark.parametrize("value", [0, -3, 1, 2.5, "ten"])
+@pytest.mark.parametrize("value", [0, -3, 1, 2, 9, 2.5, "ten"])
 def test_bad_sample_count(digits, tmp_path, value):
     assert_fails(ConfigError, "splits.s.samples_per_client", digits,
                  {"generator": "ocfl", "samples_per_client": value}, tmp_path / "o")

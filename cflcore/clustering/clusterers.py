@@ -182,12 +182,14 @@ class HdbscanClusterer(Clusterer):
     """HDBSCAN on precomputed Γ (float64). min_cluster_size = max(2, ceil(min_cluster_fraction · n))
     (20 % of clients in 000 §4.2). ``min_samples`` is PINNED to 1 by default: both libraries default it
     to min_cluster_size, which merges a 3-client cluster into a neighbour or marks it noise (DESIGN §6,
-    ARI 0.61–0.71 vs 1.0). Noise (label −1): ``own_cluster`` = all noise points form one cluster (the
+    ARI 0.61–0.71 vs 1.0); ``min_samples: null`` is the library default (the published code's setting,
+    the ``ocfl-hdb-published`` variant). Noise (label −1): ``own_cluster`` = all noise points form one cluster (the
     authors' code), ``nearest`` = each noise point joins the cluster with the smallest mean Γ to it."""
 
     params_schema = {
         "min_cluster_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.2},
-        "min_samples": {"type": "integer", "minimum": 1, "default": 1},
+        "min_samples": {"type": ["integer", "null"], "minimum": 1, "default": 1,
+                        "description": "1 (pinned, DESIGN §6) or null = the library default (= min_cluster_size)"},
         "noise": {"enum": ["own_cluster", "nearest"], "default": "own_cluster"},
         "backend": {"enum": ["sklearn", "hdbscan"], "default": "sklearn"},
         "allow_single_cluster": {"type": "boolean", "default": False},
@@ -196,7 +198,7 @@ class HdbscanClusterer(Clusterer):
     def fit_labels(self, data: ClusteringInput) -> np.ndarray:
         n = data.n
         min_cluster_size = max(2, math.ceil(float(self.params["min_cluster_fraction"]) * n))
-        min_samples = min(int(self.params["min_samples"]), n)
+        min_samples = None if self.params["min_samples"] is None else min(int(self.params["min_samples"]), n)
         gamma = np.ascontiguousarray(data.divergence, dtype=np.float64)
         kwargs = dict(metric="precomputed", min_cluster_size=min_cluster_size, min_samples=min_samples,
                       allow_single_cluster=bool(self.params["allow_single_cluster"]))

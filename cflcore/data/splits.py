@@ -135,9 +135,16 @@ def check_number(v: Any, field: str, low: float, high: float = float("inf"), low
         raise ConfigError(f"{field}: {v!r} is not allowed; allowed: a number in {lo}{low}, {high}{hi}")
 
 
+MIN_SAMPLES_PER_CLIENT = 10
+"""Smallest ``samples_per_client`` accepted: with the 70/30 local split (000 §4.1) it leaves a client at
+least 7 training and 3 test samples before duplicates are dropped; fewer make local F1 and the client's
+update meaningless (2 draws left one training sample)."""
+
+
 def check_samples(v: Any, field: str) -> None:
-    if v is not None and not (_is_int(v) and v >= 2):
-        raise ConfigError(f"{field}: {v!r} is not allowed; allowed: null (len(train)/clients) or an integer >= 2")
+    if v is not None and not (_is_int(v) and v >= MIN_SAMPLES_PER_CLIENT):
+        raise ConfigError(f"{field}: {v!r} is not allowed; allowed: null (len(train)/clients) or an integer "
+                          f">= {MIN_SAMPLES_PER_CLIENT}")
 
 
 def check_class_sets(v: Any, field: str) -> None:

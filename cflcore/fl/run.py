@@ -235,6 +235,10 @@ class Engine:
         t0 = time.perf_counter()
         eng, fed = self.settings["engine"], self.fed
         sampled = sample_clients(self.seed, rnd, fed.n_clients, float(eng.get("participation", 1.0)))
+        sampled = np.asarray(self.strategy.select_clients(rnd, sampled), dtype=np.int64)
+        if sampled.size == 0 or np.any(np.diff(sampled) <= 0) or sampled[0] < 0 or sampled[-1] >= fed.n_clients:
+            raise CflError(f"strategy {self.strategy.registered_name!r}: select_clients() must return sorted, distinct "
+                           f"client ids in 0..{fed.n_clients - 1}; got {sampled.tolist()}")
         evaluate = self.make_evaluate(state)
         specs = self.strategy.configure(rnd, sampled, evaluate, {c: m.clone() for c, m in state.models.items()})
         self.check_specs(specs, sampled, state, "configure")

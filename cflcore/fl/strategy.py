@@ -140,6 +140,13 @@ class Strategy(ABC):
         independent initialisation (IFCA uses several)."""
         return {0: init}
 
+    def select_clients(self, rnd: int, engine_sample: np.ndarray) -> np.ndarray:
+        """The sorted global ids of the clients that train in round ``rnd`` (Flower's ``configure_fit``
+        client selection). ``engine_sample`` is the engine's seeded sample (``engine.participation``);
+        the default keeps it. A method with its own participation scheme (FedGWC, 004 §4) or with clients
+        that join late (000 §6.2) overrides this; any randomness must come from ``self.ctx.generator``."""
+        return engine_sample
+
     def configure(self, rnd: int, clients: np.ndarray, evaluate: EvaluateFn,
                   models: Mapping[int, torch.Tensor]) -> dict[int, StartSpec]:
         """Which model each sampled client starts this round from (default: its cluster's model)."""
