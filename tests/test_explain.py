@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,10 +16,12 @@ from cflcore.data.federated import ClientData, FederatedData
 from cflcore.errors import ConfigError, DataError
 from cflcore.explain import (MODES, attribute, draw_sample, evaluation_pool, explain_run, insertion_deletion,
                              insertion_deletion_per_image, sample_generator, write_empty_explain)
-from cflcore.explain.framework import ExplainSettings, auc_statistics, check_round
+from cflcore.config import load_config
+from cflcore.explain import randomised_model, spearman_rows, target_classes
+from cflcore.explain.framework import ExplainSettings, auc_statistics, check_round, sanity_verdict
 from cflcore.explain.insdel import step_pixel_counts, to_channels_last
 from cflcore.io import parquet_metadata, read_parquet
-from cflcore.report.explain_figures import ExplainRunRef, explain_figures, load_insdel
+from cflcore.report.explain_figures import RANDOM_ENTRY, ExplainRunRef, explain_figures, load_insdel
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,7 +164,7 @@ def test_integrated_gradients_shape():
 
 def test_bad_attribution_and_layer_names():
     model = SmallCNN()
-    with pytest.raises(ConfigError, match=r"explain.attribution: unknown attribution 'lime'; allowed: gradcam, saliency"):
+    with pytest.raises(ConfigError, match=r"explain.attribution: unknown attribution 'lime'; allowed: hirescam, gradcam, "):
         attribute(model, torch.rand(1, 1, 12, 12), torch.tensor([0]), "lime")
     with pytest.raises(ConfigError, match=r"explain.layer: .*no layer 'conv9'; conv layers: features.0, features.3"):
         attribute(model, torch.rand(1, 1, 12, 12), torch.tensor([0]), "gradcam", layer_name="conv9")
@@ -248,7 +251,13 @@ def test_explain_run_writes_consistent_outputs(tmp_path):
     assert np.isclose(summary.loc["in_cluster", "insertion_auc"],
                       insdel[insdel["mode"] == "in_cluster"]["insertion_mean"].mean())
     meta = parquet_metadata(tmp_path / "insdel.parquet")
-    assert meta["attribution"] == "saliency" and meta["target"] == "label" and meta["n_steps"] == 12
+    assert meta["attribution"] == "saliency" and meta["target"] == "predicted" and meta["n_steps"] == 12
+    assert meta["sanity_threshold"] in (0.5, "0.5")
+    for col in ("insertion_random_auc", "deletion_random_auc", "sanity_spearman"):
+        assert samples[col].notna().all(), col
+    assert insdel["sanity_passed"].notna().all() and (insdel["sanity_threshold"] == 0.5).all()
+    assert np.isclose(summary.loc["in_cluster", "deletion_random_auc"],
+                      insdel[insdel["mode"] == "in_cluster"]["deletion_random_mean"].mean())
     with np.load(tmp_path / "saliency.npz") as grid:
         assert grid["clients"].tolist() == [1, 3]  # client 12 does not exist: clipped
         assert grid["images"].shape == (2, 1, 12, 12) and grid["maps"].shape == (2, 12, 12)
@@ -311,10 +320,206 @@ def test_explain_figures_write_files(tmp_path):
     assert result["missing"]["run"].tolist() == ["toy/ocfl-bal/n4/s3/bnc"]
     assert len(result["saliency"]) == 6  # three scenarios × (png, pdf)
     assert not result["saliency"][0].with_suffix(".png").read_bytes() == result["saliency"][2].read_bytes()
-    assert len(result["boxplots"]) == 6  # three modes × (png, pdf)
     pngs = [p for p in result["cd"] if p.suffix == ".png"]
     assert len(pngs) == 6  # 3 modes × insertion/deletion
     for p in result["saliency"] + result["boxplots"] + result["cd"]:
         assert p.exists() and p.stat().st_size > 0
+    assert len(result["boxplots"]) == 9  # 3 modes + the sanity figure, each png + pdf, and explain_sanity.csv
+    sanity = pd.read_csv(tmp_path / "fig" / "explain_sanity.csv")
+    assert {"algorithm", "cluster", "mode", "sanity_spearman_mean", "sanity_passed"} <= set(sanity.columns)
     ranks = pd.read_csv(tmp_path / "fig" / "explain_cd_in_cluster_insertion_ranks.csv")
-    assert sorted(ranks["algorithm"]) == ["bnc", "ocfl-km"] and np.isclose(ranks["mean_rank"].sum(), 3.0)
+    # the random-order baseline is ranked beside the algorithms (three entries: ranks sum to 1 + 2 + 3)
+    assert sorted(ranks["algorithm"]) == sorted(["bnc", "ocfl-km", RANDOM_ENTRY])
+    assert np.isclose(ranks["mean_rank"].sum(), 6.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Faithfulness: random baseline, HiResCAM vs Grad-CAM, sanity check, target class
+# ---------------------------------------------------------------------------------------------
+class FlatHeadBlockModel(nn.Module):
+    """A Flatten → Linear head with a known answer: logit_1 = Σ W ⊙ conv(x) − 2 with W = +3 on the 2×2 block
+    at rows/cols 2–3 and −1 elsewhere. On an image that is bright only on the block, the block is all the
+    evidence, yet the spatial mean of W (Grad-CAM's channel weight α) is negative: Grad-CAM ranks the
+    block last, HiResCAM (W ⊙ A) first."""
+
+    explain_layer = "conv"
+
+    def __init__(self, size: int = 8):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 1, 1, bias=False)
+        nn.init.ones_(self.conv.weight)
+        weight = -torch.ones(1, 1, size, size)
+        weight[..., 2:4, 2:4] = 3.0
+        self.register_buffer("weight", weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        z = (self.conv(x) * self.weight).sum(dim=(1, 2, 3)) - 2.0
+        return torch.stack([torch.zeros_like(z), z], dim=1)
+
+
+def test_gradcam_inverts_on_a_flatten_head_hirescam_does_not():
+    model = FlatHeadBlockModel().eval()
+    x = torch.zeros(3, 1, 8, 8)
+    x[..., 2:4, 2:4] = 1.0
+    x[1, 0, 6, 6] = 0.2  # a little background ink the model counts against class 1
+    target = torch.ones(3, dtype=torch.long)
+    random = torch.rand(3, 8, 8, generator=torch.Generator().manual_seed(0))
+    base = insertion_deletion(model, x, random, target, step=2)
+    hires = insertion_deletion(model, x, attribute(model, x, target, "hirescam"), target, step=2)
+    grad = insertion_deletion(model, x, attribute(model, x, target, "gradcam"), target, step=2)
+    assert torch.all(hires.insertion_auc > base.insertion_auc) and torch.all(hires.deletion_auc < base.deletion_auc)
+    assert torch.all(grad.insertion_auc < base.insertion_auc) and torch.all(grad.deletion_auc > base.deletion_auc)
+
+
+class FlatCNN(nn.Module):
+    """Conv-ReLU-pool-conv-ReLU, then Flatten → Linear (TinyVGG's head type)."""
+
+    explain_layer = "features.3"
+
+    def __init__(self, size: int = 12, n_classes: int = 2):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                      nn.Conv2d(4, 4, 3, padding=1), nn.ReLU())
+        self.head = nn.Linear(4 * (size // 2) ** 2, n_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).flatten(1))
+
+
+def shapes(n: int, gen: torch.Generator, size: int = 12) -> tuple[torch.Tensor, torch.Tensor]:
+    """A tiny MNIST-like task on a black background: class 0 = a 3×3 square in the left half, class 1 = a plus
+    sign in the right half, at seeded random positions."""
+    y = torch.randint(0, 2, (n,), generator=gen)
+    rows = torch.randint(0, size - 3, (n,), generator=gen)
+    cols = torch.randint(0, size // 2 - 3, (n,), generator=gen) + (size // 2) * y
+    x = torch.zeros(n, 1, size, size)
+    for i, (r, c) in enumerate(zip(rows.tolist(), cols.tolist())):
+        if y[i] == 0:
+            x[i, 0, r:r + 3, c:c + 3] = 1.0
+        else:
+            x[i, 0, r + 1, c:c + 3] = 1.0
+            x[i, 0, r:r + 3, c + 1] = 1.0
+    return x, y
+
+
+def trained_flat_cnn(seed: int, steps: int = 60) -> FlatCNN:
+    """FlatCNN after ``steps`` Adam steps on :func:`shapes` (about 0.3 s; test accuracy 1.0)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = FlatCNN()
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    for _ in range(steps):
+        x, y = shapes(64, gen)
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def trained_models() -> dict[int, FlatCNN]:
+    return {seed: trained_flat_cnn(seed) for seed in (1, 2)}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_trained_model_insertion_above_random_above_deletion(trained_models, seed):
+    model = trained_models[seed]
+    x, y = shapes(32, torch.Generator().manual_seed(100))
+    with torch.no_grad():
+        pred = model(x).argmax(dim=1)
+    assert (pred == y).float().mean() > 0.95
+    random = torch.rand(32, 12, 12, generator=torch.Generator().manual_seed(7))
+    base = insertion_deletion(model, x, random, pred, step=4)
+    hires = insertion_deletion(model, x, attribute(model, x, pred, "hirescam"), pred, step=4)
+    assert float(hires.insertion_auc.mean()) > float(base.insertion_auc.mean()) + 0.03
+    assert float(base.insertion_auc.mean()) > float(base.deletion_auc.mean()) - 0.1  # random: both near p(x)
+    assert float(hires.deletion_auc.mean()) < float(base.deletion_auc.mean()) - 0.2
+
+
+def test_sanity_check_separates_trained_from_reinitialised(trained_models):
+    model = trained_models[1]
+    x, _ = shapes(16, torch.Generator().manual_seed(5))
+    target = torch.ones(16, dtype=torch.long)
+    maps = attribute(model, x, target, "hirescam").abs()
+    before = torch.random.get_rng_state()
+    scrambled = randomised_model(model, seed=3, cluster=0)
+    assert torch.equal(before, torch.random.get_rng_state())  # the global generator is untouched
+    same = randomised_model(model, seed=3, cluster=0)
+    assert all(torch.equal(a, b) for a, b in zip(scrambled.parameters(), same.parameters()))  # reproducible
+    assert not torch.equal(scrambled.head.weight, model.head.weight)
+    # a 4-channel toy net: one re-initialisation can by chance keep |map| ≈ the activation shape, so pool four
+    rho_random = np.concatenate([spearman_rows(maps, attribute(randomised_model(model, seed=s, cluster=0), x,
+                                                               target, "hirescam").abs()) for s in range(4)])
+    rho_self = spearman_rows(maps, attribute(trained_flat_cnn(1), x, target, "hirescam").abs())
+    assert np.allclose(rho_self, 1.0)
+    assert np.nanmean(rho_random) < 0.3
+    assert sanity_verdict(rho_random, 0.5)["sanity_passed"] is True
+    assert sanity_verdict(rho_self, 0.5)["sanity_passed"] is False
+    assert sanity_verdict(np.array([np.nan]), 0.5)["sanity_passed"] is None
+
+
+def test_spearman_rows_uses_average_ranks_for_ties():
+    a = torch.tensor([[0.0, 0.0, 0.0, 1.0]])
+    b = torch.tensor([[0.0, 0.0, 0.0, 2.0]])
+    assert np.allclose(spearman_rows(a, b), 1.0)
+    assert np.allclose(spearman_rows(a, torch.tensor([[3.0, 2.0, 1.0, 0.0]])), -np.sqrt(0.6))
+    assert np.isnan(spearman_rows(torch.zeros(1, 4), b)).all()  # a constant map has no ranking
+
+
+class ConstantModel(nn.Module):
+    """Always predicts class 0 with softmax (0.7, 0.2, 0.1), whatever the image."""
+
+    explain_layer = "conv"
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        logits = torch.log(torch.tensor([0.7, 0.2, 0.1], dtype=x.dtype, device=x.device))
+        return logits + 0.0 * self.conv(x).sum(dim=(1, 2, 3))[:, None]
+
+
+def test_target_predicted_versus_label(tmp_path):
+    pred, label = torch.tensor([0, 2, 1]), torch.tensor([1, 2, 0])
+    assert target_classes(pred, label, "predicted").tolist() == [0, 2, 1]
+    assert target_classes(pred, label, "label").tolist() == [1, 2, 0]
+    with pytest.raises(ConfigError, match="explain.target: unknown target 'truth'; allowed: predicted, label"):
+        target_classes(pred, label, "truth")
+    assert ExplainSettings.from_dict({}).target == "predicted"
+    fed = make_fed()
+    tables = {}
+    for target in ("predicted", "label"):
+        run = FakeRunModels({0: ConstantModel(), 1: ConstantModel()}, np.array([0, 0, 1, 1]))
+        explain_run(run, fed, {**SETTINGS, "target": target}, seed=0, out_dir=tmp_path / target)
+        tables[target] = read_parquet(tmp_path / target / "samples.parquet").to_pandas()
+    assert np.allclose(tables["predicted"]["target_probability"], 0.7)  # the prediction's probability
+    expected = np.array([0.7, 0.2, 0.1])[tables["label"]["label"].to_numpy()]
+    assert np.allclose(tables["label"]["target_probability"], expected)  # the true label's probability
+    with np.load(tmp_path / "label" / "saliency.npz") as grid:
+        assert grid["preds"].tolist() == [0, 0]
+
+
+def test_random_baseline_is_seeded_and_independent_of_batch_size(tmp_path):
+    fed = make_fed()
+    frames = []
+    for batch_size in (4, 5):
+        run = FakeRunModels({0: SmallCNN(seed=1), 1: SmallCNN(seed=2)}, np.array([0, 0, 1, 1]))
+        explain_run(run, fed, {**SETTINGS, "batch_size": batch_size}, seed=5, out_dir=tmp_path / str(batch_size))
+        frames.append(read_parquet(tmp_path / str(batch_size) / "samples.parquet").to_pandas())
+    cols = ["insertion_random_auc", "deletion_random_auc"]
+    np.testing.assert_allclose(frames[0][cols].to_numpy(), frames[1][cols].to_numpy(), rtol=0, atol=1e-9)
+
+
+CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
+
+
+def test_schema_refuses_a_bad_target_naming_field_and_allowed_values():
+    with pytest.raises(ConfigError, match=r"explain.target: 'truth' is not allowed; allowed: predicted, label"):
+        load_config(CONFIG, overrides={"explain": {"target": "truth"}})
+    with pytest.raises(ConfigError, match=r"explain.attribution: 'lime' is not allowed; allowed: hirescam, gradcam"):
+        load_config(CONFIG, overrides={"explain": {"attribution": "lime"}})
+    cfg = load_config(CONFIG, overrides={"explain": {"target": "label"}})
+    assert cfg["explain"]["target"] == "label" and ExplainSettings.from_dict(cfg["explain"]).target == "label"

@@ -11,9 +11,23 @@ a seeded sample of ζ images is drawn without replacement (line 14; 350, or 180 
 is explained and scored by insertion and deletion AUC (line 15), and the per-cluster distribution is
 summarised by the statistics the authors reported (mean, median, variance, std, p05…p95).
 
-Target class: Algorithm 2 line 15 explains ĥ_i(x_i, y_i), i.e. the sample's *true* label, so both the
-attribution and the probability on the curves are those of the true class (``target: label``).
-RISE explains the predicted class; ``target: predicted`` is available for that.
+Target class (``explain.target``): ``predicted`` (default) explains and scores the class the model
+predicts, as RISE (Petsiuk et al. 2018) does; ``label`` explains the sample's true label, as Algorithm 2
+line 15 writes ĥ_i(x_i, y_i). Under ``label`` an out-of-cluster sample whose class the cluster model never
+predicts has a target probability near 0 on every curve, so its deletion AUC is near 0 whatever the
+map: a "good" score that says nothing about the explanation.
+
+Random baseline: every image is also scored with a random pixel order (a seeded generator per seed ×
+mode × cluster, shared across algorithms like the samples), reported as ``insertion_random_*`` /
+``deletion_random_*`` beside the attribution's scores. A faithful map has insertion above and deletion
+below its random baseline.
+
+Sanity check (model randomisation, Adebayo et al. 2018): each cluster model is re-initialised with its
+architecture's own initialisation (seeded per seed × cluster) and the same images are explained again.
+Per image, the Spearman rank correlation of the absolute trained and randomised maps is recorded
+(``sanity_spearman``); a cluster × mode passes when the mean is below ``explain.sanity_threshold``
+(default 0.5): an explanation that barely changes when the learned weights are destroyed does not
+explain the model.
 
 Sampling: the orchestrator pool is the same for every cluster, so its sample is drawn once per run
 seed (common random numbers: every cluster model, and every algorithm of a scenario, is scored on
@@ -21,6 +35,7 @@ the same orchestrator images); in/out-of-cluster samples are drawn per (seed, mo
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -34,16 +49,23 @@ from torch import nn
 
 from ..data.federated import FederatedData
 from ..errors import ConfigError, DataError
+from scipy.stats import rankdata
+
 from ..io import atomic_path, write_parquet
-from .attribution import check_attribution_name, default_layer_name, make_attributor
+from .attribution import CAM_ATTRIBUTIONS, check_attribution_name, default_layer_name, make_attributor
 from .insdel import DEFAULT_FORWARD_BATCH, check_substrate_name, insertion_deletion, to_channels_last
 
 MODES: tuple[str, ...] = ("in_cluster", "out_cluster", "orchestrator")
-TARGETS: tuple[str, ...] = ("label", "predicted")
+TARGETS: tuple[str, ...] = ("predicted", "label")
 STATISTICS: tuple[str, ...] = ("mean", "median", "var", "std", "p05", "p10", "p25", "p50", "p75", "p90", "p95")
 PERCENTILES: dict[str, float] = {"p05": 5, "p10": 10, "p25": 25, "p50": 50, "p75": 75, "p90": 90, "p95": 95}
 METRICS: tuple[str, ...] = ("insertion", "deletion")
+BASELINES: tuple[str, ...] = ("insertion_random", "deletion_random")  # the same metrics, random pixel order
+SCORED: tuple[str, ...] = METRICS + BASELINES
 GRID_SPAWN = 3  # spawn-key slot of the saliency-grid draw (0-2 are the modes)
+RANDOM_SPAWN = 4  # spawn-key slot of the random-order baseline
+SANITY_SPAWN = 5  # spawn-key slot of the re-initialised (sanity-check) models
+DEFAULT_SANITY_THRESHOLD = 0.5
 IGNORED_KEYS = frozenset({"enabled", "model"})  # config keys that do not change this stage's computation
 
 
@@ -59,7 +81,7 @@ class RunModelsLike(Protocol):
 class ExplainSettings:
     """The config's ``explain:`` block (schema defaults) plus ``target`` and ``forward_batch``."""
 
-    attribution: str = "gradcam"
+    attribution: str = "hirescam"
     layer: str | None = None
     substrate: str = "zeros"
     step: int = 28
@@ -67,7 +89,8 @@ class ExplainSettings:
     samples: int = 350
     batch_size: int = 128
     grid_clients: tuple[int, ...] = (1, 7, 12)
-    target: str = "label"
+    target: str = "predicted"
+    sanity_threshold: float = DEFAULT_SANITY_THRESHOLD
     forward_batch: int = DEFAULT_FORWARD_BATCH
 
     @classmethod
@@ -87,6 +110,8 @@ class ExplainSettings:
         for name in ("step", "samples", "batch_size", "forward_batch"):
             if int(getattr(out, name)) < 1:
                 raise ConfigError(f"explain.{name}: {getattr(out, name)} must be a positive integer")
+        if not 0.0 <= float(out.sanity_threshold) <= 1.0:
+            raise ConfigError(f"explain.sanity_threshold: {out.sanity_threshold} must be in [0, 1]")
         return out
 
 
@@ -115,6 +140,9 @@ class ScoredSamples:
     target_probability: np.ndarray
     insertion_auc: np.ndarray
     deletion_auc: np.ndarray
+    insertion_random_auc: np.ndarray
+    deletion_random_auc: np.ndarray
+    sanity_spearman: np.ndarray
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,33 +206,92 @@ def model_dtype(model: nn.Module) -> torch.dtype:
     return param.dtype if param is not None else torch.float32
 
 
-def score_images(model: nn.Module, x: torch.Tensor, y: torch.Tensor, settings: ExplainSettings
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(pred, target probability, insertion AUC, deletion AUC) of a batch on the model's device."""
+def target_classes(pred: torch.Tensor, label: torch.Tensor, target: str) -> torch.Tensor:
+    """The class each image is explained and scored for: the prediction (RISE) or the true label (Algorithm 2)."""
+    if target not in TARGETS:
+        raise ConfigError(f"explain.target: unknown target {target!r}; allowed: {', '.join(TARGETS)}")
+    return (pred if target == "predicted" else label).clone()
+
+
+def baseline_generator(seed: int, mode: str, cluster: int) -> np.random.Generator:
+    """Generator of the random-order baseline of one (seed, mode, cluster), keyed like :func:`sample_generator`."""
+    key = (MODES.index(mode),) if mode == "orchestrator" else (MODES.index(mode), int(cluster) + 2**31)
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(RANDOM_SPAWN, *key)))
+
+
+def random_orders(n: int, shape: tuple[int, int], rng: np.random.Generator) -> torch.Tensor:
+    """(n, H, W) i.i.d. uniform scores: ranking pixels by them is a uniformly random order per image."""
+    return torch.from_numpy(rng.random((n, *shape)))
+
+
+def randomised_model(model: nn.Module, seed: int, cluster: int) -> nn.Module:
+    """A copy of ``model`` with every parameter re-initialised by its module's own ``reset_parameters``
+    (Adebayo et al. 2018, full model randomisation). torch's initialisers draw from the default generator,
+    so it is forked and seeded from SeedSequence(seed, (SANITY_SPAWN, cluster)) for the draw: no global
+    state leaks and the copy is bit-reproducible."""
+    clone = copy.deepcopy(model)
+    state = np.random.SeedSequence(int(seed), spawn_key=(SANITY_SPAWN, int(cluster))).generate_state(1)[0]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(state))
+        for module in clone.modules():
+            reset = getattr(module, "reset_parameters", None)
+            if callable(reset):
+                reset()
+    return clone.eval()
+
+
+def spearman_rows(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
+    """Spearman rank correlation of each image's flattened maps ``a[i]`` and ``b[i]`` (ties get average ranks);
+    NaN where a map is constant."""
+    ra = rankdata(a.flatten(1).double().cpu().numpy(), axis=1)
+    rb = rankdata(b.flatten(1).double().cpu().numpy(), axis=1)
+    ra -= ra.mean(axis=1, keepdims=True)
+    rb -= rb.mean(axis=1, keepdims=True)
+    denom = np.sqrt((ra ** 2).sum(axis=1) * (rb ** 2).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, (ra * rb).sum(axis=1) / np.where(denom > 0, denom, 1.0), np.nan)
+
+
+def score_images(model: nn.Module, x: torch.Tensor, y: torch.Tensor, settings: ExplainSettings,
+                 random_scores: torch.Tensor, random_model: nn.Module | None = None) -> dict[str, np.ndarray]:
+    """Per-image results of a batch on the model's device: pred, target probability, insertion/deletion AUC
+    of the attribution and of the random order ``random_scores`` (B, H, W), and the sanity-check Spearman ρ
+    between the absolute maps of ``model`` and ``random_model`` (NaN without one)."""
     device = model_device(model)
     x, y = x.to(device=device, dtype=model_dtype(model)), y.to(device)
     with torch.inference_mode():
         pred = model(x).argmax(dim=1)
-    target = y if settings.target == "label" else pred.clone()
+    target = target_classes(pred, y, settings.target)
     maps = make_attributor(model, settings.attribution, settings.layer)(x, target).detach()
     curves = insertion_deletion(model, x, maps, target, settings.step, settings.substrate, settings.forward_batch)
-    prob = curves.deletion[:, 0]  # deletion starts from the full image
-    return (pred.cpu().numpy(), prob.cpu().numpy(), curves.insertion_auc.cpu().numpy(),
-            curves.deletion_auc.cpu().numpy())
+    rnd = insertion_deletion(model, x, random_scores.to(device), target, settings.step, settings.substrate,
+                             settings.forward_batch)
+    if random_model is None:
+        rho = np.full(x.shape[0], np.nan)
+    else:
+        random_maps = make_attributor(random_model, settings.attribution, settings.layer)(x, target).detach()
+        rho = spearman_rows(maps.abs(), random_maps.abs())
+    return {"preds": pred.cpu().numpy(), "target_probability": curves.deletion[:, 0].cpu().numpy(),
+            "insertion_auc": curves.insertion_auc.cpu().numpy(), "deletion_auc": curves.deletion_auc.cpu().numpy(),
+            "insertion_random_auc": rnd.insertion_auc.cpu().numpy(),
+            "deletion_random_auc": rnd.deletion_auc.cpu().numpy(), "sanity_spearman": rho}
 
 
 def score_sample(model: nn.Module, fed: FederatedData, clients: np.ndarray, rows: np.ndarray,
-                 settings: ExplainSettings) -> ScoredSamples:
-    """Explain and score the sampled images in batches of ``settings.batch_size``."""
-    parts: list[tuple[np.ndarray, ...]] = []
+                 settings: ExplainSettings, baseline_rng: np.random.Generator,
+                 random_model: nn.Module | None = None) -> ScoredSamples:
+    """Explain and score the sampled images in batches of ``settings.batch_size``. The random orders of the
+    whole sample are drawn first, so they do not depend on the batch size."""
+    random_scores = random_orders(rows.size, tuple(fed.shape[1:]), baseline_rng)
+    parts: list[dict[str, np.ndarray]] = []
     labels = []
     for start in range(0, rows.size, settings.batch_size):
         sl = slice(start, start + settings.batch_size)
         x, y = gather_images(fed, clients[sl], rows[sl])
-        parts.append(score_images(model, x, y, settings))
+        parts.append(score_images(model, x, y, settings, random_scores[sl], random_model))
         labels.append(y.numpy())
-    pred, prob, ins, dele = (np.concatenate(p) for p in zip(*parts))
-    return ScoredSamples(clients, rows, np.concatenate(labels), pred, prob, ins, dele)
+    cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return ScoredSamples(clients, rows, np.concatenate(labels), **cols)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,15 +307,28 @@ def auc_statistics(values: np.ndarray) -> dict[str, float | None]:
     return {name: float(out[name]) for name in STATISTICS}
 
 
+def sanity_verdict(rho: np.ndarray, threshold: float) -> dict[str, Any]:
+    """Mean / median Spearman ρ (NaN images skipped) and pass = mean < threshold (None when no ρ is defined)."""
+    finite = np.asarray(rho, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if finite.size == 0:
+        return {"sanity_spearman_mean": None, "sanity_spearman_median": None, "sanity_passed": None}
+    mean = float(finite.mean())
+    return {"sanity_spearman_mean": mean, "sanity_spearman_median": float(np.median(finite)),
+            "sanity_passed": bool(mean < threshold)}
+
+
 def statistics_row(cluster: int, mode: str, pool: EvaluationPool, scored: ScoredSamples | None,
-                   reason: str | None) -> dict[str, Any]:
+                   reason: str | None, sanity_threshold: float = DEFAULT_SANITY_THRESHOLD) -> dict[str, Any]:
     """One insdel.parquet row; ``scored`` None gives the row of nulls with its ``reason``."""
     row: dict[str, Any] = {"cluster": int(cluster), "mode": mode, "n_clients": pool.n_clients,
                            "pool_size": pool.size, "n_samples": 0 if scored is None else int(scored.rows.size)}
     row["accuracy"] = None if scored is None else float(np.mean(scored.preds == scored.labels))
-    for metric in METRICS:
+    for metric in SCORED:
         values = np.zeros(0) if scored is None else getattr(scored, f"{metric}_auc")
         row.update({f"{metric}_{k}": v for k, v in auc_statistics(values).items()})
+    row.update(sanity_verdict(np.zeros(0) if scored is None else scored.sanity_spearman, sanity_threshold))
+    row["sanity_threshold"] = float(sanity_threshold)
     row["reason"] = reason
     return row
 
@@ -240,8 +340,9 @@ def run_summary(insdel: pd.DataFrame) -> pd.DataFrame:
         part = insdel[insdel["mode"] == mode] if len(insdel) else insdel
         row = {"mode": mode, "n_clusters": int(len(part)),
                "n_clusters_evaluated": int(part["insertion_mean"].notna().sum()) if len(part) else 0}
-        for metric in METRICS:
-            vals = part[f"{metric}_mean"].dropna() if len(part) else pd.Series(dtype=float)
+        for metric in SCORED:
+            col = f"{metric}_mean"
+            vals = part[col].dropna() if len(part) and col in part else pd.Series(dtype=float)
             row[f"{metric}_auc"] = float(vals.mean()) if len(vals) else None
         rows.append(row)
     return pd.DataFrame(rows)
@@ -278,7 +379,7 @@ def grid_entries(run_models: RunModelsLike, fed: FederatedData, settings: Explai
         x = fed.clients[client].x_test[row:row + 1].to(device=device, dtype=model_dtype(model))
         with torch.inference_mode():
             pred = model(x).argmax(dim=1)
-        target = torch.tensor([cls], device=device) if settings.target == "label" else pred.clone()
+        target = target_classes(pred, torch.tensor([cls], device=device), settings.target)
         maps = make_attributor(model, settings.attribution, settings.layer)(x, target).detach()
         for k, v in zip(keys, (client, int(labels[client]), row, cls, int(pred[0]))):
             out[k].append(v)
@@ -301,11 +402,13 @@ def write_npz(arrays: Mapping[str, np.ndarray], path: Path) -> None:
 # Output tables
 # ---------------------------------------------------------------------------------------------
 def insdel_schema() -> pa.Schema:
-    stat_fields = [pa.field(f"{m}_{s}", pa.float64()) for m in METRICS for s in STATISTICS]
+    stat_fields = [pa.field(f"{m}_{s}", pa.float64()) for m in SCORED for s in STATISTICS]
     return pa.schema([pa.field("cluster", pa.int64()), pa.field("mode", pa.string()),
                       pa.field("n_clients", pa.int64()), pa.field("pool_size", pa.int64()),
                       pa.field("n_samples", pa.int64()), pa.field("accuracy", pa.float64()),
-                      *stat_fields, pa.field("reason", pa.string())])
+                      *stat_fields, pa.field("sanity_spearman_mean", pa.float64()),
+                      pa.field("sanity_spearman_median", pa.float64()), pa.field("sanity_passed", pa.bool_()),
+                      pa.field("sanity_threshold", pa.float64()), pa.field("reason", pa.string())])
 
 
 def samples_schema() -> pa.Schema:
@@ -313,13 +416,15 @@ def samples_schema() -> pa.Schema:
                       pa.field("client", pa.int32()), pa.field("sample_idx", pa.int64()),
                       pa.field("data_idx", pa.int64()), pa.field("label", pa.int16()),
                       pa.field("pred", pa.int16()), pa.field("target_probability", pa.float64()),
-                      pa.field("insertion_auc", pa.float64()), pa.field("deletion_auc", pa.float64())])
+                      pa.field("insertion_auc", pa.float64()), pa.field("deletion_auc", pa.float64()),
+                      pa.field("insertion_random_auc", pa.float64()), pa.field("deletion_random_auc", pa.float64()),
+                      pa.field("sanity_spearman", pa.float64())])
 
 
 def summary_schema() -> pa.Schema:
     return pa.schema([pa.field("mode", pa.string()), pa.field("n_clusters", pa.int64()),
-                      pa.field("n_clusters_evaluated", pa.int64()), pa.field("insertion_auc", pa.float64()),
-                      pa.field("deletion_auc", pa.float64())])
+                      pa.field("n_clusters_evaluated", pa.int64()),
+                      *[pa.field(f"{m}_auc", pa.float64()) for m in SCORED]])
 
 
 def sample_rows(fed: FederatedData, cluster: int, mode: str, scored: ScoredSamples) -> dict[str, np.ndarray]:
@@ -330,8 +435,8 @@ def sample_rows(fed: FederatedData, cluster: int, mode: str, scored: ScoredSampl
             "client": scored.clients.astype(np.int32), "sample_idx": scored.rows, "data_idx": data_idx,
             "label": scored.labels.astype(np.int16), "pred": scored.preds.astype(np.int16),
             "target_probability": scored.target_probability.astype(np.float64),
-            "insertion_auc": scored.insertion_auc.astype(np.float64),
-            "deletion_auc": scored.deletion_auc.astype(np.float64)}
+            **{f"{m}_auc": getattr(scored, f"{m}_auc").astype(np.float64) for m in SCORED},
+            "sanity_spearman": scored.sanity_spearman.astype(np.float64)}
 
 
 def _table(columns: Mapping[str, Any] | list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
@@ -407,18 +512,23 @@ def explain_run(run_models: RunModelsLike, fed: FederatedData, settings: Mapping
     insdel_rows, sample_parts = [], []
     for cluster in sorted(run_models.models):
         model = run_models.models[cluster]
+        random_model = randomised_model(model, seed, cluster)
         for mode in MODES:
             pool = evaluation_pool(fed, labels, cluster, mode)
             if pool.reason is not None:
-                insdel_rows.append(statistics_row(cluster, mode, pool, None, pool.reason))
+                insdel_rows.append(statistics_row(cluster, mode, pool, None, pool.reason, cfg.sanity_threshold))
                 continue
             picked = draw_sample(pool.size, cfg.samples, sample_generator(seed, mode, cluster))
-            scored = score_sample(model, fed, pool.clients[picked], pool.rows[picked], cfg)
-            insdel_rows.append(statistics_row(cluster, mode, pool, scored, None))
+            scored = score_sample(model, fed, pool.clients[picked], pool.rows[picked], cfg,
+                                  baseline_generator(seed, mode, cluster), random_model)
+            insdel_rows.append(statistics_row(cluster, mode, pool, scored, None, cfg.sanity_threshold))
             sample_parts.append(sample_rows(fed, cluster, mode, scored))
-    layer = cfg.layer if cfg.layer or cfg.attribution != "gradcam" else default_layer_name(first)
+    layer = cfg.layer if cfg.layer or cfg.attribution not in CAM_ATTRIBUTIONS else default_layer_name(first)
     metadata = {"status": "ok", "attribution": cfg.attribution, "layer": layer, "substrate": cfg.substrate,
                 "step": cfg.step, "round": int(run_models.round), "samples": cfg.samples, "seed": int(seed),
                 "target": cfg.target, "model": str(getattr(run_models, "model_name", "")),
-                "n_steps": math.ceil(fed.shape[1] * fed.shape[2] / cfg.step)}
+                "n_steps": math.ceil(fed.shape[1] * fed.shape[2] / cfg.step),
+                "baseline": "random pixel order (seeded)", "sanity_check": "full model randomisation (Adebayo 2018)",
+                "sanity_statistic": "mean Spearman rho of |trained map| vs |re-initialised map|",
+                "sanity_threshold": float(cfg.sanity_threshold)}
     write_outputs(Path(out_dir), insdel_rows, sample_parts, grid_entries(run_models, fed, cfg, seed), metadata)

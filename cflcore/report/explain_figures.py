@@ -1,6 +1,12 @@
 """Report figures of the explain stage (000 §5.2–5.4): saliency grids (Figs. 5, 15–16), per-cluster
 insertion/deletion box plots (Figs. 6–7) and critical-difference diagrams (Figs. 8, 17).
 
+Every insertion/deletion figure shows the random-order baseline (the same images scored with a seeded
+random pixel ranking): grey boxes beside each algorithm's box, and a ``random order`` entry in the CD
+diagrams (per scenario, the mean over its algorithms of the random-order AUC). The model-randomisation
+sanity check (Adebayo et al. 2018) is drawn as ``explain_sanity`` (per-cluster Spearman ρ against the
+threshold) and tabulated in ``explain_sanity.csv``, both beside the box plots.
+
 The report stage calls :func:`explain_figures` with the runs the config expects: each an
 :class:`ExplainRunRef` or a mapping with ``dataset``, ``split``, ``clients``, ``seed``, ``algorithm``
 and ``explain_dir`` (the folder holding ``insdel.parquet`` and ``saliency.npz``; ``insdel`` = the
@@ -28,6 +34,8 @@ from ..io import atomic_path, parquet_metadata, read_parquet  # noqa: E402
 from .cd import cd_analysis, draw_cd_diagram, save_figure  # noqa: E402
 
 MODE_TITLES = {"in_cluster": "in-cluster", "out_cluster": "out-of-cluster", "orchestrator": "orchestrator"}
+RANDOM_ENTRY = "random order"  # the baseline's name in CD diagrams and tables
+RANDOM_COLOR, METHOD_COLOR = "0.6", "tab:blue"
 
 
 @dataclass(frozen=True)
@@ -185,51 +193,126 @@ def saliency_grid_figures(runs: Sequence[ExplainRunRef | Mapping[str, Any]], out
 # ---------------------------------------------------------------------------------------------
 # Box plots (Figs. 6, 7)
 # ---------------------------------------------------------------------------------------------
+def _column_values(part: pd.DataFrame, dataset: str, algos: Sequence[str], column: str) -> list[np.ndarray]:
+    """Per algorithm, the non-null values of ``column`` for ``dataset`` (empty arrays where absent)."""
+    if column not in part:
+        return [np.zeros(0) for _ in algos]
+    return [part[(part["dataset"] == dataset) & (part["algorithm"] == a)][column].dropna().to_numpy(dtype=float)
+            for a in algos]
+
+
+def _boxes(ax: plt.Axes, values: list[np.ndarray], offset: float, width: float, color: str) -> None:
+    """Box + jittered points at positions 1..n shifted by ``offset``; empty groups are skipped."""
+    kept = [(p + offset, v) for p, v in enumerate(values, start=1) if v.size]
+    if not kept:
+        return
+    positions, data = zip(*kept)
+    ax.boxplot(list(data), positions=list(positions), widths=width, showfliers=False,
+               boxprops={"color": color}, whiskerprops={"color": color}, capprops={"color": color},
+               medianprops={"color": "black" if color == RANDOM_COLOR else "tab:orange"})
+    for p, v in kept:
+        ax.scatter(p + np.linspace(-width / 4, width / 4, v.size), v, s=8, alpha=0.6, color=color, zorder=3)
+
+
 def insdel_boxplot(insdel: pd.DataFrame, mode: str, stem: Path) -> list[Path]:
-    """Rows = insertion / deletion, columns = datasets; one box per algorithm over its clusters' mean AUC."""
+    """Rows = insertion / deletion, columns = datasets; per algorithm a box over its clusters' mean AUC and,
+    in grey beside it, the box of the same clusters' random-order baseline."""
     part = insdel[insdel["mode"] == mode]
     datasets = _unique(part["dataset"])
     algos = _unique(insdel["algorithm"])
     fig, axes = plt.subplots(2, max(1, len(datasets)), squeeze=False,
-                             figsize=(max(4.0, 0.55 * len(algos) + 1.5) * max(1, len(datasets)), 6.0))
+                             figsize=(max(4.0, 0.7 * len(algos) + 1.5) * max(1, len(datasets)), 6.0))
     for j, dataset in enumerate(datasets):
         for i, metric in enumerate(METRICS):
             ax = axes[i, j]
-            values = [part[(part["dataset"] == dataset) & (part["algorithm"] == a)][f"{metric}_mean"].dropna()
-                      .to_numpy() for a in algos]
-            positions = [p for p, v in enumerate(values, start=1) if v.size]
-            ax.boxplot([v for v in values if v.size], positions=positions, widths=0.6, showfliers=False)
-            for p, v in zip(positions, [v for v in values if v.size]):
-                ax.scatter(p + np.linspace(-0.15, 0.15, v.size), v, s=8, alpha=0.6, color="tab:blue", zorder=3)
+            _boxes(ax, _column_values(part, dataset, algos, f"{metric}_mean"), -0.18, 0.32, METHOD_COLOR)
+            _boxes(ax, _column_values(part, dataset, algos, f"{metric}_random_mean"), 0.18, 0.32, RANDOM_COLOR)
             ax.set_xticks(range(1, len(algos) + 1), algos, rotation=45, ha="right", fontsize=7)
             ax.set_xlim(0.4, len(algos) + 0.6)
             ax.set_title(f"{dataset}: {metric}", fontsize=9)
             if j == 0:
                 ax.set_ylabel(f"mean {metric} AUC per cluster", fontsize=8)
-    if not datasets:
+    if datasets:
+        handles = [plt.Line2D([], [], color=METHOD_COLOR, marker="s", ls="", label="attribution order"),
+                   plt.Line2D([], [], color=RANDOM_COLOR, marker="s", ls="", label="random order (baseline)")]
+        axes[0, 0].legend(handles=handles, fontsize=7, loc="best")
+    else:
         axes[0, 0].text(0.5, 0.5, "no evaluated clusters", ha="center", transform=axes[0, 0].transAxes)
     fig.suptitle(f"Insertion / deletion AUC per cluster, {MODE_TITLES[mode]} samples", fontsize=10)
     fig.tight_layout()
     return save_figure(fig, stem)
 
 
+# ---------------------------------------------------------------------------------------------
+# Model-randomisation sanity check (Adebayo et al. 2018)
+# ---------------------------------------------------------------------------------------------
+SANITY_COLUMNS = ["scenario", "dataset", "algorithm", "cluster", "mode", "n_samples", "sanity_spearman_mean",
+                  "sanity_spearman_median", "sanity_threshold", "sanity_passed"]
+
+
+def sanity_table(insdel: pd.DataFrame) -> pd.DataFrame:
+    """One row per run × cluster × mode with a defined check: the mean / median Spearman ρ of the absolute
+    trained vs re-initialised maps, the threshold and the verdict (ρ below the threshold = pass)."""
+    if insdel.empty or "sanity_spearman_mean" not in insdel:
+        return pd.DataFrame(columns=SANITY_COLUMNS)
+    return insdel[insdel["sanity_spearman_mean"].notna()][SANITY_COLUMNS].reset_index(drop=True)
+
+
+def sanity_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
+    """Per mode, the per-cluster Spearman ρ of every algorithm (crosses = failed) and the threshold line."""
+    algos = _unique(table["algorithm"])
+    fig, axes = plt.subplots(1, len(MODES), squeeze=False, sharey=True,
+                             figsize=(max(4.0, 0.5 * len(algos) + 1.5) * len(MODES), 3.4))
+    for ax, mode in zip(axes[0], MODES):
+        part = table[table["mode"] == mode]
+        for p, algo in enumerate(algos, start=1):
+            rows = part[part["algorithm"] == algo]
+            rho, ok = rows["sanity_spearman_mean"].to_numpy(float), rows["sanity_passed"].to_numpy(bool)
+            jitter = p + np.linspace(-0.15, 0.15, max(1, rho.size))[: rho.size]
+            ax.scatter(jitter[ok], rho[ok], s=12, color=METHOD_COLOR, zorder=3)
+            ax.scatter(jitter[~ok], rho[~ok], s=24, marker="x", color="tab:red", zorder=3)
+        for threshold in _unique(str(t) for t in part["sanity_threshold"].dropna()):
+            ax.axhline(float(threshold), color="tab:red", ls="--", lw=0.8)
+        ax.axhline(0.0, color="0.7", lw=0.6)
+        ax.set_xticks(range(1, len(algos) + 1), algos, rotation=45, ha="right", fontsize=7)
+        ax.set_xlim(0.4, len(algos) + 0.6)
+        ax.set_title(MODE_TITLES[mode], fontsize=9)
+    axes[0, 0].set_ylabel("Spearman ρ, trained vs\nre-initialised |map|", fontsize=8)
+    fig.suptitle("Model-randomisation sanity check (pass: below the dashed threshold)", fontsize=10)
+    fig.tight_layout()
+    return save_figure(fig, stem)
+
+
 def insdel_boxplot_figures(runs: Sequence[ExplainRunRef | Mapping[str, Any]], out_dir: str | Path) -> list[Path]:
-    """000 Figs. 6–7: one figure per evaluation mode."""
+    """000 Figs. 6–7: one figure per evaluation mode, with the random baseline; then the sanity-check
+    figure and table (``explain_sanity.png``/``.pdf``/``.csv``) when any run recorded the check."""
     insdel, _ = load_insdel(runs)
     if insdel.empty:
         return []
-    return [p for mode in MODES for p in insdel_boxplot(insdel, mode, Path(out_dir) / f"explain_box_{mode}")]
+    out_dir = Path(out_dir)
+    paths = [p for mode in MODES for p in insdel_boxplot(insdel, mode, out_dir / f"explain_box_{mode}")]
+    sanity = sanity_table(insdel)
+    if not sanity.empty:
+        paths += sanity_figure(sanity, out_dir / "explain_sanity")
+        paths.append(_write_csv(sanity, out_dir / "explain_sanity.csv"))
+    return paths
 
 
 # ---------------------------------------------------------------------------------------------
 # Critical-difference diagrams (Figs. 8, 17)
 # ---------------------------------------------------------------------------------------------
-def score_table(summaries: pd.DataFrame, mode: str, metric: str) -> pd.DataFrame:
-    """Rows = scenarios (blocks), columns = algorithms, values = the run's mean AUC over clusters."""
+def score_table(summaries: pd.DataFrame, mode: str, metric: str, with_random: bool = True) -> pd.DataFrame:
+    """Rows = scenarios (blocks), columns = algorithms, values = the run's mean AUC over clusters; with
+    ``with_random`` one more column, ``random order``: per scenario the mean over its algorithms of the
+    random-order baseline AUC (a reference the algorithms should beat)."""
     part = summaries[summaries["mode"] == mode]
     algos = _unique(summaries["algorithm"])
     table = part.pivot_table(index="scenario", columns="algorithm", values=f"{metric}_auc", aggfunc="first")
-    return table.reindex(columns=algos)
+    table = table.reindex(columns=algos)
+    random_col = f"{metric}_random_auc"
+    if with_random and random_col in part and part[random_col].notna().any():
+        table[RANDOM_ENTRY] = part.groupby("scenario")[random_col].mean().reindex(table.index)
+    return table
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> Path:
