@@ -12,6 +12,11 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+# The HTML report's landing page: the headline table, the paper check and the departures by design
+# (report/workflow.rst includes results/report/front_page.rst, written by rule report).
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/train.smk"

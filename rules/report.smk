@@ -1,12 +1,33 @@
 # Stage 6: tables, figures and the HTML report (`snakemake --report results/report.html`).
 # Tables are single files with their own captions; figures are one folder per kind (their number
 # depends on the grid), each with its own caption. Runs that failed are listed, not fatal.
+# The report's landing page is report/workflow.rst (the Snakefile's `report:` directive); it includes
+# front_page.rst, written here: the headline table, the paper check with Kendall's tau, the departures.
+
+FRONT_TABLES = ["headline", "paper_ranking", "departures"]
+
+
+def front_page_param():
+    """The config the front page's departures are computed from (rounds, optimiser, bug fixes...)."""
+    from cflcore.report.front_page import front_page_context
+
+    return canonical_json(front_page_context(config))
+
 
 rule report:
     input:
         unpack(report_inputs),
     output:
         index=f"{REPORT_DIR}/index.json",
+        front_page=f"{REPORT_DIR}/front_page.rst",
+        front_tables=[
+            report(
+                f"{REPORT_DIR}/tables/{t}.csv",
+                caption=f"../report/captions/{t}.rst",
+                category="Tables",
+            )
+            for t in FRONT_TABLES
+        ],
         tables=[
             report(
                 f"{REPORT_DIR}/tables/{t}.csv",
@@ -39,6 +60,7 @@ rule report:
         ],
     params:
         runs=report_runs_param(),
+        front_page=front_page_param(),
         code=code_version("report"),
     log:
         f"{RESULTS}/logs/report/report.log",

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from cflcore.io import write_json
-from cflcore.report import build_report, evaluate_run, run_specs_from_config
+from cflcore.evaluate import evaluate_run
+from cflcore.report import build_report, run_specs_from_config
 from cflcore.report import figures as fg
 from cflcore.report.paper import paper_split, paper_table1, paper_table2
 from cflcore.report.runs import RunSpec, load_run
@@ -190,3 +191,229 @@ def test_figure_functions_write_png_and_pdf(tmp_path):
         png, pdf = fg.save_figure(fig, tmp_path / name)
         assert png.stat().st_size > 1000 and pdf.read_bytes()[:5] == b"%PDF-"
 
+
+
+# ---- front page: headline, paper check, Kendall's tau, departures (issue 11) ----------------------------
+def _final_and_mean_pf1(history: pd.DataFrame) -> tuple[float, float]:
+    last = history[history["round"] == history["round"].max()]
+    return float(last["local_f1"].mean()), float(history["local_f1"].mean())
+
+
+def test_headline_table_values_from_known_runs(study):
+    head = read_csv(study, "headline.csv")
+    row = head[(head["split"] == SPLITS[0]) & (head["algorithm"] == "ocfl-km")].iloc[0]
+    runs = [study["raw"][f"mnist5k/{SPLITS[0]}/n{CLIENTS}/s{s}/ocfl-km"]["history"] for s in (0, 1)]
+    finals, means = zip(*map(_final_and_mean_pf1, runs))
+    assert row["pf1_final_mean"] == pytest.approx(np.mean(finals))
+    assert row["pf1_final_std"] == pytest.approx(np.std(finals, ddof=1))
+    assert row["pf1_mean"] == pytest.approx(np.mean(means))
+    # GF1 = orch_f1 = local_f1 / 3 in the synthetic runs
+    assert row["gf1_final_mean"] == pytest.approx(np.mean(finals) / 3)
+    assert row["ari_final_mean"] == pytest.approx(1.0)  # both seeds end on the true partition
+    assert row["ari_mean"] == pytest.approx((4 / 6 + 3 / 6) / 2)
+    assert row["clustering_round_mean"] == pytest.approx(3.5)
+    bcl = head[(head["split"] == SPLITS[0]) & (head["algorithm"] == "bcl")].iloc[0]
+    assert bcl["ari_final_mean"] == pytest.approx(0.0) and np.isnan(bcl["clustering_round_mean"])
+
+
+def test_front_page_holds_headline_and_paper_check_and_renders(study):
+    from docutils.core import publish_parts
+
+    text = (study["out"] / "front_page.rst").read_text()
+    sections = ["Headline\n---", "Paper check (000 Tables 1–2, Figure 2)\n---", "Does the ranking of the methods agree?",
+                "Departures by design, and what they do to the comparison\n---"]
+    assert [text.index(s) for s in sections] == sorted(text.index(s) for s in sections)
+    assert f".. csv-table:: mnist5k, {CLIENTS} clients\n" in text
+    head = read_csv(study, "headline.csv")
+    row = head[(head["split"] == SPLITS[0]) & (head["algorithm"] == "ocfl-km")].iloc[0]
+    assert f"{row['pf1_final_mean']:.2f} ± {row['pf1_final_std']:.2f}" in text  # the headline PF1 final cell
+    fig2 = pd.read_csv(Path(__file__).resolve().parents[1] / "cflcore/reference/paper_fig2_f1.csv")
+    paper = fig2[(fig2["dataset"] == "mnist") & (fig2["clients"] == CLIENTS) & (fig2["split"] == SPLITS[0])
+                 & (fig2["algorithm"] == "ocfl-km")].iloc[0]
+    cell = f"{row['pf1_final_mean']:.2f} vs {paper['pf1_final']:.2f} ({row['pf1_final_mean'] - paper['pf1_final']:+.2f})"
+    assert cell in text  # the paper check's PF1 final cell: ours vs paper (difference)
+    html = publish_parts(text, writer_name="html", settings_overrides={"halt_level": 2})["html_body"]
+    assert html.count("<table") >= 3 and "ocfl-km" in html
+
+
+def test_paper_vs_run_holds_pf1_and_gf1(study):
+    cmp = read_csv(study, "paper_vs_run.csv")
+    assert {"pf1", "gf1", "pf1_final", "gf1_final", "rand", "clustering_round"} <= set(cmp["metric"])
+    pf1 = cmp[(cmp["split"] == SPLITS[0]) & (cmp["algorithm"] == "ocfl-km") & (cmp["metric"] == "pf1")].iloc[0]
+    head = read_csv(study, "headline.csv")
+    ours = head[(head["split"] == SPLITS[0]) & (head["algorithm"] == "ocfl-km")]["pf1_mean"].iloc[0]
+    assert pf1["ours"] == pytest.approx(ours) and pf1["paper"] == pytest.approx(0.955202)  # 000 Fig. 2, MNIST-15 NB
+    assert pf1["difference"] == pytest.approx(ours - 0.955202)
+    assert pf1["basis"] == "mean, all rounds"
+
+
+def _comparison(cells: list[tuple[str, str, float, float]], metric: str = "pf1_final") -> pd.DataFrame:
+    from cflcore.report.paper import paper_algorithm
+
+    return pd.DataFrame([{"dataset": "mnist5k", "clients": 15, "split": split, "algorithm": algorithm,
+                          "paper_algorithm": paper_algorithm(algorithm),
+                          "published_variant": algorithm.endswith("-published"), "metric": metric,
+                          "ours": ours, "paper": paper} for split, algorithm, ours, paper in cells])
+
+
+def test_kendall_tau_per_split_on_known_rankings():
+    from scipy import stats
+
+    from cflcore.report.paper import ranking_agreement
+
+    methods = ["bnc", "bcl", "ocfl-aff", "ocfl-km"]
+    paper = [0.30, 0.35, 0.47, 0.96]
+    cells = [("same", m, o, p) for m, o, p in zip(methods, [0.1, 0.2, 0.3, 0.9], paper)]
+    cells += [("reversed", m, o, p) for m, o, p in zip(methods, [0.9, 0.3, 0.2, 0.1], paper)]
+    cells += [("one-swap", m, o, p) for m, o, p in zip(methods, [0.1, 0.3, 0.2, 0.9], paper)]
+    cells += [("with-nan", m, o, p) for m, o, p in zip(methods, [0.1, np.nan, 0.3, 0.9], paper)]
+    # a published twin: the fixed ocfl-aff ranks first, the published one (the paper's code) third
+    cells += [("twins", m, o, p) for m, o, p in zip(methods, [0.1, 0.2, 0.99, 0.9], paper)]
+    cells += [("twins", "ocfl-aff-published", 0.4, 0.47)]
+    ranking = ranking_agreement(_comparison(cells)).set_index(["split", "variants"])
+    assert ranking.loc[("same", "ours"), "tau"] == pytest.approx(1.0)
+    assert ranking.loc[("same", "ours"), "verdict"] == "same order"
+    assert ranking.loc[("reversed", "ours"), "tau"] == pytest.approx(-1.0)
+    assert ranking.loc[("reversed", "ours"), "verdict"] == "disagrees"
+    expected = stats.kendalltau([0.1, 0.3, 0.2, 0.9], paper)
+    assert ranking.loc[("one-swap", "ours"), "tau"] == pytest.approx(expected.statistic)  # 4/6 concordant-discordant
+    assert ranking.loc[("one-swap", "ours"), "tau"] == pytest.approx(2 / 3)
+    assert ranking.loc[("one-swap", "ours"), "p_value"] == pytest.approx(expected.pvalue)
+    assert ranking.loc[("with-nan", "ours"), "n_methods"] == 3 and ranking.loc[("with-nan", "ours"), "tau"] == pytest.approx(1.0)
+    assert ("same", "published substituted") not in ranking.index  # no twin pair ran there
+    fixed, published = ranking.loc[("twins", "ours")], ranking.loc[("twins", "published substituted")]
+    assert fixed["n_methods"] == published["n_methods"] == 4
+    assert "ocfl-aff-published" not in fixed["methods"] and "ocfl-aff-published" in published["methods"]
+    assert fixed["tau"] == pytest.approx(stats.kendalltau([0.1, 0.2, 0.99, 0.9], paper).statistic)
+    assert published["tau"] == pytest.approx(1.0)
+
+
+def _context(**dataset_changes) -> dict:
+    import cflcore.config as cc
+    from cflcore.report.front_page import front_page_context
+
+    repo = Path(__file__).resolve().parents[1]
+    cfg = cc.validate_config(cc.load_config(repo / "config" / "config.yaml"))
+    cfg["datasets"]["mnist5k"].update(dataset_changes)
+    return front_page_context(cfg)
+
+
+def _departure(items, topic: str):
+    return next(d for d in items if d.topic.startswith(topic))
+
+
+def test_departures_reflect_the_config(study):
+    from cflcore.report.build import comparison_tables
+    from cflcore.report.front_page import departures
+    from cflcore.report.runs import load_runs
+
+    loaded, _ = load_runs(study["specs"])
+    headline, comparison, _ = comparison_tables(study["specs"], loaded)
+    short = _departure(departures(_context(rounds=8), headline, comparison), "Rounds (mnist5k)")
+    longer = _departure(departures(_context(rounds=20), headline, comparison), "Rounds (mnist5k)")
+    assert short.ours.startswith("8 rounds") and "1/8 of our means" in short.effect
+    assert longer.ours.startswith("20 rounds") and "1/20 of our means" in longer.effect
+    assert "50 rounds" in short.paper  # 000 Table 3, MNIST
+    median = np.nanmedian(headline["clustering_round_mean"])  # from the results: NB 3.5 (rounds 3, 4), OI 3
+    assert median == pytest.approx(3.25) and f"Median clustering round here {median:g}:" in short.effect
+    training = _departure(departures(_context(optimizer="adam", lr=0.003), headline, comparison), "Training")
+    assert "optimizer adam" in training.ours and "optimizer sgd" in training.paper and "lr 0.01" in training.paper
+    as_paper = _departure(departures(_context(optimizer="sgd", lr=0.01), headline, comparison), "Training")
+    assert "optimizer" not in as_paper.ours and "optimizer sgd" in as_paper.effect  # listed as unchanged
+    assert "mnist5k" in _departure(departures(_context(), headline, comparison), "Dataset").ours
+
+
+def test_departures_for_published_bugs_follow_the_variants():
+    from cflcore.report.front_page import bug_departures, departures
+
+    fixed = {"ocfl-aff": {"method": "ocfl", "clusterer": "affinity", "affinity_input": "similarity"},
+             "bcl": {"method": "bcl", "distance_input": "divergence"},
+             "ocfl-hdb": {"method": "ocfl", "clusterer": "hdbscan", "min_samples": 1}}
+    published = {"ocfl-aff-published": {"method": "ocfl", "clusterer": "affinity", "affinity_input": "distance"},
+                 "bcl-published": {"method": "bcl", "distance_input": "similarity"},
+                 "ocfl-hdb-published": {"method": "ocfl", "clusterer": "hdbscan", "min_samples": None}}
+    items = bug_departures({**fixed, **published}, ["mnist5k"], [15])
+    topics = [d.topic for d in items]
+    assert topics == ["Published bug fixed (ocfl-aff)", "Published bug fixed (bcl)", "Published bug fixed (ocfl-hdb)",
+                      "Published bug reproduced (ocfl-aff-published)", "Published bug reproduced (bcl-published)",
+                      "Published bug reproduced (ocfl-hdb-published)"]
+    assert "Compare with ocfl-aff-published" in items[0].effect
+    assert "0.13–0.30" in items[0].effect  # the paper's OCFL-AFF ARI on MNIST-15 (Table 1)
+    assert "never clusters" in items[1].effect  # the paper's BCL on MNIST-15: "–"
+    only_fixed = bug_departures(fixed, ["mnist5k"], [15])
+    assert "Add the ocfl-aff-published variant" in only_fixed[0].effect
+    extra = departures({"study": {"datasets": ["digits"], "clients": [6], "algorithms": ["bnc", "louvain"]}},
+                       pd.DataFrame(), pd.DataFrame())
+    assert _departure(extra, "Dataset (digits)").paper == "not in 000"
+    assert _departure(extra, "Methods not in 000").ours == "louvain"  # BNC is in 000 (Figure 2)
+
+
+def test_published_variants_are_labelled_in_tables(tmp_path):
+    specs = []
+    for algorithm in ("ocfl-aff", "ocfl-aff-published"):
+        spec, _ = write_synthetic_run(tmp_path, split=SPLITS[0], clients=CLIENTS, algorithm=algorithm, rounds=4)
+        evaluate_run(spec.run_dir, spec.manifest, spec.eval_dir)
+        specs.append(spec)
+    out = tmp_path / "report"
+    build_report(specs, out)
+    assert "ocfl-aff-published †" in (out / "tables" / "table1_clustering.md").read_text()
+    assert "ocfl-aff-published †" in (out / "tables" / "headline.md").read_text()
+    cmp = pd.read_csv(out / "tables" / "paper_vs_run.csv")
+    published = cmp[cmp["algorithm"] == "ocfl-aff-published"]
+    assert len(published) and set(published["paper_algorithm"]) == {"ocfl-aff"}
+    assert published["note"].str.contains("published bug reproduced").all()
+    assert published["published_variant"].all() and not cmp[cmp["algorithm"] == "ocfl-aff"]["published_variant"].any()
+    front = (out / "front_page.rst").read_text()
+    assert "ocfl-aff-published (published bug reproduced)" in front
+    assert "[published substituted]" in front  # the twin pair ran: tau also with the paper's own variant
+
+
+def test_temperature_bands_are_grouped_by_algorithm(study):
+    from cflcore.report.build import temperature_bands
+    from cflcore.report.runs import load_runs
+
+    loaded, _ = load_runs(study["specs"])
+    bands = temperature_bands(loaded)
+    assert set(bands) == {f"n={CLIENTS} · ocfl-km", f"n={CLIENTS} · bcl"}
+    assert len(bands[f"n={CLIENTS} · ocfl-km"]) == 3  # 2 splits × 2 seeds, one failed
+    assert len(bands[f"n={CLIENTS} · bcl"]) == 4
+    assert sorted(c.label for c in bands[f"n={CLIENTS} · bcl"]) == ["s0", "s0", "s1", "s1"]
+    assert list((study["out"] / "figures" / "temperature_mean").glob("mnist5k.png"))
+
+
+def test_fig2_reference_agrees_with_the_papers_text():
+    from cflcore.report.paper import paper_f1_text_claims, paper_fig2
+
+    fig2, claims = paper_fig2(), paper_f1_text_claims()
+    assert len(fig2) == 280 and fig2[["pf1", "gf1", "pf1_final", "gf1_final"]].notna().all().all()
+    printed = {("mnist", 15, "nonoverlap-balanced", "bnc"): (0.302475, 0.286148),  # Notebook III cell 8 output
+               ("mnist", 15, "nonoverlap-balanced", "ocfl-km"): (0.955202, 0.177630),
+               ("bloodmnist", 30, "overlap-imbalanced", "ocfl-hdb"): (0.426148, 0.243896)}
+    indexed = fig2.set_index(["dataset", "clients", "split", "algorithm"])
+    for key, (pf1, gf1) in printed.items():
+        assert indexed.loc[key, "pf1"] == pytest.approx(pf1, abs=1e-6) and indexed.loc[key, "gf1"] == pytest.approx(gf1, abs=1e-6)
+    for _, claim in claims.iterrows():  # each range end of §4.6.1 lies within the per-run values
+        runs = fig2[(fig2["dataset"] == claim["dataset"]) & fig2["algorithm"].isin(claim["algorithms"].split(";"))]
+        assert runs[claim["metric"]].min() - 0.02 <= claim["value"] <= runs[claim["metric"]].max() + 0.02, claim["claim"]
+        assert "line 402" in claim["source"]
+
+
+def test_workflow_rst_includes_the_front_page(study):
+    """Render report/workflow.rst as Snakemake does (Jinja, then docutils) against the study's results."""
+    from types import SimpleNamespace
+
+    from docutils.core import publish_parts
+    from jinja2 import Environment
+
+    repo = Path(__file__).resolve().parents[1]
+    template = (repo / "report" / "workflow.rst").read_text() + "\n.. _headline.csv: javascript:void(0)\n"
+    config = {"results_dir": str(study["root"]), "study": {"datasets": ["mnist5k"], "splits": SPLITS,
+                                                           "clients": [CLIENTS], "seeds": [0, 1], "algorithms": ["ocfl-km", "bcl"]}}
+    env = Environment(trim_blocks=True, lstrip_blocks=True)
+    files = [SimpleNamespace(name="headline.csv", target="headline.csv")]
+    rst = env.from_string(template).render(snakemake=SimpleNamespace(config=config), categories={}, files=files)
+    html = publish_parts(rst, writer_name="html", settings_overrides={"halt_level": 2})["html_body"]
+    assert "Headline" in html and "Paper check" in html and "Departures by design" in html
+    assert html.count("<table") >= 3
+    missing = env.from_string(template).render(snakemake=SimpleNamespace(config=config), categories={}, files=[])
+    assert ".. include::" not in missing and "not there yet" in missing

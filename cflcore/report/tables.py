@@ -22,6 +22,23 @@ TABLE1_METRICS = ["ari", "ami", "completeness", "homogeneity"]
 TABLE2_METRICS = ["clustering_round"]
 PERSONALISATION_METRICS = ["pf1", "gf1", "learning_gap", "local_bacc", "orch_bacc"]
 EXTRA_CLUSTERING = ["rand", "v_measure", "silhouette", "davies_bouldin", "was", "wadb", "first_clustering_round"]
+# last-round values (the ``final`` rows of the eval tables), as ``<metric>_final`` columns of the run summary
+FINAL_METRICS = ["ari", "pf1", "gf1"]
+# the front page's headline: final and mean PF1, GF1, ARI and the clustering round
+HEADLINE_METRICS = ["pf1_final", "pf1", "gf1_final", "gf1", "ari_final", "ari", "clustering_round"]
+PUBLISHED_SUFFIX = "-published"
+PUBLISHED_MARK = "†"
+PUBLISHED_NOTE = "published bug reproduced"
+
+
+def is_published_variant(algorithm: str) -> bool:
+    """``*-published`` variants reproduce a bug of the paper's own code on purpose (config/paper.yaml)."""
+    return str(algorithm).endswith(PUBLISHED_SUFFIX)
+
+
+def algorithm_label(algorithm: str) -> str:
+    """The name shown in wide tables: ``ocfl-aff-published †`` for a published-bug variant."""
+    return f"{algorithm} {PUBLISHED_MARK}" if is_published_variant(algorithm) else str(algorithm)
 
 
 def summary_row(frame: pd.DataFrame, kind: str) -> dict:
@@ -36,6 +53,7 @@ def run_summaries(runs: Sequence[LoadedRun]) -> pd.DataFrame:
     for run in runs:
         s = run.spec
         clustering, personal = summary_row(run.clustering, "mean"), summary_row(run.personalisation, "mean")
+        finals = {**summary_row(run.clustering, "final"), **summary_row(run.personalisation, "final")}
         record = {"dataset": s.dataset, "clients": s.clients, "split": s.split, "seed": s.seed, "algorithm": s.algorithm}
         for metric in [*TABLE1_METRICS, *TABLE2_METRICS, *EXTRA_CLUSTERING]:
             record[metric] = clustering.get(metric)
@@ -43,11 +61,15 @@ def run_summaries(runs: Sequence[LoadedRun]) -> pd.DataFrame:
         record["ever_clustered"] = bool(flag) if flag is not None and not pd.isna(flag) else False
         for metric in PERSONALISATION_METRICS:
             record[metric] = personal.get(metric)
+        for metric in FINAL_METRICS:
+            record[f"{metric}_final"] = finals.get(metric)
         records.append(record)
+    numeric = [*TABLE1_METRICS, *TABLE2_METRICS, *EXTRA_CLUSTERING, *PERSONALISATION_METRICS,
+               *(f"{m}_final" for m in FINAL_METRICS)]
     columns = ["dataset", "clients", "split", "seed", "algorithm", *TABLE1_METRICS, *TABLE2_METRICS,
-               *EXTRA_CLUSTERING, "ever_clustered", *PERSONALISATION_METRICS]
+               *EXTRA_CLUSTERING, "ever_clustered", *PERSONALISATION_METRICS, *(f"{m}_final" for m in FINAL_METRICS)]
     frame = pd.DataFrame(records, columns=columns)
-    for metric in [*TABLE1_METRICS, *TABLE2_METRICS, *EXTRA_CLUSTERING, *PERSONALISATION_METRICS]:
+    for metric in numeric:
         frame[metric] = pd.to_numeric(frame[metric], errors="coerce").astype("float64")
     return frame
 
@@ -67,7 +89,8 @@ def aggregate_seeds(summary: pd.DataFrame, groups: pd.DataFrame, metrics: Sequen
         mask = np.logical_and.reduce([summary[k] == v for k, v in key.items()]) if len(summary) else np.zeros(0, bool)
         runs = summary[mask] if len(summary) else summary
         row = {**key, "n_seeds": int(len(runs)), "n_missing": int(group["n_expected"] - len(runs)),
-               "n_clustered": int(runs["ever_clustered"].sum()) if len(runs) else 0}
+               "n_clustered": int(runs["ever_clustered"].sum()) if len(runs) else 0,
+               "published_variant": is_published_variant(key["algorithm"])}
         for metric in metrics:
             values = runs[metric].dropna().to_numpy(dtype=np.float64) if len(runs) else np.zeros(0)
             row[f"{metric}_mean"] = float(values.mean()) if values.size else np.nan
@@ -96,7 +119,7 @@ def wide_layout(aggregated: pd.DataFrame, metrics: Sequence[str], dash_uncluster
                 cell = "–"
             else:
                 cell = format_cell(row[f"{metric}_mean"], row[f"{metric}_std"], digits)
-            records.append({"dataset": row["dataset"], "clients": row["clients"], "algorithm": row["algorithm"],
+            records.append({"dataset": row["dataset"], "clients": row["clients"], "algorithm": algorithm_label(row["algorithm"]),
                             "column": f"{row['split']} {metric}", "cell": cell})
     if not records:
         return pd.DataFrame(columns=["dataset", "clients", "algorithm"])
@@ -140,3 +163,10 @@ def personalisation_table(summary: pd.DataFrame, groups: pd.DataFrame) -> tuple[
     """PF1, GF1 and learning gap |PF1 − GF1| (000 §4.4), plus balanced accuracies in the CSV."""
     tidy = aggregate_seeds(summary, groups, PERSONALISATION_METRICS)
     return tidy, wide_layout(tidy, ["pf1", "gf1", "learning_gap"], dash_unclustered=False)
+
+
+def headline_table(summary: pd.DataFrame, groups: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The front page's table: final (last round) and mean (over the scored rounds) PF1, GF1 and ARI, and
+    the clustering round (1-based; SCL: last split), each a mean over seeds (± std over seeds)."""
+    tidy = aggregate_seeds(summary, groups, HEADLINE_METRICS)
+    return tidy, wide_layout(tidy, HEADLINE_METRICS, dash_unclustered=False)
