@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import adjusted_rand_score
 
-from cflcore.clustering.synthetic import planted_deltas, planted_labels, round_updates
+from synthetic_clusters import planted_deltas, planted_labels, round_updates
 from cflcore.fl.strategy import StrategyContext, build_strategy
 from cflcore.strategies.ocfl import trigger_fires
 
