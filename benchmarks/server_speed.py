@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import gc
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 from scipy.spatial.distance import cosine as scipy_cosine
@@ -24,7 +26,9 @@ from sklearn.metrics import adjusted_rand_score
 
 from cflcore.clustering.clusterers import ClusteringInput, build_clusterer, run_clusterer
 from cflcore.clustering.divergence import cosine_divergence_matrix, temperature
-from cflcore.clustering.synthetic import planted_deltas, planted_labels
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the planted-partition test helper
+from synthetic_clusters import planted_deltas, planted_labels  # noqa: E402
 
 CLUSTERERS = {
     "kmeans": {"clusterer": "kmeans", "k": "oracle"},

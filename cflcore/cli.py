@@ -5,6 +5,7 @@
     cfl split --dataset mnist5k --split nonoverlap-balanced --clients 15 --seed 0 [--summary]
     cfl train --dataset mnist5k --split nonoverlap-balanced --clients 15 --seed 0 --algorithm ocfl-hdb
     cfl evaluate ... --algorithm ocfl-hdb
+    cfl whatif   ... --algorithm ocfl-hdb
     cfl explain  ... --algorithm ocfl-hdb
     cfl report
 
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--summary", action="store_true", help="print clients per cluster, samples and classes")
     for name, helptext in (("train", "federated training of one run"),
                            ("evaluate", "clustering and personalisation scores of one run"),
+                           ("whatif", "replay the what-if clusterers on every recorded round of one run"),
                            ("explain", "insertion/deletion scores of one run")):
         _scenario_args(sub.add_parser(name, help=helptext), algorithm=True)
     sub.add_parser("report", help="tables and figures of every run in the config")
@@ -82,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
     p = _paths(cfg, a)
     if a.cmd == "validate":
-        runs = [(cc.scenario_id(**s), alg) for s in cc.scenarios(cfg) for alg in cfg["study"]["algorithms"]]
+        runs = [(cc.scenario_id(**s), alg) for s, alg in cc.study_runs(cfg)]
         print(f"config OK: {len(runs)} runs")
         for scen, alg in runs:
             print(f"  {scen}/{alg}")
@@ -102,6 +104,9 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
         log.info("run status: %s", st)
     elif a.cmd == "evaluate":
         stages.evaluate(p["run"], p["split"] / "manifest.json", p["eval"], cfg["report"])
+    elif a.cmd == "whatif":
+        stages.whatif(p["run"], p["split"] / "manifest.json", p["eval"] / "whatif.parquet",
+                      cc.whatif_settings(cfg, a.dataset, a.algorithm), a.seed)
     elif a.cmd == "explain":
         stages.explain(p["dataset"], p["split"], p["run"], cc.explain_settings(cfg, a.dataset), a.seed,
                        p["explain"], device=cfg["device"])

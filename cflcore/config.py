@@ -1,22 +1,28 @@
 """Load, default and validate a study config; resolve the settings of one scenario or run.
 
-Validation happens in two passes, both before any job starts:
+Validation happens in three passes, all before any job starts:
 1. the JSON schema (``cflcore/schemas/config.schema.yaml``, also ``config/schema.yaml``), which
    Snakemake's ``validate()`` applies too and which fills defaults;
-2. registry checks that a static schema cannot make: dataset loaders, model names, split generators
-   and each algorithm variant against its strategy plug-in's own ``params_schema``.
+2. name checks against the static plug-in name tables (``cflcore.registry.DECLARED_NAMES``): dataset
+   loaders, models, split generators, methods, and clusterers (of variants and of ``whatif``). They
+   import no plug-in: ``validate_config(cfg, plugins=False)`` never imports torch or the engine;
+3. with ``plugins=True`` (the default; the workflow and the CLI), registry checks that need the plug-in
+   classes: each algorithm variant against its strategy plug-in's own ``params_schema``, split generator
+   parameters, and each ``whatif`` clusterer against its clusterer's ``params_schema``.
 Every error is one line naming the dotted field and the allowed values.
 """
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import jsonschema
 import yaml
 
 from .errors import ConfigError
+from .registry import check_declared, declared_names
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
 
@@ -88,17 +94,48 @@ def schema_check(instance: Any, schema: Mapping[str, Any], prefix: str = "") -> 
     errors = sorted(validator.iter_errors(instance), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
         msg = _describe(errors[0])
+        if prefix and not errors[0].absolute_path:  # an error on the object itself: "<prefix>: ...", not "<prefix>.<config>"
+            raise ConfigError(f"{prefix.rstrip('.')}{msg[len('<config>'):]}")
         raise ConfigError(f"{prefix}{msg}")
 
 
-def validate_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate a config dict and return a copy with defaults filled in."""
+def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, Any]:
+    """Validate a config dict and return a copy with defaults filled in (passes 1–3 of the module
+    docstring; ``plugins=False`` stops after the name checks and imports no plug-in)."""
     cfg = copy.deepcopy(dict(cfg))
     schema = load_schema()
     schema_check(cfg, schema)
     _fill_defaults(schema, cfg)
-    _check_registries(cfg)
+    _check_names(cfg)
+    if plugins:
+        _check_registries(cfg)
+        _check_whatif_params(cfg.get("whatif") or {})
     return cfg
+
+
+def _check_names(cfg: dict[str, Any]) -> None:
+    """Pass 2: references between sections, and plug-in names against the static name tables."""
+    study = cfg["study"]
+    for name, ds in cfg["datasets"].items():
+        check_declared("dataset", ds.get("loader", name), field=f"datasets.{name}.loader")
+        check_declared("model", ds["model"], field=f"datasets.{name}.model")
+    for name, sp in cfg["splits"].items():
+        check_declared("split generator", sp["generator"], field=f"splits.{name}.generator")
+    study["algorithms"] = list(study.get("algorithms") or sorted(cfg["algorithms"]))
+    for i, name in enumerate(study["algorithms"]):
+        if name not in cfg["algorithms"]:
+            raise ConfigError(
+                f"study.algorithms[{i}]: unknown algorithm {name!r}; defined: {', '.join(sorted(cfg['algorithms']))}"
+            )
+    variants = [(f"algorithms.{name}", variant) for name, variant in cfg["algorithms"].items()]
+    variants += [(f"datasets.{d}.algorithm_params.{a}", {**cfg["algorithms"].get(a, {"method": "?"}), **override})
+                 for d, ds in cfg["datasets"].items() for a, override in (ds.get("algorithm_params") or {}).items()
+                 if a in cfg["algorithms"]]
+    for field, variant in variants:
+        check_declared("method", variant["method"], field=f"{field}.method")
+        if isinstance(variant.get("clusterer"), str):  # OCFL's clusterer (any method's ``clusterer`` key)
+            check_declared("clusterer", variant["clusterer"], field=f"{field}.clusterer")
+    _check_whatif_names(cfg.get("whatif") or {})
 
 
 def _check_registries(cfg: dict[str, Any]) -> None:
@@ -130,7 +167,7 @@ def _check_registries(cfg: dict[str, Any]) -> None:
                 f"study.algorithms[{i}]: unknown algorithm {name!r}; defined: {', '.join(sorted(cfg['algorithms']))}"
             )
     for name, variant in cfg["algorithms"].items():
-        cfg["algorithms"][name] = _check_variant(variant, f"algorithms.{name}")
+        cfg["algorithms"][name] = _check_variant(variant, f"algorithms.{name}", list(cfg["splits"]))
     for dname, ds in cfg["datasets"].items():
         for aname, override in (ds.get("algorithm_params") or {}).items():
             field = f"datasets.{dname}.algorithm_params.{aname}"
@@ -140,6 +177,7 @@ def _check_registries(cfg: dict[str, Any]) -> None:
                 raise ConfigError(f"{field}.method: the method of a variant cannot be overridden per dataset")
             _check_variant({**cfg["algorithms"][aname], **override}, field)
     _check_cluster_counts(cfg)
+    _check_population(cfg)
 
 
 CLUSTER_COUNT_KEYS = ("k", "n_clusters")
@@ -164,19 +202,179 @@ def _check_cluster_counts(cfg: Mapping[str, Any]) -> None:
                                       f"allowed: {oracle}an integer from 1 to {smallest}")
 
 
-def _check_variant(variant: Mapping[str, Any], field: str) -> dict[str, Any]:
-    """Validate one algorithm variant against its plug-in's ``params_schema``; return it with defaults."""
+def _check_population(cfg: Mapping[str, Any]) -> None:
+    """A plug-in's ``check_population(params, n_clients, field)`` hook (e.g. OCFL's ``late_clients`` must leave
+    two founding clients) against every client count of the study."""
+    from .fl.strategy import STRATEGIES
+
+    for name in cfg["study"]["algorithms"]:
+        variant = cfg["algorithms"][name]
+        check = getattr(STRATEGIES.get(variant["method"]), "check_population", None)
+        if check is None:
+            continue
+        overrides = [({**variant, **(ds.get("algorithm_params") or {}).get(name, {})}, f"datasets.{d}.algorithm_params.{name}")
+                     for d, ds in cfg["datasets"].items() if name in (ds.get("algorithm_params") or {})]
+        for params, field in [(variant, f"algorithms.{name}"), *overrides]:
+            for n in cfg["study"]["clients"]:
+                check(strategy_params(params), int(n), field)
+
+
+STUDY_KEYS = ("splits",)
+"""Keys of an algorithm variant that belong to the study, not to the strategy: ``splits`` restricts the
+variant to some splits of the grid (default: all). They are stripped before the strategy is built."""
+
+
+def strategy_params(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """A variant without ``method`` and without the study-level keys (:data:`STUDY_KEYS`)."""
+    return {k: v for k, v in variant.items() if k != "method" and k not in STUDY_KEYS}
+
+
+def algorithm_splits(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
+    """algorithm -> the splits its variant is restricted to (only variants with a ``splits:`` list). A report
+    plan (stages.report_plan), which has no ``algorithms`` block, carries this mapping itself."""
+    if "algorithm_splits" in cfg:
+        return {str(a): list(v) for a, v in cfg["algorithm_splits"].items()}
+    return {str(a): list(v["splits"]) for a, v in (cfg.get("algorithms") or {}).items() if v.get("splits")}
+
+
+def _check_variant(variant: Mapping[str, Any], field: str, split_names: Sequence[str] | None = None) -> dict[str, Any]:
+    """Validate one algorithm variant against its plug-in's ``params_schema``; return it with defaults.
+    The study-level ``splits`` list is checked here against the defined split names and kept aside."""
     from .fl.strategy import STRATEGIES
 
     cls = STRATEGIES.get(variant["method"], field=f"{field}.method")
-    params = {k: v for k, v in variant.items() if k != "method"}
+    study_keys = {k: variant[k] for k in STUDY_KEYS if k in variant}
+    for i, split in enumerate(study_keys.get("splits") or []):
+        if split_names is not None and split not in split_names:
+            raise ConfigError(f"{field}.splits[{i}]: unknown split {split!r}; defined: {', '.join(sorted(split_names))}")
+    params = strategy_params(variant)
     sub = {"type": "object", "additionalProperties": False, "properties": cls.params_schema}
     schema_check(params, sub, prefix=f"{field}.")
     _fill_defaults(sub, params)
     check = getattr(cls, "check_params", None)
     if check is not None:
         check(params, field=field)
-    return {"method": variant["method"], **params}
+    return {"method": variant["method"], **params, **study_keys}
+
+
+# ---------------------------------------------------------------------------------------------
+# The what-if replay (issue 12 §1): which clusterers a ``whatif`` job replays
+# ---------------------------------------------------------------------------------------------
+WHATIF_IMPORT_PATH = re.compile(r"^(sklearn\.cluster|hdbscan)\.([A-Za-z][A-Za-z0-9_]*)$")
+"""An sklearn-style import path a what-if entry may name: only ``sklearn.cluster.<Class>`` (Class on
+``cflcore.clustering.clusterers.SKLEARN_ALLOWLIST``) and ``hdbscan.HDBSCAN``. The string is matched,
+never imported or evaluated."""
+WHATIF_ENTRY_KEYS = ("name", "clusterer", "select_k", "k_max")  # every other key is a clusterer parameter
+WHATIF_REPLAYABLE_FEATURES = ("divergence_rows", None)  # runs record Γ and Gram matrices, never the deltas
+
+
+def _whatif_allowed() -> str:
+    return (f"{', '.join(sorted(declared_names('clusterer')))}, or an import path "
+            f"sklearn.cluster.<Class> or hdbscan.HDBSCAN")
+
+
+def _check_whatif_names(whatif: Mapping[str, Any]) -> None:
+    """Each ``whatif.clusterers`` entry names a declared clusterer or an allowed import path, once."""
+    seen: set[str] = set()
+    for i, entry in enumerate(whatif.get("clusterers") or []):
+        field = f"whatif.clusterers[{i}]"
+        name = entry["clusterer"]
+        if not WHATIF_IMPORT_PATH.match(name) and name not in declared_names("clusterer"):
+            raise ConfigError(f"{field}.clusterer: unknown clusterer {name!r}; allowed: {_whatif_allowed()}")
+        if entry["name"] in seen:
+            raise ConfigError(f"{field}.name: {entry['name']!r} is used twice; each what-if clusterer needs its own name")
+        seen.add(entry["name"])
+
+
+def whatif_clusterer_params(entry: Mapping[str, Any], field: str) -> dict[str, Any]:
+    """The ``cflcore.clustering`` clusterer parameters of one ``whatif.clusterers`` entry: its keys minus
+    :data:`WHATIF_ENTRY_KEYS`, with ``clusterer`` a registered name. ``sklearn.cluster.<Class>`` becomes
+    ``{clusterer: sklearn, estimator: <Class>}`` (keyword arguments under ``clusterer_params``) and
+    ``hdbscan.HDBSCAN`` becomes ``{clusterer: hdbscan, backend: hdbscan}`` (the ``hdbscan`` package)."""
+    params = {k: copy.deepcopy(v) for k, v in entry.items() if k not in WHATIF_ENTRY_KEYS}
+    name = str(entry["clusterer"])
+    match = WHATIF_IMPORT_PATH.match(name)
+    if match is None:
+        return {"clusterer": name, **params}
+    module, cls = match.groups()
+    if module == "hdbscan":
+        if cls != "HDBSCAN" or "backend" in params:
+            raise ConfigError(f"{field}.clusterer: {name!r} is not allowed; allowed from the hdbscan package: "
+                              f"hdbscan.HDBSCAN (without a backend key)")
+        return {"clusterer": "hdbscan", "backend": "hdbscan", **params}
+    if "estimator" in params:
+        raise ConfigError(f"{field}.estimator: not allowed beside the import path {name!r}; allowed: no estimator key")
+    return {"clusterer": "sklearn", "estimator": cls, **params}
+
+
+def _check_whatif_params(whatif: Mapping[str, Any]) -> None:
+    """Pass 3 for ``whatif``: each entry against its clusterer's ``params_schema`` and ``check_params``."""
+    from .clustering.clusterers import CLUSTERERS, sklearn_estimator_class
+
+    for i, entry in enumerate(whatif.get("clusterers") or []):
+        field = f"whatif.clusterers[{i}]"
+        params = whatif_clusterer_params(entry, field)
+        cls = CLUSTERERS.get(params["clusterer"], field=f"{field}.clusterer")
+        if params["clusterer"] == "sklearn":
+            sklearn_estimator_class(str(params.get("estimator", "AgglomerativeClustering")), field=f"{field}.clusterer")
+        properties = {**cls.params_schema, "clusterer": {"type": "string"},
+                      "features": {"enum": list(WHATIF_REPLAYABLE_FEATURES)}}
+        schema_check(params, {"type": "object", "additionalProperties": False, "properties": properties},
+                     prefix=f"{field}.")
+        cls.check_params(params, field)
+        if entry.get("select_k") and not _has_cluster_count(params):
+            raise ConfigError(f"{field}.select_k: clusterer {entry['clusterer']!r} has no number of clusters to "
+                              f"select; allowed with: kmeans, or an sklearn estimator with n_clusters")
+
+
+def _has_cluster_count(params: Mapping[str, Any]) -> bool:
+    if params["clusterer"] == "kmeans":
+        return True
+    if params["clusterer"] != "sklearn":
+        return False
+    from .clustering.clusterers import sklearn_estimator_class
+
+    return "n_clusters" in sklearn_estimator_class(str(params.get("estimator", "AgglomerativeClustering")))().get_params()
+
+
+def own_clusterer(variant: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The clusterer a run itself used, as clusterer parameters, when it can be replayed from recorded
+    matrices: OCFL's clusterer (000 Algorithm 1, l. 21) unless it clusters the deltas, and BCL's
+    average-linkage cut of Γ (Briggs et al.; cflcore.strategies.bcl.agglomerative_on_distance, which is
+    sklearn's AgglomerativeClustering with these arguments). None for other methods."""
+    method = variant.get("method")
+    if method == "ocfl" and variant.get("features") in WHATIF_REPLAYABLE_FEATURES:
+        return {k: copy.deepcopy(v) for k, v in variant.items() if k != "method"}
+    if method == "bcl" and variant.get("distance_input", "divergence") == "divergence":
+        return {"clusterer": "sklearn", "estimator": "AgglomerativeClustering",
+                "clusterer_params": {"n_clusters": None, "metric": "precomputed", "linkage": "average",
+                                     "distance_threshold": float(variant.get("distance_threshold", 0.2))}}
+    return None
+
+
+def whatif_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, Any]:
+    """Everything a ``whatif`` job depends on besides its input files: the matrix choice, the resolved
+    clusterer list and the run's own clusterer (``run:<name>``). ``enabled`` and ``algorithms`` (which
+    runs get a job) are left out, so changing them adds or drops jobs without rerunning the others."""
+    whatif = cfg.get("whatif") or {}
+    clusterers = [{"name": e["name"], "params": whatif_clusterer_params(e, f"whatif.clusterers[{i}]"),
+                   "select_k": e.get("select_k"), "k_max": int(e.get("k_max", 8)), "own": False}
+                  for i, e in enumerate(whatif.get("clusterers") or [])]
+    own = own_clusterer(run_settings(cfg, dataset, algorithm)["algorithm"]) if whatif.get("replay_own", True) else None
+    if own is not None:
+        label = "agglomerative" if own["clusterer"] == "sklearn" else own["clusterer"]
+        clusterers.append({"name": f"run:{label}", "params": own, "select_k": None, "k_max": 8, "own": True})
+    return {"matrix": whatif.get("matrix", "auto"), "clusterers": clusterers}
+
+
+def whatif_runs(cfg: Mapping[str, Any]) -> list[str]:
+    """``{scenario}/{algorithm}`` of every run that gets a ``whatif`` job: every run of the study (each
+    records gram.parquet), or only the variants in ``whatif.algorithms``; none when disabled."""
+    whatif = cfg.get("whatif") or {}
+    if not whatif.get("enabled", True):
+        return []
+    only = whatif.get("algorithms")
+    return [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg) if only is None or a in only]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,6 +392,22 @@ def scenarios(cfg: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
             for n in s["clients"]:
                 for seed in s["seeds"]:
                     yield {"dataset": d, "split": sp, "clients": int(n), "seed": int(seed)}
+
+
+def study_runs(cfg: Mapping[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """Every (scenario, algorithm) of the study grid, honouring each variant's optional ``splits:`` list."""
+    only = algorithm_splits(cfg)
+    return [(s, a) for s in scenarios(cfg) for a in cfg["study"]["algorithms"] if a not in only or s["split"] in only[a]]
+
+
+def late_client_runs(cfg: Mapping[str, Any]) -> list[str]:
+    """Run ids (``{scenario}/{algorithm}``) whose variant holds clients out until after clustering
+    (``late_clients`` > 0, 000 §6.2): they get a late_clients.parquet evaluation. A report plan carries
+    the list itself (``late_runs``)."""
+    if "late_runs" in cfg:
+        return [str(r) for r in cfg["late_runs"]]
+    return [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg)
+            if run_settings(cfg, s["dataset"], a)["algorithm"].get("late_clients")]
 
 
 def dataset_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
@@ -224,6 +438,7 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[s
     training = {k: v for k, v in ds.items()
                 if k not in ("loader", "test_fraction", "max_train", "explain_samples", "algorithm_params")}
     variant = {**cfg["algorithms"][algorithm], **(ds.get("algorithm_params") or {}).get(algorithm, {})}
+    variant = {"method": variant["method"], **strategy_params(variant)}  # `splits:` is the study's, not the strategy's
     return {
         "training": training,
         "engine": dict(cfg.get("engine", {})),

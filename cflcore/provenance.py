@@ -14,7 +14,9 @@ STAGE_SOURCES: dict[str, tuple[str, ...]] = {
     "data": ("data/__init__.py", "data/loaders.py", "data/loaders", "data/store.py"),
     "splits": ("data/splits.py", "data/splits", "data/store.py"),
     "train": ("fl", "models", "strategies", "clustering", "data/store.py", "data/federated.py"),
-    "evaluate": ("metrics", "report/evaluate.py"),
+    "evaluate": ("metrics", "evaluate/__init__.py", "evaluate/clustering.py"),
+    "whatif": ("metrics", "clustering", "evaluate/__init__.py", "evaluate/clustering.py", "evaluate/whatif.py"),
+    "late_clients": ("evaluate/__init__.py", "evaluate/clustering.py", "evaluate/late_clients.py"),
     "explain": ("explain", "models", "fl/artifacts.py", "data/store.py", "data/federated.py"),
     "report": ("report", "metrics", "reference"),
 }

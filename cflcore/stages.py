@@ -118,9 +118,27 @@ def forget_failed_runs(results_dir: str | Path) -> list[Path]:
 
 def evaluate(run_dir: str | Path, manifest_path: str | Path, out_dir: str | Path,
              settings: Mapping[str, Any]) -> None:
-    from .report.evaluate import evaluate_run
+    from .evaluate.clustering import evaluate_run
 
     evaluate_run(run_dir, manifest_path, out_dir, score_rounds=settings.get("score_rounds"))
+
+
+def whatif(run_dir: str | Path, manifest_path: str | Path, out_path: str | Path,
+           settings: Mapping[str, Any], seed: int) -> None:
+    """Replay the configured clusterers on every recorded round of one run (cflcore.evaluate.whatif);
+    ``settings`` = cflcore.config.whatif_settings."""
+    from .evaluate.whatif import whatif_run
+
+    t0 = time.time()
+    frame = whatif_run(run_dir, manifest_path, out_path, settings, int(seed))
+    log.info("whatif: %d rows (clusterer x round) in %.2f s", len(frame), time.time() - t0)
+
+
+def evaluate_late_clients(run_dir: str | Path, manifest_path: str | Path, out_path: str | Path) -> None:
+    """late_clients.parquet of a run with late-joining clients (000 §6.2; cflcore.evaluate.late_clients)."""
+    from .evaluate.late_clients import evaluate_late_clients as _evaluate_late
+
+    _evaluate_late(run_dir, manifest_path, out_path)
 
 
 def explain(dataset_path: str | Path, split_dir: str | Path, run_dir: str | Path,
@@ -146,13 +164,13 @@ def clean_dir(path: str | Path) -> None:
 
 def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """What the report stage needs from the config (the rule passes the same dict as a param)."""
-    from .config import scenario_id, scenarios
+    from .config import algorithm_splits, late_client_runs, scenario_id, study_runs
 
     only = (cfg["study"].get("explain") or {}).get("clients")
     explain_on = bool(cfg.get("explain", {}).get("enabled", True))
-    explain_runs = [f"{scenario_id(**s)}/{a}" for s in scenarios(cfg) for a in cfg["study"]["algorithms"]
-                    if explain_on and (not only or s["clients"] in only)]
+    explain_runs = [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg) if explain_on and (not only or s["clients"] in only)]
     return {"results_dir": str(cfg["results_dir"]).rstrip("/"), "study": cfg["study"],
+            "algorithm_splits": algorithm_splits(cfg), "late_runs": late_client_runs(cfg),
             "explain_runs": explain_runs, "grid_clients": cfg.get("explain", {}).get("grid_clients")}
 
 
@@ -168,8 +186,9 @@ def report_runs(plan: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
 
     out_dir = Path(out_dir)
     results = Path(plan["results_dir"])
-    specs = run_specs_from_config({"study": plan["study"], "results_dir": str(results)})
-    index = build_report(specs, out_dir)
+    specs = run_specs_from_config({"study": plan["study"], "results_dir": str(results),
+                                   "algorithm_splits": plan.get("algorithm_splits") or {}})
+    index = build_report(specs, out_dir, late_runs=plan.get("late_runs") or [])
     refs = []
     for run in plan["explain_runs"]:
         dataset, split, n, s, algorithm = run.split("/")

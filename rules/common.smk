@@ -47,7 +47,8 @@ def scenario_list():
 
 
 def run_list():
-    return [f"{s}/{a}" for s in scenario_list() for a in ALGORITHMS]
+    """Every run of the grid; a variant with a `splits:` list runs on those splits only."""
+    return [f"{cc.scenario_id(**s)}/{a}" for s, a in cc.study_runs(config)]
 
 
 def explain_enabled():
@@ -56,16 +57,13 @@ def explain_enabled():
 
 def explain_runs():
     only = (STUDY.get("explain") or {}).get("clients")
-    runs = []
-    for s in cc.scenarios(config):
-        if only and s["clients"] not in only:
-            continue
-        runs += [f"{cc.scenario_id(**s)}/{a}" for a in ALGORITHMS]
+    runs = [f"{cc.scenario_id(**s)}/{a}" for s, a in cc.study_runs(config) if not only or s["clients"] in only]
     return runs if explain_enabled() else []
 
 
 REPORT_DIR = f"{RESULTS}/report"
-REPORT_TABLES = ["table1_clustering", "table2_clustering_round", "table_personalisation", "paper_vs_run"]
+REPORT_TABLES = ["table1_clustering", "table2_clustering_round", "table_personalisation", "paper_vs_run",
+                 "table_late_clients"]
 
 
 def all_targets():
@@ -89,6 +87,11 @@ def p_explain(w):
     return canonical_json(cc.explain_settings(config, w.dataset))
 
 
+def p_whatif(w):
+    """The what-if clusterer list and the run's own clusterer only (cc.whatif_settings)."""
+    return canonical_json(cc.whatif_settings(config, w.dataset, w.algorithm))
+
+
 def mem_train(w):
     return 4000 if cc.dataset_settings(config, w.dataset)["model"] in ("ocfl-cnn", "resnet34") else 2000
 
@@ -103,6 +106,9 @@ FIGURE_KINDS = {
     "temperature_runs": "Temperature per run (000 Figs. 10-14)",
     "clustering_progress": "Clustering score per round (001 Fig. 1)",
     "n_clusters": "Number of clusters per round",
+    "whatif_heatmap": "What-if clustering: ARI per clusterer and round (trigger vs earliest separable round)",
+    "late_clients": "Late-joining clients: PF1 of late vs founding clients (000 §6.2)",
+    "split_traces": "Split criteria per round: SCL update norms vs eps1/eps2, FedGWC MSE vs eps and DB",
 }
 EXPLAIN_KINDS = {
     "saliency_grid": "Saliency grids (000 Fig. 5)",
@@ -118,6 +124,8 @@ def report_inputs(w):
         "personalisation": [f"{RESULTS}/eval/{r}/personalisation.parquet" for r in runs],
     }
     files["insdel"] = [f"{RESULTS}/explain/{r}/insdel.parquet" for r in explain_runs()]
+    files["whatif"] = [f"{RESULTS}/eval/{r}/whatif.parquet" for r in cc.whatif_runs(config)]
+    files["late_clients"] = [f"{RESULTS}/eval/{r}/late_clients.parquet" for r in cc.late_client_runs(config)]
     return files
 
 
@@ -125,6 +133,8 @@ def report_runs_param():
     return canonical_json({
         "results_dir": RESULTS,
         "study": STUDY,
+        "algorithm_splits": cc.algorithm_splits(config),
+        "late_runs": cc.late_client_runs(config),
         "explain_runs": explain_runs(),
         "grid_clients": config["explain"].get("grid_clients"),
     })

@@ -12,7 +12,7 @@ from cflcore.clustering.clusterers import (CLUSTERERS, SKLEARN_ALLOWLIST, Cluste
 from cflcore.clustering.divergence import cosine_divergence_matrix, max_divergence_constant, temperature
 from cflcore.clustering.graph import leiden_available
 from cflcore.clustering.partition import consecutive_labels, inherit_by_overlap, match_cluster_ids
-from cflcore.clustering.synthetic import planted_deltas, planted_labels
+from synthetic_clusters import planted_deltas, planted_labels
 from cflcore.errors import ConfigError
 from cflcore.strategies._common import divergence_numpy
 from cflcore.strategies.ocfl import OneShotClustering

@@ -10,8 +10,9 @@ from sklearn.metrics import adjusted_rand_score, davies_bouldin_score, silhouett
 
 from cflcore.errors import DataError
 from cflcore.io import read_parquet, write_json, write_parquet
-from cflcore.report import RunSpec, evaluate_run
-from cflcore.report.evaluate import canonical_partition, clustering_rounds, RoundPartition
+from cflcore.evaluate import evaluate_run
+from cflcore.report import RunSpec
+from cflcore.evaluate.clustering import canonical_partition, clustering_rounds, RoundPartition
 
 N_CLASSES = 10
 CLASS_SETS = [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]

@@ -36,9 +36,11 @@ def test_dry_run_default_config_plans_the_whole_study(workflow_dir):
     jobs = planned_jobs(p.stdout + p.stderr)
     assert jobs.get("prepare_dataset") == 1
     assert jobs.get("split") == 4
-    assert jobs.get("train") == 40
-    assert jobs.get("evaluate") == 40
-    assert jobs.get("explain") == 40
+    # 10 methods x 4 splits, plus ocfl-hdb-late on the 2 non-overlapping splits (its `splits:` list)
+    assert jobs.get("train") == 42
+    assert jobs.get("evaluate") == 42
+    assert jobs.get("explain") == 42
+    assert jobs.get("evaluate_late_clients") == 2
     assert jobs.get("report") == 1
 
 

@@ -7,7 +7,14 @@ Gram matrix gives the same numbers as normalising the rows first but never copie
 
 Degenerate updates (documented behaviour, never NaN): a zero delta has no direction. Two zero deltas
 are treated as identical (distance 0); a zero and a non-zero delta as orthogonal (distance 1). All-zero
-deltas therefore give Γ = 0 and T = 0, and every clusterer returns one cluster.
+deltas therefore give Γ = 0 and T = 0, and every clusterer returns one cluster. "Zero" means a squared
+norm (Gram diagonal) at or below ``finfo(dtype).tiny``, i.e. a norm ≤ sqrt(tiny).
+
+This module is the ONE implementation of Γ and T: the engine's recorded ``server.parquet`` temperature
+(cflcore.fl.run.temperature, on the float64 Gram matrix it also records), the strategies (OCFL's
+trigger, SCL, BCL) and the evaluation's what-if replay (cflcore.evaluate.whatif, Γ from the recorded
+Gram matrix) all call :func:`cosine_divergence_from_gram` / :func:`temperature`, so the zero-delta
+convention above holds everywhere (issue 11: the engine used to treat two zero deltas as orthogonal).
 """
 from __future__ import annotations
 
@@ -52,12 +59,18 @@ def cosine_similarity_from_gram(gram: torch.Tensor) -> torch.Tensor:
     return torch.clamp(sim, -1.0, 1.0)
 
 
-def cosine_divergence_matrix(deltas: torch.Tensor, precision: Precision = "float32") -> torch.Tensor:
-    """Γ = 1 − Δn Δnᵀ, clamped to [0, 2] with a zero diagonal (000 Def. 6, eq. 8; Algorithm 1, l. 16)."""
-    sim = cosine_similarity_from_gram(gram_matrix(deltas, precision))
-    gamma = torch.clamp(1.0 - sim, 0.0, 2.0)
+def cosine_divergence_from_gram(gram: torch.Tensor | np.ndarray) -> torch.Tensor:
+    """Γ = 1 − C_s from a Gram matrix, clamped to [0, 2] with a zero diagonal (000 Def. 6, eq. 8).
+    A numpy Gram matrix (e.g. read back from gram.parquet) is accepted and computed in its own dtype."""
+    gram = torch.tensor(gram) if isinstance(gram, np.ndarray) else gram  # a copy: parquet buffers are read-only
+    gamma = torch.clamp(1.0 - cosine_similarity_from_gram(gram), 0.0, 2.0)
     gamma.fill_diagonal_(0.0)
     return gamma
+
+
+def cosine_divergence_matrix(deltas: torch.Tensor, precision: Precision = "float32") -> torch.Tensor:
+    """Γ = 1 − Δn Δnᵀ, clamped to [0, 2] with a zero diagonal (000 Def. 6, eq. 8; Algorithm 1, l. 16)."""
+    return cosine_divergence_from_gram(gram_matrix(deltas, precision))
 
 
 def max_divergence_constant(n: int, p: float = 2.0) -> float:

@@ -89,20 +89,17 @@ def sample_clients(seed: int, rnd: int, n_clients: int, participation: float) ->
 
 
 def temperature(deltas: torch.Tensor, p: float = 2.0) -> tuple[float | None, torch.Tensor]:
-    """Clustering temperature T = ||Gamma||_p / lambda, lambda = (n(n-1)2^p)^(1/p) (000 Def. 7, eq. 9),
-    Gamma = pairwise cosine distance of the deltas (000 Def. 6). Returns (T or None if n < 2, Gram matrix)."""
-    d = deltas.to(torch.float64)
-    gram = d @ d.T
-    n = d.shape[0]
-    if n < 2:
+    """Clustering temperature T = ||Gamma||_p / lambda (000 Def. 7, eq. 9) of the round's deltas, and their
+    float64 Gram matrix (recorded in gram.parquet). Gamma and T come from cflcore.clustering.divergence,
+    the single implementation the strategies and the what-if replay use too (zero deltas: see there).
+    Returns (T, or None when n < 2 and nothing can diverge, Gram matrix)."""
+    from ..clustering.divergence import cosine_divergence_from_gram, gram_matrix
+    from ..clustering.divergence import temperature as divergence_temperature
+
+    gram = gram_matrix(deltas, "float64")
+    if deltas.shape[0] < 2:
         return None, gram
-    norms = gram.diagonal().clamp_min(0).sqrt()
-    denom = norms[:, None] * norms[None, :]
-    cos = torch.where(denom > 0, gram / torch.where(denom > 0, denom, torch.ones_like(denom)), torch.zeros_like(gram))
-    gamma = 1.0 - cos
-    gamma.fill_diagonal_(0.0)
-    lam = (n * (n - 1) * 2 ** p) ** (1 / p)
-    return float(gamma.abs().pow(p).sum().pow(1 / p) / lam), gram
+    return divergence_temperature(cosine_divergence_from_gram(gram), p), gram
 
 
 def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
@@ -262,14 +259,18 @@ class Engine:
         labels = np.asarray(res.assignment.labels, dtype=np.int64)
         if labels.shape != (fed.n_clients,):
             raise CflError(f"strategy {self.strategy.registered_name!r}: assignment has shape {labels.shape}, expected ({fed.n_clients},)")
-        self.aggregate(state, res.inherit, labels, sampled, shared_starts, news, n_samples)
+        absent = np.asarray(self.strategy.absent_clients(rnd), dtype=np.int64)
+        if np.isin(sampled, absent).any():
+            raise CflError(f"strategy {self.strategy.registered_name!r}: clients {sampled[np.isin(sampled, absent)].tolist()} "
+                           f"trained in round {rnd} but absent_clients() says they are not in the federation")
+        self.aggregate(state, res.inherit, labels, sampled, shared_starts, news, n_samples, res.aggregate_as)
         if len(self.part.local):
             for row, c in enumerate(sampled):
                 state.client_local[int(c)] = news[row, self.part.local].clone()
         temp, gram = temperature(deltas)
         self.record_matrices(state, rnd, sampled, gram, res.divergence)
         do_eval = rnd % int(eng.get("eval_every", 1)) == 0 or rnd == n_rounds - 1
-        rows = self.evaluate_round(state, rnd, sampled, result.step_losses, do_eval, labels)
+        rows = self.evaluate_round(state, rnd, sampled, result.step_losses, do_eval, labels, absent)
         state.history.extend(rows)
         train_losses = [r["train_loss"] for r in rows if r["train_loss"] is not None]
         f1s = [r["local_f1"] for r in rows if r["local_f1"] is not None]
@@ -299,17 +300,22 @@ class Engine:
                                f"existing clusters: {sorted(state.models)}")
 
     def aggregate(self, state: EngineState, inherit: Mapping[int, int], labels: np.ndarray, sampled: np.ndarray,
-                  shared_starts: torch.Tensor, news: torch.Tensor, n_samples: np.ndarray) -> None:
+                  shared_starts: torch.Tensor, news: torch.Tensor, n_samples: np.ndarray,
+                  aggregate_as: Mapping[int, int] | None = None) -> None:
         """Per-cluster FedOpt aggregation (DESIGN §5 step 4). Clusters without sampled members keep (or inherit)
-        their model; clusters absent from ``labels`` are dropped."""
+        their model; clusters absent from ``labels`` are dropped. ``aggregate_as`` (client -> cluster) overrides
+        the cluster whose aggregation a client's update joins this round (StrategyResult.aggregate_as)."""
         weighted = self.settings["engine"].get("aggregation", "unweighted") == "weighted"
+        member_of = labels.copy()
+        for client, cluster in (aggregate_as or {}).items():
+            member_of[int(client)] = int(cluster)
         models, extra, server_state = {}, {}, {}
         for c in np.unique(labels):
             c = int(c)
             src = int(inherit.get(c, c))
             if src not in state.models:
                 src = self._fallback_source(state, labels, c)
-            members = [row for row, cl in enumerate(sampled) if labels[cl] == c]
+            members = [row for row, cl in enumerate(sampled) if member_of[cl] == c]
             sstate = {k: v.clone() for k, v in state.server_state.get(src, {}).items()}
             if members:
                 rows = torch.tensor(members, device=self.device)
@@ -346,9 +352,11 @@ class Engine:
                     state.divergence_rows.append([rnd, int(i), int(j), float(d[a, b])])
 
     def evaluate_round(self, state: EngineState, rnd: int, sampled: np.ndarray, step_losses: list[np.ndarray],
-                       do_eval: bool, labels: np.ndarray) -> list[dict[str, Any]]:
+                       do_eval: bool, labels: np.ndarray, absent: np.ndarray | None = None) -> list[dict[str, Any]]:
         """history rows of this round. Each client's personalised model on its local test set; each distinct
-        model once on the orchestrator set."""
+        model once on the orchestrator set. ``absent`` clients (not yet joined, 000 §6.2) are not evaluated:
+        their metrics and ``model_key`` are null."""
+        gone = set() if absent is None else {int(c) for c in absent}
         fed = self.fed
         train_loss = {int(c): float(np.mean(ls)) for c, ls in zip(sampled, step_losses)}
         specs = self.strategy.personalised(state.models)
@@ -359,7 +367,8 @@ class Engine:
         if do_eval:
             groups: dict[str, list[int]] = {}
             for i, k in keys.items():
-                groups.setdefault(k, []).append(i)
+                if i not in gone:
+                    groups.setdefault(k, []).append(i)
             for key, members in groups.items():
                 spec = specs[members[0]]
                 group_local = self.mean_local(state, members)
@@ -376,14 +385,14 @@ class Engine:
                 orch[key] = self.evaluator.orchestrator_scores(orch_full, fed.x_orch, fed.y_orch, fed.n_classes)
         rows = []
         for i in range(fed.n_clients):
-            ls, os_ = local.get(i), orch.get(keys[i])
+            ls, os_ = local.get(i), None if i in gone else orch.get(keys[i])
             rows.append({"round": rnd, "client": i, "cluster": int(labels[i]),
                          "sampled": i in train_loss, "train_loss": train_loss.get(i),
                          "local_loss": ls.loss if ls else None, "local_acc": ls.acc if ls else None,
                          "local_f1": ls.f1 if ls else None, "local_bacc": ls.bacc if ls else None,
                          "orch_loss": os_.loss if os_ else None, "orch_acc": os_.acc if os_ else None,
                          "orch_f1": os_.f1 if os_ else None, "orch_bacc": os_.bacc if os_ else None,
-                         "model_key": keys[i]})
+                         "model_key": None if i in gone else keys[i]})
         return rows
 
 

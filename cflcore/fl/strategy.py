@@ -112,6 +112,10 @@ class StrategyResult:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     divergence: np.ndarray | None = None
     inherit: dict[int, int] = field(default_factory=dict)
+    aggregate_as: dict[int, int] = field(default_factory=dict)
+    """client -> the cluster whose aggregation this round's update joins, instead of the client's cluster in
+    ``assignment`` (a late client's joining update, trained from the pre-clustering model, 000 §6.2). A
+    cluster id absent from ``assignment`` discards the update."""
 
 
 class Strategy(ABC):
@@ -146,6 +150,11 @@ class Strategy(ABC):
         the default keeps it. A method with its own participation scheme (FedGWC, 004 §4) or with clients
         that join late (000 §6.2) overrides this; any randomness must come from ``self.ctx.generator``."""
         return engine_sample
+
+    def absent_clients(self, rnd: int) -> np.ndarray:
+        """Global ids of the clients not (yet) in the federation after round ``rnd`` (late joiners, 000 §6.2):
+        the engine never trains them and records null metrics for them. Default: none."""
+        return np.empty(0, dtype=np.int64)
 
     def configure(self, rnd: int, clients: np.ndarray, evaluate: EvaluateFn,
                   models: Mapping[int, torch.Tensor]) -> dict[int, StartSpec]:

@@ -17,6 +17,7 @@ from .internal import (
     distances_from_gram,
     embedding_from_gram,
     partition_is_scorable,
+    silhouette_from_distances,
     silhouette_from_gram,
 )
 from .personalisation import (
@@ -38,7 +39,7 @@ __all__ = [
     "EXTERNAL_SCORES", "adjusted_mutual_info", "adjusted_rand", "completeness", "external_scores",
     "homogeneity", "published_com", "rand_index", "v_measure",
     "davies_bouldin_from_gram", "distances_from_gram", "embedding_from_gram", "partition_is_scorable",
-    "silhouette_from_gram",
+    "silhouette_from_distances", "silhouette_from_gram",
     "PersonalisationScores", "learning_gap", "personalisation_by_round", "personalisation_scores",
     "class_frequencies", "rank_sorted", "sorted_frequency_wasserstein", "wasserstein_davies_bouldin",
     "wasserstein_distance_matrix", "wasserstein_silhouette",

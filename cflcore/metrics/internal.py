@@ -79,3 +79,17 @@ def davies_bouldin_from_gram(gram: np.ndarray, labels: Sequence[int]) -> float |
         return None
     score = float(davies_bouldin_score(embedding_from_gram(gram), labels))
     return score if np.isfinite(score) else None
+
+
+def silhouette_from_distances(distances: np.ndarray, labels: Sequence[int]) -> float | None:
+    """Mean silhouette of ``labels`` on a precomputed distance matrix (e.g. the divergence Γ, 000 Def. 6),
+    symmetrised, negatives clipped and the diagonal zeroed first; None when undefined or not finite."""
+    distances = _square_gram(distances)
+    labels = np.asarray(labels).ravel()
+    if labels.size != distances.shape[0]:
+        raise DataError(f"distances: {distances.shape[0]} clients but {labels.size} labels; they must match")
+    if not partition_is_scorable(labels) or not np.isfinite(distances).all():
+        return None
+    sym = np.clip(0.5 * (distances + distances.T), 0.0, None)
+    np.fill_diagonal(sym, 0.0)
+    return float(silhouette_score(sym, labels, metric="precomputed"))

@@ -1,6 +1,5 @@
-"""Evaluation of runs and the aggregate report (DESIGN §8, §10). Reads Parquet only.
+"""The aggregate report (DESIGN §10). Reads Parquet only. (Evaluation of runs is cflcore.evaluate.)
 
-* :func:`evaluate_run` — the ``evaluate`` stage (clustering.parquet, personalisation.parquet);
 * :func:`build_report` — the ``report`` stage (tables, paper comparison, figures, index, missing runs);
 * :func:`run_specs_from_config` — the runs a validated config expects, with their standard paths.
 """
@@ -8,7 +7,7 @@ from importlib import import_module
 from typing import Any
 
 # Lazy exports: the evaluate job must not pay for matplotlib/scipy.stats imports of the report job.
-_EXPORTS = {"build_report": "build", "evaluate_run": "evaluate", "LoadedRun": "runs", "MissingRun": "runs",
+_EXPORTS = {"build_report": "build", "LoadedRun": "runs", "MissingRun": "runs",
             "RunSpec": "runs", "load_run": "runs", "run_specs_from_config": "runs"}
 
 
@@ -18,4 +17,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-__all__ = ["build_report", "evaluate_run", "LoadedRun", "MissingRun", "RunSpec", "load_run", "run_specs_from_config"]
+__all__ = ["build_report", "LoadedRun", "MissingRun", "RunSpec", "load_run", "run_specs_from_config"]

@@ -3,11 +3,15 @@
 * :func:`learning_gap_figure` — 000 Fig. 2: per algorithm a segment from GF1 (bottom) to PF1 (top);
   its length is the learning gap.
 * :func:`temperature_band_figure` — 000 Figs. 3–4: every run's temperature (000 Def. 7) min–max
-  normalised to [0, 1], thin lines, with the mean and a 95 % t-confidence band across runs.
+  normalised to [0, 1], thin lines, with the mean and a 95 % t-confidence band across runs; one panel
+  per key (the report keys them by clients × algorithm), the median clustering round dotted red.
 * :func:`temperature_runs_figure` — 000 Figs. 10–14: per run the normalised temperature, the clustering
   round (red dotted) and the pre-clustering local minimum (grey dotted, only when the curve descended first).
 * :func:`score_progress_figure` — 001 Fig. 1: a clustering score (ARI by default) per round.
 * :func:`n_clusters_figure` — number of clusters per round.
+* :func:`whatif_heatmap_figure` — issue 12 §1: per run a clusterer × round heatmap of the ARI of every
+  what-if clusterer (cflcore.evaluate.whatif), the run's clustering round (OCFL: where the temperature
+  trigger fired) as a red frame, each clusterer's earliest round with ARI ≥ 0.99 as a white dot.
 """
 from __future__ import annotations
 
@@ -136,6 +140,9 @@ def temperature_band_figure(panels: Mapping[str, Sequence[Curve]], title: str) -
         if len(band):
             ax.fill_between(band["round"] + 1, band["low"], band["high"], color="tab:blue", alpha=0.25, lw=0)
             ax.plot(band["round"] + 1, band["mean"], color="tab:blue", lw=2)
+        marked = [c.marker_round for c in curves if c.marker_round is not None]
+        if marked:  # the median (first) clustering round of the panel's runs
+            ax.axvline(float(np.median(marked)) + 1, color="red", ls=":", lw=1)
         ax.set_title(f"{name} ({len(curves)} runs)", fontsize=9)
         ax.set_xlabel("round")
         ax.set_ylabel("normalised temperature")
@@ -186,3 +193,48 @@ def score_progress_figure(panels: Mapping[str, Sequence[Curve]], title: str, sco
 def n_clusters_figure(panels: Mapping[str, Sequence[Curve]], title: str) -> plt.Figure:
     """Number of clusters per round, one line per algorithm."""
     return _series_figure(panels, title, "clusters", None)
+
+
+@dataclass(frozen=True)
+class WhatifPanel:
+    """One run's what-if ARI: ``ari[c, r]`` of clusterer ``clusterers[c]`` at 0-based round ``rounds[r]``
+    (NaN = not replayed / failed), the run's clustering round and each clusterer's earliest separable round."""
+
+    clusterers: Sequence[str]
+    rounds: np.ndarray
+    ari: np.ndarray
+    trigger_round: int | None
+    earliest: Mapping[str, int | None]
+
+
+def whatif_heatmap_figure(panels: Mapping[str, WhatifPanel], title: str) -> plt.Figure:
+    """One heatmap per key (e.g. the algorithm): rows = clusterers, columns = rounds (1-based labels),
+    colour = ARI in [0, 1] with the value printed; red frame = the run's clustering round (OCFL's trigger),
+    white dot = the clusterer's earliest round with ARI ≥ 0.99 ("earliest separable round")."""
+    width = max((len(p.rounds) for p in panels.values()), default=1)
+    height = max((len(p.clusterers) for p in panels.values()), default=1)
+    fig, axes = _panel_axes(len(panels), (1.2 + 0.45 * width, 0.8 + 0.3 * height))
+    image = None
+    for ax, (name, panel) in zip(axes, panels.items()):
+        image = ax.imshow(np.ma.masked_invalid(panel.ari), vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+        for (c, r), value in np.ndenumerate(panel.ari):
+            if np.isfinite(value):
+                ax.text(r, c, f"{value:.2f}", ha="center", va="center", fontsize=5,
+                        color="black" if value > 0.6 else "white")
+        ax.set_xticks(range(len(panel.rounds)), [str(int(r) + 1) for r in panel.rounds], fontsize=7)
+        ax.set_yticks(range(len(panel.clusterers)), list(panel.clusterers), fontsize=7)
+        rounds = [int(r) for r in panel.rounds]
+        if panel.trigger_round is not None and panel.trigger_round in rounds:
+            x = rounds.index(panel.trigger_round)
+            ax.add_patch(plt.Rectangle((x - 0.5, -0.5), 1, len(panel.clusterers), fill=False, ec="red", lw=1.5))
+        for c, clusterer in enumerate(panel.clusterers):
+            first = panel.earliest.get(clusterer)
+            if first is not None and first in rounds:
+                ax.plot(rounds.index(first) - 0.32, c, marker="o", ms=3, color="white", mec="black", mew=0.5)
+        trigger = "never" if panel.trigger_round is None else str(panel.trigger_round + 1)
+        ax.set_title(f"{name} (clustered at round {trigger})", fontsize=8)
+        ax.set_xlabel("round", fontsize=8)
+    if image is not None:
+        fig.colorbar(image, ax=axes[:len(panels)], shrink=0.8, label="ARI")
+    fig.suptitle(title)
+    return fig

@@ -43,6 +43,8 @@ class LoadedRun:
     personalisation: pd.DataFrame
     server: pd.DataFrame | None
     manifest: Mapping[str, Any]
+    whatif: pd.DataFrame | None = None  # eval/.../whatif.parquet (cflcore.evaluate.whatif), when the run has one
+    whatif_meta: Mapping[str, Any] | None = None  # its Parquet metadata (run_clustering_round, ...)
 
 
 @dataclass(frozen=True)
@@ -52,21 +54,21 @@ class MissingRun:
 
 
 def run_specs_from_config(cfg: Mapping[str, Any], results_dir: str | Path | None = None) -> list[RunSpec]:
-    """Every run the (validated) config expects, with the standard paths of DESIGN §2."""
-    from ..config import scenario_id, scenarios
+    """Every run the (validated) config expects, with the standard paths of DESIGN §2 (a variant with a
+    ``splits:`` list only on those splits)."""
+    from ..config import scenario_id, study_runs
 
     results = Path(results_dir if results_dir is not None else cfg.get("results_dir", "results"))
     specs = []
-    for scen in scenarios(cfg):
+    for scen, algorithm in study_runs(cfg):
         sid = scenario_id(**scen)
-        for algorithm in cfg["study"]["algorithms"]:
-            run = f"{sid}/{algorithm}"
-            specs.append(RunSpec(
-                **scen, algorithm=algorithm,
-                eval_dir=results / "eval" / run, run_dir=results / "runs" / run,
-                manifest=results / "splits" / sid / "manifest.json",
-                log=results / "logs" / "train" / f"{run}.log", status=results / "runs" / run / "status.json",
-            ))
+        run = f"{sid}/{algorithm}"
+        specs.append(RunSpec(
+            **scen, algorithm=algorithm,
+            eval_dir=results / "eval" / run, run_dir=results / "runs" / run,
+            manifest=results / "splits" / sid / "manifest.json",
+            log=results / "logs" / "train" / f"{run}.log", status=results / "runs" / run / "status.json",
+        ))
     return specs
 
 
@@ -123,7 +125,23 @@ def load_run(spec: RunSpec) -> LoadedRun | MissingRun:
         manifest = read_json(spec.manifest) if Path(spec.manifest).exists() else {}
     except CflError as e:
         return MissingRun(spec, str(e))
-    return LoadedRun(spec, clustering, personalisation, server, manifest)
+    whatif, whatif_meta = load_whatif(Path(spec.eval_dir) / "whatif.parquet")
+    return LoadedRun(spec, clustering, personalisation, server, manifest, whatif, whatif_meta)
+
+
+def load_whatif(path: Path) -> tuple[pd.DataFrame | None, dict[str, Any] | None]:
+    """A run's whatif.parquet and its metadata; (None, None) when absent, failed, empty or unreadable
+    (the what-if heatmap then leaves the run out; the run's other results still count)."""
+    if not path.exists():
+        return None, None
+    try:
+        metadata = parquet_metadata(path)
+        frame = read_parquet(path).to_pandas()
+    except CflError:
+        return None, None
+    if metadata.get("status") == "failed" or frame.empty:
+        return None, None
+    return frame, metadata
 
 
 def load_runs(specs: Sequence[RunSpec]) -> tuple[list[LoadedRun], list[MissingRun]]:

@@ -1,5 +1,7 @@
 """The ``evaluate`` stage: clustering and personalisation scores of one run (DESIGN §8, 000 §4.3–4.4).
 
+(Moved from ``cflcore/report/evaluate.py``: evaluation is a stage of its own, issue 12 §3.)
+
 Outputs (``results/eval/{scenario}/{algorithm}/``, written atomically):
 
 ``clustering.parquet``: rows with ``kind`` = ``round`` (one per round, 0-based ``round`` as in
@@ -116,7 +118,8 @@ def round_partitions(history: pd.DataFrame, n_clients: int) -> list[RoundPartiti
 
 
 def gram_by_round(gram: pd.DataFrame | None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """round -> (client indices as stored, symmetric Gram matrix) from the long ``round, i, j, value`` table."""
+    """round -> (client indices as stored, symmetric matrix) from the long ``round, i, j, value`` table
+    (gram.parquet, and divergence.parquet, which has the same layout)."""
     if gram is None or gram.empty:
         return {}
     out = {}

@@ -1,5 +1,8 @@
 """Synthetic round updates with a planted partition, for the strategy tests and benchmarks/server_speed.py
-(no engine needed). Everything is drawn from explicit seeded generators."""
+(no engine needed). Everything is drawn from explicit seeded generators.
+
+A test helper, so it lives in tests/ (it was cflcore/clustering/synthetic.py, which made the clustering
+package import the engine's strategy interface; issue 12 §3)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -7,7 +10,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..fl.strategy import ClusterAssignment, EvaluateFn, RoundUpdates
+from cflcore.fl.strategy import ClusterAssignment, EvaluateFn, RoundUpdates
 
 
 def planted_labels(sizes: Sequence[int]) -> np.ndarray:

@@ -1,0 +1,246 @@
+"""The ``whatif`` stage: every configured clusterer replayed on every recorded round of one run (issue 12 §1).
+
+"What would another clusterer have found, had it run at round t?" 000 clusters once, with one clusterer
+(Algorithm 1, l. 21: C ← A(Γ)) at the round its temperature trigger fires (l. 20); the run records Γ
+or the Gram matrix of every round, so the question is answered without retraining and without torch
+models: each clusterer of ``cflcore.clustering.clusterers`` (the same classes the run used, through
+``run_clusterer``) is applied to each round's matrix and scored against the split's ground truth.
+
+Matrix of a round (``settings["matrix"]``; column ``source``):
+* ``divergence`` — the strategy's own recorded divergence (divergence.parquet): for OCFL and BCL the Γ
+  they clustered, in the run's precision (float32 by default, stored exactly as float64);
+* ``gram`` — Γ = cosine distance computed from the recorded float64 Gram matrix (gram.parquet) with
+  cflcore.clustering.divergence (000 Def. 6, eq. 8; the same zero-delta convention as the run);
+* ``auto`` (default) — ``divergence`` where the round has one, else ``gram``. At the run's own
+  clustering round this is exactly the matrix the run clustered, so the replay of the run's own
+  clusterer (``run:<name>``) reproduces the run's labels (tests/test_whatif.py). From ``gram`` alone it
+  need not: float32 and float64 Γ differ by ~1e-7, which can flip a K-Means tie or an HDBSCAN merge.
+
+Output ``results/eval/{scenario}/{algorithm}/whatif.parquet``, written atomically, one row per
+clusterer × round (0-based ``round`` as in history.parquet) of the round's sampled clients:
+``clusterer`` (entry name), ``spec`` (canonical JSON of its clusterer parameters), ``own`` (the run's
+own clusterer), ``round``, ``source``, ``n_clients``, ``n_clusters``, ``ari``, ``ami``, ``homogeneity``,
+``completeness`` (against the ground truth, cflcore.metrics.external), ``silhouette`` (of the labels
+on the matrix as precomputed distances; null when undefined), ``ari_vs_run`` (against the run's own
+partition of that round), ``seconds`` (wall time of the clusterer, k selection included), ``error``
+(null, or the one-line reason this clusterer failed on this round; its scores are then null).
+Parquet metadata: ``run_clustering_round`` (0-based first round whose partition changed, i.e. where
+OCFL's temperature trigger fired; null if never), ``n_true_clusters``, ``matrix``, ``seed``.
+
+``select_k: silhouette`` (the "chosen k" of OCFL-KM): the clusterer runs for k = 2 … min(k_max, n − 1)
+and keeps the labels with the largest silhouette on the matrix (ties: the smaller k); ``oracle`` as
+an sklearn ``n_clusters`` is the number of true clusters, as K-Means' ``k: oracle`` (000 §4.2).
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..clustering.clusterers import CLUSTERERS, ClusteringInput, run_clusterer
+from ..clustering.divergence import cosine_divergence_from_gram
+from ..errors import CflError
+from ..io import canonical_json, read_parquet, write_parquet
+from ..metrics import adjusted_rand, external_scores, silhouette_from_distances
+from .clustering import (
+    GroundTruth,
+    failed_run_reason,
+    gram_by_round,
+    load_ground_truth,
+    read_history,
+    round_partitions,
+    sampled_gram,
+)
+
+WHATIF_COLUMNS = ["clusterer", "spec", "own", "round", "source", "n_clients", "n_clusters", "ari", "ami",
+                  "homogeneity", "completeness", "silhouette", "ari_vs_run", "seconds", "error"]
+MATRIX_SOURCES = ("auto", "gram", "divergence")
+
+
+@dataclass(frozen=True)
+class WhatifClusterer:
+    """One entry of ``cflcore.config.whatif_settings``: clusterer parameters plus the k-selection rule."""
+
+    name: str
+    params: Mapping[str, Any]
+    select_k: str | None = None
+    k_max: int = 8
+    own: bool = False
+
+    @classmethod
+    def from_settings(cls, entry: Mapping[str, Any]) -> "WhatifClusterer":
+        return cls(str(entry["name"]), dict(entry["params"]), entry.get("select_k"), int(entry.get("k_max", 8)),
+                   bool(entry.get("own", False)))
+
+
+@dataclass(frozen=True)
+class RoundMatrix:
+    """The divergence of one round's sampled clients (global ids ``clients``) and where it came from."""
+
+    round: int
+    clients: np.ndarray
+    divergence: np.ndarray
+    source: str
+
+
+# ----- matrices -------------------------------------------------------------------------------------
+def divergence_from_gram(gram: np.ndarray) -> np.ndarray:
+    """Γ (float64, zero diagonal, in [0, 2]) from a recorded Gram matrix (cflcore.clustering.divergence)."""
+    return cosine_divergence_from_gram(np.ascontiguousarray(gram, dtype=np.float64)).numpy()
+
+
+def _read_matrix_table(path: Path) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    if not path.exists():
+        return {}
+    return gram_by_round(read_parquet(path).to_pandas())
+
+
+def round_matrices(run_dir: Path, sampled_by_round: Mapping[int, np.ndarray], matrix: str) -> list[RoundMatrix]:
+    """The matrix of every round that has one, chosen by ``matrix`` (module docstring)."""
+    if matrix not in MATRIX_SOURCES:
+        raise CflError(f"whatif.matrix: {matrix!r} is not allowed; allowed: {', '.join(MATRIX_SOURCES)}")
+    grams = _read_matrix_table(run_dir / "gram.parquet") if matrix != "divergence" else {}
+    divs = _read_matrix_table(run_dir / "divergence.parquet") if matrix != "gram" else {}
+    out = []
+    for rnd, sampled in sorted(sampled_by_round.items()):
+        div = sampled_gram(divs.get(rnd), sampled)
+        if div is not None:
+            out.append(RoundMatrix(rnd, sampled, np.ascontiguousarray(div, dtype=np.float64), "divergence"))
+            continue
+        gram = sampled_gram(grams.get(rnd), sampled)
+        if gram is not None:
+            out.append(RoundMatrix(rnd, sampled, divergence_from_gram(gram), "gram"))
+    return out
+
+
+# ----- replay ---------------------------------------------------------------------------------------
+def concrete_params(params: Mapping[str, Any], n_true: int | None, k: int | None = None) -> dict[str, Any]:
+    """Clusterer parameters with ``n_clusters: oracle`` resolved and, for k selection, the number of
+    clusters set to ``k`` (K-Means ``k``; an sklearn estimator's ``n_clusters``)."""
+    out = copy.deepcopy(dict(params))
+    if out.get("clusterer") == "sklearn":
+        kwargs = dict(out.get("clusterer_params") or {})
+        if kwargs.get("n_clusters") == "oracle":
+            if n_true is None:
+                raise CflError("n_clusters: 'oracle' needs the number of true clusters; the manifest has none")
+            kwargs["n_clusters"] = int(n_true)
+        if k is not None:
+            kwargs["n_clusters"] = int(k)
+        out["clusterer_params"] = kwargs
+    elif k is not None:
+        out["k"] = int(k)
+    return out
+
+
+def cluster_once(params: Mapping[str, Any], divergence: np.ndarray, seed: int, n_true: int | None) -> np.ndarray:
+    """Labels of one registered clusterer on Γ, exactly as OCFL calls it (000 Algorithm 1, l. 21)."""
+    clusterer = CLUSTERERS.get(str(params["clusterer"]), field="clusterer")(params)
+    return run_clusterer(clusterer, ClusteringInput(divergence, None, int(seed), n_true))
+
+
+def select_k_by_silhouette(entry: WhatifClusterer, divergence: np.ndarray, seed: int,
+                           n_true: int | None) -> np.ndarray:
+    """The labels with the best silhouette on Γ over k = 2 … min(k_max, n − 1); one cluster if none is defined."""
+    best, best_score = np.zeros(divergence.shape[0], dtype=np.int64), -np.inf
+    for k in range(2, min(entry.k_max, divergence.shape[0] - 1) + 1):
+        labels = cluster_once(concrete_params(entry.params, n_true, k), divergence, seed, n_true)
+        score = silhouette_from_distances(divergence, labels)
+        if score is not None and score > best_score:
+            best, best_score = labels, score
+    return best
+
+
+def replay(entry: WhatifClusterer, divergence: np.ndarray, seed: int, n_true: int | None) -> np.ndarray:
+    if entry.select_k == "silhouette":
+        return select_k_by_silhouette(entry, divergence, seed, n_true)
+    if entry.select_k is not None:
+        raise CflError(f"select_k: {entry.select_k!r} is not allowed; allowed: silhouette")
+    return cluster_once(concrete_params(entry.params, n_true), divergence, seed, n_true)
+
+
+def score_row(entry: WhatifClusterer, matrix: RoundMatrix, truth: np.ndarray, run_labels: np.ndarray,
+              seed: int, n_true: int | None) -> dict[str, Any]:
+    """One whatif.parquet row: replay, time and score ``entry`` on one round."""
+    row: dict[str, Any] = {"clusterer": entry.name, "spec": canonical_json(dict(entry.params)), "own": entry.own,
+                           "round": matrix.round, "source": matrix.source, "n_clients": int(matrix.clients.size)}
+    t0 = time.perf_counter()
+    try:
+        labels = replay(entry, matrix.divergence, seed, n_true)
+    except (CflError, ValueError, ArithmeticError, np.linalg.LinAlgError) as e:
+        row.update(seconds=time.perf_counter() - t0, error=" ".join(f"{type(e).__name__}: {e}".split())[:300])
+        return row
+    row["seconds"] = time.perf_counter() - t0
+    scores = external_scores(truth, labels)
+    row.update({k: scores[k] for k in ("ari", "ami", "homogeneity", "completeness")},
+               n_clusters=int(np.unique(labels).size), silhouette=silhouette_from_distances(matrix.divergence, labels),
+               ari_vs_run=adjusted_rand(run_labels, labels), error=None)
+    return row
+
+
+def run_clustering_round(history: pd.DataFrame, n_clients: int) -> int | None:
+    """0-based first round whose partition differs from the one before (everyone together before round 0):
+    OCFL's trigger round, BCL's clustering round, SCL's first split."""
+    previous = np.zeros(n_clients, dtype=np.int64)
+    for part in round_partitions(history, n_clients):
+        if not _same_partition(part.labels, previous):
+            return part.round
+        previous = part.labels
+    return None
+
+
+def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.array_equal(pd.factorize(np.asarray(a))[0], pd.factorize(np.asarray(b))[0]))
+
+
+def whatif_frame(entries: Sequence[WhatifClusterer], matrices: Sequence[RoundMatrix], truth: GroundTruth,
+                 run_labels: Mapping[int, np.ndarray], seed: int) -> pd.DataFrame:
+    """Every entry on every round's matrix (module docstring)."""
+    n_true = int(np.unique(truth.cluster_of_client[truth.cluster_of_client >= 0]).size) or None
+    rows = [score_row(entry, m, truth.cluster_of_client[m.clients], run_labels[m.round][m.clients], seed, n_true)
+            for m in matrices for entry in entries]
+    return typed_whatif(pd.DataFrame(rows, columns=WHATIF_COLUMNS))
+
+
+def typed_whatif(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame.reindex(columns=WHATIF_COLUMNS)
+    for column in ("clusterer", "spec", "source", "error"):
+        frame[column] = frame[column].astype("string")
+    frame["own"] = frame["own"].astype("boolean")
+    for column in ("round", "n_clients", "n_clusters"):
+        frame[column] = pd.array(pd.to_numeric(frame[column], errors="coerce"), dtype="Int64")
+    for column in ("ari", "ami", "homogeneity", "completeness", "silhouette", "ari_vs_run", "seconds"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+    return frame
+
+
+def whatif_run(run_dir: str | Path, manifest_path: str | Path, out_path: str | Path,
+               settings: Mapping[str, Any], seed: int) -> pd.DataFrame:
+    """Write ``whatif.parquet`` of one run (``settings`` = cflcore.config.whatif_settings) and return it.
+
+    A run whose status.json records a failure gets a zero-row file with ``status``/``reason`` metadata.
+    """
+    run_dir, out_path = Path(run_dir), Path(out_path)
+    reason = failed_run_reason(run_dir)
+    if reason is not None:
+        empty = typed_whatif(pd.DataFrame(columns=WHATIF_COLUMNS))
+        write_parquet(empty, out_path, metadata={"status": "failed", "reason": reason})
+        return empty
+    truth = load_ground_truth(manifest_path)
+    history = read_history(run_dir / "history.parquet")
+    partitions = round_partitions(history, truth.n_clients)
+    sampled = {p.round: p.sampled for p in partitions}
+    matrices = round_matrices(run_dir, sampled, str(settings.get("matrix", "auto")))
+    entries = [WhatifClusterer.from_settings(e) for e in settings["clusterers"]]
+    frame = whatif_frame(entries, matrices, truth, {p.round: p.labels for p in partitions}, int(seed))
+    n_true = int(np.unique(truth.cluster_of_client[truth.cluster_of_client >= 0]).size)
+    metadata = {"run_dir": str(run_dir), "run_clustering_round": run_clustering_round(history, truth.n_clients),
+                "n_true_clusters": n_true, "matrix": settings.get("matrix", "auto"), "seed": int(seed),
+                "round_base": "round: 0-based, as history.parquet"}
+    write_parquet(frame, out_path, metadata=metadata)
+    return frame
+
