@@ -165,13 +165,15 @@ def clean_dir(path: str | Path) -> None:
 def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """What the report stage needs from the config (the rule passes the same dict as a param)."""
     from .config import algorithm_splits, late_client_runs, scenario_id, study_runs
+    from .report.front_page import front_page_context
 
     only = (cfg["study"].get("explain") or {}).get("clients")
     explain_on = bool(cfg.get("explain", {}).get("enabled", True))
     explain_runs = [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg) if explain_on and (not only or s["clients"] in only)]
     return {"results_dir": str(cfg["results_dir"]).rstrip("/"), "study": cfg["study"],
             "algorithm_splits": algorithm_splits(cfg), "late_runs": late_client_runs(cfg),
-            "explain_runs": explain_runs, "grid_clients": cfg.get("explain", {}).get("grid_clients")}
+            "explain_runs": explain_runs, "grid_clients": cfg.get("explain", {}).get("grid_clients"),
+            "front_page": front_page_context(cfg)}
 
 
 def report(cfg: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
@@ -188,7 +190,7 @@ def report_runs(plan: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
     results = Path(plan["results_dir"])
     specs = run_specs_from_config({"study": plan["study"], "results_dir": str(results),
                                    "algorithm_splits": plan.get("algorithm_splits") or {}})
-    index = build_report(specs, out_dir, late_runs=plan.get("late_runs") or [])
+    index = build_report(specs, out_dir, context=plan.get("front_page"), late_runs=plan.get("late_runs") or [])
     refs = []
     for run in plan["explain_runs"]:
         dataset, split, n, s, algorithm = run.split("/")

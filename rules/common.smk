@@ -10,7 +10,7 @@ from snakemake.utils import validate
 import cflcore.config as cc
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
-from cflcore.stages import forget_failed_runs
+from cflcore.stages import forget_failed_runs, report_plan
 
 # 1) JSON-schema validation (fills defaults), 2) registry checks (method/clusterer/model names,
 # per-method parameter schemas). Both run before any job is scheduled.
@@ -130,11 +130,6 @@ def report_inputs(w):
 
 
 def report_runs_param():
-    return canonical_json({
-        "results_dir": RESULTS,
-        "study": STUDY,
-        "algorithm_splits": cc.algorithm_splits(config),
-        "late_runs": cc.late_client_runs(config),
-        "explain_runs": explain_runs(),
-        "grid_clients": config["explain"].get("grid_clients"),
-    })
+    """The report stage's plan (runs, explained runs, the front page's config context): the same dict
+    `cfl report` builds, so the workflow and the command line write the same report."""
+    return canonical_json(report_plan(config))

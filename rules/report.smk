@@ -7,13 +7,6 @@
 FRONT_TABLES = ["headline", "paper_ranking", "departures"]
 
 
-def front_page_param():
-    """The config the front page's departures are computed from (rounds, optimiser, bug fixes...)."""
-    from cflcore.report.front_page import front_page_context
-
-    return canonical_json(front_page_context(config))
-
-
 rule report:
     input:
         unpack(report_inputs),
@@ -60,7 +53,6 @@ rule report:
         ],
     params:
         runs=report_runs_param(),
-        front_page=front_page_param(),
         code=code_version("report"),
     log:
         f"{RESULTS}/logs/report/report.log",

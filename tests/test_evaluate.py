@@ -201,3 +201,26 @@ def test_recorded_training_failure_gives_failed_eval_files(tmp_path):
     assert clustering.empty and "ari" in clustering.columns
     assert parquet_metadata(spec.eval_dir / "personalisation.parquet")["status"] == "failed"
     assert load_run(spec).reason == "TrainingDiverged: loss is NaN at round 2"
+
+
+def test_clients_not_yet_joined_are_neither_a_cluster_nor_a_change():
+    """000 §6.2 late clients: before joining they keep the pre-clustering label but have no model; the
+    partition is scored on present clients, and their joining is not a new clustering round."""
+    from cflcore.evaluate.clustering import round_scores, GroundTruth
+
+    truth = true_clusters(6)
+    late = np.zeros(6, dtype=bool)
+    late[[1, 4]] = True
+    clustered = np.where(late, 0, truth + 1)  # founders clustered, late clients still in cohort 0
+    joined = truth + 1
+    parts = [RoundPartition(0, np.zeros(6, np.int64), np.flatnonzero(~late), ~late),
+             RoundPartition(1, clustered, np.flatnonzero(~late), ~late),
+             RoundPartition(2, joined, np.arange(6), np.ones(6, bool))]
+    assert clustering_rounds(parts) == (2, 2)
+    gt = GroundTruth(truth, np.eye(6)[:, :3] + 1.0)
+    row = round_scores(parts[1], gt, None)
+    assert row["n_clusters"] == 3 and row["ari"] == pytest.approx(1.0)
+    # without the presence mask the waiting clients form a fourth cluster and the join looks like a split
+    blind = [RoundPartition(p.round, p.labels, p.sampled) for p in parts]
+    assert clustering_rounds(blind) == (3, 2)
+    assert round_scores(blind[1], gt, None)["n_clusters"] == 4

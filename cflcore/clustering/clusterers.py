@@ -21,15 +21,17 @@ import math
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 import numpy as np
-import torch
 
 from ..errors import CflError, ConfigError
 from ..registry import Registry
 from .graph import community_labels, leiden_available
 from .partition import consecutive_labels
+
+if TYPE_CHECKING:  # torch only where deltas are given: the what-if replay works on recorded matrices alone
+    import torch
 
 FEATURES = ("divergence_rows", "deltas")
 _ZERO = 1e-12
@@ -41,7 +43,7 @@ class ClusteringInput:
     the number of true clusters (only for K-Means ``k: oracle``, 000 §4.2)."""
 
     divergence: np.ndarray
-    deltas: torch.Tensor | None = None
+    deltas: "torch.Tensor | None" = None
     seed: int = 0
     n_true_clusters: int | None = None
 
@@ -74,7 +76,7 @@ class Clusterer(ABC):
         if self.features == "deltas":
             if data.deltas is None:
                 raise CflError("features: 'deltas' requested but no deltas were given to the clusterer")
-            return data.deltas.detach().to("cpu", torch.float32).numpy()
+            return data.deltas.detach().to("cpu").float().numpy()
         return data.divergence
 
     @abstractmethod

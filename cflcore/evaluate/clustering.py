@@ -76,6 +76,13 @@ class RoundPartition:
     round: int
     labels: np.ndarray
     sampled: np.ndarray  # sorted global ids
+    present: np.ndarray | None = None  # bool mask of clients in the federation (None = all)
+
+    def members(self) -> np.ndarray:
+        """The clients the partition is scored on: those present in the federation this round. A client
+        that has not joined yet (000 §6.2, ``late_clients``) has no model (``model_key`` null in history)
+        and is no cluster's member, so it neither counts as an extra cluster nor changes the partition."""
+        return np.ones(self.labels.size, dtype=bool) if self.present is None else self.present
 
 
 def load_ground_truth(manifest_path: str | Path) -> GroundTruth:
@@ -111,7 +118,8 @@ def round_partitions(history: pd.DataFrame, n_clients: int) -> list[RoundPartiti
         if not np.array_equal(clients, np.arange(n_clients)):
             raise DataError(f"history round {int(rnd)}: clients {clients.tolist()[:5]}… must be exactly 0..{n_clients - 1}")
         sampled = clients[group["sampled"].to_numpy(dtype=bool)]
-        partitions.append(RoundPartition(int(rnd), group["cluster"].to_numpy(dtype=np.int64), sampled))
+        present = group["model_key"].notna().to_numpy() if "model_key" in group else None
+        partitions.append(RoundPartition(int(rnd), group["cluster"].to_numpy(dtype=np.int64), sampled, present))
     if not partitions:
         raise DataError("history: no rounds; the run has no results")
     return partitions
@@ -164,30 +172,33 @@ def canonical_partition(labels: np.ndarray) -> np.ndarray:
 def clustering_rounds(partitions: list[RoundPartition]) -> tuple[int | None, int | None]:
     """(clustering_round, first_clustering_round), both 1-based, None when they do not exist (module doc)."""
     previous = np.zeros_like(partitions[0].labels)
+    was_present = np.ones(previous.size, dtype=bool)
     last_change = None
     first_multi = None
     for part in partitions:
-        current = canonical_partition(part.labels)
-        if not np.array_equal(current, canonical_partition(previous)):
+        both = part.members() & was_present  # a client joining (or leaving) is not a change of the partition
+        if not np.array_equal(canonical_partition(part.labels[both]), canonical_partition(previous[both])):
             last_change = part.round + 1
-        if first_multi is None and len(np.unique(current)) > 1:
+        if first_multi is None and len(np.unique(part.labels[part.members()])) > 1:
             first_multi = part.round + 1
-        previous = part.labels
+        previous, was_present = part.labels, part.members()
     return last_change, first_multi
 
 
 def round_scores(part: RoundPartition, truth: GroundTruth, gram: np.ndarray | None) -> dict[str, Any]:
     """All scores of one round's partition (internal ones on the sampled clients' updates)."""
     sampled_labels = part.labels[part.sampled]
+    members = part.members()
+    labels = part.labels[members]
     return {
         "kind": "round",
         "round": part.round,
-        **external_scores(truth.cluster_of_client, part.labels),
+        **external_scores(truth.cluster_of_client[members], labels),
         "silhouette": None if gram is None else silhouette_from_gram(gram, sampled_labels),
         "davies_bouldin": None if gram is None else davies_bouldin_from_gram(gram, sampled_labels),
-        "was": wasserstein_silhouette(truth.label_histograms, part.labels),
-        "wadb": wasserstein_davies_bouldin(truth.label_histograms, part.labels),
-        "n_clusters": int(len(np.unique(part.labels))),
+        "was": wasserstein_silhouette(truth.label_histograms[members], labels),
+        "wadb": wasserstein_davies_bouldin(truth.label_histograms[members], labels),
+        "n_clusters": int(len(np.unique(labels))),
         "n_sampled": int(part.sampled.size),
     }
 
