@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from sklearn.cluster import AgglomerativeClustering
 from sklearn.metrics import adjusted_rand_score
 
-from cflcore.clustering.synthetic import planted_deltas, planted_labels, round_updates
+from synthetic_clusters import planted_deltas, planted_labels, round_updates
 from cflcore.config import validate_config
 from cflcore.errors import ConfigError
 from cflcore.fl.strategy import STRATEGIES, ClusterAssignment, StrategyContext, build_strategy
@@ -58,14 +58,30 @@ def test_scl_recovers_planted_partition_by_recursive_splits():
     strategy = make(SCL)
     for r in range(6):
         res = strategy.aggregate(round_updates(r, scl_deltas(r)))
-        if r <= 1:
-            assert res.assignment.n_clusters == 1  # cooldown: round > 1 only
+        if r < 1:
+            assert res.assignment.n_clusters == 1  # cooldown 1: the first round (r = 0) never splits
     assert adjusted_rand_score(TRUTH, res.assignment.labels) == 1.0
     assert len(strategy.split_events) == 2  # 1 → 2 → 3
     restored = save_load(strategy, SCL)
     d = scl_deltas(9)
     assert np.array_equal(strategy.aggregate(round_updates(9, d)).assignment.labels,
                           restored.aggregate(round_updates(9, d)).assignment.labels)
+
+
+@pytest.mark.parametrize("cooldown", [0, 1, 3])
+def test_scl_cooldown_counts_rounds_like_sattler(cooldown):
+    """Sattler et al. loop over c_round = 1, 2, … and split only when c_round > cooldown: with the engine's
+    0-based rounds the first split is at round index ``cooldown`` (cooldown 0: the very first round)."""
+    strategy = make({**SCL, "cooldown": cooldown})
+    first = None
+    for r in range(cooldown + 1):
+        res = strategy.aggregate(round_updates(r, scl_deltas(r)))
+        if res.diagnostics["n_splits"] and first is None:
+            first = r
+    assert first == cooldown
+    assert strategy.split_events[0]["round"] == cooldown
+    assert res.diagnostics["eps1"] == SCL["eps1"] and res.diagnostics["eps2"] == SCL["eps2"]
+    assert set(res.diagnostics["mean_update_norms"]) == {"0"} and set(res.diagnostics["max_update_norms"]) == {"0"}
 
 
 def test_scl_no_split_when_mean_update_is_large():
@@ -245,6 +261,42 @@ def test_louvain_partial_participation_and_newcomers():
     assert np.array_equal(strategy.aggregate(nxt).assignment.labels, restored.aggregate(nxt).assignment.labels)
 
 
+def test_louvain_stops_when_start_vectors_exceed_the_memory_budget():
+    """002 compares models (eq. 2); without the start vectors the run must stop and say which budget."""
+    strategy = make(LOUVAIN)
+    deltas = planted_deltas(SIZES, 300, seed=1)
+    with pytest.raises(ConfigError, match=r"^engine\.memory_budget_mb: .*allowed: engine\.memory_budget_mb >= 1\b"):
+        strategy.aggregate(round_updates(0, deltas, start=None))
+
+
+def hierarchical_models(seed=0, per_group=4, n_params=50):
+    """4 groups of clients; groups {0, 1} and {2, 3} are close pairs: two scales of community structure."""
+    gen = torch.Generator().manual_seed(seed)
+    base = 3 * torch.randn(n_params, generator=gen, dtype=torch.float64)
+    coarse = torch.randn(2, n_params, generator=gen, dtype=torch.float64)
+    fine = 0.35 * torch.randn(4, n_params, generator=gen, dtype=torch.float64)
+    rows = [base + coarse[g // 2] + fine[g] + 0.03 * torch.randn(n_params, generator=gen, dtype=torch.float64)
+            for g in range(4) for _ in range(per_group)]
+    return torch.stack(rows).float()
+
+
+def test_louvain_resolution_follows_002_higher_means_fewer_larger_communities():
+    """002 §IV-B: "Low-resolution values lead to numerous small clusters, while high values lead to a
+    limited number of large clusters" (networkx's own resolution runs the other way)."""
+    fine, coarse = np.repeat(np.arange(4), 4), np.repeat(np.arange(2), 8)
+    models = hierarchical_models()
+    found = {}
+    for resolution in (0.5, 1.0, 2.0):
+        strategy = make({**LOUVAIN, "resolution": resolution}, n=16, n_params=50)
+        found[resolution] = strategy.aggregate(round_updates(0, models, start=torch.zeros_like(models), n_clients=16)).assignment.labels
+    assert adjusted_rand_score(fine, found[0.5]) == 1.0  # low: the four small groups
+    assert adjusted_rand_score(coarse, found[2.0]) == 1.0  # high: the two large ones
+    assert len(np.unique(found[0.5])) > len(np.unique(found[1.0])) >= len(np.unique(found[2.0]))
+    from cflcore.strategies.louvain import networkx_resolution
+
+    assert networkx_resolution(2.0) == 0.5 and networkx_resolution(1.0) == 1.0
+
+
 def test_louvain_layer_sizes_must_sum_to_params():
     with pytest.raises(ConfigError, match="layer_sizes"):
         make({**LOUVAIN, "layer_sizes": [10, 10]})
@@ -273,16 +325,19 @@ def test_upv_affinity_matches_definition():
 
 
 def test_fedgwc_recovers_two_loss_distributions():
+    """Full participation: α = 1, so P is overwritten each round and the running MSE (from 1, Alg. 1 l. 5)
+    is the plain MSE: large in round 0 (P leaves 0), 0 from round 1 when the losses repeat."""
     groups = np.array([0] * 10 + [1] * 5)
-    strategy = make({"method": "fedgwc", "epsilon": 1e-6}, n=15)
-    assert strategy.alpha == 1.0  # = participation rate
+    variant = {"method": "fedgwc", "epsilon": 1e-6, "participation": 1.0}
+    strategy = make(variant, n=15)
     res = None
     for r in range(4):
+        assert strategy.select_clients(r, np.arange(15)).tolist() == list(range(15))
         res = strategy.aggregate(round_updates(r, torch.zeros(15, 10), step_losses=loss_traces(groups, r)))
     assert adjusted_rand_score(groups, res.assignment.labels) == 1.0
     assert strategy.split_events[0]["round"] == 1  # MSE(round 0) = large; round 1: P unchanged
     assert all(np.isfinite(v) for v in strategy.mse.values())
-    restored = save_load(strategy, {"method": "fedgwc", "epsilon": 1e-6})
+    restored = save_load(strategy, variant)
     np.testing.assert_array_equal(restored.interaction, strategy.interaction)
     assert restored.mse == strategy.mse
 

@@ -2,8 +2,8 @@
 
 Aggregation (002 Algorithm 1): the client graph of known clients is updated with this round's
 pairwise distances (trusted distance, eq. 2, or cosine), turned into similarities by min–max
-normalisation (eq. 3) and cubed (``exponent``, §IV-A); Louvain communities (networkx, resolution 1.0,
-seeded per round) give the partition; each community model is the mean of its members' models (eq. 1),
+normalisation (eq. 3) and cubed (``exponent``, §IV-A); Louvain communities (networkx, seeded per round)
+give the partition; each community model is the mean of its members' models (eq. 1),
 which the engine's FedAvg aggregation computes. Cluster ids are kept stable across rounds by matching
 communities to the previous partition (Hungarian on overlaps); ``inherit`` seeds every community's
 model from the previous cluster most of its members came from.
@@ -24,11 +24,20 @@ community means of the sampled members (eq. 1) — the community models the engi
 Layers (eq. 2 is a product over layers): ``layer_sizes`` (parameter counts per layer, in flat order),
 else ``ctx.layer_sizes`` if the engine provides it, else the whole vector is ONE layer and trusted
 distance reduces to ‖w_a − w_b‖ / ‖w_a‖. Eq. 2 is asymmetric; the graph uses the mean of both
-directions. Models come from ``RoundUpdates.params``; when the engine did not keep start vectors,
-the deltas are used instead (reported as ``distance_on: deltas``).
+directions. Models come from ``RoundUpdates.params`` (start + delta): when the engine did not keep the
+start vectors (they exceed ``engine.memory_budget_mb``) the run stops with a ConfigError naming the
+budget needed; distances between deltas are not the method's distances and are never substituted.
+
+Resolution (002 §IV-B): "Low-resolution values lead to numerous small clusters, while high values lead
+to a limited number of large clusters", the convention of python-louvain's ``best_partition``
+(Lambiotte's Markov time r, modularity Σ_c [r·L_c/m − (d_c/2m)²]). networkx's ``resolution`` γ
+multiplies the null-model term instead (Σ_c [L_c/m − γ(d_c/2m)²]: γ > 1 gives smaller communities), and
+the two objectives are proportional for γ = 1/r. ``resolution`` here follows 002 and is passed to
+networkx as 1/resolution; 002's default and ours is 1.0, where both conventions agree.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -111,6 +120,25 @@ def cosine_distance_matrix(models: torch.Tensor) -> np.ndarray:
     return cosine_divergence_matrix(models, "float64").cpu().numpy()
 
 
+def networkx_resolution(resolution: float) -> float:
+    """networkx's γ for 002's resolution r (higher r = fewer, larger communities, 002 §IV-B): γ = 1/r."""
+    if not resolution > 0:
+        raise ConfigError(f"louvain.resolution: {resolution!r}; allowed: a number > 0")
+    return 1.0 / float(resolution)
+
+
+def require_models(updates: RoundUpdates) -> torch.Tensor:
+    """The clients' new models (002 compares models, eq. 2), or a ConfigError when the engine dropped the
+    start vectors because they exceed ``engine.memory_budget_mb``."""
+    if updates.start is None:
+        needed = updates.deltas.numel() * updates.deltas.element_size()
+        needed_mb = int(math.ceil(needed / 2 ** 20))
+        raise ConfigError(f"engine.memory_budget_mb: louvain needs the clients' models, and this round's "
+                          f"{updates.deltas.shape[0]} start vectors take {needed_mb} MB, more than the budget; "
+                          f"allowed: engine.memory_budget_mb >= {needed_mb}")
+    return updates.params
+
+
 def normalised_similarity(distance: np.ndarray, exponent: float) -> np.ndarray:
     """002 eq. 3 then x → x^exponent: s = (1 − (v − min)/(max − min))^e over the known (finite)
     off-diagonal entries; unknown entries stay NaN (no edge). max = min → every known pair has s = 1."""
@@ -143,7 +171,8 @@ def wnn_weights(distances: Mapping[int, float], k: int, beta: float) -> dict[int
 class LouvainCommunities(Strategy):
     params_schema = {
         "attribution": {"enum": ["avg", "1nn", "wnn"], "default": "1nn"},
-        "resolution": {"type": "number", "exclusiveMinimum": 0, "default": 1.0},
+        "resolution": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
+                       "description": "002's convention: higher = fewer, larger communities (networkx gets 1/resolution)"},
         "exponent": {"type": "number", "exclusiveMinimum": 0, "default": 3},
         "k": {"type": "integer", "minimum": 1, "default": 3, "description": "neighbours of WNN (eq. 4)"},
         "beta": {"type": "number", "minimum": 0, "default": 1.0, "description": "WNN temperature (eq. 4)"},
@@ -168,8 +197,7 @@ class LouvainCommunities(Strategy):
     # ----- aggregation (002 Algorithm 1) -----------------------------------------------------------
     def aggregate(self, updates: RoundUpdates) -> StrategyResult:
         clients = np.asarray(updates.clients, dtype=np.int64)
-        on_params = updates.start is not None
-        models = updates.params if on_params else updates.deltas
+        models = require_models(updates)
         if self.params["distance"] == "trusted":
             pairwise = trusted_distance_matrix(models, self.layers)
         else:
@@ -179,7 +207,7 @@ class LouvainCommunities(Strategy):
         seen = np.flatnonzero(self.seen)
         sim = normalised_similarity(self.distance[np.ix_(seen, seen)], float(self.params["exponent"]))
         seed = int(self.ctx.generator(updates.round, 0x10BA).integers(2**31 - 1))
-        local = community_labels(sim, float(self.params["resolution"]), seed)  # l. 3
+        local = community_labels(sim, networkx_resolution(float(self.params["resolution"])), seed)  # l. 3
         groups = [seen[local == c] for c in range(int(local.max()) + 1)]
         previous = self.assignment.labels
         ids, self.next_id = match_cluster_ids(previous, groups, self.next_id, reserved=[NEWCOMER])
@@ -189,8 +217,7 @@ class LouvainCommunities(Strategy):
         self.assignment = ClusterAssignment(labels)
         self.communities = sorted(int(c) for c in ids)
         self._measure_client_distances(models, clients, labels)
-        diagnostics = {"n_communities": len(self.communities), "n_seen": int(self.seen.sum()),
-                       "distance_on": "params" if on_params else "deltas"}
+        diagnostics = {"n_communities": len(self.communities), "n_seen": int(self.seen.sum())}
         return StrategyResult(self.assignment, diagnostics, divergence=pairwise,
                               inherit=inherit_by_overlap(previous, labels))
 

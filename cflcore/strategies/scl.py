@@ -1,8 +1,10 @@
 """SCL: Clustered Federated Learning of Sattler et al. (2021), the baseline of 000 (§4.2, App. A.2).
 
 Every round, each cluster C with more than two (sampled) members splits in two when
-``round > cooldown``, ``‖mean_{i∈C} Δ_i‖ < ε1`` (the norm of the cluster's MEAN update: the cluster is
-near a stationary point) and ``max_{i∈C} ‖Δ_i‖ > ε2`` (some client still moves: the clients disagree).
+``round + 1 > cooldown`` (``round`` is the engine's 0-based index: the authors' loop counts
+``c_round = 1, 2, …`` and splits only when ``c_round > 20``, so ``cooldown`` is the number of rounds
+that never split; cooldown 0 allows a split in the first round), ``‖mean_{i∈C} Δ_i‖ < ε1`` (the norm
+of the cluster's MEAN update: the cluster is near a stationary point) and ``max_{i∈C} ‖Δ_i‖ > ε2`` (some client still moves: the clients disagree).
 The bipartition is complete-linkage agglomerative clustering (sklearn, ``metric="precomputed"``) on
 −cosine similarity, as in the authors' code. Repeated over rounds this is the recursive bi-partitioning.
 
@@ -11,6 +13,10 @@ wrongly, putting a client in two clusters after a second split; here a split onl
 members of the split cluster, so every client is in exactly one cluster by construction.
 Partial participation: the split uses the sampled members; unsampled members follow the larger child.
 Table 4 of 000: ε1 = 0.35, ε2 = 1.0, cooldown 30 (MNIST).
+
+Diagnostics (every round, columns of server.parquet): ``eps1``, ``eps2``, and per cluster with a sampled
+member ``mean_update_norms`` {cluster: ‖mean Δ‖} and ``max_update_norms`` {cluster: max ‖Δ‖} (JSON), with
+their largest values as scalars; the report's ``split_traces`` figure draws them against ε1/ε2.
 """
 from __future__ import annotations
 
@@ -39,6 +45,11 @@ def update_norms(deltas: torch.Tensor) -> tuple[float, float]:
     return float(torch.linalg.vector_norm(d.mean(dim=0))), float(torch.linalg.vector_norm(d, dim=1).max())
 
 
+def split_allowed(rnd: int, cooldown: int) -> bool:
+    """Sattler et al.'s ``c_round > cooldown`` with the 1-based ``c_round = rnd + 1`` of 0-based ``rnd``."""
+    return rnd + 1 > cooldown
+
+
 @register_strategy("scl")
 class SattlerClustering(Strategy):
     params_schema = {
@@ -47,7 +58,8 @@ class SattlerClustering(Strategy):
         "eps2": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
                  "description": "... and the largest client update norm is above eps2 (eps2 >= eps1)"},
         "cooldown": {"type": "integer", "minimum": 0, "default": 20,
-                     "description": "splits only when round > cooldown (authors' code: c_round > 20)"},
+                     "description": "the first `cooldown` rounds never split: 1-based round > cooldown "
+                                    "(authors' code: c_round > 20)"},
         "max_clusters": {"type": ["integer", "null"], "minimum": 1, "default": None},
         "precision": {"enum": ["float32", "float64"], "default": "float32"},
     }
@@ -83,7 +95,7 @@ class SattlerClustering(Strategy):
             mean_norm, max_norm = update_norms(updates.deltas[torch.as_tensor(rows, device=updates.deltas.device)])
             mean_norms[int(cluster)], max_norms[int(cluster)] = mean_norm, max_norm
             allowed = p["max_clusters"] is None or n_clusters < int(p["max_clusters"])
-            if (updates.round > int(p["cooldown"]) and rows.size > 2 and mean_norm < float(p["eps1"])
+            if (split_allowed(updates.round, int(p["cooldown"])) and rows.size > 2 and mean_norm < float(p["eps1"])
                     and max_norm > float(p["eps2"]) and allowed):
                 side = bipartition(sim[np.ix_(rows, rows)])
                 if np.unique(side).size < 2:
@@ -104,6 +116,8 @@ class SattlerClustering(Strategy):
         self.split_events.extend(events)
         inherit = {c: e["parent"] for e in events for c in e["children"]}
         diagnostics = {
+            "eps1": float(p["eps1"]),
+            "eps2": float(p["eps2"]),
             "largest_mean_update_norm": max(mean_norms.values()) if mean_norms else None,
             "largest_max_update_norm": max(max_norms.values()) if max_norms else None,
             "mean_update_norms": {str(k): v for k, v in mean_norms.items()},

@@ -1,0 +1,144 @@
+"""FedGWC's participation scheme (004 §4.1, Alg. 1 l. 9, App. A eq. 26-28, App. F) driven without the engine."""
+import io
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import adjusted_rand_score
+
+from synthetic_clusters import round_updates
+from cflcore.fl.strategy import ClusterAssignment, StrategyContext, build_strategy
+from cflcore.strategies.fedgwc import cluster_sample_size, fedgw_cluster, gaussian_rewards
+
+CPU = torch.device("cpu")
+
+
+def make(variant, n, seed=3):
+    strategy = build_strategy(variant)
+    strategy.setup(StrategyContext(n_clients=n, n_params=4, seed=seed, device=CPU))
+    return strategy
+
+
+def traces(groups, clients, rnd, steps=6, noise=0.02, seed=0):
+    """Group g's loss trace falls from 1 + 2g; small seeded per-(round, client) noise."""
+    out = []
+    for c in clients:
+        rng = np.random.default_rng([seed, rnd, int(c)])
+        base = np.linspace(1.0 + 2.0 * groups[c], 0.5 + 2.0 * groups[c], steps)
+        out.append(base + noise * rng.standard_normal(steps))
+    return out
+
+
+def play(strategy, groups, rounds, start=0):
+    """Run rounds: the strategy selects, the sampled clients report loss traces, it aggregates."""
+    n = len(groups)
+    selections, results = [], []
+    for r in range(start, start + rounds):
+        sampled = strategy.select_clients(r, np.arange(n))
+        selections.append(sampled.tolist())
+        results.append(strategy.aggregate(round_updates(r, torch.zeros(len(sampled), 4), clients=sampled,
+                                                        step_losses=traces(groups, sampled, r), n_clients=n)))
+    return selections, results
+
+
+GROUPS = np.array([0] * 12 + [1] * 6)
+VARIANT = {"method": "fedgwc", "participation": 0.5, "epsilon": 1e-3}
+
+
+def test_partial_participation_splits_two_loss_groups():
+    strategy = make(VARIANT, n=18)
+    selections, results = play(strategy, GROUPS, 30)
+    assert all(len(s) == 9 for s in selections[: strategy.split_events[0]["round"] + 1])  # round(0.5 · 18)
+    assert strategy.split_events, "never split"
+    assert adjusted_rand_score(GROUPS, results[-1].assignment.labels) == 1.0
+    for res in results:  # the trace of every round is in the diagnostics
+        assert {"mse", "min_mse", "davies_bouldin", "min_db", "epsilon", "sampled"} <= set(res.diagnostics)
+        assert res.diagnostics["epsilon"] == 1e-3 and res.diagnostics["mse"]
+    first = strategy.split_events[0]["round"]
+    assert results[first].diagnostics["min_mse"] < 1e-3 <= results[first - 1].diagnostics["min_mse"]
+
+
+def test_alpha_is_the_participation_rate_and_unsampled_entries_stay():
+    strategy = make(VARIANT, n=18)
+    sampled = strategy.select_clients(0, np.arange(18))
+    losses = traces(GROUPS, sampled, 0)
+    strategy.aggregate(round_updates(0, torch.zeros(len(sampled), 4), clients=sampled, step_losses=losses, n_clients=18))
+    omega = gaussian_rewards(losses)
+    p = strategy.interaction
+    np.testing.assert_allclose(p[np.ix_(sampled, sampled)], np.repeat(0.5 * omega[:, None], len(sampled), axis=1))  # eq. 3 from P = 0, α = 0.5
+    np.testing.assert_allclose(strategy.weights[sampled], 0.5 * omega)  # eq. 2 from γ = 0
+    unsampled = np.setdiff1d(np.arange(18), sampled)
+    assert np.all(p[unsampled] == 0) and np.all(p[:, unsampled] == 0) and np.all(strategy.weights[unsampled] == 0)
+    before_p, before_w = p.copy(), strategy.weights.copy()
+    nxt = strategy.select_clients(1, np.arange(18))
+    strategy.aggregate(round_updates(1, torch.zeros(len(nxt), 4), clients=nxt, step_losses=traces(GROUPS, nxt, 1), n_clients=18))
+    out = np.setdiff1d(np.arange(18), nxt)
+    np.testing.assert_array_equal(strategy.interaction[out], before_p[out])
+    np.testing.assert_array_equal(strategy.interaction[:, out], before_p[:, out])
+    np.testing.assert_array_equal(strategy.weights[out], before_w[out])
+
+
+def test_sampling_prioritises_rarely_sampled_clients_and_is_deterministic():
+    variant = {"method": "fedgwc", "participation": 0.2, "epsilon": 1e-12, "db_every_round": False}
+    flat = np.zeros(15, dtype=np.int64)
+    a, b, other = make(variant, 15), make(variant, 15), make(variant, 15, seed=4)
+    sel_a, _ = play(a, flat, 100)
+    sel_b, _ = play(b, flat, 100)
+    sel_o, _ = play(other, flat, 100)
+    assert sel_a == sel_b and sel_a != sel_o  # a function of (seed, round, state) only
+    assert all(len(s) == 3 for s in sel_a)  # max(round(0.2 · 15), 3)
+    counts = a.counts
+    assert counts.sum() == 300 and counts.max() - counts.min() <= 2  # uniform draws spread about ±4 (sd of Bin(100, .2))
+    seen = set()
+    for r, s in enumerate(sel_a[:10]):
+        seen |= set(s)
+    assert seen == set(range(15))  # every client within the first 10 rounds (3 per round)
+
+
+def test_state_dict_round_trip_preserves_sampling():
+    variant = {**VARIANT, "epsilon": 1e-12}
+    strategy = make(variant, n=18)
+    play(strategy, GROUPS, 7)
+    buf = io.BytesIO()
+    torch.save(strategy.state_dict(), buf)
+    buf.seek(0)
+    restored = make(variant, n=18)
+    restored.load_state_dict(torch.load(buf, weights_only=True))
+    np.testing.assert_array_equal(restored.counts, strategy.counts)
+    sel_a, res_a = play(strategy, GROUPS, 5, start=7)
+    sel_b, res_b = play(restored, GROUPS, 5, start=7)
+    assert sel_a == sel_b
+    assert [r.diagnostics["mse"] for r in res_a] == [r.diagnostics["mse"] for r in res_b]
+
+
+def test_each_cluster_samples_its_own_share_of_at_least_three():
+    """004 App. A eq. 28: K_n = max(ρ|C_n|, 3) per cluster; the engine's sample is the available set."""
+    assert [cluster_sample_size(m, 0.3) for m in (10, 5, 2, 20)] == [3, 3, 2, 6]
+    strategy = make({"method": "fedgwc", "participation": 0.3}, n=15)
+    strategy.assignment = ClusterAssignment(np.array([1] * 10 + [2] * 5))
+    chosen = strategy.select_clients(0, np.arange(15))
+    assert np.sum(chosen < 10) == 3 and np.sum(chosen >= 10) == 3
+    available = np.array([0, 1, 10, 11, 12, 13])
+    chosen = strategy.select_clients(1, available)
+    assert set(chosen) <= set(available) and np.sum(chosen < 10) == 2
+
+
+def test_min_cluster_size_blocks_splits_that_leave_a_small_group():
+    """K_min (004 Thm. A.5): a clear 10 / 2 structure splits only when groups of 2 are allowed."""
+    p = np.repeat(np.repeat(np.array([[0.9, 0.1], [0.1, 0.9]]), [10, 2], axis=0), [10, 2], axis=1)
+    labels, scores = fedgw_cluster(p, n_max=4, beta=0.5, seed=0, min_size=1)
+    assert adjusted_rand_score([0] * 10 + [1] * 2, labels) == 1.0
+    labels, scores_k = fedgw_cluster(p, n_max=4, beta=0.5, seed=0, min_size=3)
+    assert labels.max() == 0 and scores_k == scores
+    assert make({"method": "fedgwc", "participation": 0.8}, n=15).min_cluster_size == 4  # ⌈3 / 0.8⌉
+    assert make({"method": "fedgwc", "participation": 0.8, "min_cluster_size": 2}, n=15).min_cluster_size == 2
+
+
+@pytest.mark.parametrize("participation", [0.0, 1.5])
+def test_participation_outside_0_1_is_refused(participation):
+    from cflcore.errors import ConfigError
+    from cflcore.config import validate_config
+    from test_strategies import config_with
+
+    with pytest.raises(ConfigError, match="algorithms.algo.participation"):
+        validate_config(config_with({"method": "fedgwc", "participation": participation}))
