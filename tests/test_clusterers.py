@@ -171,3 +171,16 @@ def test_partition_helpers():
     assert inherit_by_overlap(prev, new) == {5: 0, 6: 1, 7: 1}
     ids, nxt = match_cluster_ids(prev, [np.array([3, 4, 5]), np.array([0, 1]), np.array([2])], next_id=2)
     assert ids.tolist() == [1, 0, 2] and nxt == 3
+
+
+def test_louvain_clusterer_resolution_follows_002():
+    """OCFL's louvain clusterer shares the Louvain CFL strategy's convention (002 §IV-B): a higher
+    resolution gives fewer, larger communities (networkx's own parameter runs the other way)."""
+    from cflcore.clustering.clusterers import ClusteringInput, build_clusterer, run_clusterer
+
+    groups = np.repeat(np.arange(4), 4)
+    gamma = np.where(groups[:, None] == groups[None, :], 0.0, np.where(groups[:, None] // 2 == groups[None, :] // 2, 0.6, 0.95))
+    np.fill_diagonal(gamma, 0.0)
+    counts = {r: len(np.unique(run_clusterer(build_clusterer({"clusterer": "louvain", "resolution": r}),
+                                             ClusteringInput(gamma, None, 0, None)))) for r in (0.3, 3.0)}
+    assert counts[0.3] > counts[3.0], counts

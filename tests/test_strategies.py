@@ -292,7 +292,7 @@ def test_louvain_resolution_follows_002_higher_means_fewer_larger_communities():
     assert adjusted_rand_score(fine, found[0.5]) == 1.0  # low: the four small groups
     assert adjusted_rand_score(coarse, found[2.0]) == 1.0  # high: the two large ones
     assert len(np.unique(found[0.5])) > len(np.unique(found[1.0])) >= len(np.unique(found[2.0]))
-    from cflcore.strategies.louvain import networkx_resolution
+    from cflcore.clustering.graph import networkx_resolution
 
     assert networkx_resolution(2.0) == 0.5 and networkx_resolution(1.0) == 1.0
 

@@ -236,7 +236,8 @@ class LouvainClusterer(Clusterer):
     """Louvain communities (networkx, seeded) of the graph weighted by 1 − Γ; negative similarities
     (Γ > 1, opposed updates) give no edge."""
 
-    params_schema = {"resolution": {"type": "number", "exclusiveMinimum": 0, "default": 1.0}}
+    params_schema = {"resolution": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
+                                    "description": "002's convention: higher = fewer, larger communities"}}
     algorithm: ClassVar[str] = "louvain"
 
     def fit_labels(self, data: ClusteringInput) -> np.ndarray:

@@ -38,10 +38,22 @@ def leiden_available() -> bool:
     return True
 
 
+def networkx_resolution(resolution: float) -> float:
+    """networkx's γ for 002's resolution r (higher r = fewer, larger communities, 002 §IV-B): γ = 1/r.
+    Lambiotte's Markov-time modularity Σ_c [r·L_c/m − (d_c/2m)²] is proportional to networkx's
+    Σ_c [L_c/m − γ (d_c/2m)²] for γ = 1/r; at 1.0 both conventions agree."""
+    if not resolution > 0:
+        raise ConfigError(f"resolution: {resolution!r} is not allowed; allowed: a number > 0")
+    return 1.0 / float(resolution)
+
+
 def community_labels(similarity: np.ndarray, resolution: float, seed: int, algorithm: str = "louvain") -> np.ndarray:
     """Labels 0..K−1 of the communities of ``similarity_graph(similarity)`` (seeded networkx Louvain,
-    or Leiden when a networkx backend provides it). Isolated nodes become singleton communities."""
+    or Leiden when a networkx backend provides it). Isolated nodes become singleton communities.
+    ``resolution`` follows 002's convention (higher = fewer, larger communities) for every caller, the
+    Louvain CFL strategy and OCFL's ``louvain``/``leiden`` clusterers alike."""
     graph = similarity_graph(similarity)
+    resolution = networkx_resolution(resolution)
     n = int(np.asarray(similarity).shape[0])
     if graph.number_of_edges() == 0:
         return np.arange(n, dtype=np.int64)  # no positive similarity: every client is its own community

@@ -120,13 +120,6 @@ def cosine_distance_matrix(models: torch.Tensor) -> np.ndarray:
     return cosine_divergence_matrix(models, "float64").cpu().numpy()
 
 
-def networkx_resolution(resolution: float) -> float:
-    """networkx's γ for 002's resolution r (higher r = fewer, larger communities, 002 §IV-B): γ = 1/r."""
-    if not resolution > 0:
-        raise ConfigError(f"louvain.resolution: {resolution!r}; allowed: a number > 0")
-    return 1.0 / float(resolution)
-
-
 def require_models(updates: RoundUpdates) -> torch.Tensor:
     """The clients' new models (002 compares models, eq. 2), or a ConfigError when the engine dropped the
     start vectors because they exceed ``engine.memory_budget_mb``."""
@@ -207,7 +200,7 @@ class LouvainCommunities(Strategy):
         seen = np.flatnonzero(self.seen)
         sim = normalised_similarity(self.distance[np.ix_(seen, seen)], float(self.params["exponent"]))
         seed = int(self.ctx.generator(updates.round, 0x10BA).integers(2**31 - 1))
-        local = community_labels(sim, networkx_resolution(float(self.params["resolution"])), seed)  # l. 3
+        local = community_labels(sim, float(self.params["resolution"]), seed)  # l. 3
         groups = [seen[local == c] for c in range(int(local.max()) + 1)]
         previous = self.assignment.labels
         ids, self.next_id = match_cluster_ids(previous, groups, self.next_id, reserved=[NEWCOMER])
