@@ -3,7 +3,8 @@
 Validation happens in three passes, all before any job starts:
 1. the JSON schema (``cflcore/schemas/config.schema.yaml``, also ``config/schema.yaml``), which
    Snakemake's ``validate()`` applies too and which fills defaults;
-2. name checks against the static plug-in name tables (``cflcore.registry.DECLARED_NAMES``): dataset
+2. name checks against the plug-in names declared by their registration decorators, read from source
+   (``cflcore.registry.declared_names``): dataset
    loaders, models, split generators, methods, and clusterers (of variants and of ``whatif``). They
    import no plug-in: ``validate_config(cfg, plugins=False)`` never imports torch or the engine;
 3. with ``plugins=True`` (the default; the workflow and the CLI), registry checks that need the plug-in

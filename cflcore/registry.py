@@ -4,41 +4,66 @@ Plug-ins (strategies, datasets, models, trainers) register themselves with a dec
 created with ``package=...`` imports every module of that package on first lookup, so adding a plug-in
 is one new file: no import list to edit.
 
-:data:`DECLARED_NAMES` lists the names of every config-facing registry WITHOUT importing a plug-in
-(the strategy, model and data packages import torch and the engine). Config validation checks names
-against it (:func:`check_declared`), so ``report -> config`` never pulls in the engine; the plug-in
-classes (and their parameter schemas) are only imported for the full check. tests/test_whatif.py
-asserts that each table equals its registry's registered names, so the two cannot drift: a new
-plug-in is one new file plus its name here.
+:func:`declared_names` gives the names of every config-facing registry WITHOUT importing a plug-in
+(the strategy, model and data packages import torch and the engine): it reads the registration
+decorators (``@register_strategy("scl")``, ``@MODELS.register("tinyvgg")``) from the plug-in packages'
+source with :mod:`ast`. Config validation checks names against them (:func:`check_declared`), so
+``report -> config`` never pulls in the engine; the plug-in classes (and their parameter schemas) are
+only imported for the full check. A new plug-in stays one new file: its decorator is its declaration.
+tests/test_whatif.py asserts that the declared names equal the registries' registered names.
 """
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
 import pkgutil
+from pathlib import Path
 from typing import Callable, Generic, Iterator, TypeVar
 
 from .errors import ConfigError
 
 T = TypeVar("T")
 
-DECLARED_NAMES: dict[str, tuple[str, ...]] = {
-    # kind (Registry.kind) -> registered names; the registry that holds them is in the comment
-    "method": ("bcl", "bnc", "fedgwc", "ifca", "louvain", "ocfl", "scl"),  # cflcore.fl.strategy.STRATEGIES
-    "clusterer": ("affinity", "hdbscan", "kmeans", "leiden", "louvain", "meanshift",
-                  "sklearn"),  # cflcore.clustering.clusterers.CLUSTERERS
-    "model": ("lenet5", "mobilenetv2", "ocfl-cnn", "resnet34", "tinyvgg"),  # cflcore.models.MODELS
-    "dataset": ("bloodmnist", "cifar10", "digits", "fmnist", "mnist", "mnist5k",
-                "pathmnist"),  # cflcore.data.DATASETS
-    "split generator": ("dirichlet-mix", "domains", "majority", "ocfl"),  # cflcore.data.SPLIT_GENERATORS
+PLUGIN_SOURCES: dict[str, tuple[str, str]] = {
+    # kind (Registry.kind) -> (sub-package of cflcore whose modules register them, the decorator)
+    "method": ("strategies", "register_strategy"),  # cflcore.fl.strategy.STRATEGIES
+    "clusterer": ("clustering", "register_clusterer"),  # cflcore.clustering.clusterers.CLUSTERERS
+    "model": ("models", "MODELS.register"),  # cflcore.models.MODELS
+    "dataset": ("data", "DATASETS.register"),  # cflcore.data.DATASETS
+    "split generator": ("data", "SPLIT_GENERATORS.register"),  # cflcore.data.SPLIT_GENERATORS
 }
 
 
+def _decorator_name(node: ast.expr) -> str:
+    """``register_strategy`` or ``MODELS.register`` for the callee of a decorator call."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_decorator_name(node.value)}.{node.attr}"
+    return ""
+
+
+def registered_in_source(path: Path, decorator: str) -> list[str]:
+    """Names registered in one module's source by ``@<decorator>("name")`` (parsed, never imported)."""
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        for deco in getattr(node, "decorator_list", []):
+            if (isinstance(deco, ast.Call) and _decorator_name(deco.func) == decorator and deco.args
+                    and isinstance(deco.args[0], ast.Constant) and isinstance(deco.args[0].value, str)):
+                names.append(deco.args[0].value)
+    return names
+
+
+@functools.lru_cache(maxsize=None)
 def declared_names(kind: str) -> tuple[str, ...]:
-    """The static names of registry ``kind`` (no plug-in is imported)."""
+    """The names registry ``kind`` will hold, read from the plug-in sources (no plug-in is imported)."""
     try:
-        return DECLARED_NAMES[kind]
+        package, decorator = PLUGIN_SOURCES[kind]
     except KeyError:
-        raise KeyError(f"no declared names for registry kind {kind!r}; declared: {', '.join(DECLARED_NAMES)}") from None
+        raise KeyError(f"no plug-in sources for registry kind {kind!r}; known: {', '.join(PLUGIN_SOURCES)}") from None
+    root = Path(__file__).parent / package
+    return tuple(sorted({n for path in sorted(root.glob("*.py")) for n in registered_in_source(path, decorator)}))
 
 
 def check_declared(kind: str, name: str, field: str) -> None:

@@ -150,11 +150,21 @@ def test_declared_names_equal_the_registries():
     from cflcore.data.splits import SPLIT_GENERATORS
     from cflcore.fl.strategy import STRATEGIES
     from cflcore.models import MODELS
-    from cflcore.registry import DECLARED_NAMES
+    from cflcore.registry import declared_names
 
     for registry in (STRATEGIES, CLUSTERERS, MODELS, DATASETS, SPLIT_GENERATORS):
-        assert sorted(DECLARED_NAMES[registry.kind]) == registry.names(), (
-            f"cflcore/registry.py DECLARED_NAMES[{registry.kind!r}] must list exactly the registered names")
+        assert list(declared_names(registry.kind)) == registry.names(), registry.kind
+
+
+def test_a_new_plugin_file_is_declared_without_an_import(tmp_path):
+    """Adding a method stays one new file: its decorator, read from source, is its declaration."""
+    from cflcore.registry import registered_in_source
+
+    plugin = tmp_path / "mymethod.py"
+    plugin.write_text('import torch\n@register_strategy("my-method")\nclass Mine:\n    pass\n'
+                      '@MODELS.register("not-a-method")\ndef build():\n    pass\n')
+    assert registered_in_source(plugin, "register_strategy") == ["my-method"]
+    assert registered_in_source(plugin, "MODELS.register") == ["not-a-method"]
 
 
 # ----- replay on real engine runs ---------------------------------------------------------------------
