@@ -342,7 +342,10 @@ def own_clusterer(variant: Mapping[str, Any]) -> dict[str, Any] | None:
     """The clusterer a run itself used, as clusterer parameters, when it can be replayed from recorded
     matrices: OCFL's clusterer (000 Algorithm 1, l. 21) unless it clusters the deltas, and BCL's
     average-linkage cut of Γ (Briggs et al.; cflcore.strategies.bcl.agglomerative_on_distance, which is
-    sklearn's AgglomerativeClustering with these arguments). None for other methods."""
+    sklearn's AgglomerativeClustering with these arguments), SCL's first bipartition (complete linkage on
+    Γ into two, Sattler et al.; its later, recursive splits act on sub-clusters and are not replayed), and
+    Louvain CFL's communities of the normalised similarity graph of its recorded distance (002 eq. 3,
+    Algorithm 1 l. 3; full participation, where every client's distance is fresh). None otherwise."""
     method = variant.get("method")
     if method == "ocfl" and variant.get("features") in WHATIF_REPLAYABLE_FEATURES:
         return {k: copy.deepcopy(v) for k, v in variant.items() if k != "method"}
@@ -350,6 +353,12 @@ def own_clusterer(variant: Mapping[str, Any]) -> dict[str, Any] | None:
         return {"clusterer": "sklearn", "estimator": "AgglomerativeClustering",
                 "clusterer_params": {"n_clusters": None, "metric": "precomputed", "linkage": "average",
                                      "distance_threshold": float(variant.get("distance_threshold", 0.2))}}
+    if method == "scl":
+        return {"clusterer": "sklearn", "estimator": "AgglomerativeClustering",
+                "clusterer_params": {"n_clusters": 2, "metric": "precomputed", "linkage": "complete"}}
+    if method == "louvain":
+        return {"clusterer": "louvain", "similarity": "normalised", "exponent": float(variant.get("exponent", 3)),
+                "resolution": float(variant.get("resolution", 1.0))}
     return None
 
 

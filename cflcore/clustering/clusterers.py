@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import CflError, ConfigError
 from ..registry import Registry
-from .graph import community_labels, leiden_available
+from .graph import community_labels, leiden_available, normalised_similarity
 from .partition import consecutive_labels
 
 if TYPE_CHECKING:  # torch only where deltas are given: the what-if replay works on recorded matrices alone
@@ -234,14 +234,21 @@ def assign_noise_to_nearest(labels: np.ndarray, divergence: np.ndarray) -> np.nd
 @register_clusterer("louvain")
 class LouvainClusterer(Clusterer):
     """Louvain communities (networkx, seeded) of the graph weighted by 1 − Γ; negative similarities
-    (Γ > 1, opposed updates) give no edge."""
+    (Γ > 1, opposed updates) give no edge. ``similarity: normalised`` weighs edges as Louvain CFL does
+    (002 eq. 3, min-max normalised distance, then ^``exponent``), for any distance scale (e.g. 002's
+    trusted distance): the what-if replay of a Louvain CFL run uses it."""
 
     params_schema = {"resolution": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
-                                    "description": "002's convention: higher = fewer, larger communities"}}
+                                    "description": "002's convention: higher = fewer, larger communities"},
+                     "similarity": {"enum": ["complement", "normalised"], "default": "complement",
+                                    "description": "edge weights: 1 − Γ, or 002 eq. 3 normalised then ^exponent"},
+                     "exponent": {"type": "number", "exclusiveMinimum": 0, "default": 3}}
     algorithm: ClassVar[str] = "louvain"
 
     def fit_labels(self, data: ClusteringInput) -> np.ndarray:
-        return community_labels(1.0 - data.divergence, float(self.params["resolution"]), data.seed, self.algorithm)
+        similarity = (normalised_similarity(data.divergence, float(self.params.get("exponent", 3)))
+                      if self.params.get("similarity") == "normalised" else 1.0 - data.divergence)
+        return community_labels(similarity, float(self.params["resolution"]), data.seed, self.algorithm)
 
 
 @register_clusterer("leiden")
@@ -293,7 +300,9 @@ class SklearnClusterer(Clusterer):
     """Any allow-listed scikit-learn clusterer by class name with ``clusterer_params``.
 
     Input: ``metric: precomputed`` → Γ; ``affinity: precomputed`` → similarities (1 − Γ for
-    AffinityPropagation, 1 − Γ/2 ∈ [0, 1] for SpectralClustering, which needs non-negative affinities);
+    AffinityPropagation, 1 − Γ/max(2, max Γ) ∈ [0, 1] for SpectralClustering, which needs non-negative
+    affinities: 1 − Γ/2 for a cosine Γ, and still non-negative for a divergence of another scale, such as
+    Louvain CFL's trusted distance in the what-if replay);
     otherwise feature vectors (``features``, default rows of Γ). ``random_state`` is set from the seed
     when the estimator has one; ``n_clusters`` is clipped to the number of clients."""
 
@@ -330,7 +339,8 @@ class SklearnClusterer(Clusterer):
         if params.get("metric") == "precomputed":
             x = gamma
         elif params.get("affinity") == "precomputed":
-            x = 1.0 - gamma / 2.0 if est_cls.__name__ == "SpectralClustering" else 1.0 - gamma
+            x = (1.0 - gamma / max(2.0, float(np.max(gamma, initial=0.0)))
+                 if est_cls.__name__ == "SpectralClustering" else 1.0 - gamma)
         else:
             x = self.feature_matrix(data)
         return estimator.fit_predict(x)

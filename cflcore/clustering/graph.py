@@ -26,6 +26,24 @@ def similarity_graph(similarity: np.ndarray, nodes: np.ndarray | None = None) ->
     return graph
 
 
+def normalised_similarity(distance: np.ndarray, exponent: float) -> np.ndarray:
+    """002 eq. 3 then x → x^exponent: s = (1 − (v − min)/(max − min))^e over the known (finite)
+    off-diagonal entries; unknown entries stay NaN (no edge). max = min → every known pair has s = 1."""
+    d = np.array(distance, dtype=np.float64)
+    np.fill_diagonal(d, np.nan)
+    known = np.isfinite(d)
+    sim = np.full_like(d, np.nan)
+    if not known.any():
+        return sim
+    lo, hi = float(d[known].min()), float(d[known].max())
+    if hi - lo <= 1e-15 * max(1.0, abs(hi)):
+        sim[known] = 1.0
+    else:
+        sim[known] = 1.0 - (d[known] - lo) / (hi - lo)
+    sim[known] = sim[known] ** exponent
+    return sim
+
+
 def leiden_available() -> bool:
     """networkx ≥ 3.5 exposes ``leiden_communities`` only as a dispatch API: it needs a backend
     (e.g. nx-cugraph); plain networkx raises NotImplementedError."""

@@ -43,7 +43,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from ..clustering.graph import community_labels
+from ..clustering.graph import community_labels, normalised_similarity
 from ..clustering.partition import inherit_by_overlap, match_cluster_ids
 from ..errors import ConfigError
 from ..fl.strategy import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
@@ -130,24 +130,6 @@ def require_models(updates: RoundUpdates) -> torch.Tensor:
                           f"{updates.deltas.shape[0]} start vectors take {needed_mb} MB, more than the budget; "
                           f"allowed: engine.memory_budget_mb >= {needed_mb}")
     return updates.params
-
-
-def normalised_similarity(distance: np.ndarray, exponent: float) -> np.ndarray:
-    """002 eq. 3 then x → x^exponent: s = (1 − (v − min)/(max − min))^e over the known (finite)
-    off-diagonal entries; unknown entries stay NaN (no edge). max = min → every known pair has s = 1."""
-    d = np.array(distance, dtype=np.float64)
-    np.fill_diagonal(d, np.nan)
-    known = np.isfinite(d)
-    sim = np.full_like(d, np.nan)
-    if not known.any():
-        return sim
-    lo, hi = float(d[known].min()), float(d[known].max())
-    if hi - lo <= 1e-15 * max(1.0, abs(hi)):
-        sim[known] = 1.0
-    else:
-        sim[known] = 1.0 - (d[known] - lo) / (hi - lo)
-    sim[known] = sim[known] ** exponent
-    return sim
 
 
 def wnn_weights(distances: Mapping[int, float], k: int, beta: float) -> dict[int, float]:
