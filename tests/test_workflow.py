@@ -40,6 +40,7 @@ def test_dry_run_default_config_plans_the_whole_study(workflow_dir):
     assert jobs.get("train") == 42
     assert jobs.get("evaluate") == 42
     assert jobs.get("explain") == 42
+    assert jobs.get("whatif") == 42  # every run records its matrices, so every run gets a replay
     assert jobs.get("evaluate_late_clients") == 2
     assert jobs.get("report") == 1
 
@@ -80,6 +81,8 @@ def test_tiny_study_through_report_and_html(workflow_dir):
     run_sm(workflow_dir, "--cores", "1", "--configfile", "config/tiny.yaml", "--report", "results/report.html")
     html = (wd / "results/report.html").read_text(errors="replace")
     assert len(html) > 100_000
+    # the landing page is the front page (report/workflow.rst includes front_page.rst), not the rule graph
+    assert "Headline" in html and "Paper check" in html
     # a rerun with no change plans nothing
     p = run_sm(workflow_dir, "-n", "--cores", "2", "--configfile", "config/tiny.yaml")
     assert "Nothing to be done" in p.stdout + p.stderr
