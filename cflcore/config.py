@@ -142,7 +142,6 @@ def _check_names(cfg: dict[str, Any]) -> None:
 def _check_registries(cfg: dict[str, Any]) -> None:
     from .data import DATASETS
     from .data.splits import SPLIT_GENERATORS
-    from .fl.strategy import STRATEGIES
     from .models import MODELS
 
     study = cfg["study"]

@@ -10,7 +10,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from .errors import CflError
 from .io import read_json, write_json

@@ -268,6 +268,16 @@ def failed_run_reason(run_dir: Path) -> str | None:
     return " ".join(str(status.get("reason") or status.get("status")).split())
 
 
+def recorded_failure(run_dir: Path, out_path: str | Path, empty: pd.DataFrame) -> pd.DataFrame | None:
+    """For a run whose training recorded a failure: write ``empty`` (a zero-row, typed frame) to
+    ``out_path`` with ``status: failed`` and the reason as Parquet metadata, and return it; else None."""
+    reason = failed_run_reason(Path(run_dir))
+    if reason is None:
+        return None
+    write_parquet(empty, out_path, metadata={"status": "failed", "reason": reason})
+    return empty
+
+
 def write_failed_evaluation(out_dir: Path, reason: str) -> None:
     """Zero-row eval files whose Parquet metadata carries ``status: failed`` and the reason."""
     metadata = {"status": "failed", "reason": reason}

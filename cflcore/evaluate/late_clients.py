@@ -35,7 +35,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..io import read_parquet, write_parquet
-from .clustering import GroundTruth, failed_run_reason, load_ground_truth, read_history
+from .clustering import GroundTruth, load_ground_truth, read_history, recorded_failure
 
 LATE_COLUMNS = ["kind", "round", "client", "role", "true_cluster", "assigned_cluster", "join_round",
                 "attached_to_true", "true_cluster_founded", "pf1", "gf1", "pf1_final", "n_evaluations"]
@@ -179,11 +179,9 @@ def evaluate_late_clients(run_dir: str | Path, manifest_path: str | Path, out_pa
     """Write ``late_clients.parquet`` of one run (atomically); a failed run gets a zero-row file whose
     Parquet metadata says ``status: failed`` and why."""
     run_dir = Path(run_dir)
-    reason = failed_run_reason(run_dir)
-    if reason is not None:
-        frame = _typed(pd.DataFrame(columns=LATE_COLUMNS))
-        write_parquet(frame, out_path, metadata={"status": "failed", "reason": reason})
-        return frame
+    failed = recorded_failure(run_dir, out_path, _typed(pd.DataFrame(columns=LATE_COLUMNS)))
+    if failed is not None:
+        return failed
     truth = load_ground_truth(manifest_path)
     history = read_history(run_dir / "history.parquet")
     server = read_parquet(run_dir / "server.parquet").to_pandas()

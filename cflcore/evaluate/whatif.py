@@ -49,7 +49,7 @@ from ..io import canonical_json, read_parquet, write_parquet
 from ..metrics import adjusted_rand, external_scores, silhouette_from_distances
 from .clustering import (
     GroundTruth,
-    failed_run_reason,
+    recorded_failure,
     gram_by_round,
     load_ground_truth,
     read_history,
@@ -225,11 +225,9 @@ def whatif_run(run_dir: str | Path, manifest_path: str | Path, out_path: str | P
     A run whose status.json records a failure gets a zero-row file with ``status``/``reason`` metadata.
     """
     run_dir, out_path = Path(run_dir), Path(out_path)
-    reason = failed_run_reason(run_dir)
-    if reason is not None:
-        empty = typed_whatif(pd.DataFrame(columns=WHATIF_COLUMNS))
-        write_parquet(empty, out_path, metadata={"status": "failed", "reason": reason})
-        return empty
+    failed = recorded_failure(run_dir, out_path, typed_whatif(pd.DataFrame(columns=WHATIF_COLUMNS)))
+    if failed is not None:
+        return failed
     truth = load_ground_truth(manifest_path)
     history = read_history(run_dir / "history.parquet")
     partitions = round_partitions(history, truth.n_clients)
