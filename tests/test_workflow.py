@@ -3,8 +3,6 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from conftest import snakemake_cmd
 
 
