@@ -29,10 +29,12 @@ def planted():
 # ----- divergence and temperature ------------------------------------------------------------------
 def test_divergence_matches_scipy_pairwise_cosine():
     x = torch.randn(6, 50, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    gamma = cosine_divergence_matrix(x, "float64").numpy()
+    gamma = cosine_divergence_matrix(x, "float64")
     ref = np.array([[0.0 if i == j else scipy_cosine(x[i].numpy(), x[j].numpy()) for j in range(6)] for i in range(6)])
     np.testing.assert_allclose(gamma, ref, atol=1e-12)
-    g32 = cosine_divergence_matrix(x.float(), "float32").double().numpy()
+    g32 = cosine_divergence_matrix(x.float(), "float32")
+    assert g32.dtype == np.float32  # Γ keeps the run's precision (OCFL clusters the float32 Γ)
+    g32 = g32.astype(np.float64)
     np.testing.assert_allclose(g32, ref, atol=1e-5)
     assert np.array_equal(g32, g32.T) and np.all(np.diag(g32) == 0)
 
@@ -41,13 +43,13 @@ def test_divergence_float64_precision_on_float32_input_is_chunk_exact():
     x = torch.randn(4, 3000, generator=torch.Generator().manual_seed(2))
     a = cosine_divergence_matrix(x, "float64")
     b = cosine_divergence_matrix(x.double(), "float64")
-    assert a.dtype == torch.float64
-    torch.testing.assert_close(a, b, rtol=0, atol=1e-13)
+    assert a.dtype == np.float64
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-13)
 
 
 def test_divergence_zero_deltas_are_defined():
     x = torch.tensor([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [-2.0, 0.0]])
-    gamma = cosine_divergence_matrix(x).numpy()
+    gamma = cosine_divergence_matrix(x)
     assert np.all(np.isfinite(gamma))
     assert gamma[0, 1] == 0.0  # two zero updates: identical
     assert gamma[0, 2] == 1.0 and gamma[1, 3] == 1.0  # zero vs non-zero: orthogonal
@@ -184,3 +186,17 @@ def test_louvain_clusterer_resolution_follows_002():
     counts = {r: len(np.unique(run_clusterer(build_clusterer({"clusterer": "louvain", "resolution": r}),
                                              ClusteringInput(gamma, None, 0, None)))) for r in (0.3, 3.0)}
     assert counts[0.3] > counts[3.0], counts
+
+
+def test_divergence_from_a_torch_gram_equals_the_numpy_one_bit_for_bit():
+    """The engine hands a torch Gram matrix, the what-if replay a numpy one read from gram.parquet: both
+    give the same Γ and T, in the Gram matrix's own precision."""
+    from cflcore.clustering.divergence import cosine_divergence_from_gram, gram_matrix
+
+    x = torch.randn(7, 300, generator=torch.Generator().manual_seed(3))
+    x[2] = 0.0
+    for precision in ("float32", "float64"):
+        g = gram_matrix(x, precision)
+        a, b = cosine_divergence_from_gram(g), cosine_divergence_from_gram(g.numpy())
+        assert a.dtype == b.dtype == g.numpy().dtype
+        assert np.array_equal(a, b) and temperature(a) == temperature(b)

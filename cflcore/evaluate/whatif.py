@@ -91,7 +91,7 @@ class RoundMatrix:
 # ----- matrices -------------------------------------------------------------------------------------
 def divergence_from_gram(gram: np.ndarray) -> np.ndarray:
     """Γ (float64, zero diagonal, in [0, 2]) from a recorded Gram matrix (cflcore.clustering.divergence)."""
-    return cosine_divergence_from_gram(np.ascontiguousarray(gram, dtype=np.float64)).numpy()
+    return cosine_divergence_from_gram(np.ascontiguousarray(gram, dtype=np.float64))
 
 
 def _read_matrix_table(path: Path) -> dict[int, tuple[np.ndarray, np.ndarray]]:

@@ -26,7 +26,7 @@ class LazySchema:
 
 def divergence_numpy(deltas: torch.Tensor, precision: str = "float32") -> np.ndarray:
     """Γ (000 Def. 6) of the rows of ``deltas`` as a float64 numpy array."""
-    return cosine_divergence_matrix(deltas, precision).detach().to("cpu", torch.float64).numpy()
+    return cosine_divergence_matrix(deltas, precision).astype(np.float64)
 
 
 def labels_tensor(labels: np.ndarray) -> torch.Tensor:

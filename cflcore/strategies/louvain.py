@@ -117,7 +117,7 @@ def trusted_to_references(models: torch.Tensor, references: torch.Tensor, layers
 def cosine_distance_matrix(models: torch.Tensor) -> np.ndarray:
     from ..clustering.divergence import cosine_divergence_matrix
 
-    return cosine_divergence_matrix(models, "float64").cpu().numpy()
+    return cosine_divergence_matrix(models, "float64")
 
 
 def require_models(updates: RoundUpdates) -> torch.Tensor:
@@ -213,7 +213,7 @@ class LouvainCommunities(Strategy):
             from ..clustering.divergence import cosine_similarity_from_gram
 
             both = torch.cat([models.to(torch.float64), means])
-            sim = cosine_similarity_from_gram(both @ both.T).cpu().numpy()
+            sim = cosine_similarity_from_gram(both @ both.T)
             dist = 1.0 - sim[: len(clients), len(clients):]
         for row, q in enumerate(clients):
             self.client_distance[int(q)] = {c: float(dist[row, j]) for j, c in enumerate(present)}

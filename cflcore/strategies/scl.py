@@ -83,7 +83,7 @@ class SattlerClustering(Strategy):
         p = self.params
         clients = np.asarray(updates.clients, dtype=np.int64)
         labels = self.assignment.labels.copy()
-        sim = cosine_similarity_from_gram(gram_matrix(updates.deltas, p["precision"])).cpu().to(torch.float64).numpy()
+        sim = cosine_similarity_from_gram(gram_matrix(updates.deltas, p["precision"])).astype(np.float64)
         mean_norms: dict[int, float] = {}
         max_norms: dict[int, float] = {}
         events: list[dict[str, Any]] = []
