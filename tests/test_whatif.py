@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import subprocess
 import sys
@@ -206,6 +207,23 @@ def whatif_settings_for(variant: dict, matrix: str = "auto") -> dict:
     cfg = cc.load_config(Path(REPO) / "config" / "tiny.yaml", overrides={"algorithms": {"x": variant}})
     cfg["whatif"]["matrix"] = matrix
     return cc.whatif_settings(cfg, "digits", "x")
+
+
+def test_the_whatif_stage_runs_without_torch(runs, tmp_path):
+    """Issue 12 §1: the replay needs the recorded matrices and nothing else; no torch, no model."""
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps(whatif_settings_for(VARIANTS["ocfl-hdb"], "gram")))
+    code = f"""
+import json, sys
+from cflcore.evaluate.whatif import whatif_run
+frame = whatif_run({str(runs / 'ocfl-hdb')!r}, {str(runs / 'manifest.json')!r}, {str(tmp_path / 'w.parquet')!r},
+                   json.load(open({str(settings)!r})), 3)
+print(len(frame), 'torch' in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows, torch_loaded = out.stdout.split()
+    assert int(rows) > 0 and torch_loaded == "False"
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
