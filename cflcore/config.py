@@ -115,11 +115,19 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
 
 
 def _check_names(cfg: dict[str, Any]) -> None:
-    """Pass 2: references between sections, and plug-in names against the static name tables."""
+    """Pass 2: references between sections, and plug-in names against the names their sources declare."""
     study = cfg["study"]
+    for i, name in enumerate(study["datasets"]):
+        if name not in cfg["datasets"]:
+            raise ConfigError(
+                f"study.datasets[{i}]: {name!r} has no entry under datasets:; defined: {', '.join(sorted(cfg['datasets']))}"
+            )
     for name, ds in cfg["datasets"].items():
         check_declared("dataset", ds.get("loader", name), field=f"datasets.{name}.loader")
         check_declared("model", ds["model"], field=f"datasets.{name}.model")
+    for i, name in enumerate(study["splits"]):
+        if name not in cfg["splits"]:
+            raise ConfigError(f"study.splits[{i}]: unknown split {name!r}; defined: {', '.join(sorted(cfg['splits']))}")
     for name, sp in cfg["splits"].items():
         check_declared("split generator", sp["generator"], field=f"splits.{name}.generator")
     study["algorithms"] = list(study.get("algorithms") or sorted(cfg["algorithms"]))
@@ -140,32 +148,12 @@ def _check_names(cfg: dict[str, Any]) -> None:
 
 
 def _check_registries(cfg: dict[str, Any]) -> None:
-    from .data import DATASETS
+    """Pass 3 (names and references were checked by :func:`_check_names`): parameters against the plug-in
+    classes' own schemas and checks."""
     from .data.splits import SPLIT_GENERATORS
-    from .models import MODELS
 
-    study = cfg["study"]
-    for i, name in enumerate(study["datasets"]):
-        if name not in cfg["datasets"]:
-            raise ConfigError(
-                f"study.datasets[{i}]: {name!r} has no entry under datasets:; defined: {', '.join(sorted(cfg['datasets']))}"
-            )
-    for name, ds in cfg["datasets"].items():
-        DATASETS.get(ds.get("loader", name), field=f"datasets.{name}.loader")
-        MODELS.get(ds["model"], field=f"datasets.{name}.model")
-    for i, name in enumerate(study["splits"]):
-        if name not in cfg["splits"]:
-            raise ConfigError(f"study.splits[{i}]: unknown split {name!r}; defined: {', '.join(sorted(cfg['splits']))}")
     for name, sp in cfg["splits"].items():
-        gen = SPLIT_GENERATORS.get(sp["generator"], field=f"splits.{name}.generator")
-        gen.check_params(sp, field=f"splits.{name}")
-    algos = study.get("algorithms") or sorted(cfg["algorithms"])
-    study["algorithms"] = list(algos)
-    for i, name in enumerate(algos):
-        if name not in cfg["algorithms"]:
-            raise ConfigError(
-                f"study.algorithms[{i}]: unknown algorithm {name!r}; defined: {', '.join(sorted(cfg['algorithms']))}"
-            )
+        SPLIT_GENERATORS.get(sp["generator"], field=f"splits.{name}.generator").check_params(sp, field=f"splits.{name}")
     for name, variant in cfg["algorithms"].items():
         cfg["algorithms"][name] = _check_variant(variant, f"algorithms.{name}", list(cfg["splits"]))
     for dname, ds in cfg["datasets"].items():
@@ -185,15 +173,21 @@ CLUSTER_COUNT_KEYS = ("k", "n_clusters")
 clusterer's ``n_clusters``): they cannot exceed the number of clients of any scenario the variant runs in."""
 
 
+def _variant_instances(cfg: Mapping[str, Any], name: str) -> list[tuple[dict[str, Any], str]]:
+    """Variant ``name`` as it runs: its own parameters, and each dataset's ``algorithm_params`` override of
+    them, each with the config field it comes from."""
+    variant = cfg["algorithms"][name]
+    return [(variant, f"algorithms.{name}")] + [
+        ({**variant, **ds["algorithm_params"][name]}, f"datasets.{d}.algorithm_params.{name}")
+        for d, ds in cfg["datasets"].items() if name in (ds.get("algorithm_params") or {})]
+
+
 def _check_cluster_counts(cfg: Mapping[str, Any]) -> None:
     """A fixed number of clusters above the study's smallest client count is a config error, not a silent
     clamp (``k: 99`` with 15 clients used to run as 15 singleton clusters)."""
     smallest = min(int(n) for n in cfg["study"]["clients"])
     for name in cfg["study"]["algorithms"]:
-        variant = cfg["algorithms"][name]
-        overrides = [({**variant, **(ds.get("algorithm_params") or {}).get(name, {})}, f"datasets.{d}.algorithm_params.{name}")
-                     for d, ds in cfg["datasets"].items() if name in (ds.get("algorithm_params") or {})]
-        for params, field in [(variant, f"algorithms.{name}"), *overrides]:
+        for params, field in _variant_instances(cfg, name):
             for key in CLUSTER_COUNT_KEYS:
                 value = params.get(key)
                 if isinstance(value, int) and not isinstance(value, bool) and value > smallest:
@@ -208,13 +202,10 @@ def _check_population(cfg: Mapping[str, Any]) -> None:
     from .fl.strategy import STRATEGIES
 
     for name in cfg["study"]["algorithms"]:
-        variant = cfg["algorithms"][name]
-        check = getattr(STRATEGIES.get(variant["method"]), "check_population", None)
+        check = getattr(STRATEGIES.get(cfg["algorithms"][name]["method"]), "check_population", None)
         if check is None:
             continue
-        overrides = [({**variant, **(ds.get("algorithm_params") or {}).get(name, {})}, f"datasets.{d}.algorithm_params.{name}")
-                     for d, ds in cfg["datasets"].items() if name in (ds.get("algorithm_params") or {})]
-        for params, field in [(variant, f"algorithms.{name}"), *overrides]:
+        for params, field in _variant_instances(cfg, name):
             for n in cfg["study"]["clients"]:
                 check(strategy_params(params), int(n), field)
 
