@@ -135,13 +135,16 @@ class OneShotClustering(Strategy):
         self.clustering_round = -1
         n_late = resolve_late_count(self.params["late_clients"], ctx.n_clients)
         self.late = choose_late_clients(ctx.n_clients, n_late, ctx.generator(_STREAM_LATE))
-        self.join_round = -1  # -1 until OCFL clusters
         self.found: list[int] = []  # cluster ids created at the clustering round
         self.centroids: torch.Tensor | None = None  # (len(found), P) mean unit clustering-round update
-        self.attached = np.full(self.late.size, -1, dtype=np.int64)
         self.pending_losses: np.ndarray | None = None  # attach: loss, between configure and aggregate
 
     # ----- late-joining clients (000 §6.2) --------------------------------------------------------
+    @property
+    def join_round(self) -> int:
+        """The round late clients join: ``clustering_round + join_after``; -1 until OCFL clusters."""
+        return self.clustering_round + int(self.params["join_after"]) if self.clustering_round >= 0 else -1
+
     def waiting(self, rnd: int) -> np.ndarray:
         """Late clients not in the federation during round ``rnd``."""
         return self.late if self.join_round < 0 or rnd < self.join_round else self.late[:0]
@@ -175,10 +178,8 @@ class OneShotClustering(Strategy):
         return super().configure(rnd, clients, evaluate, models)
 
     def record_founders(self, updates: RoundUpdates, local: np.ndarray, base: int) -> None:
-        """At the clustering round: the found cluster ids, the mean unit update of each (attach: divergence)
-        and the joining round."""
+        """At the clustering round: the found cluster ids and the mean unit update of each (attach: divergence)."""
         self.found = sorted(int(base + c) for c in np.unique(local))
-        self.join_round = int(updates.round) + int(self.params["join_after"])
         if self.late.size and self.params["attach"] == "divergence":
             ids, centroids = mean_unit_updates(updates.deltas, base + np.asarray(local, dtype=np.int64))
             assert ids == self.found
@@ -198,7 +199,6 @@ class OneShotClustering(Strategy):
         aggregate_as = {int(c): int(labels[c]) for c in joining}  # the cohort its update was trained from
         labels[joining] = chosen
         self.assignment = ClusterAssignment(labels)
-        self.attached[np.searchsorted(self.late, joining)] = chosen
         diagnostics = {"late_joined": {str(int(c)): int(k) for c, k in zip(joining, chosen)},
                        "late_scores": {str(int(c)): [float(v) for v in row] for c, row in zip(joining, scores)},
                        "late_candidates": list(self.found)}
@@ -257,8 +257,7 @@ class OneShotClustering(Strategy):
     def state_dict(self) -> dict[str, Any]:
         return {"labels": labels_tensor(self.assignment.labels), "temperatures": list(map(float, self.temperatures)),
                 "clustered": bool(self.clustered), "clustering_round": int(self.clustering_round),
-                "late": labels_tensor(self.late), "join_round": int(self.join_round), "found": list(self.found),
-                "attached": labels_tensor(self.attached),
+                "late": labels_tensor(self.late), "found": list(self.found),
                 "centroids": self.centroids.clone() if self.centroids is not None else torch.zeros(0)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -270,8 +269,6 @@ class OneShotClustering(Strategy):
             late = np.asarray(state["late"], dtype=np.int64)
             if not np.array_equal(late, self.late):
                 raise ValueError(f"ocfl checkpoint: late clients {late.tolist()} differ from this run's {self.late.tolist()}")
-            self.join_round = int(state["join_round"])
             self.found = [int(c) for c in state["found"]]
-            self.attached = np.asarray(state["attached"], dtype=np.int64)
             centroids = state["centroids"]
             self.centroids = centroids.clone() if centroids.numel() else None
