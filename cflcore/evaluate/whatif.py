@@ -49,6 +49,8 @@ from ..io import canonical_json, read_parquet, write_parquet
 from ..metrics import adjusted_rand, external_scores, silhouette_from_distances
 from .clustering import (
     GroundTruth,
+    RoundPartition,
+    clustering_rounds,
     recorded_failure,
     gram_by_round,
     load_ground_truth,
@@ -182,19 +184,12 @@ def score_row(entry: WhatifClusterer, matrix: RoundMatrix, truth: np.ndarray, ru
     return row
 
 
-def run_clustering_round(history: pd.DataFrame, n_clients: int) -> int | None:
-    """0-based first round whose partition differs from the one before (everyone together before round 0):
-    OCFL's trigger round, BCL's clustering round, SCL's first split."""
-    previous = np.zeros(n_clients, dtype=np.int64)
-    for part in round_partitions(history, n_clients):
-        if not _same_partition(part.labels, previous):
-            return part.round
-        previous = part.labels
-    return None
-
-
-def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(np.array_equal(pd.factorize(np.asarray(a))[0], pd.factorize(np.asarray(b))[0]))
+def run_clustering_round(partitions: Sequence[RoundPartition]) -> int | None:
+    """0-based first round with more than one cluster (everyone is together before round 0, so it is the
+    first round whose partition changed): OCFL's trigger round, BCL's clustering round, SCL's first split.
+    The evaluation's ``first_clustering_round`` (1-based), so both stages agree on it."""
+    first = clustering_rounds(list(partitions))[1]
+    return None if first is None else first - 1
 
 
 def whatif_frame(entries: Sequence[WhatifClusterer], matrices: Sequence[RoundMatrix], truth: GroundTruth,
@@ -236,7 +231,7 @@ def whatif_run(run_dir: str | Path, manifest_path: str | Path, out_path: str | P
     entries = [WhatifClusterer.from_settings(e) for e in settings["clusterers"]]
     frame = whatif_frame(entries, matrices, truth, {p.round: p.labels for p in partitions}, int(seed))
     n_true = int(np.unique(truth.cluster_of_client[truth.cluster_of_client >= 0]).size)
-    metadata = {"run_dir": str(run_dir), "run_clustering_round": run_clustering_round(history, truth.n_clients),
+    metadata = {"run_dir": str(run_dir), "run_clustering_round": run_clustering_round(partitions),
                 "n_true_clusters": n_true, "matrix": settings.get("matrix", "auto"), "seed": int(seed),
                 "round_base": "round: 0-based, as history.parquet"}
     write_parquet(frame, out_path, metadata=metadata)
