@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -241,20 +241,32 @@ def personalisation_frame(history: pd.DataFrame) -> pd.DataFrame:
     return _typed(pd.concat(rows, ignore_index=True), PERSONALISATION_COLUMNS)
 
 
-def _typed(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """Fixed column order and nullable dtypes: int columns as Int64, scores float64 (NaN -> null)."""
-    frame = frame.reindex(columns=columns)
+def typed_frame(frame: pd.DataFrame, columns: Sequence[str], dtypes: Mapping[str, str]) -> pd.DataFrame:
+    """Fixed column order and nullable dtypes for an evaluation output: ``dtypes`` maps a column to
+    ``Int64``, ``boolean`` (None/NaN -> null), ``string`` or ``str``; every other column is float64
+    (NaN -> null)."""
+    frame = frame.reindex(columns=list(columns))
     for column in columns:
-        if column == "kind":
-            frame[column] = frame[column].astype(str)
-        elif column in ("round", "clustering_round", "first_clustering_round", "n_rounds_scored", "n_evaluations"):
-            frame[column] = pd.array(pd.to_numeric(frame[column], errors="coerce"), dtype="Int64")
-        elif column == "ever_clustered":
-            frame[column] = pd.array(frame[column].map(lambda v: None if v is None or v is pd.NA or v != v else bool(v)),
+        kind, values = dtypes.get(column, "float64"), frame[column]
+        if kind == "Int64":
+            frame[column] = pd.array(pd.to_numeric(values, errors="coerce"), dtype="Int64")
+        elif kind == "boolean":
+            frame[column] = pd.array([None if v is None or v is pd.NA or v != v else bool(v) for v in values],
                                      dtype="boolean")
+        elif kind == "float64":
+            frame[column] = pd.to_numeric(values, errors="coerce").astype("float64")
         else:
-            frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+            frame[column] = values.astype(kind)
     return frame
+
+
+_EVAL_DTYPES = {"kind": "str", "ever_clustered": "boolean",
+                **dict.fromkeys(("round", "clustering_round", "first_clustering_round", "n_rounds_scored",
+                                 "n_evaluations"), "Int64")}
+
+
+def _typed(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    return typed_frame(frame, columns, _EVAL_DTYPES)
 
 
 def failed_run_reason(run_dir: Path) -> str | None:

@@ -35,12 +35,14 @@ import pandas as pd
 
 from ..errors import DataError
 from ..io import read_parquet, write_parquet
-from .clustering import GroundTruth, load_ground_truth, read_history, recorded_failure
+from .clustering import GroundTruth, load_ground_truth, read_history, recorded_failure, typed_frame
 
 LATE_COLUMNS = ["kind", "round", "client", "role", "true_cluster", "assigned_cluster", "join_round",
                 "attached_to_true", "true_cluster_founded", "pf1", "gf1", "pf1_final", "n_evaluations"]
-_INT_COLUMNS = ("round", "client", "true_cluster", "assigned_cluster", "join_round", "n_evaluations")
-_BOOL_COLUMNS = ("attached_to_true", "true_cluster_founded")
+_LATE_DTYPES = {"kind": "string", "role": "string",
+                **dict.fromkeys(("round", "client", "true_cluster", "assigned_cluster", "join_round", "n_evaluations"),
+                                "Int64"),
+                **dict.fromkeys(("attached_to_true", "true_cluster_founded"), "boolean")}
 
 
 @dataclass(frozen=True)
@@ -139,18 +141,7 @@ def round_rows(history: pd.DataFrame, schedule: LateSchedule) -> list[dict[str, 
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame.reindex(columns=LATE_COLUMNS)
-    for column in LATE_COLUMNS:
-        if column in ("kind", "role"):
-            frame[column] = frame[column].astype("string")
-        elif column in _INT_COLUMNS:
-            frame[column] = pd.array(pd.to_numeric(frame[column], errors="coerce"), dtype="Int64")
-        elif column in _BOOL_COLUMNS:
-            frame[column] = pd.array([None if v is None or v is pd.NA or v != v else bool(v) for v in frame[column]],
-                                     dtype="boolean")
-        else:
-            frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
-    return frame
+    return typed_frame(frame, LATE_COLUMNS, _LATE_DTYPES)
 
 
 def late_clients_frame(history: pd.DataFrame, server: pd.DataFrame, truth: GroundTruth) -> pd.DataFrame:

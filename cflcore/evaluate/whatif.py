@@ -57,6 +57,7 @@ from .clustering import (
     read_history,
     round_partitions,
     sampled_gram,
+    typed_frame,
 )
 
 WHATIF_COLUMNS = ["clusterer", "spec", "own", "round", "source", "n_clients", "n_clusters", "ari", "ami",
@@ -201,16 +202,12 @@ def whatif_frame(entries: Sequence[WhatifClusterer], matrices: Sequence[RoundMat
     return typed_whatif(pd.DataFrame(rows, columns=WHATIF_COLUMNS))
 
 
+_WHATIF_DTYPES = {**dict.fromkeys(("clusterer", "spec", "source", "error"), "string"), "own": "boolean",
+                  **dict.fromkeys(("round", "n_clients", "n_clusters"), "Int64")}
+
+
 def typed_whatif(frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame.reindex(columns=WHATIF_COLUMNS)
-    for column in ("clusterer", "spec", "source", "error"):
-        frame[column] = frame[column].astype("string")
-    frame["own"] = frame["own"].astype("boolean")
-    for column in ("round", "n_clients", "n_clusters"):
-        frame[column] = pd.array(pd.to_numeric(frame[column], errors="coerce"), dtype="Int64")
-    for column in ("ari", "ami", "homogeneity", "completeness", "silhouette", "ari_vs_run", "seconds"):
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
-    return frame
+    return typed_frame(frame, WHATIF_COLUMNS, _WHATIF_DTYPES)
 
 
 def whatif_run(run_dir: str | Path, manifest_path: str | Path, out_path: str | Path,
