@@ -53,15 +53,24 @@ def split_name_map(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun]) -> dic
     return {s.split: paper_split(s.split, manifests.get(s.split)) for s in specs}
 
 
+def paper_check(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], summary: pd.DataFrame,
+                groups: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The paper check (``paper_vs_run``) and Kendall's τ per split, from the runs' summaries."""
+    comparison = paper_vs_run(tb.aggregate_seeds(summary, groups, COMPARISON_METRICS), split_name_map(specs, loaded))
+    return comparison, ranking_agreement(comparison)
+
+
 def comparison_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The front page's data: the headline table, the paper check (``paper_vs_run``) and Kendall's τ per split."""
     summary, groups = tb.run_summaries(loaded), tb.expected_groups(specs)
-    headline, _ = tb.headline_table(summary, groups)
-    comparison = paper_vs_run(tb.aggregate_seeds(summary, groups, COMPARISON_METRICS), split_name_map(specs, loaded))
-    return headline, comparison, ranking_agreement(comparison)
+    return (tb.headline_table(summary, groups)[0], *paper_check(specs, loaded, summary, groups))
 
 
-def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir: Path) -> list[dict[str, Any]]:
+def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir: Path,
+                 context: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Tables 1–2, personalisation, headline, the paper check and Kendall's τ, ``run_scores.csv``, and the
+    front page built from the same frames (``front_page.rst``, ``tables/departures.csv``; ``context`` =
+    :func:`front_page.front_page_context` of the config, None: only the departures the results show)."""
     summary, groups = tb.run_summaries(loaded), tb.expected_groups(specs)
     table_dir = out_dir / "tables"
     entries: list[dict[str, Any]] = []
@@ -79,7 +88,7 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     for stem, (tidy, wide) in {"table1_clustering": (t1, t1_wide), "table2_clustering_round": (t2, t2_wide),
                                "table_personalisation": (tp, tp_wide), "headline": (th, th_wide)}.items():
         entries += [_entry(stem, p, out_dir) for p in tb.write_table(tidy, wide, stem, table_dir, captions[stem])]
-    _, comparison, ranking = comparison_tables(specs, loaded)
+    comparison, ranking = paper_check(specs, loaded, summary, groups)
     caption = ("Published values of 000 Tables 1-2 and Figure 2 (PF1/GF1) beside this study's "
                "(mnist5k is compared with the paper's MNIST; *-published variants with their base method's row).")
     entries += [_entry("paper_vs_run", p, out_dir) for p in tb.write_table(comparison, _paper_wide(comparison), "paper_vs_run", table_dir, caption)]
@@ -87,19 +96,9 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     entries += [_entry("paper_ranking", p, out_dir) for p in tb.write_table(ranking, ranking_frame(ranking), "paper_ranking", table_dir, caption)]
     path = tb.write_text(summary.to_csv(index=False, float_format="%.10g"), table_dir / "run_scores.csv")
     entries.append(_entry("run_scores", path, out_dir))
-    return entries
-
-
-def refresh_front_page(specs: Sequence[RunSpec], out_dir: str | Path, context: Mapping[str, Any] | None,
-                       loaded: Sequence[LoadedRun] | None = None) -> list[dict[str, Any]]:
-    """Write ``front_page.rst`` and ``tables/departures.csv``; ``context`` = :func:`front_page.front_page_context`
-    of the config (None: only the departures the results show)."""
-    out_dir = Path(out_dir)
-    loaded = loaded if loaded is not None else load_runs(specs)[0]
-    headline, comparison, ranking = comparison_tables(specs, loaded)
     algorithms = list(dict.fromkeys(s.algorithm for s in specs))
-    paths = write_front_page(headline, comparison, ranking, context, out_dir, algorithms)
-    return [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]
+    paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms)
+    return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]
 
 
 def _paper_wide(comparison: pd.DataFrame) -> pd.DataFrame:
@@ -277,8 +276,7 @@ def build_report(runs: Sequence[RunSpec], out_dir: str | Path, context: Mapping[
     """
     out_dir = Path(out_dir)
     loaded, missing = load_runs(runs)
-    entries = write_tables(runs, loaded, out_dir)
-    entries += refresh_front_page(runs, out_dir, context, loaded)
+    entries = write_tables(runs, loaded, out_dir, context)
     personal, _ = tb.personalisation_table(tb.run_summaries(loaded), tb.expected_groups(runs))
     entries += write_figures(loaded, personal, out_dir)
     late = set(late_runs)
