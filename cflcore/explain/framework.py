@@ -169,10 +169,14 @@ def evaluation_pool(fed: FederatedData, labels: np.ndarray, cluster: int, mode: 
     return EvaluationPool(clients, rows, int(chosen.size), reason)
 
 
+def _mode_key(mode: str, cluster: int) -> tuple[int, ...]:
+    """Spawn key of one (mode, cluster); the orchestrator's ignores the cluster (module doc)."""
+    return (MODES.index(mode),) if mode == "orchestrator" else (MODES.index(mode), int(cluster) + 2**31)
+
+
 def sample_generator(seed: int, mode: str, cluster: int) -> np.random.Generator:
     """Generator of one (seed, mode, cluster) draw; the orchestrator draw ignores the cluster (module doc)."""
-    key = (MODES.index(mode),) if mode == "orchestrator" else (MODES.index(mode), int(cluster) + 2**31)
-    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=key))
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=_mode_key(mode, cluster)))
 
 
 def draw_sample(pool_size: int, sample_size: int, rng: np.random.Generator) -> np.ndarray:
@@ -215,8 +219,7 @@ def target_classes(pred: torch.Tensor, label: torch.Tensor, target: str) -> torc
 
 def baseline_generator(seed: int, mode: str, cluster: int) -> np.random.Generator:
     """Generator of the random-order baseline of one (seed, mode, cluster), keyed like :func:`sample_generator`."""
-    key = (MODES.index(mode),) if mode == "orchestrator" else (MODES.index(mode), int(cluster) + 2**31)
-    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(RANDOM_SPAWN, *key)))
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(RANDOM_SPAWN, *_mode_key(mode, cluster))))
 
 
 def random_orders(n: int, shape: tuple[int, int], rng: np.random.Generator) -> torch.Tensor:
