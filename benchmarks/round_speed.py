@@ -1,139 +1,392 @@
-"""Seconds per federated round: the engine versus a reference that trains the way the published CFL code does.
+"""Seconds per federated round: the engine against the published style and against the strongest plain
+PyTorch loop a user would write, side by side in one process, with an equivalence check and ablations.
 
-The reference (below, ``reference_round``): per client deep-copy the global model, a DataLoader with
-shuffle, torch.optim.SGD steps, the delta from ``state_dict``, and every client evaluated on the whole
-orchestrator set. The engine: one reused module, pre-stacked tensors and seeded index permutations, a
-fused foreach SGD step, and each *distinct* model evaluated once on the orchestrator set.
+Workload (as in issue 13): tinyvgg (hidden 10) on MNIST-shaped 1x28x28 data (cflcore.fl.synthetic), N = 15
+clients with 300 train / 130 test samples each, 2,000 orchestrator samples, batch 32, 3 local epochs, SGD
+lr 0.01, BNC (= FedAvg), evaluation every round. One timed call = one whole round.
 
-Workload: tinyvgg on MNIST-shaped data, N = 15 and 30 clients with 300 train / 130 test samples each,
-2,000 orchestrator samples, batch 32, 3 local epochs, SGD lr 0.01, evaluation every round (BNC = FedAvg).
-Each configuration is timed side by side in one process, in alternating order, median of ``--repeats``.
+Variants
+  reference   the published CFL code's style: per client ``copy.deepcopy`` of the global model, a DataLoader
+              over a TensorDataset, torch.optim.SGD, NCHW tensors, the delta from ``state_dict``, and every
+              client evaluated on its test set and on the whole orchestrator set.
+  plain       the strongest loop a user would write: one reused channels_last model, pre-stacked tensors
+              indexed by a permutation, torch.optim.SGD (foreach), and each distinct model evaluated once.
+  engine      cflcore's loop trainer (fp32, eager): the same, with the fused foreach step of cflcore.fl.optim,
+              one engine round (strategy, server step, divergence, evaluation, history rows).
+  engine+compile / engine-bf16 / engine-bf16+compile: ``engine.compile`` and ``engine.precision: bf16``.
 
-    OMP_NUM_THREADS=1 python benchmarks/round_speed.py [--quick] [--repeats 3] [--threads 1]
+The reference and plain loops draw every client's batches from the engine's generators (seeded by
+(seed, round, client, epoch)), so all fp32 variants compute the same round: the script asserts it (final
+global parameters within rtol 1e-3 / atol 1e-5 of the reference after one round: NCHW and channels_last
+convolutions sum in different orders; orchestrator predictions agreeing on >= 99.5 % of samples).
+bf16 is checked for accuracy instead: one model trained on real MNIST-5k (4,000 images, 3 epochs, the default
+study's Adam lr 0.003) in fp32 and in bf16 must reach test accuracies (1,000 held-out images) within 0.5 points.
+
+Where a round's time goes (torch.profiler, eager engine, N = 15, one thread; `--profile` prints it):
+the convolutions' backward and forward (oneDNN) take about 60 % of the local training, and the element-wise
+work around them (ReLU and its backward, max-pool, index copies) most of the rest; Python dispatch is a
+few per cent. Pooling before the second ReLU of each block (exact: ReLU is monotone) removes 3/4 of
+that ReLU's work; ``engine.compile`` fuses the element-wise work with inductor. The ablation table switches
+each of the engine's optimisations off in turn.
+
+    OMP_NUM_THREADS=1 python benchmarks/round_speed.py [--quick] [--repeats 5] [--threads 1] [--clients 15 30]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import itertools
 import logging
-import statistics
+import sys
 import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 
-from cflcore.fl.run import build_engine
-from cflcore.fl.synthetic import synthetic_federated
-from cflcore.models import build_model
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
+from cflcore.fl import run as run_mod  # noqa: E402
+from cflcore.fl.run import _STREAM_TRAIN, build_engine  # noqa: E402
+from cflcore.fl.synthetic import synthetic_federated  # noqa: E402
+from cflcore.fl.trainers import LoopTrainer, derive_seed  # noqa: E402
+from cflcore.models import build_model  # noqa: E402
+
+LR, BATCH, EPOCHS, EVAL_BATCH = 0.01, 32, 3, 1024
+log = logging.getLogger("bench")
 
 
-def settings(precision: str, rounds: int = 1000) -> dict:
-    return {"training": {"model": "tinyvgg", "optimizer": "sgd", "lr": 0.01, "batch_size": 32, "local_epochs": 3,
-                         "rounds": rounds},
+def settings(precision: str = "fp32", compile_: bool = False, channels_last: bool = True, threads: int = 1) -> dict:
+    return {"training": {"model": "tinyvgg", "model_kwargs": {"hidden": 10}, "optimizer": "sgd", "lr": LR,
+                         "batch_size": BATCH, "local_epochs": EPOCHS, "rounds": 10 ** 6},
             "engine": {"trainer": "loop", "precision": precision, "eval_every": 1, "checkpoint_every": 10 ** 6,
-                       "channels_last": True},
+                       "channels_last": channels_last, "compile": compile_, "threads": threads},
             "algorithm": {"method": "bnc"}, "device": "cpu"}
 
 
+def epoch_order(seed: int, rnd: int, client: int, epoch: int, n: int) -> torch.Tensor:
+    """The engine's batch order for (seed, round, client, epoch): cflcore.fl.trainers.LoopTrainer.epoch_batches."""
+    client_seed = derive_seed(seed, _STREAM_TRAIN, rnd, client)
+    return torch.randperm(n, generator=torch.Generator().manual_seed(derive_seed(client_seed, epoch)))
+
+
 # ---------------------------------------------------------------------------------------------
-# Reference: how the published CFL code trains one round
+# The two hand-written rounds: published style and the strongest plain loop
 # ---------------------------------------------------------------------------------------------
-def reference_round(global_model: torch.nn.Module, fed, gen: torch.Generator) -> float:
-    global_sd = {k: v.clone() for k, v in global_model.state_dict().items()}
-    deltas = []
-    train_seconds = 0.0
-    for client in fed.clients:
-        t0 = time.perf_counter()
-        local = copy.deepcopy(global_model)
-        opt = torch.optim.SGD(local.parameters(), lr=0.01)
-        loader = DataLoader(TensorDataset(client.x_train, client.y_train), batch_size=32, shuffle=True, generator=gen)
+class HandRound:
+    """One FedAvg round written by hand; ``style`` is "reference" or "plain". Keeps the global model and
+    the round counter; ``parts`` holds the last round's training / server / evaluation seconds."""
+
+    def __init__(self, style: str, start: torch.nn.Module, fed, seed: int):
+        self.style, self.fed, self.seed, self.rnd = style, fed, seed, 0
+        self.model = copy.deepcopy(start)
+        self.plain = style == "plain"
+        if self.plain:
+            self.model = self.model.to(memory_format=torch.channels_last)
+            self.local = copy.deepcopy(self.model)
+            self.data = [(c.x_train.contiguous(memory_format=torch.channels_last), c.y_train) for c in fed.clients]
+        self.parts: dict[str, float] = {}
+        self.predictions: torch.Tensor | None = None
+
+    def train_client(self, i: int, client) -> dict[str, torch.Tensor]:
+        if self.plain:
+            local = self.local
+            local.load_state_dict(self.model.state_dict())
+            x, y = self.data[i]
+        else:
+            local = copy.deepcopy(self.model)
+        opt = torch.optim.SGD(local.parameters(), lr=LR)
         local.train()
-        for _ in range(3):
-            for xb, yb in loader:
+        for epoch in range(EPOCHS):
+            perm = epoch_order(self.seed, self.rnd, i, epoch, client.n_train)
+            if self.plain:
+                batches: Any = ((x[idx], y[idx]) for idx in perm.split(BATCH))
+            else:
+                batches = DataLoader(TensorDataset(client.x_train, client.y_train), batch_sampler=list(perm.split(BATCH)))
+            for xb, yb in batches:
                 opt.zero_grad()
                 F.cross_entropy(local(xb), yb).backward()
                 opt.step()
-        sd = local.state_dict()
-        deltas.append({k: sd[k] - global_sd[k] for k in sd})
-        train_seconds += time.perf_counter() - t0
-    new_sd = {k: global_sd[k] + torch.stack([d[k] for d in deltas]).mean(0) for k in global_sd}
-    global_model.load_state_dict(new_sd)
-    global_model.eval()
-    with torch.no_grad():
-        for client in fed.clients:  # every client's (here: the global) model on its test set and the whole orchestrator set
-            for x, y in ((client.x_test, client.y_test), (fed.x_orch, fed.y_orch)):
-                for lo in range(0, len(y), 128):
-                    logits = global_model(x[lo:lo + 128])
-                    F.cross_entropy(logits, y[lo:lo + 128])
-                    logits.argmax(1)
-    return train_seconds
+        return {k: v.clone() for k, v in local.state_dict().items()}
+
+    def __call__(self) -> None:
+        t0 = time.perf_counter()
+        global_sd = {k: v.clone() for k, v in self.model.state_dict().items()}
+        deltas = []
+        for i, client in enumerate(self.fed.clients):
+            sd = self.train_client(i, client)
+            deltas.append({k: sd[k] - global_sd[k] for k in sd})
+        t1 = time.perf_counter()
+        self.model.load_state_dict({k: global_sd[k] + torch.stack([d[k] for d in deltas]).mean(0) for k in global_sd})
+        t2 = time.perf_counter()
+        self.model.eval()
+        with torch.no_grad():
+            sets = [(c.x_test, c.y_test) for c in self.fed.clients]
+            # published: every client evaluates on the orchestrator set; plain: each distinct model once (BNC: one)
+            sets += [(self.fed.x_orch, self.fed.y_orch)] * (1 if self.plain else len(self.fed.clients))
+            for x, y in sets:
+                if self.plain:
+                    x = x.contiguous(memory_format=torch.channels_last)
+                preds = [self.model(x[lo:lo + EVAL_BATCH]).argmax(1) for lo in range(0, len(y), EVAL_BATCH)]
+        self.predictions = torch.cat(preds)
+        self.parts = {"training": t1 - t0, "server": t2 - t1, "evaluation": time.perf_counter() - t2}
+        self.rnd += 1
 
 
+# ---------------------------------------------------------------------------------------------
+# The engine, instrumented, and its ablations
+# ---------------------------------------------------------------------------------------------
+class DataLoaderTrainer(LoopTrainer):
+    """Ablation "stacked data off": the same batches, fetched sample by sample through a DataLoader."""
+
+    def epoch_batches(self, client, seed: int, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        gen = torch.Generator().manual_seed(derive_seed(seed, epoch))
+        perm = torch.randperm(client.n_train, generator=gen)
+        for xb, yb in DataLoader(TensorDataset(client.x_train, client.y_train), batch_sampler=list(perm.split(BATCH))):
+            if self.spec.channels_last:
+                xb = xb.contiguous(memory_format=torch.channels_last)
+            yield xb, yb
+
+
+class TorchOptimTrainer(LoopTrainer):
+    """Ablation "fused optimiser off": torch.optim.SGD (single-tensor path) and zero_grad/backward."""
+
+    def train_client(self, start, client, seed):
+        self.layout.load(self.model, start)
+        opt = torch.optim.SGD(self.params, lr=LR, foreach=False)
+        losses = []
+        for epoch in range(self.spec.local_epochs):
+            for xb, yb in self.epoch_batches(client, seed, epoch):
+                opt.zero_grad()
+                loss = F.cross_entropy(self.forward(xb), yb)
+                loss.backward()
+                opt.step()
+                losses.append(loss.detach())
+        return self.layout.flatten(self.model), torch.stack(losses).double().numpy()
+
+
+@contextlib.contextmanager
+def no_evaluation_dedupe() -> Iterator[None]:
+    """Ablation "evaluation dedupe off": every client's model counts as distinct, so the orchestrator set is
+    evaluated once per client (as the published code does) instead of once per distinct model."""
+    original, counter = run_mod.spec_key, itertools.count()
+    run_mod.spec_key = lambda spec: f"{original(spec)}#{next(counter)}"
+    try:
+        yield
+    finally:
+        run_mod.spec_key = original
+
+
+def relu_after_pool_off(trainer: LoopTrainer) -> None:
+    """Ablation "pool before ReLU off": tinyvgg's published order conv -> ReLU -> max-pool (same numbers)."""
+    for block in (trainer.model.block1, trainer.model.block2):
+        block[3], block[4] = block[4], block[3]
+
+
+class EngineRound:
+    """One engine round; records training, evaluation and the rest (server step + bookkeeping) seconds."""
+
+    def __init__(self, fed, seed: int, threads: int, trainer_cls: type[LoopTrainer] | None = None,
+                 context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+                 patch: Callable[[LoopTrainer], None] | None = None, **kw: Any):
+        self.engine, self.state = build_engine(fed, settings(threads=threads, **kw), seed, log)
+        if trainer_cls is not None:
+            old = self.engine.trainer
+            self.engine.trainer = trainer_cls(old.model, old.layout, old.spec, old.device)
+        if patch is not None:
+            patch(self.engine.trainer)
+        harness.check_threads(threads)
+        self.context, self.parts = context, {}
+
+    def __call__(self) -> None:
+        spent = {"training": 0.0, "evaluation": 0.0}
+        trainer, engine = self.engine.trainer, self.engine
+
+        def timed(name: str, fn: Callable) -> Callable:
+            def wrapper(*a, **k):
+                t = time.perf_counter()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    spent[name] += time.perf_counter() - t
+            return wrapper
+
+        trainer.train, engine.evaluate_round = timed("training", trainer.train), timed("evaluation", engine.evaluate_round)
+        t0 = time.perf_counter()
+        try:
+            with self.context():
+                engine.run_round(self.state, self.state.next_round, 10 ** 6)
+        finally:
+            del trainer.train, engine.evaluate_round
+        total = time.perf_counter() - t0
+        self.parts = {**spent, "server": total - spent["training"] - spent["evaluation"]}
+
+    def global_vector(self) -> torch.Tensor:
+        return self.state.models[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------------------------
 def training_flops(fed) -> float:
-    """FLOPs of one round's local training (forward + backward), counted with torch.utils.flop_counter."""
+    """FLOPs of one round's local training (forward + backward), counted by torch.utils.flop_counter."""
     model = build_model("tinyvgg", 1, (28, 28), 10)
-    x, y = fed.clients[0].x_train[:32], fed.clients[0].y_train[:32]
+    x, y = fed.clients[0].x_train[:BATCH], fed.clients[0].y_train[:BATCH]
     with FlopCounterMode(display=False) as counter:
         F.cross_entropy(model(x), y).backward()
-    per_sample = counter.get_total_flops() / 32
-    return per_sample * sum(c.n_train for c in fed.clients) * 3
+    return counter.get_total_flops() / BATCH * sum(c.n_train for c in fed.clients) * EPOCHS
 
 
+def sgemm_gflops(repeats: int = 7, n: int = 2048) -> float:
+    """Single-process sgemm (n x n, torch.mm at the current thread count): the best of ``repeats``."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = min(harness.time_call(lambda: a @ b)[0] for _ in range(repeats))
+    return 2 * n ** 3 / best / 1e9
+
+
+def check_equivalence(fed, seed: int, threads: int) -> None:
+    """One round from the same start: reference, plain and the fp32 engine (eager and compiled) agree."""
+    eng = EngineRound(fed, seed, threads)
+    start = build_model("tinyvgg", 1, (28, 28), 10)
+    eng.engine.layout.load(start, eng.global_vector())
+    ref, plain = HandRound("reference", start, fed, seed), HandRound("plain", start, fed, seed)
+    ref()
+    plain()
+    eng()
+    ref_vec = eng.engine.layout.flatten(ref.model)
+    diffs = {"plain": harness.assert_close("plain", eng.engine.layout.flatten(plain.model), ref_vec, 1e-3, 1e-5, "global parameters"),
+             "engine": harness.assert_close("engine", eng.global_vector(), ref_vec, 1e-3, 1e-5, "global parameters")}
+    compiled = EngineRound(fed, seed, threads, compile_=True)
+    compiled()
+    diffs["engine+compile"] = harness.assert_close("engine+compile", compiled.global_vector(), ref_vec, 1e-3, 1e-5,
+                                                   "global parameters")
+    eval_model = build_model("tinyvgg", 1, (28, 28), 10).eval()
+    for name, vec in (("engine", eng.global_vector()), ("engine+compile", compiled.global_vector())):
+        eng.engine.layout.load(eval_model, vec)
+        with torch.no_grad():
+            agree = float((eval_model(fed.x_orch).argmax(1) == ref.predictions).double().mean())
+        if agree < 0.995:
+            raise harness.EquivalenceError(f"{name}: orchestrator predictions agree with the reference on only {agree:.2%}")
+    print("equivalence after one round (max |difference| of the global parameters vs the reference; tolerance "
+          "rtol 1e-3, atol 1e-5; orchestrator predictions agree >= 99.5 %): "
+          + ", ".join(f"{k} {v:.2e}" for k, v in diffs.items()))
+
+
+def check_bf16_accuracy(threads: int, quick: bool) -> None:
+    """bf16 against fp32 on real MNIST-5k: one model, the same batches, test accuracy within 0.5 points."""
+    from cflcore.data.federated import ClientData
+    from cflcore.data.loaders import LoaderSettings, load_mnist5k
+    from cflcore.fl.evaluation import Evaluator
+    from cflcore.fl.layout import ModelLayout
+    from cflcore.fl.optim import ClientOptimizer
+    from cflcore.fl.trainers import TrainSpec
+
+    raw = load_mnist5k(LoaderSettings("mnist5k"))
+    images = torch.from_numpy(raw.images).float() / 255.0
+    labels = torch.from_numpy(raw.labels)
+    train, test = torch.from_numpy(raw.part == "train"), torch.from_numpy(raw.part != "train")
+    n = 800 if quick else int(train.sum())
+    x, y = images[train][:n], labels[train][:n]
+    client = ClientData(x, y, x[:0], y[:0], np.arange(n), np.arange(0))
+    x_test, y_test = images[test], labels[test]
+    template = build_model("tinyvgg", 1, (28, 28), 10)
+    layout = ModelLayout.of(template)
+    acc = {}
+    for precision in ("fp32", "bf16"):
+        spec = TrainSpec(ClientOptimizer("adam", 0.003), BATCH, 3, precision, channels_last=True)
+        out = LoopTrainer(copy.deepcopy(template), layout, spec, torch.device("cpu")).train(
+            layout.flatten(template)[None], [client], [1])
+        ev = Evaluator(copy.deepcopy(template), layout, torch.device("cpu"), torch.float32, bf16=precision == "bf16")
+        acc[precision] = ev.scores(out.params[0], x_test, y_test, 10).acc
+    gap = 100 * abs(acc["fp32"] - acc["bf16"])
+    print(f"bf16 accuracy check (real MNIST-5k, {n} training images, 3 epochs, Adam lr 0.003 as in the default "
+          f"study): test accuracy "
+          f"fp32 {acc['fp32']:.4f}, bf16 {acc['bf16']:.4f}, gap {gap:.2f} points (allowed 0.5)")
+    if gap > 0.5:
+        raise harness.EquivalenceError(f"bf16: test accuracy gap {gap:.2f} points > 0.5")
+
+
+def profile_engine(fed, seed: int, threads: int) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+    eng = EngineRound(fed, seed, threads)
+    eng()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        eng()
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+
+
+# ---------------------------------------------------------------------------------------------
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small workload (N = 6, 100 train samples) for a smoke run")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--clients", type=int, nargs="*", default=None)
+    harness.add_common_args(ap, default_repeats=5, quick_repeats=1)
+    ap.add_argument("--clients", type=int, nargs="*", default=None, help="N values (default 15; quick 4)")
+    ap.add_argument("--no-compile", action="store_true", help="leave out the torch.compile variants")
+    ap.add_argument("--profile", action="store_true", help="print torch.profiler's table of one engine round")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    log = logging.getLogger("bench")
-    sizes = args.clients or ([6] if args.quick else [15, 30])
-    n_train, n_test, n_orch = (100, 40, 500) if args.quick else (300, 130, 2000)
-    print(f"tinyvgg, MNIST-shaped 1x28x28, {n_train} train / {n_test} test per client, {n_orch} orchestrator samples, "
-          f"batch 32, 3 local epochs, threads {args.threads}, median of {args.repeats}")
+    rec = harness.setup(args, "round_speed")
+    logging.basicConfig(level=logging.WARNING)
+    sizes = args.clients or ([4] if args.quick else [15])
+    n_train, n_test, n_orch = (64, 32, 256) if args.quick else (300, 130, 2000)
+    peak = sgemm_gflops()
+    print(f"tinyvgg (hidden 10), MNIST-shaped 1x28x28, {n_train} train / {n_test} test per client, {n_orch} orchestrator "
+          f"samples, batch {BATCH}, {EPOCHS} local epochs, SGD lr {LR}, BNC; single-process sgemm peak {peak:.1f} GFLOP/s")
+    check_bf16_accuracy(args.threads, args.quick)
+    use_compile = not args.no_compile
     for n in sizes:
-        fed = synthetic_federated(n_clients=n, n_train=n_train, n_test=n_test, n_orch=n_orch, shape=(1, 28, 28), n_classes=10)
-        engines = {p: build_engine(fed, settings(p), 0, log) for p in ("fp32", "bf16")}
-        ref_model = build_model("tinyvgg", 1, (28, 28), 10)
-        gen = torch.Generator().manual_seed(0)
+        fed = synthetic_federated(n_clients=n, n_train=n_train, n_test=n_test, n_orch=n_orch, shape=(1, 28, 28),
+                                  n_classes=10, seed=args.seed)
+        check_equivalence(fed, args.seed, args.threads)
+        if args.profile:
+            profile_engine(fed, args.seed, args.threads)
+        start = build_model("tinyvgg", 1, (28, 28), 10)
+        rounds: dict[str, Any] = {"reference": HandRound("reference", start, fed, args.seed),
+                                  "plain": HandRound("plain", start, fed, args.seed),
+                                  "engine": EngineRound(fed, args.seed, args.threads)}
+        if use_compile:
+            rounds["engine+compile"] = EngineRound(fed, args.seed, args.threads, compile_=True)
+        rounds["engine-bf16"] = EngineRound(fed, args.seed, args.threads, precision="bf16")
+        if use_compile:
+            rounds["engine-bf16+compile"] = EngineRound(fed, args.seed, args.threads, precision="bf16", compile_=True)
+        parts: dict[str, dict[str, list[float]]] = {k: {"training": [], "server": [], "evaluation": []} for k in rounds}
+
+        def variant(name: str) -> Callable[[], None]:
+            def call() -> None:
+                rounds[name]()
+                for part, s in rounds[name].parts.items():
+                    parts[name][part].append(s)
+            return call
+
+        full = harness.time_side_by_side({k: variant(k) for k in rounds}, args.repeats, keep_output=False)
         flops = training_flops(fed)
-        times: dict[str, list[float]] = {"reference": [], "fp32": [], "bf16": []}
-        train_times: dict[str, list[float]] = {k: [] for k in times}
-        order = ["reference", "fp32", "bf16"]
-        for rep in range(args.repeats + 1):  # the first pass is a warm-up
-            for name in order[rep % 3:] + order[:rep % 3]:
-                t0 = time.perf_counter()
-                if name == "reference":
-                    train_s = reference_round(ref_model, fed, gen)
-                else:
-                    engine, state = engines[name]
-                    trainer = engine.trainer
-                    original = trainer.train
-                    spent = [0.0]
-
-                    def timed(*a, _orig=original, _spent=spent):
-                        t = time.perf_counter()
-                        out = _orig(*a)
-                        _spent[0] += time.perf_counter() - t
-                        return out
-
-                    trainer.train = timed
-                    engine.run_round(state, state.next_round, 10 ** 6)
-                    trainer.train = original
-                    train_s = spent[0]
-                if rep > 0:
-                    times[name].append(time.perf_counter() - t0)
-                    train_times[name].append(train_s)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        med_train = {k: statistics.median(v) for k, v in train_times.items()}
-        print(f"N={n}: seconds per round (full round / local training) and speed-up over the reference")
-        for k in order:
-            print(f"  {k:9s} {med[k]:8.3f} s  / {med_train[k]:8.3f} s   x{med['reference'] / med[k]:5.2f} full"
-                  f"   x{med_train['reference'] / med_train[k]:5.2f} training   {flops / med_train[k] / 1e9:6.2f} GFLOP/s")
+        for part in ("training", "server", "evaluation"):
+            res = {k: harness.Result(k, parts[k][part][1:]) for k in rounds}  # [0] is the warm-up round
+            notes = {k: f"{flops / r.median / 1e9:6.1f} GFLOP/s = {100 * flops / r.median / 1e9 / peak:3.0f} % of sgemm"
+                     for k, r in res.items()} if part == "training" else None
+            label = "server step + bookkeeping (= round - training - evaluation)" if part == "server" else part
+            rec.table(f"N={n}: {label}, seconds per round", res, baseline="reference", case=f"N={n} {part}", notes=notes)
+        rec.table(f"N={n}: full round, seconds", full, baseline="reference", case=f"N={n} full round")
         print(f"  local-training work per round: {flops / 1e9:.2f} GFLOP (torch.utils.flop_counter)")
+
+        # ablations: the eager fp32 engine with each optimisation switched off in turn
+        ablations: dict[str, EngineRound] = {
+            "engine (all on)": EngineRound(fed, args.seed, args.threads),
+            "- evaluation dedupe": EngineRound(fed, args.seed, args.threads, context=no_evaluation_dedupe),
+            "- channels_last": EngineRound(fed, args.seed, args.threads, channels_last=False),
+            "- stacked data": EngineRound(fed, args.seed, args.threads, trainer_cls=DataLoaderTrainer),
+            "- fused optimiser": EngineRound(fed, args.seed, args.threads, trainer_cls=TorchOptimTrainer),
+            "- pool before ReLU": EngineRound(fed, args.seed, args.threads, patch=relu_after_pool_off),
+        }
+        abl = harness.time_side_by_side({k: v for k, v in ablations.items()}, args.repeats, keep_output=False)
+        rec.table(f"N={n}: ablation, full round seconds (each optimisation switched off in turn; ratio = "
+                  f"all-on / variant, < 1 = slower without it)", abl, baseline="engine (all on)", case=f"N={n} ablation")
 
 
 if __name__ == "__main__":

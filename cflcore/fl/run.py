@@ -9,7 +9,8 @@ Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
 * ``trainer`` auto|loop|vmap (cflcore.fl.trainers); ``precision`` fp32|bf16 (autocast, fp32 master
   weights; evaluation autocast too)|fp64; ``channels_last`` (worth it on CPU for conv nets: about 1.5-1.8x
   for tinyvgg); ``memory_budget_mb`` (vmap chunking, and whether start vectors are kept in RoundUpdates);
-  ``threads`` (torch.set_num_threads).
+  ``threads`` (torch.set_num_threads); ``compile`` (loop trainer through torch.compile: faster steps after a
+  one-off compilation, so only for long runs; see cflcore.fl.trainers.LoopTrainer).
 * ``server_optimizer`` sgd|adam|yogi, ``server_lr``, ``server_betas``, ``server_eps`` (cflcore.fl.server);
   ``aggregation`` unweighted (paper) | weighted by local training-sample count.
 * ``participation``: share of clients sampled per round; the sample depends only on (seed, round).
@@ -514,7 +515,8 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     c, h, w = fed.shape
     check_compatible(model_name, (c, h, w), fed.n_classes, **dict(training.get("model_kwargs") or {}))
     spec = TrainSpec(ClientOptimizer.from_training(training), int(training["batch_size"]), int(training["local_epochs"]),
-                     str(eng.get("precision", "fp32")), bool(eng.get("channels_last", False)), int(eng.get("memory_budget_mb", 2048)))
+                     str(eng.get("precision", "fp32")), bool(eng.get("channels_last", False)), int(eng.get("memory_budget_mb", 2048)),
+                     bool(eng.get("compile", False)))
     dtype = torch.float64 if spec.precision == "fp64" else torch.float32
     model_kwargs = {"in_channels": c, "image_size": [h, w], "n_classes": fed.n_classes, **dict(training.get("model_kwargs") or {})}
     make = lambda i: _init_model(model_name, model_kwargs, derive_seed(seed, _STREAM_INIT, i))  # noqa: E731

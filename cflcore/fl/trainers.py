@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -44,6 +44,7 @@ class TrainSpec:
     precision: str = "fp32"  # fp32 | bf16 (autocast, fp32 master weights) | fp64 (tests)
     channels_last: bool = False
     memory_budget_mb: int = 2048
+    compile: bool = False  # loop trainer: torch.compile the forward/backward (pays for long runs only)
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -112,7 +113,14 @@ TRAINERS: Registry[type[Trainer]] = Registry("trainer")
 @TRAINERS.register("loop")
 class LoopTrainer(Trainer):
     """The sequential path: one reused module, data pre-stacked on the device, index batches from a seeded
-    permutation, and the fused foreach optimiser step (same numbers as torch.optim.SGD/Adam)."""
+    permutation, and the fused foreach optimiser step (same numbers as torch.optim.SGD/Adam).
+
+    ``TrainSpec.compile`` runs the forward and backward through ``torch.compile`` (inductor fuses the
+    element-wise work around the convolutions). It costs a one-off compilation per process (tens of
+    seconds cold, a few seconds from inductor's on-disk cache), so it pays only for long runs;
+    benchmarks/round_speed.py measures both. Numbers differ from eager in the last bits (fused kernels
+    round differently); a run is still deterministic and resumes bit for bit with the same setting.
+    """
 
     def __init__(self, model: nn.Module, layout: ModelLayout, spec: TrainSpec, device: torch.device):
         super().__init__(model, layout, spec, device)
@@ -120,33 +128,47 @@ class LoopTrainer(Trainer):
             self.model = self.model.to(memory_format=torch.channels_last)
         names = {e.name for e in layout.params}
         self.params = [p for n, p in self.model.named_parameters() if n in names]
+        self.forward: Callable[[torch.Tensor], torch.Tensor] = self.model
+        if spec.compile:
+            self.forward = torch.compile(self.model, dynamic=False)  # type: ignore[assignment]
+
+    def epoch_batches(self, client: ClientData, seed: int, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """The epoch's mini-batches: rows of the pre-stacked tensors in the order of a seeded permutation;
+        the same generator then draws the dropout masks."""
+        x, y = self.client_tensors(client)
+        gen = self.epoch_generator(seed, epoch)
+        perm = torch.randperm(len(y), generator=gen).to(self.device)
+        for m in self.dropouts:
+            m.mask_source = uniform_source(gen)
+        B = self.spec.batch_size
+        for lo in range(0, len(y), B):
+            idx = perm[lo:lo + B]
+            yield x[idx], y[idx]
+
+    def train_client(self, start: torch.Tensor, client: ClientData, seed: int) -> tuple[torch.Tensor, np.ndarray]:
+        """E local epochs of one client from the full vector ``start``: (new full vector, every step's loss)."""
+        model, spec = self.model, self.spec
+        self.layout.load(model, start)
+        state = OptimizerState()
+        losses: list[torch.Tensor] = []
+        for epoch in range(spec.local_epochs):
+            for xb, yb in self.epoch_batches(client, seed, epoch):
+                with autocast_context(spec, self.device):
+                    loss = F.cross_entropy(self.forward(xb), yb)
+                grads = torch.autograd.grad(loss, self.params)
+                optimizer_step(spec.optimizer, self.params, list(grads), state)
+                losses.append(loss.detach())
+        for m in self.dropouts:
+            m.mask_source = None
+        return self.layout.flatten(model), torch.stack(losses).to(torch.float64).cpu().numpy()
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int]) -> TrainResult:
-        model, spec, B = self.model, self.spec, self.spec.batch_size
-        model.train()
-        out = torch.empty(starts.shape, dtype=spec.dtype, device=self.device)
+        self.model.train()
+        out = torch.empty(starts.shape, dtype=self.spec.dtype, device=self.device)
         all_losses: list[np.ndarray] = []
         for i, (client, seed) in enumerate(zip(clients, client_seeds)):
-            self.layout.load(model, starts[i])
-            x, y = self.client_tensors(client)
-            state = OptimizerState()
-            losses: list[torch.Tensor] = []
-            for epoch in range(spec.local_epochs):
-                gen = self.epoch_generator(seed, epoch)
-                perm = torch.randperm(len(y), generator=gen).to(self.device)
-                for m in self.dropouts:
-                    m.mask_source = uniform_source(gen)
-                for lo in range(0, len(y), B):
-                    idx = perm[lo:lo + B]
-                    with autocast_context(spec, self.device):
-                        loss = F.cross_entropy(model(x[idx]), y[idx])
-                    grads = torch.autograd.grad(loss, self.params)
-                    optimizer_step(spec.optimizer, self.params, list(grads), state)
-                    losses.append(loss.detach())
-            for m in self.dropouts:
-                m.mask_source = None
-            out[i] = self.layout.flatten(model)
-            all_losses.append(torch.stack(losses).to(torch.float64).cpu().numpy())
+            out[i], losses = self.train_client(starts[i], client, seed)
+            all_losses.append(losses)
         return TrainResult(out, all_losses)
 
 

@@ -7,15 +7,20 @@ from . import MODELS
 
 
 def _block(c_in: int, c_out: int) -> nn.Sequential:
+    """conv3x3 -> ReLU -> conv3x3 -> ReLU -> maxpool2, computed as ... -> maxpool2 -> ReLU.
+
+    ReLU is monotone, so max(relu(a), relu(b)) = relu(max(a, b)) bit for bit, and the gradients agree too
+    (a window whose maximum is <= 0 gets zero gradient either way). Pooling first runs the second ReLU,
+    forward and backward, on a quarter of the elements (benchmarks/round_speed.py)."""
     return nn.Sequential(
         nn.Conv2d(c_in, c_out, 3, padding=1), nn.ReLU(),
-        nn.Conv2d(c_out, c_out, 3, padding=1), nn.ReLU(),
-        nn.MaxPool2d(2),
+        nn.Conv2d(c_out, c_out, 3, padding=1), nn.MaxPool2d(2),
+        nn.ReLU(),
     )
 
 
 class TinyVGG(nn.Module):
-    """Two blocks [conv3x3 -> ReLU -> conv3x3 -> ReLU -> maxpool2], then one linear classifier.
+    """Two blocks [conv3x3 -> ReLU -> conv3x3 -> ReLU -> maxpool2] (see ``_block``), then one linear classifier.
     Padding 1 keeps the side, so 8x8 inputs (digits) end at 2x2 and 28x28 at 7x7."""
 
     explain_layer = "block2.2"
