@@ -235,14 +235,29 @@ def test_fedbn_keeps_batchnorm_local():
     assert not torch.equal(local[0], local[1]) and not torch.equal(local[1], local[2])
 
 
-def test_bn_buffers_out_of_delta_are_still_averaged():
+@pytest.mark.parametrize("aggregation", ["unweighted", "weighted"])
+def test_bn_buffers_out_of_delta_are_still_averaged(aggregation):
+    """BN buffers kept out of the deltas (``bn_buffers_in_delta: false``) become, after a round, the mean of the
+    sampled clients' post-training buffers (weighted by n_train with ``aggregation: weighted``), computed here by
+    hand from what the trainer returned."""
     fed = synthetic_federated(n_clients=3, n_train=[20, 14, 10])
-    engine, state = build_engine(fed, settings(rounds=1, model="resnet34", model_kwargs={"width": 4}, bn_buffers_in_delta=False), 0, LOG)
+    engine, state = build_engine(fed, settings(rounds=1, model="resnet34", model_kwargs={"width": 4}, bn_buffers_in_delta=False,
+                                               aggregation=aggregation), 0, LOG)
     buffers = sum(e.numel for e in engine.layout.buffers)
     assert len(engine.part.extra) == buffers and len(engine.part.shared) == engine.layout.n_trainable
+    trained = []
+    real_train = engine.trainer.train
+    engine.trainer.train = lambda *args: trained.append(real_train(*args)) or trained[-1]
     before = state.extra[0].clone()
     engine.run_round(state, 0, 1)
-    assert not torch.equal(before, state.extra[0])
+    client_buffers = trained[0].params[:, engine.part.extra].to(state.extra[0].dtype)  # rows: clients 0, 1, 2
+    assert client_buffers.shape == (3, buffers)
+    assert not torch.allclose(client_buffers[0], client_buffers[1])  # the clients' buffers differ
+    n = torch.tensor([20.0, 14.0, 10.0], dtype=client_buffers.dtype)
+    w = n / n.sum() if aggregation == "weighted" else torch.full((3,), 1 / 3, dtype=client_buffers.dtype)
+    expected = (w[:, None] * client_buffers).sum(dim=0)
+    torch.testing.assert_close(state.extra[0], expected, rtol=1e-6, atol=1e-6)
+    assert not torch.allclose(state.extra[0], before) and not torch.allclose(state.extra[0], client_buffers[0])
 
 
 def test_engine_loop_and_vmap_give_same_models_in_float64(tmp_path):

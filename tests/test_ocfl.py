@@ -10,15 +10,17 @@ from hypothesis import strategies as st
 from sklearn.metrics import adjusted_rand_score
 
 from synthetic_clusters import planted_deltas, planted_labels, round_updates
+from cflcore.clustering.graph import leiden_available
 from cflcore.fl.strategy import StrategyContext, build_strategy
 from cflcore.strategies.ocfl import trigger_fires
 
 SIZES = [5, 5, 5]
 
 
-def first_fire(temps, window=1, strict=True, min_round=0):
+def first_fire(temps, window=1, strict=True):
+    """The first round at which the production trigger (``trigger_fires``) fires on this temperature history."""
     for t in range(len(temps)):
-        if t >= min_round and trigger_fires(list(temps[: t + 1]), window, strict):
+        if trigger_fires(list(temps[: t + 1]), window, strict):
             return t
     return None
 
@@ -60,8 +62,18 @@ def test_moving_average_window_postpones():
     assert first_fire(temps, window=3) == 6
 
 
-def test_min_round():
-    assert first_fire([0.1, 0.2, 0.3, 0.4], min_round=2) == 2
+@pytest.mark.parametrize("min_round,expected", [(0, 1), (1, 1), (2, 2), (3, 3)])
+def test_min_round_postpones_the_clustering_round_of_aggregate(min_round, expected):
+    """``min_round`` through ``OCFL.aggregate``: on a temperature that rises every round (one cluster of updates
+    whose spread grows), the strict trigger would fire at round 1 (round 0 never fires); with ``min_round`` m it
+    fires at exactly max(m, 1), and not a round earlier or later."""
+    strategy = make({"clusterer": "kmeans", "min_round": min_round})
+    results = [strategy.aggregate(round_updates(r, planted_deltas([15], 300, seed=300 + r, noise=noise)))
+               for r, noise in enumerate([0.05, 0.2, 0.4, 0.8, 1.6])]
+    temps = [res.diagnostics["temperature_p"] for res in results if "temperature_p" in res.diagnostics]
+    assert temps == sorted(temps) and len(set(temps)) == len(temps)  # strictly rising while recorded
+    assert [res.diagnostics["clustered"] for res in results] == [r >= expected for r in range(5)]
+    assert strategy.clustering_round == expected and "n_found" in results[expected].diagnostics
 
 
 @settings(max_examples=200, deadline=None)
@@ -87,7 +99,8 @@ def diverged_deltas(rnd):
     return planted_deltas(SIZES, 300, seed=200 + rnd, noise=0.3)
 
 
-@pytest.mark.parametrize("clusterer", ["kmeans", "affinity", "meanshift", "hdbscan", "louvain"])
+@pytest.mark.parametrize("clusterer", ["kmeans", "affinity", "meanshift", "hdbscan", "louvain", pytest.param(
+    "leiden", marks=pytest.mark.skipif(not leiden_available(), reason="no Leiden backend: pip install -e '.[leiden]'"))])
 def test_ocfl_clusters_once_at_the_rise_and_recovers_planted(clusterer):
     strategy = make({"clusterer": clusterer})
     rounds = [aligned_deltas(0, 0.1), aligned_deltas(1, 0.02), diverged_deltas(2), diverged_deltas(3), aligned_deltas(4)]

@@ -129,6 +129,15 @@ def test_index_lists_every_written_file_and_figures_are_valid(study):
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         if entry["format"] == "pdf":
             assert path.read_bytes()[:5] == b"%PDF-"
+        if entry["format"] == "csv":
+            assert len(pd.read_csv(path).columns) > 1, path
+        if entry["format"] == "tex":
+            assert r"\begin{tabular}" in path.read_text(), path
+    # the tables hold one row per (split, method) of the study: 2 splits × 2 methods
+    for kind in ("table1_clustering", "table2_clustering_round", "table_personalisation"):
+        entry = next(e for e in index["files"] if e["kind"] == kind and e["format"] == "csv")
+        table = pd.read_csv(study["out"] / entry["path"])
+        assert sorted(zip(table["split"], table["algorithm"])) == sorted((s, a) for s in SPLITS for a in ("bcl", "ocfl-km"))
     repo = Path(__file__).resolve().parents[1]
     for kind in kinds:
         assert (repo / "report" / "captions" / f"{kind}.rst").is_file(), kind
@@ -233,7 +242,8 @@ def test_front_page_holds_headline_and_paper_check_and_renders(study):
     cell = f"{row['pf1_final_mean']:.2f} vs {paper['pf1_final']:.2f} ({row['pf1_final_mean'] - paper['pf1_final']:+.2f})"
     assert cell in text  # the paper check's PF1 final cell: ours vs paper (difference)
     html = publish_parts(text, writer_name="html", settings_overrides={"halt_level": 2})["html_body"]
-    assert html.count("<table") >= 3 and "ocfl-km" in html
+    assert html.count("<table") >= 3
+    assert_headline_table_holds_the_known_values(html, study)
 
 
 def test_paper_vs_run_holds_pf1_and_gf1(study):
@@ -398,6 +408,70 @@ def test_fig2_reference_agrees_with_the_papers_text():
         assert "line 402" in claim["source"]
 
 
+def html_tables(html: str) -> dict[str, list[dict[str, str]]]:
+    """The captioned tables of an HTML page: {caption: [{column header: cell text}, ...]} (stdlib parser)."""
+    from html.parser import HTMLParser
+
+    class Tables(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tables, self.text, self.row, self.header, self.caption = {}, None, None, None, None
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "table":
+                self.caption, self.header, self.rows = None, None, []
+            elif tag in ("caption", "th", "td"):
+                self.text = ""
+            elif tag == "tr":
+                self.row = []
+
+        def handle_data(self, data):
+            if self.text is not None:
+                self.text += data
+
+        def handle_endtag(self, tag):
+            if tag == "caption":
+                self.caption, self.text = self.text.strip(), None
+            elif tag in ("th", "td"):
+                self.row.append(self.text.strip())
+                self.text = None
+            elif tag == "tr":
+                if self.header is None:
+                    self.header = self.row
+                else:
+                    self.rows.append(dict(zip(self.header, self.row)))
+            elif tag == "table" and self.caption:
+                self.tables[self.caption] = self.rows
+
+    parser = Tables()
+    parser.feed(html)
+    return parser.tables
+
+
+def assert_headline_table_holds_the_known_values(html: str, study) -> None:
+    """The HTML holds the Headline table (caption 'mnist5k, 15 clients') with the values the synthetic study was
+    built to give: ocfl-km on NB clusters at rounds 2 and 3 of 6 (ARI mean (4/6 + 3/6)/2 ± std, 1-based clustering
+    round 3.5 ± 0.7), bcl never clusters (ARI 0, round –), and the failed and never-run seeds are counted."""
+    tables = html_tables(html)
+    assert f"mnist5k, {CLIENTS} clients" in tables, sorted(tables)
+    rows = {(r["split"], r["method"]): r for r in tables[f"mnist5k, {CLIENTS} clients"]}
+    assert set(rows) == {(f"{split} ({abbr})", method) for split, abbr in zip(SPLITS, ("NB", "OI"))
+                         for method in ("ocfl-km", "bcl")}
+    finals, _ = zip(*(_final_and_mean_pf1(study["raw"][f"mnist5k/{SPLITS[0]}/n{CLIENTS}/s{s}/ocfl-km"]["history"])
+                      for s in (0, 1)))
+    ocfl = rows[(f"{SPLITS[0]} (NB)", "ocfl-km")]
+    assert ocfl == {**ocfl, "ARI final": "1.00 ± 0.00", "ARI mean": f"{(4 / 6 + 3 / 6) / 2:.2f} ± {np.std([4 / 6, 3 / 6], ddof=1):.2f}",
+                    "clustering round": "3.5 ± 0.7", "seeds": "2",
+                    "PF1 final": f"{np.mean(finals):.2f} ± {np.std(finals, ddof=1):.2f}"}
+    assert ocfl["ARI mean"] == "0.58 ± 0.12"
+    bcl = rows[(f"{SPLITS[0]} (NB)", "bcl")]
+    assert bcl == {**bcl, "ARI final": "0.00 ± 0.00", "ARI mean": "0.00 ± 0.00", "clustering round": "–",
+                   "seeds": "2 (1 missing)"}
+    one_seed = rows[(f"{SPLITS[1]} (OI)", "ocfl-km")]  # seed 1 failed: seed 0 alone, clustered at round 2 (1-based 3)
+    assert one_seed == {**one_seed, "ARI mean": f"{4 / 6:.2f}", "ARI final": "1.00", "clustering round": "3.0",
+                        "seeds": "1 (1 missing)"}
+
+
 def test_workflow_rst_includes_the_front_page(study):
     """Render report/workflow.rst as Snakemake does (Jinja, then docutils) against the study's results."""
     from types import SimpleNamespace
@@ -414,6 +488,6 @@ def test_workflow_rst_includes_the_front_page(study):
     rst = env.from_string(template).render(snakemake=SimpleNamespace(config=config), categories={}, files=files)
     html = publish_parts(rst, writer_name="html", settings_overrides={"halt_level": 2})["html_body"]
     assert "Headline" in html and "Paper check" in html and "Departures by design" in html
-    assert html.count("<table") >= 3
+    assert_headline_table_holds_the_known_values(html, study)
     missing = env.from_string(template).render(snakemake=SimpleNamespace(config=config), categories={}, files=[])
     assert ".. include::" not in missing and "not there yet" in missing

@@ -21,27 +21,47 @@ def calls(tree: ast.AST, name: str):
                 yield node
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(REPO)))
-def test_torch_load_is_weights_only_and_no_shell_or_eval(path):
+def unsafe_calls_in(path: Path) -> list[str]:
+    """The security check on one source file: every ``torch.load`` without ``weights_only=True``, every
+    subprocess call with ``shell=True`` and every bare ``eval``/``exec``, as ``path:line: problem``."""
     tree = ast.parse(path.read_text())
+    problems = []
     for node in calls(tree, "load"):
         if isinstance(node.func, ast.Attribute) and getattr(node.func.value, "id", "") == "torch":
             kw = {k.arg: k.value for k in node.keywords}
-            assert "weights_only" in kw and getattr(kw["weights_only"], "value", None) is True, \
-                f"{path}:{node.lineno}: torch.load without weights_only=True"
+            if not ("weights_only" in kw and getattr(kw["weights_only"], "value", None) is True):
+                problems.append(f"{path}:{node.lineno}: torch.load without weights_only=True")
     for fn in ("run", "Popen", "call", "check_call", "check_output"):
         for node in calls(tree, fn):
-            for k in node.keywords:
-                assert not (k.arg == "shell" and getattr(k.value, "value", False) is True), \
-                    f"{path}:{node.lineno}: subprocess with shell=True"
+            if any(k.arg == "shell" and getattr(k.value, "value", False) is True for k in node.keywords):
+                problems.append(f"{path}:{node.lineno}: subprocess with shell=True")
     for fn in ("eval", "exec"):
-        assert not [n for n in calls(tree, fn) if isinstance(n.func, ast.Name)], f"{path}: {fn}()"
+        problems += [f"{path}:{n.lineno}: {fn}()" for n in calls(tree, fn) if isinstance(n.func, ast.Name)]
+    return problems
 
 
-def test_the_ast_check_catches_an_unsafe_load():
-    tree = ast.parse("import torch\ntorch.load('x.pt')\n")
-    node = next(calls(tree, "load"))
-    assert not any(k.arg == "weights_only" for k in node.keywords)
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(REPO)))
+def test_torch_load_is_weights_only_and_no_shell_or_eval(path):
+    assert unsafe_calls_in(path) == []
+
+
+def test_the_ast_check_catches_an_unsafe_load(tmp_path):
+    """The check above, run on a file holding each unsafe call (and the safe forms, which it must let pass)."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import subprocess, torch\n"
+                   "state = torch.load('x.pt')\n"                         # line 2: no weights_only
+                   "state = torch.load('x.pt', weights_only=False)\n"     # line 3: explicitly unsafe
+                   "subprocess.run('ls ' + name, shell=True)\n"            # line 4
+                   "value = eval(text)\n"                                  # line 5
+                   "ok = torch.load('x.pt', weights_only=True)\n"          # safe
+                   "subprocess.run(['ls', name], shell=False)\n"           # safe
+                   "model.eval()\n")                                       # a method, not the builtin
+    assert unsafe_calls_in(bad) == [f"{bad}:2: torch.load without weights_only=True",
+                                    f"{bad}:3: torch.load without weights_only=True",
+                                    f"{bad}:4: subprocess with shell=True", f"{bad}:5: eval()"]
+    good = tmp_path / "good.py"
+    good.write_text("import torch\nstate = torch.load(path, map_location='cpu', weights_only=True)\nmodel.eval()\n")
+    assert unsafe_calls_in(good) == []
 
 
 def test_sklearn_clusterer_allowlist_refuses_import_paths():

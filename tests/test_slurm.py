@@ -3,7 +3,9 @@
 A session fixture brings SLURM up with ``.ci/slurm-up.sh`` (munge, MariaDB, slurmdbd, slurmctld,
 slurmd, two fake GPUs through GRES) and always tears it down with ``.ci/slurm-down.sh``. Where SLURM
 cannot be brought up (not root, no apt, exit code 3) every SLURM test is SKIPPED with the script's
-one-line reason, never passed.
+one-line reason, never passed; under ``CI=true`` they FAIL with that reason instead (SLURM comes up on the
+CI machine type, ../shared/reference/slurm.md, so a skip there hides a broken bring-up or profile), and
+``.ci/run`` also fails on any skipped SLURM test, listing the reasons.
 
 Checked:
 * the tiny study submitted with ``profiles/slurm`` runs as SLURM jobs that ``sacct`` lists, ``train``
@@ -34,7 +36,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, NoReturn, Sequence
 
 import pyarrow.parquet as pq
 import pytest
@@ -349,6 +351,19 @@ def seconds_per_round(results: Path, run: str, rounds: int) -> float:
 # fixtures
 
 
+def under_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def unavailable(reason: str) -> NoReturn:
+    """SLURM cannot be brought up here: skip with ``reason``, except under ``CI=true``, where that is a failure
+    (SLURM comes up on the CI machine type, so a skip would let CI pass with every real-SLURM test unrun)."""
+    if under_ci():
+        pytest.fail(f"CI=true but SLURM could not be brought up, so the real-SLURM tests cannot run "
+                    f"(they must on the CI machine type): {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def workspace() -> Iterator[Path]:
     """Own folder for workflow copies and SLURM state. Not pytest's tmp_path: concurrent pytest
@@ -378,7 +393,7 @@ def slurm_cluster(workspace: Path, request: pytest.FixtureRequest) -> SlurmClust
     up = run_script(SLURM_UP, env, timeout_s=900)  # may include apt-get install
     seconds = time.monotonic() - t0
     if up.returncode == UNAVAILABLE_EXIT_CODE:
-        pytest.skip(last_line(up.stdout) or "slurm-up.sh: SLURM unavailable")
+        unavailable(last_line(up.stdout) or "slurm-up.sh: SLURM unavailable")
     if up.returncode != 0:
         pytest.fail(f"slurm-up.sh failed ({up.returncode}):\n{tail(up.stdout + up.stderr)}")
     print(f"\nSLURM bring-up: {seconds:.1f} s; {last_line(up.stdout)}")
@@ -531,6 +546,20 @@ def test_timed_out_train_job_resumes_from_checkpoint(studies: Studies) -> None:
     assert RESUME_MESSAGE in logs_of_rule(runs.slurm.workdir, "train").lower()
     problems = output_differences(runs.slurm.results / "runs", runs.local.results / "runs")
     assert not problems, "\n".join(problems)
+
+
+def test_unavailable_slurm_skips_locally_but_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the session fixture does when slurm-up.sh exits 3 (no real SLURM needed to check it)."""
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="slurm-up: unavailable: not root"):
+        unavailable("slurm-up: unavailable: not root")
+    for value in ("true", "TRUE", "1"):
+        monkeypatch.setenv("CI", value)
+        with pytest.raises(pytest.fail.Exception, match="CI=true but SLURM could not be brought up.*not root"):
+            unavailable("slurm-up: unavailable: not root")
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception):
+        unavailable("slurm-up: unavailable: not root")
 
 
 def test_profiles_are_accepted_by_snakemake(tmp_path: Path) -> None:

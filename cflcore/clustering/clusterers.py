@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import CflError, ConfigError
 from ..registry import Registry
-from .graph import community_labels, leiden_available, normalised_similarity
+from .graph import LEIDEN_INSTALL_HINT, community_labels, leiden_available, normalised_similarity
 from .partition import consecutive_labels
 
 if TYPE_CHECKING:  # torch only where deltas are given: the what-if replay works on recorded matrices alone
@@ -253,7 +253,9 @@ class LouvainClusterer(Clusterer):
 
 @register_clusterer("leiden")
 class LeidenClusterer(LouvainClusterer):
-    """Leiden communities — only when a networkx backend implements ``leiden_communities``."""
+    """Leiden communities (Traag et al. 2019) of the same graph as ``louvain``: leidenalg when the ``leiden``
+    extra is installed, else a networkx backend implementing ``leiden_communities``; refused without either
+    (cflcore.clustering.graph.leiden_backend)."""
 
     params_schema = {}  # shares ``resolution`` with louvain
     algorithm = "leiden"
@@ -266,9 +268,9 @@ class LeidenClusterer(LouvainClusterer):
     def check_params(cls, params: Mapping[str, Any], field: str) -> None:
         super().check_params(params, field)
         if not leiden_available():
-            raise ConfigError(f"{field}.clusterer: 'leiden' is not available (plain networkx has no "
-                              f"leiden_communities implementation, it needs a backend); allowed: "
-                              f"{', '.join(n for n in CLUSTERERS.names() if n != 'leiden')}")
+            raise ConfigError(f"{field}.clusterer: 'leiden' is not available (needs leidenalg: "
+                              f"{LEIDEN_INSTALL_HINT}; plain networkx has no leiden_communities without a backend); "
+                              f"allowed: {', '.join(n for n in CLUSTERERS.names() if n != 'leiden')}")
 
 
 SKLEARN_ALLOWLIST: dict[str, str] = {

@@ -1,4 +1,5 @@
-"""Community detection on a client similarity graph (networkx): Louvain (002 §IV-B) and Leiden."""
+"""Community detection on a client similarity graph: Louvain (networkx; 002 §IV-B) and Leiden (leidenalg, the
+``leiden`` extra, or a networkx backend)."""
 from __future__ import annotations
 
 import networkx as nx
@@ -44,9 +45,21 @@ def normalised_similarity(distance: np.ndarray, exponent: float) -> np.ndarray:
     return sim
 
 
-def leiden_available() -> bool:
+LEIDEN_INSTALL_HINT = "pip install -e '.[leiden]' (leidenalg + igraph from PyPI)"
+
+
+def _leidenalg_importable() -> bool:
+    try:
+        import igraph  # noqa: F401
+        import leidenalg  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _networkx_leiden_backend() -> bool:
     """networkx ≥ 3.5 exposes ``leiden_communities`` only as a dispatch API: it needs a backend
-    (e.g. nx-cugraph); plain networkx raises NotImplementedError."""
+    (e.g. nx-cugraph, GPU only); plain networkx raises NotImplementedError."""
     if not hasattr(nx.community, "leiden_communities"):
         return False
     try:
@@ -54,6 +67,38 @@ def leiden_available() -> bool:
     except NotImplementedError:
         return False
     return True
+
+
+def leiden_backend() -> str | None:
+    """Which implementation the ``leiden`` clusterer uses: ``"leidenalg"`` (Traag's reference implementation on
+    igraph, CPU; the ``leiden`` extra), else ``"networkx"`` when a networkx dispatch backend implements
+    ``leiden_communities``, else None (the clusterer is refused at config validation)."""
+    if _leidenalg_importable():
+        return "leidenalg"
+    if _networkx_leiden_backend():
+        return "networkx"
+    return None
+
+
+def leiden_available() -> bool:
+    """True where the ``leiden`` clusterer can run (:func:`leiden_backend` found an implementation)."""
+    return leiden_backend() is not None
+
+
+def leidenalg_communities(graph: nx.Graph, resolution: float, seed: int) -> list[set[int]]:
+    """Leiden communities of the weighted ``graph`` with leidenalg's ``RBConfigurationVertexPartition`` (modularity
+    with resolution γ: Σ_ij (A_ij − γ k_i k_j / 2m) δ(c_i, c_j), the quantity networkx's ``resolution`` scales),
+    iterated until no improvement (``n_iterations=-1``), seeded (leidenalg takes the seed modulo 2³¹)."""
+    import igraph as ig
+    import leidenalg as la
+
+    nodes = sorted(graph.nodes)
+    index = {v: i for i, v in enumerate(nodes)}
+    edges = list(graph.edges(data="weight"))
+    g = ig.Graph(n=len(nodes), edges=[(index[u], index[v]) for u, v, _ in edges])
+    partition = la.find_partition(g, la.RBConfigurationVertexPartition, weights=[float(w) for _, _, w in edges],
+                                  resolution_parameter=float(resolution), n_iterations=-1, seed=int(seed) % 2 ** 31)
+    return [{nodes[i] for i in members} for members in partition if members]
 
 
 def networkx_resolution(resolution: float) -> float:
@@ -66,8 +111,8 @@ def networkx_resolution(resolution: float) -> float:
 
 
 def community_labels(similarity: np.ndarray, resolution: float, seed: int, algorithm: str = "louvain") -> np.ndarray:
-    """Labels 0..K−1 of the communities of ``similarity_graph(similarity)`` (seeded networkx Louvain,
-    or Leiden when a networkx backend provides it). Isolated nodes become singleton communities.
+    """Labels 0..K−1 of the communities of ``similarity_graph(similarity)`` (seeded networkx Louvain, or
+    Leiden through :func:`leiden_backend`). Isolated nodes become singleton communities.
     ``resolution`` follows 002's convention (higher = fewer, larger communities) for every caller, the
     Louvain CFL strategy and OCFL's ``louvain``/``leiden`` clusterers alike."""
     graph = similarity_graph(similarity)
@@ -78,10 +123,14 @@ def community_labels(similarity: np.ndarray, resolution: float, seed: int, algor
     if algorithm == "louvain":
         communities = nx.community.louvain_communities(graph, weight="weight", resolution=resolution, seed=seed)
     elif algorithm == "leiden":
-        if not leiden_available():
-            raise ConfigError("clusterer: 'leiden' needs a networkx backend providing leiden_communities; "
-                              "use louvain")
-        communities = nx.community.leiden_communities(graph, weight="weight", resolution=resolution, seed=seed)
+        backend = leiden_backend()
+        if backend is None:
+            raise ConfigError(f"clusterer: 'leiden' needs leidenalg ({LEIDEN_INSTALL_HINT}) or a networkx backend "
+                              f"providing leiden_communities; allowed without one: louvain")
+        if backend == "leidenalg":
+            communities = leidenalg_communities(graph, resolution, seed)
+        else:
+            communities = nx.community.leiden_communities(graph, weight="weight", resolution=resolution, seed=seed)
     else:
         raise ConfigError(f"community algorithm {algorithm!r} is not allowed; allowed: louvain, leiden")
     labels = np.empty(n, dtype=np.int64)
