@@ -50,3 +50,73 @@ def snakemake_cmd(*args: str) -> list[str]:
 @pytest.fixture
 def workflow_dir(tmp_path):
     return copy_workflow(tmp_path / "wf")
+
+
+# ---------------------------------------------------------------------------------------------
+# Real MNIST-5k, trained once per session (tests/test_end_to_end.py and tests/test_resume.py share it)
+# ---------------------------------------------------------------------------------------------
+class MnistStudy:
+    """The default study's first scenario: real MNIST-5k, nonoverlap-balanced, 15 clients, seed 0, with
+    config/config.yaml's settings (120 samples per client, 10 rounds, local Adam, every method's default
+    parameters). ``run(algorithm)`` trains and evaluates through ``cflcore.stages`` (the functions the
+    Snakemake rules call, workflow_scripts/train.py and evaluate.py) at most once per session, so the
+    science tests and the kill-and-resume tests share one uninterrupted run per method."""
+
+    DATASET, SPLIT, CLIENTS, SEED = "mnist5k", "nonoverlap-balanced", 15, 0
+
+    def __init__(self, root) -> None:
+        from pathlib import Path
+
+        from cflcore import config as cc
+        from cflcore import stages
+
+        self.root = Path(root)
+        self.cfg = cc.load_config(Path(REPO) / "config" / "config.yaml", overrides={"results_dir": str(self.root)})
+        self.data = self.root / "data" / f"{self.DATASET}.parquet"
+        stages.prepare_dataset(cc.data_settings(self.cfg, self.DATASET), self.data)
+        self.split = self.root / "splits" / self.DATASET / self.SPLIT / f"n{self.CLIENTS}" / f"s{self.SEED}"
+        stages.make_split(self.data, cc.split_settings(self.cfg, self.SPLIT), self.CLIENTS, self.SEED, self.split,
+                          name=self.SPLIT)
+
+    @property
+    def manifest(self):
+        return self.split / "manifest.json"
+
+    def settings(self, algorithm: str) -> dict:
+        """The run settings the Snakemake rule passes to ``stages.train`` (a fresh copy)."""
+        from cflcore import config as cc
+
+        return cc.run_settings(self.cfg, self.DATASET, algorithm)
+
+    def train(self, algorithm: str, out_dir, settings: dict | None = None) -> dict:
+        from cflcore import stages
+
+        settings = self.settings(algorithm) if settings is None else settings
+        return stages.train(self.data, self.split, settings, self.SEED, out_dir)
+
+    def run(self, algorithm: str):
+        """The uninterrupted run's directory (history/server/gram/divergence.parquet, models.pt), trained and
+        evaluated (``eval_dir``) on first use."""
+        from cflcore import stages
+
+        run, out = self.root / "runs" / algorithm, self.eval_dir(algorithm)
+        if not (out / "clustering.parquet").exists():
+            assert self.train(algorithm, run)["status"] == "ok"
+            stages.evaluate(run, self.manifest, out, self.cfg["report"])
+        return run
+
+    def eval_dir(self, algorithm: str):
+        return self.root / "eval" / algorithm
+
+    def table(self, algorithm: str, name: str):
+        """An evaluation table (``clustering``, ``personalisation``) or a run file (``server``, ``history``)."""
+        import pandas as pd
+
+        run = self.run(algorithm)
+        folder = run if name in ("server", "history", "gram", "divergence") else self.eval_dir(algorithm)
+        return pd.read_parquet(folder / f"{name}.parquet")
+
+
+@pytest.fixture(scope="session")
+def mnist_study(tmp_path_factory) -> MnistStudy:
+    return MnistStudy(tmp_path_factory.mktemp("mnist5k-nb"))
