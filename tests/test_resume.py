@@ -6,9 +6,10 @@ algorithm of the default study (config/config.yaml ``study.algorithms``) on real
 what follows (``kill_round``); the uninterrupted reference is the run tests/test_end_to_end.py scores (the
 session fixture ``mnist_study`` trains each method once). Last, partial participation on the synthetic
 federation, for the Louvain and IFCA state that the MNIST runs' full participation rebuilds every round.
-Together they fail when a strategy's ``load_state_dict`` forgets any field that the outputs depend on; the
-fields they cannot see are write-only or recomputed by ``setup`` (BNC's labels, SCL's and FedGWC's
-``split_events``, FedGWC's Gaussian weights, IFCA's ``k``, OCFL's ``late``, which is only checked).
+Together they fail when a strategy's ``load_state_dict`` forgets any field that the outputs depend on (FedGWC's
+Gaussian weights γ are reported in server.parquet's diagnostics for that reason; the write-only split
+histories of SCL and FedGWC were removed from their state); the fields they cannot see are recomputed by
+``setup`` (BNC's labels, IFCA's ``k``, OCFL's ``late``, which is only checked).
 """
 import json
 import logging

@@ -56,12 +56,14 @@ SCL = {"method": "scl", "eps1": 0.5, "eps2": 0.8, "cooldown": 1}
 
 def test_scl_recovers_planted_partition_by_recursive_splits():
     strategy = make(SCL)
+    events = []
     for r in range(6):
         res = strategy.aggregate(round_updates(r, scl_deltas(r)))
+        events += strategy.last_events
         if r < 1:
             assert res.assignment.n_clusters == 1  # cooldown 1: the first round (r = 0) never splits
     assert adjusted_rand_score(TRUTH, res.assignment.labels) == 1.0
-    assert len(strategy.split_events) == 2  # 1 → 2 → 3
+    assert len(events) == 2  # 1 → 2 → 3
     restored = save_load(strategy, SCL)
     d = scl_deltas(9)
     assert np.array_equal(strategy.aggregate(round_updates(9, d)).assignment.labels,
@@ -79,7 +81,7 @@ def test_scl_cooldown_counts_rounds_like_sattler(cooldown):
         if res.diagnostics["n_splits"] and first is None:
             first = r
     assert first == cooldown
-    assert strategy.split_events[0]["round"] == cooldown
+    assert strategy.last_events[0]["round"] == cooldown
     assert res.diagnostics["eps1"] == SCL["eps1"] and res.diagnostics["eps2"] == SCL["eps2"]
     assert set(res.diagnostics["mean_update_norms"]) == {"0"} and set(res.diagnostics["max_update_norms"]) == {"0"}
 
@@ -98,11 +100,11 @@ def test_scl_split_keeps_global_ids():
     members = np.array([1, 4, 6, 9, 12, 13])
     labels0[members] = 5
     strategy = make(SCL)
-    strategy.load_state_dict({"labels": torch.as_tensor(labels0), "next_id": 6, "split_events": []})
+    strategy.load_state_dict({"labels": torch.as_tensor(labels0), "next_id": 6})
     planted = np.zeros(15, dtype=np.int64)
     planted[[4, 9, 13]] = 1  # two opposite centres: cluster 5's mean update ≈ 0
     res = strategy.aggregate(round_updates(5, scl_deltas(5, planted)))
-    event = [e for e in strategy.split_events if e["parent"] == 5][0]
+    event = [e for e in strategy.last_events if e["parent"] == 5][0]
     assert sorted(map(sorted, event["members"])) == [[1, 6, 12], [4, 9, 13]]
     assert np.all(np.isin(np.flatnonzero(np.isin(res.assignment.labels, event["children"])), members))
 
@@ -121,7 +123,7 @@ def test_scl_property_every_client_in_exactly_one_cluster(n, k, seeds, sampled_s
         res = strategy.aggregate(round_updates(r + 1, scl_deltas(seed, labels[clients], scale=20.0), clients=clients, n_clients=n))
         after = res.assignment.labels
         assert after.shape == (n,)
-        for event in [e for e in strategy.split_events if e["round"] == r + 1]:
+        for event in strategy.last_events:
             parent_members = np.flatnonzero(before == event["parent"])
             kids = [np.asarray(m, dtype=int) for m in event["members"]]
             assert len(np.intersect1d(kids[0], kids[1])) == 0
@@ -129,7 +131,7 @@ def test_scl_property_every_client_in_exactly_one_cluster(n, k, seeds, sampled_s
             for c, kid in zip(event["children"], kids):
                 assert np.array_equal(np.flatnonzero(after == c), kid)
         # clusters that did not split keep exactly their members
-        split_parents = {e["parent"] for e in strategy.split_events if e["round"] == r + 1}
+        split_parents = {e["parent"] for e in strategy.last_events}
         for c in set(np.unique(before)) - split_parents:
             assert np.array_equal(np.flatnonzero(after == c), np.flatnonzero(before == c))
         sizes = [len(v) for v in res.assignment.clusters().values()]
@@ -330,12 +332,13 @@ def test_fedgwc_recovers_two_loss_distributions():
     groups = np.array([0] * 10 + [1] * 5)
     variant = {"method": "fedgwc", "epsilon": 1e-6, "participation": 1.0}
     strategy = make(variant, n=15)
-    res = None
+    res, events = None, []
     for r in range(4):
         assert strategy.select_clients(r, np.arange(15)).tolist() == list(range(15))
         res = strategy.aggregate(round_updates(r, torch.zeros(15, 10), step_losses=loss_traces(groups, r)))
+        events += strategy.last_events
     assert adjusted_rand_score(groups, res.assignment.labels) == 1.0
-    assert strategy.split_events[0]["round"] == 1  # MSE(round 0) = large; round 1: P unchanged
+    assert events[0]["round"] == 1  # MSE(round 0) = large; round 1: P unchanged
     assert all(np.isfinite(v) for v in strategy.mse.values())
     restored = save_load(strategy, variant)
     np.testing.assert_array_equal(restored.interaction, strategy.interaction)

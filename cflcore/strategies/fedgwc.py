@@ -178,7 +178,7 @@ class GaussianWeightingClustering(Strategy):
         self.mse: dict[int, float] = {0: 1.0}  # Alg. 1 l. 5
         self.counts = np.zeros(n, dtype=np.int64)  # rounds each client has trained (sampling priority)
         self.next_id = 1
-        self.split_events: list[dict[str, Any]] = []
+        self.last_events: list[dict[str, Any]] = []  # the splits of the latest aggregate() (with members; not state)
 
     # ----- client selection (Alg. 1 l. 9) --------------------------------------------------------------
     def select_clients(self, rnd: int, engine_sample: np.ndarray) -> np.ndarray:
@@ -254,7 +254,7 @@ class GaussianWeightingClustering(Strategy):
                 events.append({"round": int(updates.round), "parent": cluster, "children": children,
                                "members": [as_int_list(members[local == s]) for s in np.unique(local)]})
         self.assignment = ClusterAssignment(labels)
-        self.split_events.extend(events)
+        self.last_events = events
         finite_db = [v for s in db_by_cluster.values() for v in s if v is not None]
         diagnostics = {
             "epsilon": epsilon,
@@ -266,6 +266,7 @@ class GaussianWeightingClustering(Strategy):
             "db_considered": considered,
             "sampled": sampled_per_cluster,
             "split_events": [{k: v for k, v in e.items() if k != "members"} for e in events],
+            "reward_weights": [float(w) for w in self.weights],  # γ_k of eq. 2, per client (trace)
         }
         inherit = {c: e["parent"] for e in events for c in e["children"]}
         return StrategyResult(self.assignment, diagnostics, inherit=inherit)
@@ -276,8 +277,7 @@ class GaussianWeightingClustering(Strategy):
 
         return {"labels": labels_tensor(self.assignment.labels), "weights": torch.as_tensor(self.weights),
                 "interaction": torch.as_tensor(self.interaction), "counts": torch.as_tensor(self.counts),
-                "mse": {int(k): float(v) for k, v in self.mse.items()}, "next_id": int(self.next_id),
-                "split_events": [dict(e) for e in self.split_events]}
+                "mse": {int(k): float(v) for k, v in self.mse.items()}, "next_id": int(self.next_id)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.assignment = ClusterAssignment(np.asarray(state["labels"]))
@@ -286,4 +286,3 @@ class GaussianWeightingClustering(Strategy):
         self.counts = np.asarray(state["counts"], dtype=np.int64).copy()
         self.mse = {int(k): float(v) for k, v in state["mse"].items()}
         self.next_id = int(state["next_id"])
-        self.split_events = [dict(e) for e in state["split_events"]]
