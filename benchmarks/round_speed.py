@@ -313,14 +313,28 @@ def check_bf16_accuracy(threads: int, quick: bool) -> None:
         raise harness.EquivalenceError(f"bf16: test accuracy gap {gap:.2f} points > 0.5")
 
 
-def profile_engine(fed, seed: int, threads: int) -> None:
+def kernel_ceiling(fed, seed: int, threads: int, flops: float, peak: float, show: bool) -> None:
+    """Profile one eager engine round's local training (torch.profiler): the share of the convolution and
+    matmul kernels (oneDNN / BLAS: all the counted FLOPs) and their own GFLOP/s. That rate bounds what any
+    removal of the other work (element-wise ops, dispatch, data movement) can reach."""
     from torch.profiler import ProfilerActivity, profile
 
     eng = EngineRound(fed, seed, threads)
     eng()
+    trainer = eng.engine.trainer
+    starts = torch.stack([eng.global_vector()] * fed.n_clients)
+    seeds = [derive_seed(seed, _STREAM_TRAIN, 99, c) for c in range(fed.n_clients)]
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        eng()
-    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+        trainer.train(starts, fed.clients, seeds)
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    kernels = sum(e.self_cpu_time_total for e in events
+                  if "convolution" in e.key or e.key in ("aten::mm", "aten::addmm", "aten::bmm"))
+    share, rate = kernels / total, flops / (kernels / 1e6) / 1e9
+    print(f"  profile of the eager engine's local training: convolution/matmul kernels {100 * share:.0f} % of the time at "
+          f"{rate:.1f} GFLOP/s ({100 * rate / peak:.0f} % of sgemm); everything else {100 * (1 - share):.0f} %")
+    if show:
+        print(events.table(sort_by="self_cpu_time_total", row_limit=15))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,8 +358,6 @@ def main() -> None:
         fed = synthetic_federated(n_clients=n, n_train=n_train, n_test=n_test, n_orch=n_orch, shape=(1, 28, 28),
                                   n_classes=10, seed=args.seed)
         check_equivalence(fed, args.seed, args.threads)
-        if args.profile:
-            profile_engine(fed, args.seed, args.threads)
         start = build_model("tinyvgg", 1, (28, 28), 10)
         rounds: dict[str, Any] = {"reference": HandRound("reference", start, fed, args.seed),
                                   "plain": HandRound("plain", start, fed, args.seed),
@@ -374,6 +386,7 @@ def main() -> None:
             rec.table(f"N={n}: {label}, seconds per round", res, baseline="reference", case=f"N={n} {part}", notes=notes)
         rec.table(f"N={n}: full round, seconds", full, baseline="reference", case=f"N={n} full round")
         print(f"  local-training work per round: {flops / 1e9:.2f} GFLOP (torch.utils.flop_counter)")
+        kernel_ceiling(fed, args.seed, args.threads, flops, peak, args.profile)
 
         # ablations: the eager fp32 engine with each optimisation switched off in turn
         ablations: dict[str, EngineRound] = {

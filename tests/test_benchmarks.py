@@ -1,0 +1,123 @@
+"""The benchmark scripts run in --quick mode: they exit 0 (so their equivalence assertions hold) and append
+their raw timings to the CSV with the harness's columns. Plus unit tests of the harness itself."""
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import harness  # noqa: E402
+
+
+def run_script(name: str, tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess, Path]:
+    out = tmp_path / f"{name}.csv"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), "--quick", "--csv", str(out), *extra],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, f"{name} --quick failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    return proc, out
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert tuple(reader.fieldnames or ()) == harness.CSV_COLUMNS
+        return list(reader)
+
+
+def check_rows(rows: list[dict[str, str]], benchmark: str) -> None:
+    assert rows, "no timings written"
+    for r in rows:
+        assert r["benchmark"] == benchmark
+        assert float(r["seconds"]) >= 0
+        assert r["threads"] == "1" and r["cpu"] and r["torch"]
+
+
+def test_server_speed_quick(tmp_path):
+    proc, out = run_script("server_speed", tmp_path)
+    rows = read_rows(out)
+    check_rows(rows, "server_speed")
+    variants = {r["variant"] for r in rows}
+    assert {"engine-f32", "engine-f64", "torch-normalise", "scipy-pdist", "published-ocfl", "sattler",
+            "engine-f64 without blocking"} <= variants
+    assert "all within tolerance" in proc.stdout
+
+
+def test_explain_speed_quick(tmp_path):
+    proc, out = run_script("explain_speed", tmp_path)
+    rows = read_rows(out)
+    check_rows(rows, "explain_speed")
+    variants = {r["variant"].split(" [")[0] for r in rows}
+    assert {"engine", "rise-batch", "per-image-loop", "engine without channels_last", "engine forward_batch 2",
+            "captum per image"} <= variants
+
+
+def test_scaling_quick_vmap(tmp_path):
+    """--trainer vmap exercises the vmap trainer's code path on CPU (checked against the loop trainer);
+    --round-max-n 4 makes N=8 take the divergence-term-alone path."""
+    figure = tmp_path / "scaling.png"
+    proc, out = run_script("scaling", tmp_path, "--trainer", "vmap", "--round-max-n", "4", "--figure", str(figure))
+    rows = read_rows(out)
+    check_rows(rows, "scaling")
+    assert any(r["variant"] == "vmap: local training" for r in rows)
+    assert any(r["variant"] == "server step" and r["extrapolated"] == "0" for r in rows)
+    assert any(r["variant"] == "divergence term (alone)" for r in rows)
+    assert any(r["variant"] == "server step" and r["extrapolated"] == "1" for r in rows)
+    assert "vmap trainer == loop trainer" in proc.stdout
+    assert figure.stat().st_size > 0
+    with (tmp_path / "scaling_data.csv").open(newline="") as fh:
+        data = list(csv.DictReader(fh))
+    assert [int(r["n_clients"]) for r in data] == [4, 8]
+    assert all(float(r["peak_rss_mb"]) > 0 and float(r["server_s"]) > 0 for r in data)
+    assert [r["server_extrapolated"] for r in data] == ["0", "1"]
+
+
+# ---------------------------------------------------------------------------------------------
+# harness
+# ---------------------------------------------------------------------------------------------
+def test_assert_close_passes_and_raises():
+    assert harness.assert_close("x", np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-9]), atol=1e-8) < 1e-8
+    with pytest.raises(harness.EquivalenceError, match=r"fast: Γ differs .* atol=1e-08.*index \(1,\)"):
+        harness.assert_close("fast", [1.0, 2.1], [1.0, 2.0], atol=1e-8, what="Γ")
+    with pytest.raises(harness.EquivalenceError, match="shape"):
+        harness.assert_close("fast", [1.0], [1.0, 2.0])
+    with pytest.raises(harness.EquivalenceError):
+        harness.assert_close("nan", [float("nan")], [1.0], atol=1.0)
+
+
+def test_side_by_side_rotates_order_and_records(tmp_path):
+    calls: list[str] = []
+    variants = {k: (lambda k=k: calls.append(k) or k) for k in "abc"}
+    res = harness.time_side_by_side(variants, repeats=3)
+    assert calls[:3] == ["a", "b", "c"]  # warm-up
+    assert calls[3:] == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert all(len(r.seconds) == 3 and r.output == k for k, r in res.items())
+    rec = harness.Recorder("unit", tmp_path / "t.csv")
+    rec.record("case", res)
+    rec.record("case", res)
+    rows = read_rows(tmp_path / "t.csv")
+    assert len(rows) == 18 and {r["variant"] for r in rows} == {"a", "b", "c"}
+
+
+def test_threads_are_applied():
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        harness.set_threads(1)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_log_log_crossing():
+    xs = [10, 20, 40]
+    assert harness.log_log_crossing(xs, [1, 2, 4], [0.1, 0.8, 6.4]) == pytest.approx(20 * 2 ** (np.log(2.5) / np.log(4)), rel=1e-6)
+    assert harness.log_log_crossing(xs, [1, 2, 4], [0.1, 0.2, 0.4]) is None
