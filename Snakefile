@@ -29,3 +29,13 @@ rule all:
     default_target: True
     input:
         all_targets(),
+
+
+# profiles/default spaces Snakemake's scheduler re-runs 10 s apart; the one pending when the workflow ends
+# (a non-daemon timer thread) would keep snakemake from exiting for that long.
+onsuccess:
+    stop_rescheduling_timers()
+
+
+onerror:
+    stop_rescheduling_timers()

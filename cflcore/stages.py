@@ -170,37 +170,96 @@ def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     only = (cfg["study"].get("explain") or {}).get("clients")
     explain_on = bool(cfg.get("explain", {}).get("enabled", True))
     explain_runs = [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg) if explain_on and (not only or s["clients"] in only)]
-    return {"results_dir": str(cfg["results_dir"]).rstrip("/"), "study": cfg["study"],
+    results = str(cfg["results_dir"]).rstrip("/")
+    return {"results_dir": results, "study": cfg["study"],
             "algorithm_splits": algorithm_splits(cfg), "late_runs": late_client_runs(cfg),
             "explain_runs": explain_runs, "grid_clients": cfg.get("explain", {}).get("grid_clients"),
-            "front_page": front_page_context(cfg)}
+            "front_page": front_page_context(cfg),
+            "benchmarks": {"root": f"{results}/benchmarks", "jobs": benchmark_jobs(cfg, explain_runs)}}
+
+
+def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str, list[str]]:
+    """rule -> the wildcards paths of the config's jobs upstream of the report (their benchmark files are
+    ``results/benchmarks/<rule>/<path>.tsv``; the report's own time is measured by the report itself)."""
+    from .config import late_client_runs, scenario_id, study_runs, whatif_runs
+
+    runs = [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg)]
+    scenarios = sorted({r.rsplit("/", 1)[0] for r in runs})
+    return {"prepare_dataset": sorted({s.split("/", 1)[0] for s in scenarios}), "split": scenarios,
+            "train": runs, "evaluate": runs, "evaluate_late_clients": late_client_runs(cfg),
+            "whatif": whatif_runs(cfg), "explain": explain_runs}
 
 
 def report(cfg: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
     return report_runs(report_plan(cfg), out_dir)
 
 
-def report_runs(plan: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
-    """Tables and figures of every run the plan expects; explain figures for its explained runs."""
-    from .report.build import build_report
-    from .report.explain_figures import cd_figures, insdel_boxplot_figures, saliency_grid_figures
+EXPLAIN_FIGURE_KINDS = ("saliency_grid", "insdel_box", "cd")
+
+
+def _report_specs(plan: Mapping[str, Any]) -> list:
     from .report.runs import run_specs_from_config
 
-    out_dir = Path(out_dir)
-    results = Path(plan["results_dir"])
-    specs = run_specs_from_config({"study": plan["study"], "results_dir": str(results),
-                                   "algorithm_splits": plan.get("algorithm_splits") or {}})
-    index = build_report(specs, out_dir, context=plan.get("front_page"), late_runs=plan.get("late_runs") or [])
+    return run_specs_from_config({"study": plan["study"], "results_dir": str(plan["results_dir"]),
+                                  "algorithm_splits": plan.get("algorithm_splits") or {}})
+
+
+def explain_report_figures(plan: Mapping[str, Any], out_dir: str | Path,
+                           kinds: tuple[str, ...] = EXPLAIN_FIGURE_KINDS) -> None:
+    """The explain figures of the plan's explained runs (``kinds`` of :data:`EXPLAIN_FIGURE_KINDS`) into
+    ``out_dir/figures/<kind>``; every kind's folder exists afterwards (the report rule declares them)."""
+    from .report.explain_figures import cd_figures, insdel_boxplot_figures, saliency_grid_figures
+
+    results, figs = Path(plan["results_dir"]), Path(out_dir) / "figures"
     refs = []
     for run in plan["explain_runs"]:
         dataset, split, n, s, algorithm = run.split("/")
         refs.append({"dataset": dataset, "split": split, "clients": int(n[1:]), "seed": int(s[1:]),
                      "algorithm": algorithm, "explain_dir": results / "explain" / run})
-    figs = out_dir / "figures"
-    for kind in ("saliency_grid", "insdel_box", "cd"):
+    for kind in EXPLAIN_FIGURE_KINDS:
         (figs / kind).mkdir(parents=True, exist_ok=True)
-    if refs:
+    if not refs:
+        return
+    if "saliency_grid" in kinds:
         saliency_grid_figures(refs, figs / "saliency_grid", plan.get("grid_clients"))
+    if "insdel_box" in kinds:
         insdel_boxplot_figures(refs, figs / "insdel_box")
+    if "cd" in kinds:
         cd_figures(refs, figs / "cd")
-    return index
+
+
+def report_runs(plan: Mapping[str, Any], out_dir: str | Path, workers: int = 1) -> dict[str, Any]:
+    """Tables and figures of every run the plan expects; explain figures for its explained runs. With
+    ``workers >= 2`` (and as many CPUs) and at least ``cflcore.report.parallel.MIN_RUNS`` runs, a second process
+    draws the what-if heatmaps and the insertion/deletion figures meanwhile (:func:`report_worker`); the files
+    are the same."""
+    from .report.build import build_report
+    from .report.parallel import MIN_RUNS as PARALLEL_MIN_RUNS
+    from .report.parallel import ReportWorker, usable_workers
+
+    out_dir = Path(out_dir)
+    specs = _report_specs(plan)
+    kwargs = {"context": plan.get("front_page"), "late_runs": plan.get("late_runs") or [],
+              "benchmarks": plan.get("benchmarks")}
+    # build_report ends with the benchmark tables, so that the report's own row covers all of its work
+    if usable_workers(workers) < 2 or len(specs) < PARALLEL_MIN_RUNS:
+        explain_report_figures(plan, out_dir)
+        return build_report(specs, out_dir, **kwargs)
+    worker = ReportWorker(plan, out_dir)
+    try:
+        explain_report_figures(plan, out_dir, kinds=("saliency_grid",))
+        return build_report(specs, out_dir, whatif_entries=worker.entries, **kwargs)
+    finally:
+        worker.close()
+
+
+def report_worker(plan: Mapping[str, Any], out_dir: str | Path) -> list[dict[str, Any]]:
+    """The report's second process (:func:`report_runs` with ``workers >= 2``): the what-if heatmaps (their index
+    entries are returned) and the insertion/deletion box plots and CD diagrams."""
+    from .report.build import write_whatif_figures
+    from .report.runs import load_runs
+
+    loaded, _ = load_runs(_report_specs(plan))
+    entries = write_whatif_figures(loaded, Path(out_dir))
+    explain_report_figures(plan, out_dir, kinds=("insdel_box", "cd"))
+    return entries

@@ -64,10 +64,22 @@ def explain_runs():
 REPORT_DIR = f"{RESULTS}/report"
 REPORT_TABLES = ["table1_clustering", "table2_clustering_round", "table_personalisation", "paper_vs_run",
                  "table_late_clients"]
+# where the study's time went (cflcore/report/benchmarks.py), from every job's benchmark file
+BENCHMARK_TABLES = ["benchmarks_by_rule", "critical_path", "benchmark_summary"]
 
 
 def all_targets():
     return [f"{REPORT_DIR}/index.json"]
+
+
+def stop_rescheduling_timers():
+    """Cancel the timers Snakemake's job rate limiter left to re-run the scheduler (threading.Timer; the
+    workflow's own are the only ones): at the workflow's end they would only delay the exit."""
+    import threading
+
+    for thread in threading.enumerate():
+        if isinstance(thread, threading.Timer):
+            thread.cancel()
 
 
 # ---- canonical params ------------------------------------------------------------------------

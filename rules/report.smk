@@ -29,6 +29,15 @@ rule report:
             )
             for t in REPORT_TABLES
         ],
+        # where the study's time went (issue 13): per-rule benchmark table and critical path
+        benchmark_tables=[
+            report(
+                f"{REPORT_DIR}/tables/{t}.csv",
+                caption=f"../report/captions/{t}.rst",
+                category="Benchmarks",
+            )
+            for t in BENCHMARK_TABLES
+        ],
         markdown=[f"{REPORT_DIR}/tables/{t}.md" for t in REPORT_TABLES],
         latex=[f"{REPORT_DIR}/tables/{t}.tex" for t in REPORT_TABLES],
         figures=[
@@ -58,7 +67,9 @@ rule report:
         f"{RESULTS}/logs/report/report.log",
     benchmark:
         f"{RESULTS}/benchmarks/report/report.tsv"
-    threads: 1
+    # the study's last job, alone on the machine: a second process draws half of the figures
+    # (cflcore/report/parallel.py); with --cores 1 Snakemake gives it one thread and it draws them all
+    threads: 2
     resources:
         mem_mb=4000,
         runtime=30,

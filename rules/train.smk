@@ -1,5 +1,7 @@
 # Stage 3: federated training, one job per scenario x algorithm. Checkpoints live in
 # <run>/checkpoints/ and are not declared outputs, so a killed job resumes where it stopped.
+# Priority 1 (every other rule 0): all train jobs, the longest, start before the short evaluation jobs
+# they unlock, so the study ends on short jobs and no core idles behind a late training run.
 
 
 rule train:
@@ -24,6 +26,7 @@ rule train:
     benchmark:
         f"{RESULTS}/benchmarks/train/{RUN}.tsv"
     threads: config["engine"]["threads"]
+    priority: 1
     resources:
         mem_mb=mem_train,
         runtime=240,

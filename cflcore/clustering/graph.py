@@ -2,17 +2,23 @@
 ``leiden`` extra, or a networkx backend)."""
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import ConfigError
 from .partition import consecutive_labels
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built: a train or whatif job without a
+    import networkx as nx  # community clusterer does not pay its ~0.2 s import
 
 
 def similarity_graph(similarity: np.ndarray, nodes: np.ndarray | None = None) -> nx.Graph:
     """Undirected graph with an edge (i, j) of weight ``similarity[i, j]`` for every pair with a positive,
     finite similarity; zero / negative / NaN (unknown) similarities give no edge. Nodes are 0..n−1
     unless ``nodes`` (labels for the rows) is given."""
+    import networkx as nx
+
     sim = np.asarray(similarity, dtype=np.float64)
     n = sim.shape[0]
     names = np.arange(n) if nodes is None else np.asarray(nodes)
@@ -60,6 +66,8 @@ def _leidenalg_importable() -> bool:
 def _networkx_leiden_backend() -> bool:
     """networkx ≥ 3.5 exposes ``leiden_communities`` only as a dispatch API: it needs a backend
     (e.g. nx-cugraph, GPU only); plain networkx raises NotImplementedError."""
+    import networkx as nx
+
     if not hasattr(nx.community, "leiden_communities"):
         return False
     try:
@@ -115,6 +123,8 @@ def community_labels(similarity: np.ndarray, resolution: float, seed: int, algor
     Leiden through :func:`leiden_backend`). Isolated nodes become singleton communities.
     ``resolution`` follows 002's convention (higher = fewer, larger communities) for every caller, the
     Louvain CFL strategy and OCFL's ``louvain``/``leiden`` clusterers alike."""
+    import networkx as nx
+
     graph = similarity_graph(similarity)
     resolution = networkx_resolution(resolution)
     n = int(np.asarray(similarity).shape[0])

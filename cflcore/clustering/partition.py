@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Iterable
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 
 def consecutive_labels(labels: Iterable[int]) -> np.ndarray:
@@ -47,6 +46,8 @@ def match_cluster_ids(previous: np.ndarray, groups: list[np.ndarray], next_id: i
     old_ids = np.array(sorted(set(np.unique(previous).tolist()) - reserved), dtype=np.int64)
     ids = np.full(len(groups), -1, dtype=np.int64)
     if len(groups) and old_ids.size:
+        from scipy.optimize import linear_sum_assignment  # lazy: scipy.optimize costs ~0.3 s of every train job
+
         overlap = np.array([[np.sum(previous[g] == o) for o in old_ids] for g in groups], dtype=np.float64)
         rows, cols = linear_sum_assignment(-overlap)
         for r, c in zip(rows, cols):

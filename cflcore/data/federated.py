@@ -6,10 +6,12 @@ This is the only thing the engine and the explain stage need from ``cflcore.data
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:  # annotations only: building the view needs no torch import here
+    import torch
 
 
 @dataclass

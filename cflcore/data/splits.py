@@ -32,16 +32,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from ..errors import ConfigError, DataError
 from ..io import read_json, read_parquet, stable_hash, write_json, write_parquet
 from ..registry import Registry
 from .store import read_dataset_labels
+
+if TYPE_CHECKING:  # pandas only for split_summary (the split job does not import it)
+    import pandas as pd
 
 #: 000 §4.1 / DESIGN §7: (non-overlapping, overlapping) class sets by number of classes. The overlapping sets for
 #: BloodMNIST (8 classes) are not published; ours follow the 10-class pattern (set 0 plus the last two classes,
@@ -587,6 +589,8 @@ def make_split(dataset_path: str | os.PathLike, settings: Mapping[str, Any], n_c
 def split_summary(split_dir: str | os.PathLike) -> pd.DataFrame:
     """Per ground-truth cluster: clients, class set, classes present, distinct samples per client (mean/min/max),
     mean local train/test sizes (and the domain where there is one). ``attrs`` holds the orchestrator size."""
+    import pandas as pd
+
     split_dir = Path(split_dir)
     manifest = read_json(split_dir / "manifest.json")
     table = read_parquet(split_dir / "assignments.parquet", columns=["client", "role"])

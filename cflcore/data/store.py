@@ -9,16 +9,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import torch
 
 from ..errors import DataError
 from ..io import parquet_metadata, read_json, read_parquet
 from .federated import ClientData, FederatedData
+
+if TYPE_CHECKING:  # torch is imported where tensors are built: the split job reads labels only
+    import torch
 
 DATASET_COLUMNS = {"idx": pa.int64(), "part": pa.string(), "label": pa.int16(), "image": pa.binary()}
 ASSIGNMENT_COLUMNS = {"client": pa.int32(), "cluster": pa.int32(), "role": pa.string(), "idx": pa.int64()}
@@ -124,6 +126,8 @@ def load_dataset(path: str | os.PathLike) -> DatasetTable:
 # ---------------------------------------------------------------------------------------------
 def gaussian_noise(images: torch.Tensor, noise_std: float, generator: torch.Generator) -> torch.Tensor:
     """Add N(0, noise_std²) pixel noise (images in [0, 1]) and clip back to [0, 1]."""
+    import torch
+
     noise = torch.randn(images.shape, generator=generator, dtype=images.dtype) * noise_std
     return (images + noise).clamp_(0.0, 1.0)
 
@@ -131,6 +135,7 @@ def gaussian_noise(images: torch.Tensor, noise_std: float, generator: torch.Gene
 def gaussian_blur(images: torch.Tensor, blur_sigma: float) -> torch.Tensor:
     """Gaussian blur of every image and channel, σ = ``blur_sigma`` pixels, kernel ±3σ, reflected borders
     (``scipy.ndimage.gaussian_filter``; torchvision's version needs a kernel smaller than the image)."""
+    import torch
     from scipy.ndimage import gaussian_filter
 
     if len(images) == 0:
@@ -156,6 +161,8 @@ def apply_domain(images: torch.Tensor, domain: Mapping[str, Any], generator: tor
 # ---------------------------------------------------------------------------------------------
 def to_float_images(images: np.ndarray) -> torch.Tensor:
     """uint8 (n, C, H, W) -> float32 in [0, 1]."""
+    import torch
+
     return torch.from_numpy(images.astype(np.float32) / np.float32(255.0))
 
 
@@ -179,6 +186,8 @@ def load_federated(dataset_path: str | os.PathLike, split_dir: str | os.PathLike
 
     A client's visual domain (``manifest["domains"]``) applies to its train and test images (noise drawn from
     ``torch.Generator().manual_seed(noise_seed)``, train first); the orchestrator set stays clean."""
+    import torch
+
     data = load_dataset(dataset_path)
     cols, manifest = read_assignments(split_dir)
     cluster_of_client = np.asarray(manifest["cluster_of_client"], dtype=np.int64)

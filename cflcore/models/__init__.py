@@ -54,9 +54,11 @@ def check_compatible(name: str, shape: tuple[int, int, int], n_classes: int, **m
     if min(h, w) < need:
         raise ConfigError(f"datasets.*.model: {name!r} needs images of at least {need}x{need}; dataset has {h}x{w}")
     try:
-        with torch.device("meta"):
+        # a CPU forward of 2 zero images: on the meta device ReLU runs torch's Python reference, whose first call
+        # imports torch._dynamo (1.5 s of every train job); fork_rng keeps the global RNG where it was
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
             model = build_model(name, c, (h, w), n_classes, **model_kwargs)
-            out = model.eval()(torch.empty(2, c, h, w))
+            out = model.eval()(torch.zeros(2, c, h, w))
     except (RuntimeError, ValueError) as e:
         raise ConfigError(f"datasets.*.model: {name!r} cannot run on images {c}x{h}x{w} ({str(e).splitlines()[0][:100]})") from None
     if tuple(out.shape) != (2, n_classes):

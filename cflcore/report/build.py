@@ -11,6 +11,8 @@ Layout of ``out_dir`` (``results/report/``)::
     tables/departures.csv                        departures by design and what they do to the comparison
     tables/run_scores.csv                        one row per run (every seed)
     tables/table_late_clients.{csv,md,tex}       late-joining clients (000 §6.2): attachment accuracy, PF1
+    tables/benchmarks_by_rule.csv, critical_path.csv, benchmark_summary.csv   where the study's time went
+                                                 (report/benchmarks.py, from every job's benchmark file)
     figures/late_clients/<dataset>_n<clients>    late vs founding PF1 per round (report/late_clients.py)
     figures/split_traces/<dataset>_n<clients>_<algorithm>   SCL / FedGWC split criteria per round (report/traces.py)
     front_page.rst                               the HTML report's landing page (included by report/workflow.rst)
@@ -21,7 +23,7 @@ Layout of ``out_dir`` (``results/report/``)::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,6 +31,7 @@ import pandas as pd
 from ..io import write_json
 from . import figures as fg
 from . import tables as tb
+from .benchmarks import REPORT_JOB, write_benchmark_tables
 from .front_page import FRONT_PAGE, ranking_frame, write_front_page
 from .paper import paper_split, paper_vs_run, ranking_agreement
 from .late_clients import write_late_clients
@@ -178,7 +181,6 @@ def write_figures(loaded: Sequence[LoadedRun], personal: pd.DataFrame, out_dir: 
     if all_bands and len(datasets) > 1:
         save(fg.temperature_band_figure(all_bands, "Normalised temperature per algorithm: all datasets"),
              "temperature_mean", "all_datasets", None, None)
-    entries += write_whatif_figures(loaded, out_dir)
     for name, fig, dataset, clients in split_trace_figures(loaded):  # SCL / FedGWC criteria (report/traces.py)
         save(fig, "split_traces", name, dataset, clients)
     return entries
@@ -266,13 +268,18 @@ def write_missing(missing: Sequence[MissingRun], out_dir: Path) -> dict[str, Any
 
 
 def build_report(runs: Sequence[RunSpec], out_dir: str | Path, context: Mapping[str, Any] | None = None,
-                 late_runs: Sequence[str] = ()) -> dict[str, Any]:
+                 late_runs: Sequence[str] = (), whatif_entries: Callable[[], list[dict[str, Any]]] | None = None,
+                 benchmarks: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Write every table and figure for the expected ``runs`` into ``out_dir``; return the index.
 
     Runs without evaluation files are listed in ``missing_runs.csv`` with their reason and shown as
     "missing" in the tables; they never stop the report. ``context`` (:func:`front_page.front_page_context`
     of the config) feeds the front page's departures. ``late_runs`` (run ids with late-joining clients,
-    000 §6.2) get the late-client table and figure (report/late_clients.py).
+    000 §6.2) get the late-client table and figure (report/late_clients.py). ``whatif_entries``: when another
+    process draws the what-if heatmaps (cflcore.report.parallel), the call that waits for it and returns their
+    index entries; None draws them here. ``benchmarks`` (``{"root": results/benchmarks, "jobs": {rule: [wildcards
+    paths]}}``, stages.report_plan): the per-rule benchmark table and the critical path (report/benchmarks.py),
+    written last so that the report's own row covers its work.
     """
     out_dir = Path(out_dir)
     loaded, missing = load_runs(runs)
@@ -282,6 +289,10 @@ def build_report(runs: Sequence[RunSpec], out_dir: str | Path, context: Mapping[
     late = set(late_runs)
     entries += write_late_clients([r for r in runs if r.run_id in late], out_dir, CAPTION_DIR)
     entries.append(write_missing(missing, out_dir))
+    entries += write_whatif_figures(loaded, out_dir) if whatif_entries is None else whatif_entries()
+    if benchmarks is not None:
+        tables = write_benchmark_tables(benchmarks["root"], benchmarks["jobs"], out_dir / "tables", current=REPORT_JOB)
+        entries += [_entry(kind, path, out_dir) for kind, path in tables["files"].items()]
     index = {"n_expected": len(runs), "n_loaded": len(loaded), "n_missing": len(missing),
              "missing": [{"run": m.spec.run_id, "reason": m.reason} for m in missing], "files": entries}
     tb.write_text(pd.DataFrame(entries).to_csv(index=False), out_dir / "index.csv")

@@ -27,6 +27,7 @@ import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from ..io import atomic_path  # noqa: E402
+from .figures import tight_bbox  # noqa: E402
 
 
 @dataclass
@@ -184,10 +185,11 @@ def save_figure(fig: plt.Figure, stem: str | Path, formats: tuple[str, ...] = ("
     """Save ``fig`` as ``<stem>.<fmt>`` for each format, each atomically (cflcore.io.atomic_path); closes it."""
     paths = []
     try:
+        bbox = tight_bbox(fig, 150)
         for fmt in formats:
             path = Path(stem).with_suffix(f".{fmt}")
             with atomic_path(path) as tmp:
-                fig.savefig(tmp, format=fmt, bbox_inches="tight", dpi=150)
+                fig.savefig(tmp, format=fmt, bbox_inches=bbox, dpi=150)
             paths.append(path)
     finally:
         plt.close(fig)
