@@ -43,7 +43,7 @@ def _hw(image_size: int | tuple[int, int] | list[int]) -> tuple[int, int]:
 
 def check_compatible(name: str, shape: tuple[int, int, int], n_classes: int, **model_kwargs: Any) -> None:
     """Raise ConfigError at start-up when network ``name`` cannot run on images of ``shape`` = (C, H, W)
-    with ``n_classes`` classes. Builds the model on the meta device and runs one forward pass (no memory)."""
+    with ``n_classes`` classes. Builds the model and runs one CPU forward pass of two zero images."""
     MODELS.get(name, field="datasets.*.model")
     if len(shape) != 3 or min(shape) < 1:
         raise ConfigError(f"dataset shape {tuple(shape)}: expected (channels, height, width) with positive sizes")
