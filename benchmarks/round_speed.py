@@ -55,7 +55,7 @@ import harness  # noqa: E402
 from cflcore.fl import run as run_mod  # noqa: E402
 from cflcore.fl.run import _STREAM_TRAIN, build_engine  # noqa: E402
 from cflcore.fl.synthetic import synthetic_federated  # noqa: E402
-from cflcore.fl.trainers import LoopTrainer, derive_seed  # noqa: E402
+from cflcore.fl.trainers import LoopTrainer, derive_seed, epoch_order  # noqa: E402
 from cflcore.models import build_model  # noqa: E402
 
 LR, BATCH, EPOCHS, EVAL_BATCH = 0.01, 32, 3, 1024
@@ -70,10 +70,9 @@ def settings(precision: str = "fp32", compile_: bool = False, channels_last: boo
             "algorithm": {"method": "bnc"}, "device": "cpu"}
 
 
-def epoch_order(seed: int, rnd: int, client: int, epoch: int, n: int) -> torch.Tensor:
-    """The engine's batch order for (seed, round, client, epoch): cflcore.fl.trainers.LoopTrainer.epoch_batches."""
-    client_seed = derive_seed(seed, _STREAM_TRAIN, rnd, client)
-    return torch.randperm(n, generator=torch.Generator().manual_seed(derive_seed(client_seed, epoch)))
+def round_epoch_order(seed: int, rnd: int, client: int, epoch: int, n: int) -> torch.Tensor:
+    """The engine's batch order for (seed, round, client, epoch) (cflcore.fl.trainers.epoch_order)."""
+    return epoch_order(derive_seed(seed, _STREAM_TRAIN, rnd, client), epoch, n)[1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,7 +103,7 @@ class HandRound:
         opt = torch.optim.SGD(local.parameters(), lr=LR)
         local.train()
         for epoch in range(EPOCHS):
-            perm = epoch_order(self.seed, self.rnd, i, epoch, client.n_train)
+            perm = round_epoch_order(self.seed, self.rnd, i, epoch, client.n_train)
             if self.plain:
                 batches: Any = ((x[idx], y[idx]) for idx in perm.split(BATCH))
             else:
@@ -146,8 +145,7 @@ class DataLoaderTrainer(LoopTrainer):
     """Ablation "stacked data off": the same batches, fetched sample by sample through a DataLoader."""
 
     def epoch_batches(self, client, seed: int, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        gen = torch.Generator().manual_seed(derive_seed(seed, epoch))
-        perm = torch.randperm(client.n_train, generator=gen)
+        _, perm = self.epoch_order(seed, epoch, client.n_train)
         for xb, yb in DataLoader(TensorDataset(client.x_train, client.y_train), batch_sampler=list(perm.split(BATCH))):
             if self.spec.channels_last:
                 xb = xb.contiguous(memory_format=torch.channels_last)

@@ -67,6 +67,18 @@ def autocast_context(spec: TrainSpec, device: torch.device) -> contextlib.Abstra
     return contextlib.nullcontext()
 
 
+def epoch_generator(client_seed: int, epoch: int) -> torch.Generator:
+    """The CPU generator of one client's epoch, seeded from (client seed, epoch)."""
+    return torch.Generator().manual_seed(derive_seed(client_seed, epoch))
+
+
+def epoch_order(client_seed: int, epoch: int, n: int) -> tuple[torch.Generator, torch.Tensor]:
+    """A client's batch order in one epoch: the epoch's generator and its permutation of the n training
+    rows; both trainers (and benchmarks/round_speed.py) take it from here."""
+    gen = epoch_generator(client_seed, epoch)
+    return gen, torch.randperm(n, generator=gen)
+
+
 def uniform_source(gen: torch.Generator):
     """Dropout mask source: uniform [0, 1) numbers from ``gen`` (always drawn on CPU, in fp32 or fp64)."""
 
@@ -100,7 +112,12 @@ class Trainer(ABC):
         return cached[1], cached[2]
 
     def epoch_generator(self, client_seed: int, epoch: int) -> torch.Generator:
-        return torch.Generator().manual_seed(derive_seed(client_seed, epoch))
+        return epoch_generator(client_seed, epoch)
+
+    def epoch_order(self, client_seed: int, epoch: int, n: int) -> tuple[torch.Generator, torch.Tensor]:
+        """The epoch's generator (it draws the dropout masks next) and its permutation, on the device."""
+        gen, perm = epoch_order(client_seed, epoch, n)
+        return gen, perm.to(self.device)
 
     @abstractmethod
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int]) -> TrainResult:
@@ -136,8 +153,7 @@ class LoopTrainer(Trainer):
         """The epoch's mini-batches: rows of the pre-stacked tensors in the order of a seeded permutation;
         the same generator then draws the dropout masks."""
         x, y = self.client_tensors(client)
-        gen = self.epoch_generator(seed, epoch)
-        perm = torch.randperm(len(y), generator=gen).to(self.device)
+        gen, perm = self.epoch_order(seed, epoch, len(y))
         for m in self.dropouts:
             m.mask_source = uniform_source(gen)
         B = self.spec.batch_size
@@ -251,8 +267,7 @@ class VmapTrainer(Trainer):
         steps = []
         n, B = client.n_train, self.spec.batch_size
         for epoch in range(self.spec.local_epochs):
-            gen = self.epoch_generator(seed, epoch)
-            perm = torch.randperm(n, generator=gen).to(self.device)
+            gen, perm = self.epoch_order(seed, epoch, n)
             steps += [(gen, perm[lo:lo + B]) for lo in range(0, n, B)]
         return steps
 
