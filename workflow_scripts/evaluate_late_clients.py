@@ -2,8 +2,8 @@
 from pathlib import Path
 
 from cflcore import stages
-from cflcore.logutil import run_logged
+from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821
-run_logged(sm.log[0], lambda: stages.evaluate_late_clients(Path(sm.input.history).parent, sm.input.manifest,
+run_job(sm.log[0], lambda: stages.evaluate_late_clients(Path(sm.input.history).parent, sm.input.manifest,
                                                            sm.output.late))

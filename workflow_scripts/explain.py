@@ -3,9 +3,9 @@ import json
 from pathlib import Path
 
 from cflcore import stages
-from cflcore.logutil import run_logged
+from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821
-run_logged(sm.log[0], lambda: stages.explain(
+run_job(sm.log[0], lambda: stages.explain(
     sm.input.dataset, Path(sm.input.manifest).parent, Path(sm.input.models).parent,
     json.loads(sm.params.settings), sm.params.seed, Path(sm.output.insdel).parent, device=sm.params.device))

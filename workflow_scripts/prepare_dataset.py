@@ -2,7 +2,7 @@
 import json
 
 from cflcore import stages
-from cflcore.logutil import run_logged
+from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
-run_logged(sm.log[0], lambda: stages.prepare_dataset(json.loads(sm.params.settings), sm.output[0]))
+run_job(sm.log[0], lambda: stages.prepare_dataset(json.loads(sm.params.settings), sm.output[0]))

@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 from cflcore import stages
-from cflcore.logutil import run_logged
+from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821
 plan = json.loads(sm.params.runs)
-run_logged(sm.log[0], lambda: stages.report_runs(plan, Path(sm.output.index).parent, workers=sm.threads))
+run_job(sm.log[0], lambda: stages.report_runs(plan, Path(sm.output.index).parent, workers=sm.threads))
