@@ -549,6 +549,27 @@ def test_spearman_rows_uses_average_ranks_for_ties():
     assert np.isnan(spearman_rows(torch.zeros(1, 4), b)).all()  # a constant map has no ranking
 
 
+
+def test_average_ranks_equal_scipy_rankdata_with_ties():
+    """framework.average_ranks (pandas DataFrame.rank) is scipy.stats.rankdata(axis=1), bit for bit, on rows
+    with many ties (quantised maps, a constant row, ±0.0 and ±inf), the shape explain_run ranks (B, H·W)."""
+    from scipy.stats import rankdata
+
+    from cflcore.explain.framework import average_ranks
+
+    gen = torch.Generator().manual_seed(0)
+    maps = torch.round(torch.randn(24, 28, 28, generator=gen, dtype=torch.float64) * 3) / 3  # heavy ties
+    maps[0] = 0.0
+    maps[1, :2, :] = -0.0
+    maps[2, 0, :3] = torch.tensor([float("inf"), -float("inf"), float("inf")], dtype=torch.float64)
+    maps[3] = maps[3].abs()  # one-sided, like the |map| of the sanity check
+    for m in (maps, maps.float(), maps[:1, :1, :4]):
+        ours = average_ranks(m)
+        ref = rankdata(m.flatten(1).double().numpy(), axis=1)
+        assert ours.dtype == ref.dtype == np.float64 and ours.shape == ref.shape
+        assert np.array_equal(ours, ref)
+        ours -= 1.0  # writable: spearman_rows centres the ranks in place
+
 class ConstantModel(nn.Module):
     """Always predicts class 0 with softmax (0.7, 0.2, 0.1), whatever the image."""
 

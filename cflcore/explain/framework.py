@@ -49,8 +49,6 @@ from torch import nn
 
 from ..data.federated import FederatedData
 from ..errors import ConfigError, DataError
-from scipy.stats import rankdata
-
 from ..io import atomic_path, write_parquet
 from .attribution import CAM_ATTRIBUTIONS, check_attribution_name, default_layer_name, make_attributor
 from .insdel import DEFAULT_FORWARD_BATCH, check_substrate_name, insertion_deletion, to_channels_last
@@ -243,11 +241,18 @@ def randomised_model(model: nn.Module, seed: int, cluster: int) -> nn.Module:
     return clone.eval()
 
 
+def average_ranks(maps: torch.Tensor) -> np.ndarray:
+    """(B, H·W) float64 ranks 1..H·W of each image's flattened map, ties given their average rank: pandas'
+    ``DataFrame.rank(axis=1, method="average")``, which equals ``scipy.stats.rankdata(axis=1)`` (test_explain)
+    without the ~0.9 s import of scipy.stats in every explain job (pandas is imported here anyway)."""
+    frame = pd.DataFrame(maps.flatten(1).double().cpu().numpy())
+    return frame.rank(axis=1, method="average").to_numpy(dtype=np.float64, copy=True)
+
+
 def spearman_rows(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
     """Spearman rank correlation of each image's flattened maps ``a[i]`` and ``b[i]`` (ties get average ranks);
     NaN where a map is constant."""
-    ra = rankdata(a.flatten(1).double().cpu().numpy(), axis=1)
-    rb = rankdata(b.flatten(1).double().cpu().numpy(), axis=1)
+    ra, rb = average_ranks(a), average_ranks(b)
     ra -= ra.mean(axis=1, keepdims=True)
     rb -= rb.mean(axis=1, keepdims=True)
     denom = np.sqrt((ra ** 2).sum(axis=1) * (rb ** 2).sum(axis=1))
