@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import DataError
-from ..io import parquet_metadata, read_json, read_parquet
+from ..io import numeric_column, parquet_metadata, read_json, read_parquet
 from .federated import ClientData, FederatedData
 
 if TYPE_CHECKING:  # torch is imported where tensors are built: the split job reads labels only
@@ -78,10 +78,10 @@ def read_dataset_meta(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def _labels_and_part(table: pa.Table, meta: Mapping[str, Any], path: Path) -> tuple[np.ndarray, np.ndarray]:
-    idx = table.column("idx").to_numpy()
+    idx = numeric_column(table, "idx")
     if not np.array_equal(idx, np.arange(len(idx))):
         raise DataError(f"{path}: column 'idx' must be 0..N-1 in row order")
-    labels = table.column("label").to_numpy().astype(np.int64)
+    labels = numeric_column(table, "label").astype(np.int64)
     if len(labels) and (labels.min() < 0 or labels.max() >= int(meta["n_classes"])):
         raise DataError(f"{path}: labels outside 0..{int(meta['n_classes']) - 1}")
     part = np.asarray(table.column("part").to_pylist(), dtype=object)
@@ -117,7 +117,7 @@ def load_dataset(path: str | os.PathLike) -> DatasetTable:
     if len(image_col) and (pc.min(lengths).as_py() != item_bytes or pc.max(lengths).as_py() != item_bytes):
         raise DataError(f"{path}: image sizes differ from shape {list(shape)} ({item_bytes} bytes)")
     images = np.frombuffer(b"".join(image_col.to_pylist()), dtype=np.uint8).reshape((-1, *shape))
-    idx = table.column("idx").to_numpy().astype(np.int64)
+    idx = numeric_column(table, "idx").astype(np.int64)
     return DatasetTable(images=images.copy(), labels=labels, part=part, idx=idx, meta=dict(meta))
 
 
@@ -172,7 +172,7 @@ def read_assignments(split_dir: str | os.PathLike) -> tuple[dict[str, np.ndarray
     path = split_dir / "assignments.parquet"
     table = read_parquet(path)
     _check_columns(table, ASSIGNMENT_COLUMNS, path)
-    cols = {name: table.column(name).to_numpy(zero_copy_only=False) for name in ("client", "cluster", "idx")}
+    cols = {name: numeric_column(table, name) for name in ("client", "cluster", "idx")}
     cols["role"] = np.asarray(table.column("role").to_pylist(), dtype=object)
     manifest = read_json(split_dir / "manifest.json")
     if not isinstance(manifest, dict) or "cluster_of_client" not in manifest:
