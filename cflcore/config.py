@@ -114,6 +114,62 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
     return cfg
 
 
+# Distributions whose presence or version a plug-in check consults (clusterer and model availability,
+# estimator signatures); part of the key under which a validated config is remembered.
+VALIDATION_LIBRARIES = ("scikit-learn", "hdbscan", "leidenalg", "igraph", "networkx", "torch", "torchvision", "captum")
+
+
+def validation_key(cfg: Mapping[str, Any]) -> str:
+    """SHA-256 over the config, every source file of cflcore and the versions of :data:`VALIDATION_LIBRARIES`:
+    what :func:`validate_config`'s result depends on."""
+    import hashlib
+    from importlib import metadata
+
+    from .io import canonical_json
+
+    h = hashlib.sha256(canonical_json(cfg).encode())
+    package = Path(__file__).resolve().parent
+    for f in sorted(package.rglob("*")):
+        if f.is_file() and f.suffix in (".py", ".yaml") and "__pycache__" not in f.parts:
+            h.update(str(f.relative_to(package)).encode())
+            h.update(f.read_bytes())
+    for name in VALIDATION_LIBRARIES:
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            version = "absent"
+        h.update(f"{name}={version}".encode())
+    return h.hexdigest()
+
+
+def validate_config_cached(cfg: Mapping[str, Any], cache_dir: str | Path) -> dict[str, Any]:
+    """:func:`validate_config`, remembered in ``cache_dir`` under :func:`validation_key`.
+
+    Pass 3 imports the plug-ins (torch, scikit-learn: ~3.5 s), which every Snakemake start paid, dry runs
+    included. The result is a pure function of the key, so a config validated once with the same code and
+    libraries is read back instead. A config that fails is never remembered; a result that does not survive
+    a JSON round trip unchanged is not either."""
+    import json
+
+    from .io import write_json
+
+    path = Path(cache_dir) / f"{validation_key(cfg)}.json"
+    if path.is_file():
+        try:
+            return json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            pass  # unreadable: validate again and rewrite it
+    validated = validate_config(cfg)
+    try:
+        exact = json.loads(json.dumps(validated)) == validated
+    except (TypeError, ValueError):
+        exact = False
+    if exact:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(validated, path)
+    return validated
+
+
 def _check_names(cfg: dict[str, Any]) -> None:
     """Pass 2: references between sections, and plug-in names against the names their sources declare."""
     study = cfg["study"]

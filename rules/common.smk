@@ -13,10 +13,12 @@ from cflcore.provenance import code_version
 from cflcore.stages import forget_failed_runs, report_plan
 
 # 1) JSON-schema validation (fills defaults), 2) registry checks (method/clusterer/model names,
-# per-method parameter schemas). Both run before any job is scheduled.
+# per-method parameter schemas). Both run before any job is scheduled. The registry checks import torch and
+# scikit-learn; their result is remembered in .snakemake/ under a hash of the config, cflcore's sources and
+# the library versions (cflcore.config.validate_config_cached), so later starts skip those imports.
 validate(config, "../config/schema.yaml")
 try:
-    _validated = cc.validate_config(config)
+    _validated = cc.validate_config_cached(config, Path(".snakemake") / "cflcore" / "validated-config")
 except cc.ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
 config.clear()
