@@ -23,11 +23,38 @@ bf16 is checked for accuracy instead: one model trained on real MNIST-5k (4,000 
 study's Adam lr 0.003) in fp32 and in bf16 must reach test accuracies (1,000 held-out images) within 0.5 points.
 
 Where a round's time goes (torch.profiler, eager engine, N = 15, one thread; `--profile` prints it):
-the convolutions' backward and forward (oneDNN) take about 60 % of the local training, and the element-wise
-work around them (ReLU and its backward, max-pool, index copies) most of the rest; Python dispatch is a
+the convolutions' backward and forward (oneDNN) take about 70-75 % of the local training, and the element-wise
+work around them (max-pool, ReLU and its backward, index copies) most of the rest; Python dispatch is a
 few per cent. Pooling before the second ReLU of each block (exact: ReLU is monotone) removes 3/4 of
 that ReLU's work; ``engine.compile`` fuses the element-wise work with inductor. The ablation table switches
 each of the engine's optimisations off in turn.
+
+Kernel floor (printed every run): the summed self time of the convolution / linear kernels of one profiled
+round of the engine's training is a floor for any change that only removes the other work. One run
+(2026-11-23, AMD EPYC, 1 thread, sgemm peak 90.4 GFLOP/s, machine shared, `--repeats 3 --profile`):
+forward kernels 0.54 s (56 GFLOP/s), backward 1.03 s (58 GFLOP/s), together 1.57 s = 57 GFLOP/s = 63 % of
+sgemm and 72 % of the profiled training; reference training 3.78 s, so the ceiling with these kernels is
+3.78 / 1.57 = 2.4x (the engine: 1.5x in that run). A quieter `--quick` run (N = 4) measured 73 GFLOP/s (73 % of
+sgemm) and a 2.6x ceiling. A >= 3x exact-fp32 engine therefore needs faster convolution kernels,
+not less overhead. Each conv layer alone, forward + backward per batch of 32 (median of 5, same run):
+
+    layer                 oneDNN channels_last   oneDNN NCHW   im2col+sgemm NCHW   im2col+sgemm ch.-last
+    conv1 1->10 28x28       576 us (engine)        397 us          754 us               868 us
+    conv2 10->10 28x28     2406 us (engine)       3694 us         6653 us              7000 us
+    conv3/4 10->10 14x14    656 us (engine)        902 us         1700 us              1892 us
+    per round (422 steps)  1.81 s                 2.49 s          4.56 s               4.92 s    per-layer best 1.74 s
+
+The engine's choice is the fastest for conv2-4 (94 % of the FLOPs). conv1 (1 input channel: its input and
+weight keep NCHW strides even after ``channels_last``, so its forward already runs oneDNN's NCHW kernel) is
+faster alone with an NCHW incoming gradient, but in the network that does not carry over: returning the
+gradient to conv1 in NCHW (bit-identical) measured 0.95x (median; 0.99x min), and a true channels_last
+conv1 (bit-identical) 0.98x. The best per-layer choice would save 0.07 s of 1.8 s (4 %) at most.
+
+Evaluation runs in batches of 64 on CPU (cflcore.fl.evaluation.default_eval_batch; it was 1024): the
+activations stay in L2, predictions and per-sample losses are bit-identical (tests/test_trainers.py), and
+Evaluator.predict on one round's sets (15 x 130 client + 2,000 orchestrator samples) took 226 ms instead of
+336 ms (1.49x, median of 15 side by side; batch 32: 1.49x, 128: 1.32x, 256: 1.28x, 2048/4096: 0.68x).
+The ablation row "- eval batch 64 (1024)" puts the old batch back.
 
     OMP_NUM_THREADS=1 python benchmarks/round_speed.py [--quick] [--repeats 5] [--threads 1] [--clients 15 30]
 """
@@ -38,6 +65,7 @@ import contextlib
 import copy
 import itertools
 import logging
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -192,8 +220,10 @@ class EngineRound:
 
     def __init__(self, fed, seed: int, threads: int, trainer_cls: type[LoopTrainer] | None = None,
                  context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-                 patch: Callable[[LoopTrainer], None] | None = None, **kw: Any):
+                 patch: Callable[[LoopTrainer], None] | None = None, evaluator_batch: int | None = None, **kw: Any):
         self.engine, self.state = build_engine(fed, settings(threads=threads, **kw), seed, log)
+        if evaluator_batch is not None:
+            self.engine.evaluator.batch_size = evaluator_batch
         if trainer_cls is not None:
             old = self.engine.trainer
             self.engine.trainer = trainer_cls(old.model, old.layout, old.spec, old.device)
@@ -311,10 +341,32 @@ def check_bf16_accuracy(threads: int, quick: bool) -> None:
         raise harness.EquivalenceError(f"bf16: test accuracy gap {gap:.2f} points > 0.5")
 
 
-def kernel_ceiling(fed, seed: int, threads: int, flops: float, peak: float, show: bool) -> None:
-    """Profile one eager engine round's local training (torch.profiler): the share of the convolution and
-    matmul kernels (oneDNN / BLAS: all the counted FLOPs) and their own GFLOP/s. That rate bounds what any
-    removal of the other work (element-wise ops, dispatch, data movement) can reach."""
+# (1) kernel floor: profiled kernel time of the engine's training and the per-layer algorithm table
+FORWARD_KERNELS = ("aten::mkldnn_convolution", "aten::_slow_conv2d_forward", "aten::thnn_conv2d", "aten::addmm")
+BACKWARD_KERNELS = ("aten::convolution_backward", "aten::mkldnn_convolution_backward", "aten::_slow_conv2d_backward",
+                    "aten::mm")
+CONV_ALGORITHMS = ("oneDNN channels_last", "oneDNN NCHW", "im2col+sgemm NCHW", "im2col+sgemm channels_last")
+
+
+def training_flops_split(fed) -> tuple[float, float]:
+    """(forward, backward) FLOPs of one round's convolution / linear kernels (torch.utils.flop_counter)."""
+    model = build_model("tinyvgg", 1, (28, 28), 10)
+    x, y = fed.clients[0].x_train[:BATCH], fed.clients[0].y_train[:BATCH]
+    with FlopCounterMode(display=False) as counter:
+        F.cross_entropy(model(x), y).backward()
+    per_op = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    scale = sum(c.n_train for c in fed.clients) * EPOCHS / BATCH
+    bwd = sum(v for k, v in per_op.items() if "backward" in k or k.endswith(".mm") or k == "aten.mm")
+    return (sum(per_op.values()) - bwd) * scale, bwd * scale
+
+
+def kernel_ceiling(fed, seed: int, threads: int, peak: float, reference_training: float, engine_training: float,
+                   show: bool) -> dict[str, float]:
+    """Profile one eager engine round's local training (torch.profiler, same process as the timings): the summed
+    self time of the convolution / linear kernels (oneDNN or BLAS; they do all the counted FLOPs), forward
+    and backward apart, and their own GFLOP/s. Local training cannot take less than that kernel time with
+    these kernels, so reference training time / kernel time is the ceiling of any change that only removes
+    the other work (element-wise ops, dispatch, data movement)."""
     from torch.profiler import ProfilerActivity, profile
 
     eng = EngineRound(fed, seed, threads)
@@ -325,14 +377,94 @@ def kernel_ceiling(fed, seed: int, threads: int, flops: float, peak: float, show
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         trainer.train(starts, fed.clients, seeds)
     events = prof.key_averages()
-    total = sum(e.self_cpu_time_total for e in events)
-    kernels = sum(e.self_cpu_time_total for e in events
-                  if "convolution" in e.key or e.key in ("aten::mm", "aten::addmm", "aten::bmm"))
-    share, rate = kernels / total, flops / (kernels / 1e6) / 1e9
-    print(f"  profile of the eager engine's local training: convolution/matmul kernels {100 * share:.0f} % of the time at "
-          f"{rate:.1f} GFLOP/s ({100 * rate / peak:.0f} % of sgemm); everything else {100 * (1 - share):.0f} %")
+    total = sum(e.self_cpu_time_total for e in events) / 1e6
+    fwd = sum(e.self_cpu_time_total for e in events if e.key in FORWARD_KERNELS) / 1e6
+    bwd = sum(e.self_cpu_time_total for e in events if e.key in BACKWARD_KERNELS) / 1e6
+    f_fwd, f_bwd = training_flops_split(fed)
+    kern = fwd + bwd
+    rate = lambda fl, s: fl / s / 1e9  # noqa: E731
+    print(f"  kernel floor (torch.profiler, one round of the eager engine's local training, profiled total {total:.2f} s):"
+          f"\n    forward  conv/linear kernels {fwd:6.3f} s  {rate(f_fwd, fwd):5.1f} GFLOP/s = {100 * rate(f_fwd, fwd) / peak:3.0f} % of sgemm"
+          f"\n    backward conv/linear kernels {bwd:6.3f} s  {rate(f_bwd, bwd):5.1f} GFLOP/s = {100 * rate(f_bwd, bwd) / peak:3.0f} % of sgemm"
+          f"\n    together                     {kern:6.3f} s  {rate(f_fwd + f_bwd, kern):5.1f} GFLOP/s = "
+          f"{100 * rate(f_fwd + f_bwd, kern) / peak:3.0f} % of sgemm; {100 * kern / total:.0f} % of the profiled training, "
+          f"everything else {100 * (1 - kern / total):.0f} %"
+          f"\n    ceiling with these kernels: reference training time / kernel time = {reference_training:.2f} / {kern:.2f} = "
+          f"{reference_training / kern:.2f}x (the engine now: {reference_training / engine_training:.2f}x)")
     if show:
         print(events.table(sort_by="self_cpu_time_total", row_limit=15))
+    return {"forward": fwd, "backward": bwd, "ceiling": reference_training / kern}
+
+
+def conv_layers(hidden: int = 10, side: int = 28) -> list[tuple[str, int, int, int, bool, int]]:
+    """tinyvgg's convolutions: (name, c_in, c_out, side, input needs a gradient, how many in the net)."""
+    return [(f"conv1 1->{hidden} {side}x{side}", 1, hidden, side, False, 1),
+            (f"conv2 {hidden}->{hidden} {side}x{side}", hidden, hidden, side, True, 1),
+            (f"conv3/4 {hidden}->{hidden} {side // 2}x{side // 2}", hidden, hidden, side // 2, True, 2)]
+
+
+def conv_step(c_in: int, c_out: int, side: int, input_grad: bool, algorithm: str, batch: int = BATCH) -> Callable[[], Any]:
+    """One forward + backward (torch.autograd.grad, as the trainer) of one conv3x3 layer shape, by one algorithm."""
+    gen = torch.Generator().manual_seed(0)
+    x, gy = torch.randn(batch, c_in, side, side, generator=gen), torch.randn(batch, c_out, side, side, generator=gen)
+    w, b = torch.randn(c_out, c_in, 3, 3, generator=gen), torch.randn(c_out, generator=gen)
+    if algorithm.endswith("channels_last"):
+        x, gy, w = (t.contiguous(memory_format=torch.channels_last) for t in (x, gy, w))
+    x.requires_grad_(input_grad)
+    w.requires_grad_()
+    b.requires_grad_()
+    inputs = [x, w, b] if input_grad else [w, b]
+    onednn = algorithm.startswith("oneDNN")
+
+    def step() -> Any:
+        with torch.backends.mkldnn.flags(enabled=onednn):
+            return torch.autograd.grad(F.conv2d(x, w, b, padding=1), inputs, gy)
+    return step
+
+
+def layer_algorithms(repeats: int, calls: int = 20) -> dict[tuple[str, str], harness.Result]:
+    """Each conv layer's forward + backward alone, per CPU algorithm, side by side (rotated order): seconds
+    per step (batch 32). The engine uses oneDNN channels_last for every layer."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="TF32 acceleration")
+    out: dict[tuple[str, str], harness.Result] = {}
+    for name, c_in, c_out, side, grad, _ in conv_layers():
+        steps = {a: conv_step(c_in, c_out, side, grad, a) for a in CONV_ALGORITHMS}
+
+        def many(fn: Callable[[], Any]) -> Callable[[], None]:
+            def call() -> None:
+                for _ in range(calls):
+                    fn()
+            return call
+        res = harness.time_side_by_side({a: many(s) for a, s in steps.items()}, repeats, keep_output=False, collect=False)
+        for a, r in res.items():
+            out[name, a] = harness.Result(a, [s / calls for s in r.seconds])
+    return out
+
+
+def print_layer_table(res: dict[tuple[str, str], harness.Result], steps_per_round: float) -> None:
+    layers = conv_layers()
+    print(f"  conv layers alone, forward + backward per step (batch {BATCH}), min / median of the timed passes; "
+          f"GFLOP/s from the median; 'per round' = median x {steps_per_round:.0f} steps x layers of that shape")
+    width = max(len(a) for a in CONV_ALGORITHMS) + 2
+    print(f"    {'layer':<22}{'algorithm':<{width}}{'min':>9}{'median':>9}{'GFLOP/s':>9}{'per round':>11}")
+    totals = {a: 0.0 for a in CONV_ALGORITHMS}
+    best_total = 0.0
+    for name, c_in, c_out, side, grad, count in layers:
+        flops = 2 * BATCH * c_out * c_in * 9 * side * side * (3 if grad else 2)
+        meds = {a: res[name, a].median for a in CONV_ALGORITHMS}
+        best = min(meds, key=meds.get)
+        best_total += meds[best] * steps_per_round * count
+        for a in CONV_ALGORITHMS:
+            r = res[name, a]
+            totals[a] += r.median * steps_per_round * count
+            tag = "  <- engine" if a == CONV_ALGORITHMS[0] else ""
+            tag += "  (fastest)" if a == best else ""
+            print(f"    {name:<22}{a:<{width}}{1e6 * r.min:7.0f}us{1e6 * r.median:7.0f}us"
+                  f"{flops / r.median / 1e9:9.1f}{r.median * steps_per_round * count:10.2f}s{tag}")
+    print("    per round, all conv layers: " + ", ".join(f"{a} {s:.2f} s" for a, s in totals.items())
+          + f"; fastest per layer {best_total:.2f} s")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -384,7 +516,11 @@ def main() -> None:
             rec.table(f"N={n}: {label}, seconds per round", res, baseline="reference", case=f"N={n} {part}", notes=notes)
         rec.table(f"N={n}: full round, seconds", full, baseline="reference", case=f"N={n} full round")
         print(f"  local-training work per round: {flops / 1e9:.2f} GFLOP (torch.utils.flop_counter)")
-        kernel_ceiling(fed, args.seed, args.threads, flops, peak, args.profile)
+        train_median = {k: statistics.median(parts[k]["training"][1:]) for k in ("reference", "engine")}
+        kernel_ceiling(fed, args.seed, args.threads, peak, train_median["reference"], train_median["engine"], args.profile)
+        if args.profile:
+            steps = sum(c.n_train for c in fed.clients) * EPOCHS / BATCH
+            print_layer_table(layer_algorithms(max(args.repeats, 5)), steps)
 
         # ablations: the eager fp32 engine with each optimisation switched off in turn
         ablations: dict[str, EngineRound] = {
@@ -394,6 +530,7 @@ def main() -> None:
             "- stacked data": EngineRound(fed, args.seed, args.threads, trainer_cls=DataLoaderTrainer),
             "- fused optimiser": EngineRound(fed, args.seed, args.threads, trainer_cls=TorchOptimTrainer),
             "- pool before ReLU": EngineRound(fed, args.seed, args.threads, patch=relu_after_pool_off),
+            "- eval batch 64 (1024)": EngineRound(fed, args.seed, args.threads, evaluator_batch=1024),
         }
         abl = harness.time_side_by_side({k: v for k, v in ablations.items()}, args.repeats, keep_output=False)
         rec.table(f"N={n}: ablation, full round seconds (each optimisation switched off in turn; ratio = "

@@ -121,3 +121,15 @@ def test_log_log_crossing():
     xs = [10, 20, 40]
     assert harness.log_log_crossing(xs, [1, 2, 4], [0.1, 0.8, 6.4]) == pytest.approx(20 * 2 ** (np.log(2.5) / np.log(4)), rel=1e-6)
     assert harness.log_log_crossing(xs, [1, 2, 4], [0.1, 0.2, 0.4]) is None
+
+
+def test_round_speed_quick(tmp_path):
+    """round_speed --quick (eager variants): equivalence and bf16 accuracy checks pass, the kernel floor and
+    the per-layer algorithm table (--profile) are printed, and the evaluation-batch ablation is recorded."""
+    proc, out = run_script("round_speed", tmp_path, "--no-compile", "--profile")
+    rows = read_rows(out)
+    check_rows(rows, "round_speed")
+    variants = {r["variant"] for r in rows}
+    assert {"reference", "plain", "engine", "engine-bf16", "- eval batch 64 (1024)"} <= variants
+    assert "ceiling with these kernels: reference training time / kernel time =" in proc.stdout
+    assert "per round, all conv layers: oneDNN channels_last" in proc.stdout

@@ -147,3 +147,24 @@ def test_metrics_match_sklearn(pairs):
         assert s.acc == pytest.approx(accuracy_score(y_true, y_pred), abs=1e-12)
         assert s.f1 == pytest.approx(f1_score(y_true, y_pred, average="macro", zero_division=0), abs=1e-12)
         assert s.bacc == pytest.approx(balanced_accuracy_score(y_true, y_pred), abs=1e-12)
+
+
+@pytest.mark.parametrize("name,kw,shape", [("tinyvgg", {}, (1, 28, 28)), ("resnet34", {"width": 4}, (1, 16, 16)),
+                                           ("ocfl-cnn", {}, (1, 8, 8))])
+@pytest.mark.parametrize("channels_last,bf16", [(True, False), (False, False), (True, True)])
+def test_evaluation_does_not_depend_on_eval_batch(name, kw, shape, channels_last, bf16):
+    """The CPU default evaluation batch (64, for cache locality) gives bit-identical predictions and per-sample
+    losses to the former 1024 and to one whole-set batch."""
+    from cflcore.fl.evaluation import CPU_EVAL_BATCH, Evaluator, default_eval_batch
+
+    assert default_eval_batch(CPU) == CPU_EVAL_BATCH == 64 and default_eval_batch(torch.device("cuda")) == 1024
+    model = _seeded_model(name, shape, 10, kw)
+    layout = ModelLayout.of(model)
+    vector = layout.flatten(model)
+    gen = torch.Generator().manual_seed(3)
+    x, y = torch.rand(1100, *shape, generator=gen), torch.randint(0, 10, (1100,), generator=gen)
+    outs = [Evaluator(_seeded_model(name, shape, 10, kw), layout, CPU, torch.float32, batch_size=b, bf16=bf16,
+                      channels_last=channels_last).predict(vector, x, y) for b in (None, 1024, 1100)]
+    assert Evaluator(_seeded_model(name, shape, 10, kw), layout, CPU, torch.float32).batch_size == 64
+    for pred, loss in outs[1:]:
+        assert torch.equal(pred, outs[0][0]) and torch.equal(loss, outs[0][1])

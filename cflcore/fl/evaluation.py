@@ -41,15 +41,29 @@ def scores_from_confusion(cm: np.ndarray, loss: float) -> Scores:
     return Scores(float(loss), acc, f1, bacc)
 
 
+CPU_EVAL_BATCH, GPU_EVAL_BATCH = 64, 1024
+
+
+def default_eval_batch(device: torch.device) -> int:
+    """Inference batch size: 64 on CPU, 1024 elsewhere. On CPU the activations of a small batch stay in the
+    core's L2 cache (tinyvgg at 28x28: 64 x 10 x 28 x 28 fp32 = 2 MB): one round's evaluation ran 1.3-1.5x
+    faster than with 1024 (benchmarks/round_speed.py docstring; ablation row "- eval batch 64 (1024)"), and eval-mode outputs do
+    not depend on the batch size (each sample's logits are bit-identical; tests/test_trainers.py)."""
+    return CPU_EVAL_BATCH if torch.device(device).type == "cpu" else GPU_EVAL_BATCH
+
+
 class Evaluator:
-    """A separate eval-mode copy of the network that flat vectors are loaded into (the trainer's copy is untouched)."""
+    """A separate eval-mode copy of the network that flat vectors are loaded into (the trainer's copy is untouched).
+    ``batch_size`` None = :func:`default_eval_batch` of the device."""
 
     def __init__(self, model: nn.Module, layout: ModelLayout, device: torch.device, dtype: torch.dtype,
-                 batch_size: int = 1024, bf16: bool = False, channels_last: bool = False):
+                 batch_size: int | None = None, bf16: bool = False, channels_last: bool = False):
         self.model = model.to(device=device, dtype=dtype).eval()
         if channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
-        self.layout, self.device, self.dtype, self.batch_size = layout, device, dtype, batch_size
+        if batch_size is None:
+            batch_size = default_eval_batch(device)
+        self.layout, self.device, self.dtype, self.batch_size = layout, device, dtype, int(batch_size)
         self.bf16, self.channels_last = bf16, channels_last
         self.n_orchestrator_calls = 0
 
