@@ -6,7 +6,8 @@
     few seeded SGD steps so its probabilities move along the curves. Variants:
 
     engine           insertion_deletion: every (image, step) pair of the batch through the model in
-                     chunks of ``forward_batch`` = 512 images (insertion and deletion in one pass), the
+                     chunks of ``forward_batch`` = 64 images (insertion and deletion in one pass; 64 keeps
+                     one thread's activations in L2, cflcore.explain.insdel.DEFAULT_FORWARD_BATCH), the
                      masks of all steps built by one comparison, conv weights channels-last (as explain_run).
     rise-batch       the strongest baseline a user would write, RISE's own ``batch_run``: a Python loop over
                      the steps, each forwarding all B images (insertion, then deletion), pixels copied in
@@ -15,7 +16,7 @@
                      one step per forward pass. Slow, so timed on B/8 images; all rates are per image.
 
     Ablation (the engine's switchable parts): channels_last off (the model in the default layout), and
-    ``forward_batch`` (explain.forward_batch) 512 → 64 → 2 (2 = one (image, step) pair per forward pass:
+    ``forward_batch`` (explain.forward_batch) 64 → 512 → 2 (2 = one (image, step) pair per forward pass:
     the mask trick without the batching).
 
     Equivalence (asserted): every variant's insertion and deletion curves and AUCs against the per-image
@@ -46,8 +47,9 @@ import harness  # noqa: E402
 from harness import Result, assert_close  # noqa: E402
 
 from cflcore.explain.attribution import attribute  # noqa: E402
-from cflcore.explain.insdel import (InsDelCurves, insertion_deletion, insertion_deletion_per_image,  # noqa: E402
-                                    step_pixel_counts, to_channels_last, trapezoid_auc)
+from cflcore.explain.insdel import (DEFAULT_FORWARD_BATCH, InsDelCurves, insertion_deletion,  # noqa: E402
+                                    insertion_deletion_per_image, step_pixel_counts, to_channels_last,
+                                    trapezoid_auc)
 from cflcore.fl.synthetic import synthetic_federated  # noqa: E402
 from cflcore.models import build_model  # noqa: E402
 
@@ -128,10 +130,10 @@ def bench_insdel(rec: harness.Recorder, model: nn.Module, x: torch.Tensor, targe
     }
     ablation: dict[str, Callable[[], InsDelCurves]] = {
         "engine without channels_last": lambda: insertion_deletion(model, x, attribution, target, step, forward_batch=forward_batch),
-        "engine forward_batch 64": lambda: insertion_deletion(fast, x, attribution, target, step, forward_batch=64),
+        "engine forward_batch 512": lambda: insertion_deletion(fast, x, attribution, target, step, forward_batch=512),
         "engine forward_batch 2": lambda: insertion_deletion(fast, x[:n_loop], attribution[:n_loop], target[:n_loop], step, forward_batch=2),
     }
-    counts.update({"engine without channels_last": n, "engine forward_batch 64": n, "engine forward_batch 2": n_loop})
+    counts.update({"engine without channels_last": n, "engine forward_batch 512": n, "engine forward_batch 2": n_loop})
     res = harness.time_side_by_side({**variants, **ablation}, repeats)
     ref = res["per-image-loop"].output
     worst = {k: check_curves(k, r.output, ref) for k, r in res.items() if k != "per-image-loop"}
@@ -181,7 +183,7 @@ def main() -> None:
     harness.add_common_args(ap, default_repeats=3, quick_repeats=1)
     ap.add_argument("--images", type=int, default=None, help="images per measurement (default 128; quick 32)")
     ap.add_argument("--step", type=int, default=28)
-    ap.add_argument("--forward-batch", type=int, default=512, help="images per forward pass of the engine")
+    ap.add_argument("--forward-batch", type=int, default=DEFAULT_FORWARD_BATCH, help="images per forward pass of the engine")
     args = ap.parse_args()
     rec = harness.setup(args, "explain_speed")
     n = args.images or (32 if args.quick else 128)
