@@ -185,9 +185,11 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
 
     runs = [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg)]
     scenarios = sorted({r.rsplit("/", 1)[0] for r in runs})
+    replayed = set(whatif_runs(cfg))  # rule evaluate (scores and what-if replay); the others evaluate_no_whatif
     return {"prepare_dataset": sorted({s.split("/", 1)[0] for s in scenarios}), "split": scenarios,
-            "train": runs, "evaluate": runs, "evaluate_late_clients": late_client_runs(cfg),
-            "whatif": whatif_runs(cfg), "explain": explain_runs}
+            "train": runs, "evaluate": [r for r in runs if r in replayed],
+            "evaluate_no_whatif": [r for r in runs if r not in replayed],
+            "evaluate_late_clients": late_client_runs(cfg), "explain": explain_runs}
 
 
 def report(cfg: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:

@@ -1,7 +1,56 @@
-# Stage 4: clustering and personalisation scores of one run against the split's ground truth.
+# Stage 4: one job per run scores it against the split's ground truth (clustering.parquet,
+# personalisation.parquet) and replays the what-if clusterers on every recorded round (whatif.parquet):
+# both are cheap, so one process pays the Python start-up and the scikit-learn / pandas imports once.
+
+import re
 
 
+def whatif_algorithm_constraint():
+    """The `algorithm` wildcard constraint of rule `evaluate`: the variants whose runs get a what-if replay
+    (cc.whatif_runs: all of the study's, those of `whatif.algorithms`, none when `whatif.enabled` is false)."""
+    names = sorted({run.rsplit("/", 1)[1] for run in cc.whatif_runs(config)}, key=lambda a: (-len(a), a))
+    return "|".join(re.escape(a) for a in names) or "(?!)"  # (?!) matches nothing
+
+
+# What-if clustering (issue 12 §1): every clusterer of `whatif.clusterers` (and the run's own) replayed on
+# every recorded round's divergence / Gram matrix. No torch models, no retraining: seconds per run. The
+# job's params are the report's scoring settings and the what-if settings (the clusterer list and the run's
+# own clusterer) with the code versions of both stages: changing either reruns the run's evaluate job.
 rule evaluate:
+    input:
+        history=f"{RESULTS}/runs/{RUN}/history.parquet",
+        server=f"{RESULTS}/runs/{RUN}/server.parquet",
+        gram=f"{RESULTS}/runs/{RUN}/gram.parquet",
+        divergence=f"{RESULTS}/runs/{RUN}/divergence.parquet",
+        status=f"{RESULTS}/runs/{RUN}/status.json",
+        manifest=f"{RESULTS}/splits/{SCENARIO}/manifest.json",
+    output:
+        clustering=f"{RESULTS}/eval/{RUN}/clustering.parquet",
+        personalisation=f"{RESULTS}/eval/{RUN}/personalisation.parquet",
+        whatif=f"{RESULTS}/eval/{RUN}/whatif.parquet",
+    wildcard_constraints:
+        algorithm=whatif_algorithm_constraint(),
+    params:
+        settings=lambda w: canonical_json(config["report"]),
+        whatif=p_whatif,
+        seed=lambda w: int(w.seed),
+        code=code_version("evaluate"),
+        whatif_code=code_version("whatif"),
+    log:
+        f"{RESULTS}/logs/evaluate/{RUN}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/evaluate/{RUN}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    script:
+        "../workflow_scripts/evaluate.py"
+
+
+# The runs without a what-if replay (`whatif.enabled: false`, or a variant outside `whatif.algorithms`):
+# the scores only. Rule evaluate takes every run it matches.
+rule evaluate_no_whatif:
     input:
         history=f"{RESULTS}/runs/{RUN}/history.parquet",
         server=f"{RESULTS}/runs/{RUN}/server.parquet",
@@ -15,15 +64,18 @@ rule evaluate:
         settings=lambda w: canonical_json(config["report"]),
         code=code_version("evaluate"),
     log:
-        f"{RESULTS}/logs/evaluate/{RUN}.log",
+        f"{RESULTS}/logs/evaluate_no_whatif/{RUN}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/evaluate/{RUN}.tsv"
+        f"{RESULTS}/benchmarks/evaluate_no_whatif/{RUN}.tsv"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=20,
     script:
         "../workflow_scripts/evaluate.py"
+
+
+ruleorder: evaluate > evaluate_no_whatif
 
 
 # Late-joining clients (000 §6.2): only runs whose variant has `late_clients` (common.smk late_client_runs).
@@ -47,32 +99,3 @@ rule evaluate_late_clients:
         runtime=10,
     script:
         "../workflow_scripts/evaluate_late_clients.py"
-
-
-# What-if clustering (issue 12 §1): every clusterer of `whatif.clusterers` (and the run's own) replayed on
-# every recorded round's divergence / Gram matrix. No torch models, no retraining: seconds per run. Its
-# params are only the what-if settings and the run's own clusterer, so changing the clusterer list
-# reruns exactly the whatif jobs (and the report).
-rule whatif:
-    input:
-        history=f"{RESULTS}/runs/{RUN}/history.parquet",
-        gram=f"{RESULTS}/runs/{RUN}/gram.parquet",
-        divergence=f"{RESULTS}/runs/{RUN}/divergence.parquet",
-        status=f"{RESULTS}/runs/{RUN}/status.json",
-        manifest=f"{RESULTS}/splits/{SCENARIO}/manifest.json",
-    output:
-        whatif=f"{RESULTS}/eval/{RUN}/whatif.parquet",
-    params:
-        settings=p_whatif,
-        seed=lambda w: int(w.seed),
-        code=code_version("whatif"),
-    log:
-        f"{RESULTS}/logs/whatif/{RUN}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/whatif/{RUN}.tsv"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=20,
-    script:
-        "../workflow_scripts/whatif.py"

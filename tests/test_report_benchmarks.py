@@ -123,11 +123,11 @@ def test_per_rule_table_sums(bench_root, tmp_path):
 
 
 def test_missing_records_are_listed_not_fatal(bench_root, tmp_path):
-    jobs = {**jobs_of(bench_root), "whatif": ["d/sp/n4/s0/a"]}
+    jobs = {**jobs_of(bench_root), "evaluate_no_whatif": ["d/sp/n4/s0/a"]}
     result = bm.write_benchmark_tables(bench_root, jobs, tmp_path / "t")
     assert result["missing"] == 1
     summary = {r["quantity"]: r for r in read_csv(tmp_path / "t" / "benchmark_summary.csv")}
-    assert "whatif" in summary["jobs without a record"]["note"]
+    assert "evaluate_no_whatif" in summary["jobs without a record"]["note"]
 
 
 def test_the_report_measures_its_own_row(bench_root, tmp_path):

@@ -7,7 +7,11 @@
 * importing cflcore.report / cflcore.config and validating names imports neither torch nor the engine;
 * the static plug-in name tables equal the registries;
 * the engine's recorded temperature equals the strategy's and the evaluation's, with a zero delta;
-* (slow) changing the what-if clusterer list reruns only whatif and report jobs.
+* the what-if speed-ups (scores memoised per distinct label vector, scikit-learn's checks skipped where
+  they cannot matter) leave the frame unchanged;
+* the workflow's evaluate job writes what the two stages write when called separately; runs outside
+  ``whatif.algorithms`` (or with ``whatif.enabled: false``) get rule evaluate_no_whatif;
+* (slow) changing the what-if clusterer list reruns only the evaluate jobs and the report.
 """
 from __future__ import annotations
 
@@ -26,7 +30,8 @@ import yaml
 
 import cflcore.config as cc
 from cflcore.errors import ConfigError
-from cflcore.evaluate.whatif import WhatifClusterer, divergence_from_gram, replay, whatif_run
+from cflcore.evaluate.clustering import GroundTruth
+from cflcore.evaluate.whatif import RoundMatrix, WhatifClusterer, divergence_from_gram, replay, whatif_frame, whatif_run
 from cflcore.io import parquet_metadata, read_parquet, write_json
 from cflcore.metrics import adjusted_rand
 
@@ -350,7 +355,138 @@ def test_engine_temperature_equals_strategy_and_evaluation_with_a_zero_delta(tmp
     assert t == pytest.approx(temperature(np.array([[0, 0, 1], [0, 0, 1], [1, 1, 0.0]])))
 
 
-# ----- rerun: only whatif and report -------------------------------------------------------------------
+# ----- the speed-ups leave the output unchanged --------------------------------------------------------
+def without_seconds(path: Path):
+    """The Parquet table without ``seconds`` (wall time, different on every run), schema metadata kept."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    return table.remove_column(table.schema.get_field_index("seconds")) if "seconds" in table.column_names else table
+
+
+def test_fast_scoring_leaves_the_frame_unchanged(monkeypatch):
+    """Planted rounds (one with Γ ≡ 0, one on a subset of the clients), the default clusterer list, an
+    OPTICS entry with a parameter value scikit-learn refuses and a K-Means asking for deltas the replay
+    does not have: the frame with the memo and the skipped checks equals the one scored afresh with every check,
+    error rows and their messages included, while the external scores are computed far fewer times."""
+    import cflcore.evaluate.whatif as wi
+    from synthetic_clusters import planted_deltas, planted_labels
+
+    sizes = (3, 7, 5)
+    truth = GroundTruth(planted_labels(sizes), np.zeros((15, 2)))
+    matrices, run_labels = [], {}
+    for rnd in range(4):
+        deltas = planted_deltas(sizes, 300, seed=rnd, noise=0.3 + 0.3 * rnd, dtype=torch.float64)
+        clients = np.arange(15) if rnd != 2 else np.arange(0, 15, 2)
+        gamma = divergence_from_gram((deltas[clients] @ deltas[clients].T).numpy())
+        matrices.append(RoundMatrix(rnd, clients, gamma, "gram"))
+        run_labels[rnd] = np.zeros(15, dtype=np.int64) if rnd < 2 else planted_labels(sizes)
+    matrices.append(RoundMatrix(4, np.arange(15), np.zeros((15, 15)), "divergence"))
+    run_labels[4] = planted_labels(sizes)
+    cfg = cc.load_config(Path(REPO) / "config" / "config.yaml")
+    entries = [WhatifClusterer.from_settings(e) for e in cc.whatif_settings(cfg, "mnist5k", "bcl")["clusterers"]]
+    entries += [WhatifClusterer("optics-bad", {"clusterer": "sklearn", "estimator": "OPTICS",
+                                               "clusterer_params": {"metric": "precomputed", "min_samples": -3}}),
+                WhatifClusterer("km-deltas", {"clusterer": "kmeans", "features": "deltas"})]
+    calls = []
+    original = wi.external_scores
+    monkeypatch.setattr(wi, "external_scores", lambda t, p: calls.append(1) or original(t, p))
+    fast = whatif_frame(entries, matrices, truth, run_labels, 0)
+    n_fast = len(calls)
+    plain = whatif_frame(entries, matrices, truth, run_labels, 0, fast=False)
+    pd.testing.assert_frame_equal(fast.drop(columns="seconds"), plain.drop(columns="seconds"), check_exact=True)
+    assert fast["seconds"].notna().all()
+    errors = plain.dropna(subset=["error"])
+    assert set(errors["clusterer"]) == {"optics-bad", "km-deltas"} and len(errors) == 2 * 4  # Γ ≡ 0: one cluster
+    assert errors["error"].str.startswith("InvalidParameterError: The 'min_samples' parameter of OPTICS").sum() == 4
+    assert len(plain) == 5 * len(entries) and plain["error"].isna().sum() >= 5 * (len(entries) - 2)
+    assert len(calls) - n_fast == plain["error"].isna().sum() and n_fast < (len(calls) - n_fast) / 3
+
+
+@pytest.mark.parametrize("name", ["ocfl-km", "bcl"])
+def test_fast_whatif_run_equals_the_plain_one(runs, tmp_path, name):
+    settings = whatif_settings_for(VARIANTS[name])
+    whatif_run(runs / name, runs / "manifest.json", tmp_path / "fast.parquet", settings, 3)
+    whatif_run(runs / name, runs / "manifest.json", tmp_path / "plain.parquet", settings, 3, fast=False)
+    fast, plain = without_seconds(tmp_path / "fast.parquet"), without_seconds(tmp_path / "plain.parquet")
+    assert fast.num_rows == 45 and fast.equals(plain, check_metadata=True)
+    assert fast.schema.metadata == plain.schema.metadata
+
+
+# ----- the workflow's evaluate job: both stages in one process -------------------------------------------
+JOB_SCRIPT = """
+import json, runpy, sys, types
+
+class Io(dict):  # what the script reads of Snakemake's object: attributes, keys(), log[0]
+    __getattr__ = dict.__getitem__
+
+job = json.loads(sys.argv[1])
+sm = types.SimpleNamespace(input=Io(job["input"]), output=Io(job["output"]), params=Io(job["params"]), log=[job["log"]])
+runpy.run_path(sys.argv[2], init_globals={"snakemake": sm})
+"""
+
+
+@pytest.mark.parametrize("replay", [True, False], ids=["evaluate", "evaluate_no_whatif"])
+def test_the_evaluate_job_writes_what_the_two_stages_write(runs, tmp_path, replay):
+    """workflow_scripts/evaluate.py with rule evaluate's inputs, outputs and params (and rule
+    evaluate_no_whatif's, without the whatif output) against stages.evaluate and stages.whatif called
+    separately: the same tables and metadata."""
+    from cflcore import stages
+    from cflcore.io import canonical_json
+
+    run, manifest = runs / "ocfl-km", tmp_path / "manifest.json"
+    truth = json.loads((runs / "manifest.json").read_text())["cluster_of_client"]
+    write_json({"cluster_of_client": truth, "label_histograms": (np.eye(3)[truth] * 10 + 1).astype(int).tolist()},
+               manifest)  # the evaluation needs samples per client
+    cfg = cc.load_config(Path(REPO) / "config" / "tiny.yaml", overrides={"algorithms": {"x": VARIANTS["ocfl-km"]}})
+    settings, whatif = cfg["report"], cc.whatif_settings(cfg, "digits", "x")
+    job = tmp_path / "job"
+    outputs = {"clustering": str(job / "clustering.parquet"), "personalisation": str(job / "personalisation.parquet")}
+    params = {"settings": canonical_json(settings), "code": "x"}
+    if replay:
+        outputs["whatif"] = str(job / "whatif.parquet")
+        params.update(whatif=canonical_json(whatif), seed=3, whatif_code="y")
+    inputs = {k: str(run / f"{k}.parquet") for k in ("history", "server", "gram", "divergence")}
+    inputs.update(status=str(run / "status.json"), manifest=str(manifest))
+    script = tmp_path / "job.py"
+    script.write_text(JOB_SCRIPT)
+    job_spec = json.dumps({"input": inputs, "output": outputs, "params": params, "log": str(tmp_path / "job.log")})
+    out = subprocess.run([sys.executable, str(script), job_spec, str(Path(REPO) / "workflow_scripts" / "evaluate.py")],
+                         capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    separate = tmp_path / "separate"
+    stages.evaluate(run, manifest, separate, settings)
+    expected = ["clustering.parquet", "personalisation.parquet"]
+    if replay:
+        stages.whatif(run, manifest, separate / "whatif.parquet", whatif, 3)
+        expected.append("whatif.parquet")
+    assert sorted(p.name for p in job.iterdir()) == sorted(expected)
+    for name in expected:
+        assert without_seconds(job / name).equals(without_seconds(separate / name), check_metadata=True), name
+    assert ("whatif:" in (tmp_path / "job.log").read_text()) == replay
+
+
+def test_runs_without_a_replay_get_evaluate_no_whatif(tmp_path):
+    """`whatif.algorithms` / `whatif.enabled` choose which runs' evaluate job also replays (rule evaluate)
+    and which only score (rule evaluate_no_whatif): one job per run either way, no whatif.parquet for the
+    latter."""
+    wd = Path(copy_workflow(tmp_path / "wf"))
+
+    def plan(whatif: dict) -> list[str]:
+        cfg = yaml.safe_load((wd / "config" / "tiny.yaml").read_text())
+        cfg["whatif"] = {**(cfg.get("whatif") or {}), **whatif}
+        (wd / "config" / "run.yaml").write_text(yaml.safe_dump(cfg))
+        p = subprocess.run(snakemake_cmd("-n", "--cores", "1", "--configfile", "config/run.yaml"), cwd=wd,
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        return sorted(r for r in planned_rules(p.stdout + p.stderr) if r.startswith("evaluate"))
+
+    assert plan({}) == ["evaluate"] * 3
+    assert plan({"algorithms": ["ocfl-km"]}) == ["evaluate", "evaluate_no_whatif", "evaluate_no_whatif"]
+    assert plan({"enabled": False}) == ["evaluate_no_whatif"] * 3
+
+
+# ----- rerun: only evaluate and report -----------------------------------------------------------------
 JOB_LINE = ("rule ", "localrule ")
 
 
@@ -365,7 +501,7 @@ def planned_rules(stdout: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_changing_the_whatif_list_reruns_only_whatif_and_report(tmp_path):
+def test_changing_the_whatif_list_reruns_only_evaluate_and_report(tmp_path):
     wd = Path(copy_workflow(tmp_path / "wf"))
     cfg = yaml.safe_load((wd / "config" / "tiny.yaml").read_text())
     cfg["study"]["algorithms"] = ["bnc", "ocfl-km"]
@@ -388,8 +524,9 @@ def test_changing_the_whatif_list_reruns_only_whatif_and_report(tmp_path):
     changed["whatif"] = {"clusterers": [{"name": "km3", "clusterer": "kmeans", "k": 3},
                                         {"name": "optics", "clusterer": "sklearn.cluster.OPTICS",
                                          "clusterer_params": {"metric": "precomputed", "min_samples": 2}}]}
-    assert sorted(planned_rules(sm(changed, "-n"))) == ["report", "whatif", "whatif"]
-    # the run's own clusterer is part of the params: an OCFL parameter change reruns its train and whatif
+    # the what-if replay is part of each run's evaluate job (one process for both stages)
+    assert sorted(planned_rules(sm(changed, "-n"))) == ["evaluate", "evaluate", "report"]
+    # the run's own clusterer is part of the params: an OCFL parameter change reruns its train and evaluate
     changed_algo = copy.deepcopy(cfg)
     changed_algo["algorithms"]["ocfl-km"]["k"] = 2
-    assert sorted(planned_rules(sm(changed_algo, "-n"))) == ["evaluate", "report", "train", "whatif"]
+    assert sorted(planned_rules(sm(changed_algo, "-n"))) == ["evaluate", "report", "train"]

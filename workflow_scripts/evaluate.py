@@ -1,4 +1,5 @@
-"""Snakemake adapter: rule evaluate -> cflcore.stages.evaluate."""
+"""Snakemake adapter: rule evaluate -> cflcore.stages.evaluate, then cflcore.stages.whatif, in one process
+(rule evaluate_no_whatif, which has no whatif output: the first only)."""
 import json
 from pathlib import Path
 
@@ -6,6 +7,13 @@ from cflcore import stages
 from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821
-run_job(sm.log[0], lambda: stages.evaluate(
-    Path(sm.input.history).parent, sm.input.manifest, Path(sm.output.clustering).parent,
-    json.loads(sm.params.settings)))
+run_dir = Path(sm.input.history).parent
+
+
+def evaluate_and_replay() -> None:
+    stages.evaluate(run_dir, sm.input.manifest, Path(sm.output.clustering).parent, json.loads(sm.params.settings))
+    if "whatif" in sm.output.keys():
+        stages.whatif(run_dir, sm.input.manifest, sm.output.whatif, json.loads(sm.params.whatif), int(sm.params.seed))
+
+
+run_job(sm.log[0], evaluate_and_replay)

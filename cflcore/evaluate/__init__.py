@@ -11,7 +11,8 @@ the engine (cflcore.fl) or the strategies.
 from importlib import import_module
 from typing import Any
 
-# Lazy exports: an evaluate job does not import the clusterers, a whatif job not the personalisation code.
+# Lazy exports: `cfl evaluate` does not import the clusterers, `cfl whatif` not the personalisation code
+# (the workflow's evaluate job runs both stages in one process).
 _EXPORTS = {"evaluate_run": "clustering", "load_ground_truth": "clustering", "GroundTruth": "clustering",
             "whatif_run": "whatif"}
 

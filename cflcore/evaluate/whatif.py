@@ -33,11 +33,12 @@ an sklearn ``n_clusters`` is the number of true clusters, as K-Means' ``k: oracl
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -147,41 +148,121 @@ def cluster_once(params: Mapping[str, Any], divergence: np.ndarray, seed: int, n
 
 
 def select_k_by_silhouette(entry: WhatifClusterer, divergence: np.ndarray, seed: int,
-                           n_true: int | None) -> np.ndarray:
-    """The labels with the best silhouette on Γ over k = 2 … min(k_max, n − 1); one cluster if none is defined."""
+                           n_true: int | None, memo: "ScoreMemo | None" = None) -> np.ndarray:
+    """The labels with the best silhouette on Γ over k = 2 … min(k_max, n − 1); one cluster if none is defined.
+    Every silhouette computed is left in ``memo`` (never read from it here: a row's ``seconds`` times the
+    whole k selection, whatever other entries found)."""
     best, best_score = np.zeros(divergence.shape[0], dtype=np.int64), -np.inf
     for k in range(2, min(entry.k_max, divergence.shape[0] - 1) + 1):
         labels = cluster_once(concrete_params(entry.params, n_true, k), divergence, seed, n_true)
         score = silhouette_from_distances(divergence, labels)
+        if memo is not None:
+            memo.put("silhouette", (divergence, labels), score)
         if score is not None and score > best_score:
             best, best_score = labels, score
     return best
 
 
-def replay(entry: WhatifClusterer, divergence: np.ndarray, seed: int, n_true: int | None) -> np.ndarray:
+def replay(entry: WhatifClusterer, divergence: np.ndarray, seed: int, n_true: int | None,
+           memo: "ScoreMemo | None" = None) -> np.ndarray:
     if entry.select_k == "silhouette":
-        return select_k_by_silhouette(entry, divergence, seed, n_true)
+        return select_k_by_silhouette(entry, divergence, seed, n_true, memo)
     if entry.select_k is not None:
         raise CflError(f"select_k: {entry.select_k!r} is not allowed; allowed: silhouette")
     return cluster_once(concrete_params(entry.params, n_true), divergence, seed, n_true)
 
 
+# ----- scores ---------------------------------------------------------------------------------------
+def _array_key(a: np.ndarray) -> tuple[str, tuple[int, ...], bytes]:
+    return a.dtype.str, a.shape, a.tobytes()
+
+
+class ScoreMemo:
+    """The scores of one run's label vectors, each computed once.
+
+    A replay's labels are 0..K−1 in order of first appearance (``run_clusterer``), so the clusterers that
+    find the same partition of a round return the same label vector, and rounds that sample the same
+    clients share the ground truth: of a run's ~90 rows only a few distinct (truth, labels) pairs remain.
+    A key is the arrays' dtype, shape and bytes and the score functions are deterministic, so a hit is
+    exactly the value the call would return. ``enabled=False`` computes every score afresh, with
+    scikit-learn's own argument checks: the reference the tests compare with."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._values: dict[tuple, Any] = {}
+        self.hits = self.misses = 0
+
+    def _key(self, kind: str, arrays: Sequence[np.ndarray]) -> tuple:
+        return (kind, *(_array_key(np.asarray(a)) for a in arrays))
+
+    def get(self, kind: str, arrays: Sequence[np.ndarray], compute: Callable[[], Any]) -> Any:
+        """``compute()``, or its value stored under ``kind`` and the ``arrays`` it is a function of."""
+        if not self.enabled:
+            return compute()
+        key = self._key(kind, arrays)
+        if key in self._values:
+            self.hits += 1
+            return self._values[key]
+        self.misses += 1
+        value = self._values[key] = compute()
+        return value
+
+    def put(self, kind: str, arrays: Sequence[np.ndarray], value: Any) -> None:
+        if self.enabled:
+            self._values.setdefault(self._key(kind, arrays), value)
+
+
+# scikit-learn's documented speed options (sklearn.config_context), only where they cannot change a value
+# (most of a replay's time is scikit-learn's per-call checks on 15 x 15 matrices):
+# * the scores' arguments are built here (integer label vectors; a distance matrix that
+#   silhouette_from_distances checks to be finite first): no finiteness or parameter checks;
+# * a registered clusterer (kmeans, affinity, meanshift, hdbscan, ...) passes scikit-learn parameters that
+#   its params_schema (checked with the config) and its code keep valid: no parameter checks. An `sklearn`
+#   entry's clusterer_params come straight from the config, so scikit-learn still checks them (a bad value
+#   stays an `error` row with scikit-learn's message). A replay's inputs are always checked for finiteness.
+_TRUSTED_ARGS = {"assume_finite": True, "skip_parameter_validation": True}
+_TRUSTED_PARAMS = {"skip_parameter_validation": True}
+
+
+def _replay_checks(entry: WhatifClusterer, fast: bool) -> contextlib.AbstractContextManager:
+    from sklearn import config_context
+
+    if fast and entry.params.get("clusterer") != "sklearn":
+        return config_context(**_TRUSTED_PARAMS)
+    return contextlib.nullcontext()
+
+
+_SCORED = ("ari", "ami", "homogeneity", "completeness")
+
+
+def _scores(memo: ScoreMemo, divergence: np.ndarray, truth: np.ndarray, run_labels: np.ndarray,
+            labels: np.ndarray) -> dict[str, Any]:
+    from sklearn import config_context
+
+    with config_context(**_TRUSTED_ARGS) if memo.enabled else contextlib.nullcontext():
+        external = memo.get("external", (truth, labels), lambda: external_scores(truth, labels))
+        silhouette = memo.get("silhouette", (divergence, labels), lambda: silhouette_from_distances(divergence, labels))
+        ari_vs_run = memo.get("ari", (run_labels, labels), lambda: adjusted_rand(run_labels, labels))
+    return {**{k: external[k] for k in _SCORED}, "silhouette": silhouette, "ari_vs_run": ari_vs_run}
+
+
 def score_row(entry: WhatifClusterer, matrix: RoundMatrix, truth: np.ndarray, run_labels: np.ndarray,
-              seed: int, n_true: int | None) -> dict[str, Any]:
-    """One whatif.parquet row: replay, time and score ``entry`` on one round."""
+              seed: int, n_true: int | None, memo: ScoreMemo | None = None) -> dict[str, Any]:
+    """One whatif.parquet row: replay, time and score ``entry`` on one round (scores through ``memo``, a
+    fresh one when not given)."""
+    memo = ScoreMemo() if memo is None else memo
     row: dict[str, Any] = {"clusterer": entry.name, "spec": canonical_json(dict(entry.params)), "own": entry.own,
                            "round": matrix.round, "source": matrix.source, "n_clients": int(matrix.clients.size)}
     t0 = time.perf_counter()
     try:
-        labels = replay(entry, matrix.divergence, seed, n_true)
+        with _replay_checks(entry, memo.enabled):
+            labels = replay(entry, matrix.divergence, seed, n_true, memo)
     except (CflError, ValueError, ArithmeticError, np.linalg.LinAlgError) as e:
         row.update(seconds=time.perf_counter() - t0, error=" ".join(f"{type(e).__name__}: {e}".split())[:300])
         return row
     row["seconds"] = time.perf_counter() - t0
-    scores = external_scores(truth, labels)
-    row.update({k: scores[k] for k in ("ari", "ami", "homogeneity", "completeness")},
-               n_clusters=int(np.unique(labels).size), silhouette=silhouette_from_distances(matrix.divergence, labels),
-               ari_vs_run=adjusted_rand(run_labels, labels), error=None)
+    row.update(_scores(memo, matrix.divergence, truth, run_labels, labels), n_clusters=int(np.unique(labels).size),
+               error=None)
     return row
 
 
@@ -194,10 +275,13 @@ def run_clustering_round(partitions: Sequence[RoundPartition]) -> int | None:
 
 
 def whatif_frame(entries: Sequence[WhatifClusterer], matrices: Sequence[RoundMatrix], truth: GroundTruth,
-                 run_labels: Mapping[int, np.ndarray], seed: int) -> pd.DataFrame:
-    """Every entry on every round's matrix (module docstring)."""
+                 run_labels: Mapping[int, np.ndarray], seed: int, fast: bool = True) -> pd.DataFrame:
+    """Every entry on every round's matrix (module docstring); ``fast=False`` scores every row afresh with
+    scikit-learn's argument checks (:class:`ScoreMemo`; the frame is the same but for ``seconds``)."""
     n_true = int(np.unique(truth.cluster_of_client[truth.cluster_of_client >= 0]).size) or None
-    rows = [score_row(entry, m, truth.cluster_of_client[m.clients], run_labels[m.round][m.clients], seed, n_true)
+    scores = ScoreMemo(enabled=fast)
+    rows = [score_row(entry, m, truth.cluster_of_client[m.clients], run_labels[m.round][m.clients], seed, n_true,
+                      scores)
             for m in matrices for entry in entries]
     return typed_whatif(pd.DataFrame(rows, columns=WHATIF_COLUMNS))
 
@@ -211,8 +295,9 @@ def typed_whatif(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def whatif_run(run_dir: str | Path, manifest_path: str | Path, out_path: str | Path,
-               settings: Mapping[str, Any], seed: int) -> pd.DataFrame:
-    """Write ``whatif.parquet`` of one run (``settings`` = cflcore.config.whatif_settings) and return it.
+               settings: Mapping[str, Any], seed: int, fast: bool = True) -> pd.DataFrame:
+    """Write ``whatif.parquet`` of one run (``settings`` = cflcore.config.whatif_settings) and return it
+    (``fast``: :func:`whatif_frame`).
 
     A run whose status.json records a failure gets a zero-row file with ``status``/``reason`` metadata.
     """
@@ -226,7 +311,7 @@ def whatif_run(run_dir: str | Path, manifest_path: str | Path, out_path: str | P
     sampled = {p.round: p.sampled for p in partitions}
     matrices = round_matrices(run_dir, sampled, str(settings.get("matrix", "auto")))
     entries = [WhatifClusterer.from_settings(e) for e in settings["clusterers"]]
-    frame = whatif_frame(entries, matrices, truth, {p.round: p.labels for p in partitions}, int(seed))
+    frame = whatif_frame(entries, matrices, truth, {p.round: p.labels for p in partitions}, int(seed), fast)
     n_true = int(np.unique(truth.cluster_of_client[truth.cluster_of_client >= 0]).size)
     metadata = {"run_dir": str(run_dir), "run_clustering_round": run_clustering_round(partitions),
                 "n_true_clusters": n_true, "matrix": settings.get("matrix", "auto"), "seed": int(seed),

@@ -8,7 +8,7 @@ Every rule writes ``results/benchmarks/<rule>/<wildcards>.tsv`` (Snakemake's ``b
   largest peak RSS (MB), and how many of the rule's jobs and seconds lie on the critical path; a last row
   ``all jobs``;
 * ``critical_path.csv`` — the longest chain of jobs through the DAG by wall seconds (data → split → train →
-  evaluate / whatif / explain → report), one row per job with its start and finish on the chain;
+  evaluate / explain → report), one row per job with its start and finish on the chain;
 * ``benchmark_summary.csv`` — the critical path against the sum of all jobs' wall seconds and the span of
   the benchmark records (first job start to last job end, from the files' modification times).
 
@@ -44,10 +44,10 @@ RULE_UPSTREAM: dict[str, tuple[str, ...]] = {
     "split": ("prepare_dataset",),
     "train": ("split",),
     "evaluate": ("train",),
+    "evaluate_no_whatif": ("train",),
     "evaluate_late_clients": ("train",),
-    "whatif": ("train",),
     "explain": ("train",),
-    "report": ("evaluate", "evaluate_late_clients", "whatif", "explain"),
+    "report": ("evaluate", "evaluate_no_whatif", "evaluate_late_clients", "explain"),
 }
 """rule -> the rules whose outputs its jobs read (transitive inputs, e.g. explain -> split, are implied)."""
 AGGREGATING_RULES = frozenset({"report"})
