@@ -35,7 +35,9 @@ round of the engine's training is a floor for any change that only removes the o
 forward kernels 0.54 s (56 GFLOP/s), backward 1.03 s (58 GFLOP/s), together 1.57 s = 57 GFLOP/s = 63 % of
 sgemm and 72 % of the profiled training; reference training 3.78 s, so the ceiling with these kernels is
 3.78 / 1.57 = 2.4x (the engine: 1.5x in that run). A quieter `--quick` run (N = 4) measured 73 GFLOP/s (73 % of
-sgemm) and a 2.6x ceiling. A >= 3x exact-fp32 engine therefore needs faster convolution kernels,
+sgemm) and a 2.6x ceiling. On an Intel Xeon with AMX (2026-11-23, quiet, `--repeats 5 --profile`, sgemm peak
+161.9 GFLOP/s) the same kernels run at 54 GFLOP/s (34 % of sgemm: 10-channel convolutions are thin matrix
+products), 74 % of the profiled training; ceiling 3.97 / 1.66 = 2.40x, engine 1.64x, bf16 2.23x. A >= 3x exact-fp32 engine therefore needs faster convolution kernels,
 not less overhead. Each conv layer alone, forward + backward per batch of 32 (median of 5, same run):
 
     layer                 oneDNN channels_last   oneDNN NCHW   im2col+sgemm NCHW   im2col+sgemm ch.-last
