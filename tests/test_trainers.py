@@ -154,7 +154,10 @@ def test_metrics_match_sklearn(pairs):
 @pytest.mark.parametrize("channels_last,bf16", [(True, False), (False, False), (True, True)])
 def test_evaluation_does_not_depend_on_eval_batch(name, kw, shape, channels_last, bf16):
     """The CPU default evaluation batch (64, for cache locality) gives bit-identical predictions and per-sample
-    losses to the former 1024 and to one whole-set batch."""
+    losses to the former 1024 and to one whole-set batch in fp32. In bf16 the predictions are identical and the
+    losses agree to rtol 1e-5: on a CPU with AMX, oneDNN's bf16 matrix product accumulates in an order that
+    depends on the batch size (measured: 1.2e-6 relative on ocfl-cnn's linear layers, Intel Xeon with AMX;
+    bit-identical on an AVX-512 CPU without AMX)."""
     from cflcore.fl.evaluation import CPU_EVAL_BATCH, Evaluator, default_eval_batch
 
     assert default_eval_batch(CPU) == CPU_EVAL_BATCH == 64 and default_eval_batch(torch.device("cuda")) == 1024
@@ -167,4 +170,8 @@ def test_evaluation_does_not_depend_on_eval_batch(name, kw, shape, channels_last
                       channels_last=channels_last).predict(vector, x, y) for b in (None, 1024, 1100)]
     assert Evaluator(_seeded_model(name, shape, 10, kw), layout, CPU, torch.float32).batch_size == 64
     for pred, loss in outs[1:]:
-        assert torch.equal(pred, outs[0][0]) and torch.equal(loss, outs[0][1])
+        assert torch.equal(pred, outs[0][0])
+        if bf16:
+            torch.testing.assert_close(loss, outs[0][1], rtol=1e-5, atol=0.0)
+        else:
+            assert torch.equal(loss, outs[0][1])
