@@ -24,6 +24,7 @@ import yaml
 
 from .errors import ConfigError
 from .registry import check_declared, declared_names
+from .sweeps import INDEX_KEY, expand_sweeps
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
 
@@ -107,6 +108,7 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
     schema = load_schema()
     schema_check(cfg, schema)
     _fill_defaults(schema, cfg)
+    expand_sweeps(cfg, engine_options=list(schema["properties"]["engine"]["properties"]))
     _check_names(cfg)
     if plugins:
         _check_registries(cfg)
@@ -209,9 +211,10 @@ def _check_registries(cfg: dict[str, Any]) -> None:
     from .data.splits import SPLIT_GENERATORS
 
     for name, sp in cfg["splits"].items():
-        SPLIT_GENERATORS.get(sp["generator"], field=f"splits.{name}.generator").check_params(sp, field=f"splits.{name}")
+        field = entry_field(cfg, "splits", name)
+        SPLIT_GENERATORS.get(sp["generator"], field=f"{field}.generator").check_params(sp, field=field)
     for name, variant in cfg["algorithms"].items():
-        cfg["algorithms"][name] = _check_variant(variant, f"algorithms.{name}", list(cfg["splits"]))
+        cfg["algorithms"][name] = _check_variant(variant, entry_field(cfg, "algorithms", name), list(cfg["splits"]))
     for dname, ds in cfg["datasets"].items():
         for aname, override in (ds.get("algorithm_params") or {}).items():
             field = f"datasets.{dname}.algorithm_params.{aname}"
@@ -222,6 +225,16 @@ def _check_registries(cfg: dict[str, Any]) -> None:
             _check_variant({**cfg["algorithms"][aname], **override}, field)
     _check_cluster_counts(cfg)
     _check_population(cfg)
+
+
+def entry_field(cfg: Mapping[str, Any], section: str, name: str) -> str:
+    """The config field an entry comes from: ``algorithms.louvain``, or for an entry expanded from a sweep
+    (cflcore.sweeps) ``algorithms.louvain.sweep{resolution=0.5}``, so an error names what the user wrote."""
+    record = ((cfg.get(INDEX_KEY) or {}).get(section) or {}).get(name)
+    if record is None:
+        return f"{section}.{name}"
+    labels = ",".join(f"{k}={v}" for k, v in record["labels"].items())
+    return f"{section}.{record['base']}.sweep{{{labels}}}"
 
 
 CLUSTER_COUNT_KEYS = ("k", "n_clusters")
@@ -266,9 +279,11 @@ def _check_population(cfg: Mapping[str, Any]) -> None:
                 check(strategy_params(params), int(n), field)
 
 
-STUDY_KEYS = ("splits",)
+STUDY_KEYS = ("splits", "engine")
 """Keys of an algorithm variant that belong to the study, not to the strategy: ``splits`` restricts the
-variant to some splits of the grid (default: all). They are stripped before the strategy is built."""
+variant to some splits of the grid (default: all); ``engine`` overrides engine options for this variant's
+runs only (e.g. ``engine: {participation: 0.5}``, or a swept ``engine.participation``). They are stripped
+before the strategy is built."""
 
 
 def strategy_params(variant: Mapping[str, Any]) -> dict[str, Any]:
@@ -294,6 +309,9 @@ def _check_variant(variant: Mapping[str, Any], field: str, split_names: Sequence
     for i, split in enumerate(study_keys.get("splits") or []):
         if split_names is not None and split not in split_names:
             raise ConfigError(f"{field}.splits[{i}]: unknown split {split!r}; defined: {', '.join(sorted(split_names))}")
+    if "engine" in study_keys:
+        engine_schema = load_schema()["properties"]["engine"]
+        schema_check(study_keys["engine"], engine_schema, prefix=f"{field}.engine.")
     params = strategy_params(variant)
     sub = {"type": "object", "additionalProperties": False, "properties": cls.params_schema}
     schema_check(params, sub, prefix=f"{field}.")
@@ -494,10 +512,11 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[s
     training = {k: v for k, v in ds.items()
                 if k not in ("loader", "test_fraction", "max_train", "explain_samples", "algorithm_params")}
     variant = {**cfg["algorithms"][algorithm], **(ds.get("algorithm_params") or {}).get(algorithm, {})}
+    engine = {**cfg.get("engine", {}), **(variant.get("engine") or {})}  # the variant's own engine overrides
     variant = {"method": variant["method"], **strategy_params(variant)}  # `splits:` is the study's, not the strategy's
     return {
         "training": training,
-        "engine": dict(cfg.get("engine", {})),
+        "engine": engine,
         "algorithm": variant,
         "device": cfg.get("device", "auto"),
     }

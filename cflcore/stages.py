@@ -174,6 +174,7 @@ def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return {"results_dir": results, "study": cfg["study"],
             "algorithm_splits": algorithm_splits(cfg), "late_runs": late_client_runs(cfg),
             "explain_runs": explain_runs, "grid_clients": cfg.get("explain", {}).get("grid_clients"),
+            "sweep_index": cfg.get("sweep_index") or {"algorithms": {}, "splits": {}},
             "front_page": front_page_context(cfg),
             "benchmarks": {"root": f"{results}/benchmarks", "jobs": benchmark_jobs(cfg, explain_runs)}}
 

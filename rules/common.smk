@@ -11,6 +11,7 @@ import cflcore.config as cc
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
 from cflcore.stages import forget_failed_runs, report_plan
+from cflcore.sweeps import NAME_PATTERN as SWEPT_NAME
 
 # 1) JSON-schema validation (fills defaults), 2) registry checks (method/clusterer/model names,
 # per-method parameter schemas). Both run before any job is scheduled. The registry checks import torch and
@@ -32,12 +33,13 @@ ALGORITHMS = STUDY["algorithms"]
 forget_failed_runs(RESULTS)
 
 
+# split and algorithm names may carry a sweep's factor values (cflcore.sweeps: louvain@resolution=0.5); no "/"
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_-]+",
-    split=r"[A-Za-z0-9_-]+",
+    split=SWEPT_NAME,
     clients=r"[0-9]+",
     seed=r"[0-9]+",
-    algorithm=r"[A-Za-z0-9_-]+",
+    algorithm=SWEPT_NAME,
 
 
 SCENARIO = "{dataset}/{split}/n{clients}/s{seed}"

@@ -1,0 +1,187 @@
+"""Factor sweeps (cflcore.sweeps): expansion into named variants and splits, clear errors for bad sweeps,
+and rerun-only-what-changed in the DAG (add a value: only its jobs; remove one: the others stay cached;
+change one: only that value's jobs)."""
+import copy
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+import cflcore.config as cc
+from cflcore.errors import ConfigError
+from conftest import copy_workflow, snakemake_cmd
+from test_rerun import planned
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def config(**sections):
+    """The default config with ``sections`` deep-merged over it, validated."""
+    return cc.load_config(REPO / "config" / "config.yaml", overrides=sections)
+
+
+SWEEP = {
+    "study": {"splits": ["nonoverlap-balanced", "maj"], "algorithms": ["bnc", "louvain"]},
+    "splits": {"maj": {"generator": "majority", "samples_per_client": 120, "sweep": {"majority_share": [0.4, 1.0]}}},
+    "algorithms": {"louvain": {"method": "louvain", "attribution": "1nn",
+                               "sweep": {"resolution": [0.5, 1.0], "engine.participation": [1.0, 0.5]}}},
+}
+
+
+def test_sweep_expands_into_named_variants_and_splits():
+    cfg = config(**copy.deepcopy(SWEEP))
+    assert cfg["study"]["splits"] == ["nonoverlap-balanced", "maj@majority_share=0.4", "maj@majority_share=1.0"]
+    assert cfg["study"]["algorithms"] == [
+        "bnc", "louvain@resolution=0.5,participation=1.0", "louvain@resolution=0.5,participation=0.5",
+        "louvain@resolution=1.0,participation=1.0", "louvain@resolution=1.0,participation=0.5"]
+    assert "louvain" not in cfg["algorithms"] and "maj" not in cfg["splits"]
+    record = cfg["sweep_index"]["algorithms"]["louvain@resolution=0.5,participation=0.5"]
+    assert record == {"base": "louvain", "factors": {"resolution": 0.5, "engine.participation": 0.5},
+                      "labels": {"resolution": "0.5", "engine.participation": "0.5"}}
+    assert cfg["sweep_index"]["splits"]["maj@majority_share=1.0"]["factors"] == {"majority_share": 1.0}
+    assert cfg["splits"]["maj@majority_share=0.4"]["majority_share"] == 0.4
+    assert len(cc.study_runs(cfg)) == 3 * 5
+
+
+def test_swept_values_reach_the_jobs_settings_and_nothing_else():
+    cfg = config(**copy.deepcopy(SWEEP))
+    run = cc.run_settings(cfg, "mnist5k", "louvain@resolution=0.5,participation=0.5")
+    assert run["algorithm"]["resolution"] == 0.5 and run["algorithm"]["attribution"] == "1nn"
+    assert run["engine"]["participation"] == 0.5 and "engine" not in run["algorithm"]
+    other = cc.run_settings(cfg, "mnist5k", "louvain@resolution=0.5,participation=1.0")
+    assert other["engine"]["participation"] == 1.0
+    # the variant's engine override leaves the global engine block (and every other variant) alone
+    assert cfg["engine"]["participation"] == 1.0
+    assert cc.run_settings(cfg, "mnist5k", "bnc")["engine"] == cfg["engine"]
+    # a split's settings are its generator's parameters only (no name, no factor record)
+    assert cc.split_settings(cfg, "maj@majority_share=0.4") == {**cfg["splits"]["maj@majority_share=0.4"]}
+    assert "sweep" not in cc.split_settings(cfg, "maj@majority_share=0.4")
+
+
+def test_no_sweep_leaves_the_default_config_as_it_was():
+    cfg = config()
+    assert cfg["sweep_index"] == {"algorithms": {}, "splits": {}}
+    assert cfg["study"]["algorithms"][:3] == ["bnc", "scl", "bcl"]
+    assert all("@" not in a for a in cfg["algorithms"])
+
+
+def test_mapping_values_and_references_follow_the_expansion():
+    cfg = config(
+        study={"splits": ["mix"], "algorithms": ["fedgwc"]},
+        splits={"mix": {"generator": "dirichlet-mix", "cluster_shares": [0.5, 0.5], "alphas": [0.0, 1000.0],
+                        "sweep": {"alphas": {"hard": [0.0, 1000.0], "soft": [0.5, 1000.0]}}}},
+        algorithms={"fedgwc": {"method": "fedgwc", "participation": 0.8, "splits": ["mix"], "sweep": {"epsilon": [0.1, 0.05]}}},
+        datasets={"mnist5k": {"algorithm_params": {"fedgwc": {"epsilon": 0.2, "beta": 2.0}}}},
+    )
+    assert cfg["study"]["splits"] == ["mix@alphas=hard", "mix@alphas=soft"]
+    assert cfg["splits"]["mix@alphas=soft"]["alphas"] == [0.5, 1000.0]
+    assert cfg["algorithms"]["fedgwc@epsilon=0.1"]["splits"] == ["mix@alphas=hard", "mix@alphas=soft"]
+    # a per-dataset override of the variant applies to every expansion; the swept value wins over it
+    run = cc.run_settings(cfg, "mnist5k", "fedgwc@epsilon=0.05")["algorithm"]
+    assert run["epsilon"] == 0.05 and run["beta"] == 2.0
+
+
+@pytest.mark.parametrize("sections, field", [
+    ({"algorithms": {"louvain": {"method": "louvain", "sweep": {"resolutoin": [1.0]}}}},
+     "algorithms.louvain.sweep{resolutoin=1.0}: Additional properties"),
+    ({"algorithms": {"louvain": {"method": "louvain", "sweep": {"resolution": []}}}},
+     "algorithms.louvain.sweep.resolution"),
+    ({"algorithms": {"louvain": {"method": "louvain", "sweep": {"resolution": [1.0, -2.0]}}}},
+     "algorithms.louvain.sweep{resolution=-2.0}.resolution"),
+    ({"algorithms": {"louvain": {"method": "louvain", "sweep": {"engine.participaton": [0.5]}}}},
+     "algorithms.louvain.sweep.engine.participaton: unknown engine option; allowed: engine.aggregation"),
+    ({"algorithms": {"louvain": {"method": "louvain", "sweep": {"engine.participation": [0.5, 1.5]}}}},
+     "algorithms.louvain.sweep{engine.participation=1.5}.engine.participation: 1.5 is greater than the maximum of 1"),
+    ({"algorithms": {"louvain": {"method": "louvain", "sweep": {"resolution": [1.0, 1.0]}}}},
+     "algorithms.louvain.sweep.resolution: values ['1.0', '1.0'] repeat"),
+    ({"algorithms": {"louvain": {"method": "louvain", "sweep": {"method": ["bnc"]}}}},
+     "algorithms.louvain.sweep.method: 'method' cannot be swept"),
+    ({"splits": {"maj": {"generator": "majority", "sweep": {"majority_share": [0.5, 1.7]}}},
+      "study": {"splits": ["maj"]}},
+     "splits.maj.sweep{majority_share=1.7}.majority_share"),
+    ({"splits": {"maj": {"generator": "majority", "sweep": {"majority_shar": [0.5]}}}, "study": {"splits": ["maj"]}},
+     "splits.maj.sweep{majority_shar=0.5}: unknown key 'majority_shar'"),
+    ({"splits": {"mix": {"generator": "dirichlet-mix", "cluster_shares": [1.0], "alphas": [1.0],
+                         "sweep": {"alphas": [[0.0], [1.0]]}}}, "study": {"splits": ["mix"]}},
+     "splits.mix.sweep.alphas[0]: [0.0] cannot be part of a run name; allowed: numbers"),
+])
+def test_bad_sweeps_get_one_error_naming_the_field(sections, field):
+    with pytest.raises(ConfigError) as err:
+        config(**sections)
+    assert field in str(err.value), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The DAG: a small swept study runs once; dry runs with edited sweeps plan exactly the affected jobs
+# ---------------------------------------------------------------------------------------------
+STUDY = {
+    "results_dir": "results",
+    "device": "cpu",
+    "study": {"datasets": ["digits"], "splits": ["maj"], "clients": [6], "seeds": [0], "algorithms": ["louvain"]},
+    "datasets": {"digits": {"model": "tinyvgg", "optimizer": "sgd", "lr": 0.05, "batch_size": 32, "local_epochs": 1,
+                            "rounds": 2}},
+    "splits": {"maj": {"generator": "majority", "samples_per_client": 40, "sweep": {"majority_share": [0.5, 1.0]}}},
+    "algorithms": {"louvain": {"method": "louvain", "sweep": {"resolution": [1.0, 2.0]}}},
+    "engine": {"checkpoint_every": 1},
+    "explain": {"enabled": False},
+    "whatif": {"enabled": False},
+}
+
+
+def sm(wd: Path, cfg: dict, *args: str) -> list[tuple[str, dict[str, str]]]:
+    path = wd / "config" / "sweep.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    p = subprocess.run(snakemake_cmd("--cores", "2", *args, "--configfile", str(path)), cwd=wd,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-5000:]
+    return planned(p.stdout + p.stderr)
+
+
+def edited(split_values=None, resolution=None) -> dict:
+    cfg = copy.deepcopy(STUDY)
+    if split_values is not None:
+        cfg["splits"]["maj"]["sweep"]["majority_share"] = split_values
+    if resolution is not None:
+        cfg["algorithms"]["louvain"]["sweep"]["resolution"] = resolution
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    wd = Path(copy_workflow(tmp_path_factory.mktemp("sweep")))
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(STUDY))
+    sm(wd, STUDY)
+    return wd
+
+
+@pytest.mark.slow
+def test_swept_study_ran_every_value_and_replans_nothing(swept):
+    runs = sorted(p.parent.name + "|" + p.parents[3].name for p in (swept / "results" / "runs").rglob("history.parquet"))
+    assert runs == ["louvain@resolution=1.0|maj@majority_share=0.5", "louvain@resolution=1.0|maj@majority_share=1.0",
+                    "louvain@resolution=2.0|maj@majority_share=0.5", "louvain@resolution=2.0|maj@majority_share=1.0"]
+    assert sm(swept, STUDY, "-n") == []
+
+
+@pytest.mark.slow
+def test_added_value_plans_only_its_jobs(swept):
+    jobs = sm(swept, edited(resolution=[1.0, 2.0, 0.5]), "-n")
+    assert {w["algorithm"] for r, w in jobs if r != "report"} == {"louvain@resolution=0.5"}
+    assert sum(r == "train" for r, _ in jobs) == 2  # one per split value
+    jobs = sm(swept, edited(split_values=[0.5, 1.0, 0.7]), "-n")
+    assert {w["split"] for r, w in jobs if r != "report"} == {"maj@majority_share=0.7"}
+    assert sorted(r for r, _ in jobs if r != "report") == ["evaluate_no_whatif", "evaluate_no_whatif", "split", "train", "train"]
+
+
+@pytest.mark.slow
+def test_removed_value_leaves_the_others_cached(swept):
+    jobs = sm(swept, edited(resolution=[2.0]), "-n")
+    assert [r for r, _ in jobs] == ["report"]  # the report's input list shrank; no run reruns
+
+
+@pytest.mark.slow
+def test_changed_value_reruns_only_that_value(swept):
+    jobs = sm(swept, edited(split_values=[0.5, 0.9]), "-n")
+    assert {w["split"] for r, w in jobs if r != "report"} == {"maj@majority_share=0.9"}
+    assert not any(w.get("split") == "maj@majority_share=0.5" for _, w in jobs)
