@@ -243,7 +243,7 @@ def report_runs(plan: Mapping[str, Any], out_dir: str | Path, workers: int = 1) 
     out_dir = Path(out_dir)
     specs = _report_specs(plan)
     kwargs = {"context": plan.get("front_page"), "late_runs": plan.get("late_runs") or [],
-              "benchmarks": plan.get("benchmarks")}
+              "benchmarks": plan.get("benchmarks"), "sweep_index": plan.get("sweep_index")}
     # build_report ends with the benchmark tables, so that the report's own row covers all of its work
     if usable_workers(workers) < 2 or len(specs) < PARALLEL_MIN_RUNS:
         explain_report_figures(plan, out_dir)

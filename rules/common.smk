@@ -17,6 +17,16 @@ from cflcore.sweeps import NAME_PATTERN as SWEPT_NAME
 # per-method parameter schemas). Both run before any job is scheduled. The registry checks import torch and
 # scikit-learn; their result is remembered in .snakemake/ under a hash of the config, cflcore's sources and
 # the library versions (cflcore.config.validate_config_cached), so later starts skip those imports.
+# a config file may `extends:` another (cflcore.config.read_config_file): resolve before validating
+_cli_files = [Path(f).absolute() for f in workflow.overwrite_configfiles]
+_resolved = cc.snakemake_config(
+    config,
+    [f for f in workflow.configfiles if Path(f).absolute() not in _cli_files],
+    _cli_files,
+    workflow.config_settings.config,
+)
+config.clear()
+config.update(_resolved)
 validate(config, "../config/schema.yaml")
 try:
     _validated = cc.validate_config_cached(config, Path(".snakemake") / "cflcore" / "validated-config")
@@ -68,6 +78,8 @@ def explain_runs():
 REPORT_DIR = f"{RESULTS}/report"
 REPORT_TABLES = ["table1_clustering", "table2_clustering_round", "table_personalisation", "paper_vs_run",
                  "table_late_clients"]
+# tables with CSV only (no Markdown / LaTeX twin)
+CSV_TABLES = ["sweep_scores", "paper_claims"]
 # where the study's time went (cflcore/report/benchmarks.py), from every job's benchmark file
 BENCHMARK_TABLES = ["benchmarks_by_rule", "critical_path", "benchmark_summary"]
 
@@ -125,6 +137,8 @@ FIGURE_KINDS = {
     "whatif_heatmap": "What-if clustering: ARI per clusterer and round (trigger vs earliest separable round)",
     "late_clients": "Late-joining clients: PF1 of late vs founding clients (000 §6.2)",
     "split_traces": "Split criteria per round: SCL update norms vs eps1/eps2, FedGWC MSE vs eps and DB",
+    "sweeps": "Factor sweeps: final scores against the swept values (002 Figs. 3-4)",
+    "round_envelopes": "Per-round scores, mean and std envelope over seeds (002 Fig. 5)",
 }
 EXPLAIN_KINDS = {
     "saliency_grid": "Saliency grids (000 Fig. 5)",

@@ -29,6 +29,14 @@ rule report:
             )
             for t in REPORT_TABLES
         ],
+        csv_tables=[
+            report(
+                f"{REPORT_DIR}/tables/{t}.csv",
+                caption=f"../report/captions/{t}.rst",
+                category="Tables",
+            )
+            for t in CSV_TABLES
+        ],
         # where the study's time went (issue 13): per-rule benchmark table and critical path
         benchmark_tables=[
             report(

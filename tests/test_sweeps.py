@@ -185,3 +185,59 @@ def test_changed_value_reruns_only_that_value(swept):
     jobs = sm(swept, edited(split_values=[0.5, 0.9]), "-n")
     assert {w["split"] for r, w in jobs if r != "report"} == {"maj@majority_share=0.9"}
     assert not any(w.get("split") == "maj@majority_share=0.5" for _, w in jobs)
+
+
+@pytest.mark.slow
+def test_another_study_in_its_own_results_dir_leaves_this_one_cached(swept):
+    """A second study (its own results_dir, as config/louvain-002*.yaml and fedgwc-004*.yaml have) runs in
+    the same working directory; the first study then still plans nothing."""
+    other = copy.deepcopy(STUDY)
+    other["results_dir"] = "results/other-study"
+    other["splits"]["maj"]["sweep"]["majority_share"] = [0.8]
+    other["algorithms"]["louvain"]["sweep"]["resolution"] = [1.0]
+    other["datasets"]["digits"]["rounds"] = 1
+    assert len(sm(swept, other)) == 0  # it ran (a real run prints no dry-run job list)
+    assert (swept / "results" / "other-study" / "report" / "index.json").is_file()
+    assert sm(swept, STUDY, "-n") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# `extends:` and the per-paper configs
+# ---------------------------------------------------------------------------------------------
+def test_extends_merges_the_extended_file_first(tmp_path):
+    (tmp_path / "base.yaml").write_text("a: 1\nb: {x: 1, y: 2}\n")
+    (tmp_path / "mid.yaml").write_text("extends: base.yaml\nb: {y: 3}\n")
+    (tmp_path / "top.yaml").write_text("extends: mid.yaml\nc: 4\n")
+    assert cc.read_config_file(tmp_path / "top.yaml") == {"a": 1, "b": {"x": 1, "y": 3}, "c": 4}
+    (tmp_path / "loop.yaml").write_text("extends: loop2.yaml\n")
+    (tmp_path / "loop2.yaml").write_text("extends: loop.yaml\n")
+    with pytest.raises(ConfigError, match="extends itself"):
+        cc.read_config_file(tmp_path / "loop.yaml")
+    (tmp_path / "bad.yaml").write_text("extends: [base.yaml]\n")
+    with pytest.raises(ConfigError, match="extends: .* allowed: the path of another config file"):
+        cc.read_config_file(tmp_path / "bad.yaml")
+
+
+def test_snakemake_config_layers_default_then_extended_then_file_then_overrides(tmp_path):
+    (tmp_path / "default.yaml").write_text("a: 0\nb: {x: 0, y: 0}\nd: 0\n")
+    (tmp_path / "paper.yaml").write_text("a: 1\nb: {x: 1}\n")
+    (tmp_path / "offline.yaml").write_text("extends: paper.yaml\nb: {y: 2}\n")
+    merged = cc.snakemake_config({"ignored": True}, [tmp_path / "default.yaml"], [tmp_path / "offline.yaml"], {"d": 5})
+    assert merged == {"a": 1, "b": {"x": 1, "y": 2}, "d": 5}
+    # no file extends another: Snakemake's own merge is returned as is
+    assert cc.snakemake_config({"k": 1}, [tmp_path / "default.yaml"], [tmp_path / "paper.yaml"], {}) == {"k": 1}
+
+
+def test_louvain_002_configs_are_one_study():
+    paper = cc.load_config(REPO / "config" / "config.yaml", REPO / "config" / "louvain-002.yaml")
+    offline = cc.load_config(REPO / "config" / "config.yaml", REPO / "config" / "louvain-002-offline.yaml")
+    # the same sweeps, variants and splits; only the data, model and budget differ
+    assert paper["sweep_index"]["algorithms"].keys() == offline["sweep_index"]["algorithms"].keys()
+    assert paper["study"]["splits"] == offline["study"]["splits"]
+    assert paper["study"]["algorithms"] == offline["study"]["algorithms"]
+    assert paper["study"]["clients"] == offline["study"]["clients"] == [10]
+    assert paper["study"]["seeds"] == [0, 1, 2, 3] and len(offline["study"]["seeds"]) >= 2
+    assert paper["results_dir"] != offline["results_dir"] != cc.load_config(REPO / "config" / "config.yaml")["results_dir"]
+    # 002's full grid: Fig. 3 (4 m_k x 3 resolutions) + Fig. 4 (4 attributions x 3 rates) + IFCA, 4 seeds
+    assert len(cc.study_runs(paper)) == (4 * 3 + 4 * 3 + 1) * 4
+    assert paper["report"]["paper_checks"] == ["002"]

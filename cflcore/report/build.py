@@ -36,11 +36,13 @@ from .front_page import FRONT_PAGE, ranking_frame, write_front_page
 from .paper import paper_split, paper_vs_run, ranking_agreement
 from .late_clients import write_late_clients
 from .runs import LoadedRun, MissingRun, RunSpec, load_runs
+from .claims import ClaimData, check_claims
+from .sweeps import round_frame, sweep_summary, write_sweep_outputs
 from .traces import split_trace_figures
 
 CAPTION_DIR = "report/captions"
 FIGURE_KINDS = ("learning_gap", "temperature_mean", "temperature_runs", "clustering_progress", "n_clusters",
-                "whatif_heatmap", "split_traces")
+                "whatif_heatmap", "split_traces", "sweeps", "round_envelopes")
 # our columns compared with the paper's (paper.METRIC_MAP)
 COMPARISON_METRICS = ["ari", "ami", "homogeneity", "clustering_round", "pf1", "gf1", "pf1_final", "gf1_final"]
 
@@ -70,7 +72,7 @@ def comparison_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun]) -> 
 
 
 def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir: Path,
-                 context: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+                 context: Mapping[str, Any] | None = None, sweep_index: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Tables 1–2, personalisation, headline, the paper check and Kendall's τ, ``run_scores.csv``, and the
     front page built from the same frames (``front_page.rst``, ``tables/departures.csv``; ``context`` =
     :func:`front_page.front_page_context` of the config, None: only the departures the results show)."""
@@ -100,7 +102,13 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     path = tb.write_text(summary.to_csv(index=False, float_format="%.10g"), table_dir / "run_scores.csv")
     entries.append(_entry("run_scores", path, out_dir))
     algorithms = list(dict.fromkeys(s.algorithm for s in specs))
-    paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms)
+    report_cfg = (context or {}).get("report") or {}
+    claims = check_claims(report_cfg.get("paper_checks") or [],
+                          ClaimData(sweep_summary(loaded, sweep_index or {}), round_frame(loaded), summary),
+                          report_cfg.get("claim_notes"))
+    path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
+    entries.append(_entry("paper_claims", path, out_dir))
+    paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims)
     return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]
 
 
@@ -269,7 +277,7 @@ def write_missing(missing: Sequence[MissingRun], out_dir: Path) -> dict[str, Any
 
 def build_report(runs: Sequence[RunSpec], out_dir: str | Path, context: Mapping[str, Any] | None = None,
                  late_runs: Sequence[str] = (), whatif_entries: Callable[[], list[dict[str, Any]]] | None = None,
-                 benchmarks: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 benchmarks: Mapping[str, Any] | None = None, sweep_index: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Write every table and figure for the expected ``runs`` into ``out_dir``; return the index.
 
     Runs without evaluation files are listed in ``missing_runs.csv`` with their reason and shown as
@@ -283,9 +291,11 @@ def build_report(runs: Sequence[RunSpec], out_dir: str | Path, context: Mapping[
     """
     out_dir = Path(out_dir)
     loaded, missing = load_runs(runs)
-    entries = write_tables(runs, loaded, out_dir, context)
+    entries = write_tables(runs, loaded, out_dir, context, sweep_index)
     personal, _ = tb.personalisation_table(tb.run_summaries(loaded), tb.expected_groups(runs))
     entries += write_figures(loaded, personal, out_dir)
+    entries += write_sweep_outputs(loaded, sweep_index or {}, out_dir,  # factor sweeps, seed envelopes
+                                   lambda kind, path, dataset, clients: _entry(kind, path, out_dir, dataset, clients))
     late = set(late_runs)
     entries += write_late_clients([r for r in runs if r.run_id in late], out_dir, CAPTION_DIR)
     entries.append(write_missing(missing, out_dir))

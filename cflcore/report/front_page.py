@@ -427,8 +427,26 @@ def _groups(frame: pd.DataFrame) -> list[tuple[tuple[str, int], pd.DataFrame]]:
     return [((d, int(c)), g) for (d, c), g in frame.groupby(["dataset", "clients"], sort=False)]
 
 
+def claims_rst(claims: pd.DataFrame) -> str:
+    """One section per seed of ``claims`` (cflcore.report.claims.check_claims): claim, where, ours, holds, note."""
+    if claims is None or claims.empty:
+        return ""
+    parts = []
+    for paper, rows in claims.groupby("paper", sort=False):
+        held = int((rows["holds"] == "yes").sum())
+        tested = int((rows["holds"] != "n/a").sum())
+        parts.append(_section(f"Paper check ({paper}): its claims against this study", "-"))
+        parts.append(f"{held} of {tested} testable claims hold ({len(rows) - tested} not testable in this study). Each row is "
+                     f"one qualitative claim of {paper}, our measured values (final round, mean over seeds), and whether "
+                     "it holds; a claim that does not hold says why in *note*.\n\n")
+        frame = rows[["where", "claim", "ours", "holds", "note"]].rename(columns=str.capitalize)
+        parts.append(csv_table(frame, f"{paper}: claims") + "\n")
+    return "".join(parts)
+
+
 def render_front_page(headline: pd.DataFrame, comparison: pd.DataFrame, ranking: pd.DataFrame,
-                      items: Sequence[Departure], context: Mapping[str, Any] | None = None) -> str:
+                      items: Sequence[Departure], context: Mapping[str, Any] | None = None,
+                      claims: pd.DataFrame | None = None) -> str:
     """The RST of the front page (sections use ``-`` and ``~`` underlines: workflow.rst's title uses ``=``)."""
     study = (context or {}).get("study") or {}
     parts = [_section("Headline", "-")]
@@ -444,6 +462,7 @@ def render_front_page(headline: pd.DataFrame, comparison: pd.DataFrame, ranking:
         parts.append(csv_table(headline_frame(rows), f"{dataset}, {clients} clients") + "\n")
     if headline.empty:
         parts.append("*No runs.*\n\n")
+    parts.append(claims_rst(claims))
     parts.append(_section("Paper check (000 Tables 1–2, Figure 2)", "-"))
     parts.append("Each cell: *ours vs paper (ours − paper)*. ARI is compared with Table 1's RAND (mean of the first 50 "
                  "rounds), the clustering round with Table 2, PF1/GF1 with the data of Figure 2 (mean over all rounds; "
@@ -468,11 +487,12 @@ def render_front_page(headline: pd.DataFrame, comparison: pd.DataFrame, ranking:
 
 
 def write_front_page(headline: pd.DataFrame, comparison: pd.DataFrame, ranking: pd.DataFrame,
-                     context: Mapping[str, Any] | None, out_dir: Path, algorithms: Sequence[str] = ()) -> list[Path]:
+                     context: Mapping[str, Any] | None, out_dir: Path, algorithms: Sequence[str] = (),
+                     claims: pd.DataFrame | None = None) -> list[Path]:
     """``front_page.rst`` and ``tables/departures.csv`` (atomic)."""
     out_dir = Path(out_dir)
     items = departures(context, headline, comparison, algorithms)
     frame = pd.DataFrame([asdict(d) for d in items], columns=["topic", "ours", "paper", "effect"])
     csv_path = tb.write_text(frame.to_csv(index=False), out_dir / "tables" / "departures.csv")
-    rst = tb.write_text(render_front_page(headline, comparison, ranking, items, context), out_dir / FRONT_PAGE)
+    rst = tb.write_text(render_front_page(headline, comparison, ranking, items, context, claims), out_dir / FRONT_PAGE)
     return [rst, csv_path]

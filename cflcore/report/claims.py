@@ -1,0 +1,277 @@
+"""Paper checks of the seeds' qualitative claims: one row per claim, ours against the paper's, and whether it holds.
+
+000's check compares published table cells (cflcore.report.paper); 002 and 004 publish figures and
+qualitative statements, so their checks are claims: a function of the study's runs that returns what we
+measured, what the paper says, and ``holds`` = ``yes`` / ``no`` / ``n/a`` (the study has no run that can
+test it, with the reason). A claim that does not hold carries the study's own explanation where the config
+gives one (``report.claim_notes: {claim id: text}``: the investigation's result, next to the departures it
+comes from), else a pointer to the traces that show it.
+
+The registry :data:`CLAIMS` maps a seed (``"002"``, ``"004"``) to its claims; a study picks its checks with
+``report.paper_checks``. A new claim is one decorated function.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+ACCURACY = "orch_acc"  # each client's own model on the balanced held-out set (002's "accuracy")
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    claim_id: str
+    paper: str  # seed
+    where: str  # section / figure of the seed
+    claim: str
+    ours: str
+    holds: str  # yes / no / n/a
+    note: str = ""
+
+
+@dataclass
+class ClaimData:
+    """What a claim may read: the per-run sweep summary (cflcore.report.sweeps.sweep_summary: base names,
+    factor values, final-round scores), the per-round frame (sweeps.round_frame) and the run summaries
+    (tables.run_summaries: scores averaged over rounds)."""
+
+    runs: pd.DataFrame
+    rounds: pd.DataFrame = field(default_factory=pd.DataFrame)
+    summaries: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+ClaimFn = Callable[[ClaimData], ClaimResult]
+CLAIMS: dict[str, list[ClaimFn]] = {}
+
+
+def claim(paper: str) -> Callable[[ClaimFn], ClaimFn]:
+    def register(fn: ClaimFn) -> ClaimFn:
+        CLAIMS.setdefault(paper, []).append(fn)
+        return fn
+    return register
+
+
+# ---- selection helpers -----------------------------------------------------------------------
+def select(runs: pd.DataFrame, base: str | None = None, **factors: Any) -> pd.DataFrame:
+    """The runs of variant family ``base`` whose factor columns equal ``factors`` (a column absent = no match).
+    ``split_base`` and ``algorithm`` may be given as factors too."""
+    if runs is None or not len(runs):
+        return pd.DataFrame()
+    mask = np.ones(len(runs), dtype=bool)
+    if base is not None:
+        mask &= (runs["algorithm_base"] == base).to_numpy()
+    for key, value in factors.items():
+        if key not in runs:
+            return runs.iloc[0:0]
+        column = runs[key]
+        if isinstance(value, float):
+            mask &= np.isclose(pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64), value)
+        else:
+            mask &= (column == value).to_numpy()
+    return runs[mask]
+
+
+def mean_of(runs: pd.DataFrame, metric: str) -> float:
+    if runs is None or not len(runs) or metric not in runs:
+        return float("nan")
+    values = pd.to_numeric(runs[metric], errors="coerce").dropna()
+    return float(values.mean()) if len(values) else float("nan")
+
+
+def silhouette_column(runs: pd.DataFrame) -> str:
+    """The silhouette in the space the method clusters in when recorded, else on the updates."""
+    return "silhouette_own" if "silhouette_own" in runs and runs["silhouette_own"].notna().any() else "silhouette"
+
+
+def fmt(value: float, digits: int = 2) -> str:
+    return "–" if value is None or not np.isfinite(value) else f"{value:.{digits}f}"
+
+
+def result(fn_id: str, paper: str, where: str, text: str, ours: str, holds: bool | None, note: str = "") -> ClaimResult:
+    return ClaimResult(fn_id, paper, where, text, ours, "n/a" if holds is None else ("yes" if holds else "no"), note)
+
+
+def factor_values(runs: pd.DataFrame, base: str, column: str) -> list:
+    sub = select(runs, base)
+    if not len(sub) or column not in sub:
+        return []
+    values = sub[column].dropna().unique().tolist()
+    return sorted(values) if all(isinstance(v, (int, float)) for v in values) else values
+
+
+# ---- 002 (Louvain community CFL), §V-B ---------------------------------------------------------------
+FIG3, FIG4 = "louvain-fig3", "louvain-fig4"
+
+
+@claim("002")
+def ari_rises_with_majority_share(data: ClaimData) -> ClaimResult:
+    text = "ARI rises with the majority share m_k (1NN, resolution 1.0)"
+    where = "§V-B1, Fig. 3b"
+    shares = factor_values(data.runs, FIG3, "majority_share")
+    if len(shares) < 2:
+        return result("002-ari-mk", "002", where, text, "no m_k sweep in this study", None)
+    aris = [mean_of(select(data.runs, FIG3, majority_share=float(m), resolution=1.0), "ari") for m in shares]
+    ours = "; ".join(f"m_k {m:g}: {fmt(a)}" for m, a in zip(shares, aris))
+    finite = [a for a in aris if np.isfinite(a)]
+    holds = len(finite) >= 2 and aris[-1] > aris[0] and all(b >= a - 0.05 for a, b in zip(aris, aris[1:]))
+    return result("002-ari-mk", "002", where, text, ours, holds if finite else None)
+
+
+@claim("002")
+def two_communities_at_full_majority(data: ClaimData) -> ClaimResult:
+    text = "At m_k = 1.0 and resolution 1.0, Louvain finds the two communities (ARI ≈ 1)"
+    where = "§V-B1, Fig. 3b"
+    runs = select(data.runs, FIG3, majority_share=1.0, resolution=1.0)
+    if not len(runs):
+        return result("002-mk1", "002", where, text, "no run at m_k 1.0, resolution 1.0", None)
+    ari, k = mean_of(runs, "ari"), mean_of(runs, "n_clusters")
+    return result("002-mk1", "002", where, text, f"final ARI {fmt(ari)}, {fmt(k, 1)} clusters ({len(runs)} seeds)",
+                  bool(ari >= 0.9))
+
+
+@claim("002")
+def accuracy_depends_on_mk_not_resolution(data: ClaimData) -> ClaimResult:
+    text = "Accuracy depends on m_k, not notably on the Louvain resolution"
+    where = "§V-B1, Fig. 3a"
+    shares = factor_values(data.runs, FIG3, "majority_share")
+    resolutions = factor_values(data.runs, FIG3, "resolution")
+    if len(shares) < 2 or len(resolutions) < 2:
+        return result("002-acc-res", "002", where, text, "needs an m_k × resolution sweep", None)
+    grid = np.array([[mean_of(select(data.runs, FIG3, majority_share=float(m), resolution=float(r)), ACCURACY)
+                      for r in resolutions] for m in shares])
+    across_mk = float(np.nanmax(np.nanmean(grid, axis=1)) - np.nanmin(np.nanmean(grid, axis=1)))
+    across_res = float(np.nanmax(np.nanmax(grid, axis=1) - np.nanmin(grid, axis=1)))
+    return result("002-acc-res", "002", where, text,
+                  f"accuracy range across m_k {fmt(across_mk)}; largest range across resolutions at one m_k {fmt(across_res)}",
+                  bool(across_mk > across_res))
+
+
+@claim("002")
+def silhouette_rises_with_mk(data: ClaimData) -> ClaimResult:
+    text = "Clusters are denser and better separated (silhouette) with more non-iid data"
+    where = "§V-B1, Fig. 3c"
+    shares = factor_values(data.runs, FIG3, "majority_share")
+    if len(shares) < 2:
+        return result("002-sil-mk", "002", where, text, "no m_k sweep in this study", None)
+    col = silhouette_column(data.runs)
+    values = [mean_of(select(data.runs, FIG3, majority_share=float(m), resolution=1.0), col) for m in shares]
+    ours = f"{col}: " + "; ".join(f"m_k {m:g}: {fmt(v)}" for m, v in zip(shares, values))
+    finite = [v for v in values if np.isfinite(v)]
+    return result("002-sil-mk", "002", where, text, ours, (values[-1] > values[0]) if len(finite) >= 2 else None)
+
+
+def _attribution_cells(data: ClaimData, participation: float = 1.0) -> dict[str, pd.DataFrame]:
+    return {a: select(data.runs, FIG4, attribution=a, **{"engine.participation": participation})
+            for a in ("avg", "1nn", "wnn", "late")}
+
+
+@claim("002")
+def one_nn_beats_wnn(data: ClaimData) -> ClaimResult:
+    text = "1NN ≥ WNN on ARI and accuracy (100 % participation)"
+    where = "§V-B2, Fig. 4"
+    cells = _attribution_cells(data)
+    if not len(cells["1nn"]) or not len(cells["wnn"]):
+        return result("002-1nn-wnn", "002", where, text, "needs 1NN and WNN runs", None)
+    a1, aw = mean_of(cells["1nn"], "ari"), mean_of(cells["wnn"], "ari")
+    c1, cw = mean_of(cells["1nn"], ACCURACY), mean_of(cells["wnn"], ACCURACY)
+    tol = 0.01  # a tie within one point counts as ≥
+    return result("002-1nn-wnn", "002", where, text,
+                  f"ARI 1NN {fmt(a1)} vs WNN {fmt(aw)}; accuracy 1NN {fmt(c1, 3)} vs WNN {fmt(cw, 3)}",
+                  bool(a1 >= aw - tol and c1 >= cw - tol))
+
+
+@claim("002")
+def full_participation_beats_half(data: ClaimData) -> ClaimResult:
+    text = "100 % client participation ≥ 50 % (1NN and WNN: accuracy, ARI)"
+    where = "§V-B2, Fig. 4"
+    rows, ok, seen = [], True, False
+    for attribution in ("1nn", "wnn"):
+        full = select(data.runs, FIG4, attribution=attribution, **{"engine.participation": 1.0})
+        half = select(data.runs, FIG4, attribution=attribution, **{"engine.participation": 0.5})
+        if not len(full) or not len(half):
+            continue
+        seen = True
+        for metric, label in ((ACCURACY, "acc"), ("ari", "ARI")):
+            f, h = mean_of(full, metric), mean_of(half, metric)
+            rows.append(f"{attribution} {label} {fmt(f)} vs {fmt(h)}")
+            ok &= bool(f >= h - 0.01)
+    if not seen:
+        return result("002-participation", "002", where, text, "needs 100 % and 50 % runs", None)
+    return result("002-participation", "002", where, text, "; ".join(rows), ok)
+
+
+@claim("002")
+def avg_late_highest_ari_lowest_silhouette(data: ClaimData) -> ClaimResult:
+    text = "AVG and Late reach the highest ARI but the lowest silhouette (100 % participation)"
+    where = "§V-B2, Fig. 4b-c"
+    cells = {a: r for a, r in _attribution_cells(data).items() if len(r)}
+    if not {"avg", "late"} <= set(cells) or not {"1nn", "wnn"} & set(cells):
+        return result("002-avg-late", "002", where, text, "needs AVG, Late and 1NN/WNN runs", None)
+    col = silhouette_column(data.runs)
+    ari = {a: mean_of(r, "ari") for a, r in cells.items()}
+    sil = {a: mean_of(r, col) for a, r in cells.items()}
+    others = [a for a in cells if a not in ("avg", "late")]
+    holds = (min(ari["avg"], ari["late"]) >= max(ari[a] for a in others) - 0.01
+             and max(sil["avg"], sil["late"]) <= min(sil[a] for a in others) + 0.01)
+    ours = "ARI " + ", ".join(f"{a} {fmt(v)}" for a, v in ari.items()) + f"; {col} " + \
+        ", ".join(f"{a} {fmt(v)}" for a, v in sil.items())
+    return result("002-avg-late", "002", where, text, ours, bool(holds))
+
+
+@claim("002")
+def ifca_below_louvain(data: ClaimData) -> ClaimResult:
+    text = "IFCA is below Louvain CFL (accuracy and ARI, 100 % participation, m_k 0.7)"
+    where = "§V-B2, Fig. 4a-b"
+    ifca = select(data.runs, "ifca")
+    louvain = select(data.runs, FIG4, attribution="1nn", **{"engine.participation": 1.0})
+    if not len(ifca) or not len(louvain):
+        return result("002-ifca", "002", where, text, "needs IFCA and Louvain 1NN runs", None)
+    ai, al = mean_of(ifca, "ari"), mean_of(louvain, "ari")
+    ci, cl = mean_of(ifca, ACCURACY), mean_of(louvain, ACCURACY)
+    return result("002-ifca", "002", where, text,
+                  f"ARI IFCA {fmt(ai)} vs 1NN {fmt(al)}; accuracy IFCA {fmt(ci, 3)} vs 1NN {fmt(cl, 3)}",
+                  bool(ai <= al + 0.01 and ci <= cl + 0.01))
+
+
+@claim("002")
+def one_nn_half_participation_loses_communities(data: ClaimData) -> ClaimResult:
+    text = "At 50 % participation 1NN's ARI falls towards 0 while AVG and Late keep the communities"
+    where = "§V-B3, Fig. 5c"
+    half = {a: select(data.runs, FIG4, attribution=a, **{"engine.participation": 0.5}) for a in ("1nn", "avg", "late")}
+    if not all(len(r) for r in half.values()):
+        return result("002-half-1nn", "002", where, text, "needs 1NN, AVG and Late at 50 %", None)
+    ari = {a: mean_of(r, "ari") for a, r in half.items()}
+    return result("002-half-1nn", "002", where, text, ", ".join(f"{a} {fmt(v)}" for a, v in ari.items()),
+                  bool(ari["1nn"] < min(ari["avg"], ari["late"])))
+
+
+@claim("002")
+def community_models_beat_global(data: ClaimData) -> ClaimResult:
+    text = "Community models beat the global model W_t on their clients' validation data (1NN, 100 %)"
+    where = "§V-B3, Fig. 6"
+    runs = select(data.runs, FIG4, attribution="1nn", **{"engine.participation": 1.0})
+    if not len(runs) or "global_acc" not in runs or runs["global_acc"].isna().all():
+        return result("002-global", "002", where, text, "W_t is not recorded for these runs", None)
+    own, glob = mean_of(runs, "local_acc"), mean_of(runs, "global_acc")
+    return result("002-global", "002", where, text, f"community {fmt(own, 3)} vs global {fmt(glob, 3)} (local test sets)",
+                  bool(own >= glob))
+
+
+# ---- running the checks ---------------------------------------------------------------------
+def check_claims(papers: Sequence[str], data: ClaimData, notes: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per claim of each of ``papers``; a claim's ``note`` from ``notes`` (report.claim_notes) when given."""
+    rows = []
+    for paper in papers:
+        for fn in CLAIMS.get(str(paper), []):
+            try:
+                res = fn(data)
+            except (KeyError, ValueError, IndexError) as e:  # a claim never stops the report
+                res = ClaimResult(fn.__name__, str(paper), "", fn.__name__, f"could not be evaluated: {e}", "n/a")
+            row = asdict(res)
+            if notes and res.claim_id in notes:
+                row["note"] = str(notes[res.claim_id])
+            rows.append(row)
+    return pd.DataFrame(rows, columns=[f.name for f in ClaimResult.__dataclass_fields__.values()])

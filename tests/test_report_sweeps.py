@@ -1,0 +1,100 @@
+"""Sweep tables and figures, per-round seed envelopes, and the claims of the paper checks, on planted values."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from cflcore.report import claims as cl
+from cflcore.report import sweeps as sw
+
+
+def planted_runs() -> pd.DataFrame:
+    """002's grid with planted final scores: ARI rises with m_k, accuracy falls with m_k, resolution inert."""
+    rows = []
+    for seed in (0, 1):
+        for m in (0.1, 0.4, 0.7, 1.0):
+            for r in (0.5, 1.0, 2.0):
+                rows.append({"dataset": "d", "clients": 10, "split": f"mk@majority_share={m}", "seed": seed,
+                             "algorithm": f"louvain-fig3@resolution={r}", "algorithm_base": "louvain-fig3",
+                             "split_base": "mk", "majority_share": m, "resolution": r,
+                             "ari": m + 0.01 * seed, "orch_acc": 0.9 - 0.3 * m + 0.001 * r, "silhouette_own": 0.2 + 0.5 * m,
+                             "n_clusters": 2.0})
+        for a, ari, sil in (("avg", 0.95, 0.3), ("late", 0.97, 0.35), ("1nn", 0.9, 0.7), ("wnn", 0.6, 0.6)):
+            for p in (1.0, 0.5):
+                rows.append({"dataset": "d", "clients": 10, "split": "maj", "seed": seed,
+                             "algorithm": f"louvain-fig4@attribution={a},participation={p}", "algorithm_base": "louvain-fig4",
+                             "split_base": "maj", "attribution": a, "engine.participation": p,
+                             "ari": ari * (1.0 if p == 1.0 or a != "1nn" else 0.1), "orch_acc": 0.8 if a == "1nn" else 0.7,
+                             "silhouette_own": sil, "local_acc": 0.9, "global_acc": 0.6, "n_clusters": 2.0})
+        rows.append({"dataset": "d", "clients": 10, "split": "maj", "seed": seed, "algorithm": "ifca",
+                     "algorithm_base": "ifca", "split_base": "maj", "ari": 0.2, "orch_acc": 0.5, "n_clusters": 2.0})
+    return pd.DataFrame(rows)
+
+
+def test_sweep_table_has_mean_std_and_seed_count_per_combination():
+    runs = planted_runs()
+    groups = {(k["algorithm_base"], k["split_base"]): f for k, f, _ in sw.sweeps(runs, {"algorithms": {
+        "x": {"base": "louvain-fig3", "factors": {"resolution": 1.0}, "labels": {}},
+        "y": {"base": "louvain-fig4", "factors": {"attribution": "avg", "engine.participation": 1.0}, "labels": {}}},
+        "splits": {"z": {"base": "mk", "factors": {"majority_share": 0.1}, "labels": {}}}})}
+    assert groups[("louvain-fig3", "mk")] == ["resolution", "majority_share"]
+    assert groups[("louvain-fig4", "maj")] == ["attribution", "engine.participation"]
+    assert ("ifca", "maj") not in groups
+    fig3 = runs[runs["algorithm_base"] == "louvain-fig3"]
+    table = sw.sweep_table(fig3, ["resolution", "majority_share"])
+    assert len(table) == 12 and set(table["n_seeds"]) == {2}
+    cell = table[(table["resolution"] == 1.0) & (table["majority_share"] == 0.7)].iloc[0]
+    assert cell["ari_mean"] == pytest.approx(0.705) and cell["ari_std"] == pytest.approx(np.std([0.7, 0.71], ddof=1))
+    # numeric factors are ordered ascending
+    assert table["resolution"].tolist()[:4] == [0.5, 0.5, 0.5, 0.5]
+
+
+def test_sweep_figures_one_factor_line_two_factor_heatmaps():
+    runs = planted_runs()
+    fig3 = runs[runs["algorithm_base"] == "louvain-fig3"]
+    one = sw.sweep_figure(sw.sweep_table(fig3[fig3["resolution"] == 1.0], ["majority_share"]), ["majority_share"], "t")
+    axes = one.get_axes()
+    assert len(axes) == 4  # orch_acc, ari, silhouette_own, n_clusters
+    line = axes[1].get_lines()[0]
+    assert np.allclose(line.get_xdata(), [0.1, 0.4, 0.7, 1.0]) and np.allclose(line.get_ydata(), [0.105, 0.405, 0.705, 1.005])
+    assert len(axes[1].collections) == 1  # the ± std band
+    two = sw.sweep_figure(sw.sweep_table(fig3, ["resolution", "majority_share"]), ["resolution", "majority_share"], "t")
+    images = [ax.get_images()[0] for ax in two.get_axes() if ax.get_images()]
+    assert len(images) == 4 and images[1].get_array().shape == (3, 4)
+
+
+def test_round_envelope_draws_mean_and_band_per_algorithm():
+    rounds = pd.DataFrame([{"dataset": "d", "clients": 3, "split": "s", "seed": s, "algorithm": a, "round": r,
+                            "ari": r * 0.1 + s * 0.02 + (0.5 if a == "b" else 0.0)}
+                           for s in (0, 1, 2) for a in ("a", "b") for r in range(5)])
+    fig = sw.round_envelope_figure(rounds, ["a", "b"], "t")
+    ax = fig.get_axes()[0]
+    lines = ax.get_lines()
+    assert [ln.get_label() for ln in lines] == ["a", "b"]
+    assert np.allclose(lines[0].get_ydata(), np.arange(5) * 0.1 + 0.02)
+    assert lines[0].get_color() != lines[1].get_color() and len(ax.collections) == 2
+    styles = sw.series_styles(14)
+    assert len({(tuple(s["color"]), s["linestyle"]) for s in styles}) == 14
+
+
+def test_002_claims_hold_on_planted_values_and_fail_when_reversed():
+    data = cl.ClaimData(planted_runs())
+    table = cl.check_claims(["002"], data, {"002-global": "a note"}).set_index("claim_id")
+    assert table.loc["002-ari-mk", "holds"] == "yes"
+    assert table.loc["002-mk1", "holds"] == "yes"
+    assert table.loc["002-acc-res", "holds"] == "yes"
+    assert table.loc["002-1nn-wnn", "holds"] == "yes"
+    assert table.loc["002-avg-late", "holds"] == "yes"
+    assert table.loc["002-ifca", "holds"] == "yes"
+    assert table.loc["002-half-1nn", "holds"] == "yes"
+    assert table.loc["002-global", "holds"] == "yes" and table.loc["002-global", "note"] == "a note"
+    reversed_runs = planted_runs()
+    reversed_runs["ari"] = 1.0 - reversed_runs["ari"]
+    table = cl.check_claims(["002"], cl.ClaimData(reversed_runs)).set_index("claim_id")
+    assert table.loc["002-ari-mk", "holds"] == "no" and table.loc["002-mk1", "holds"] == "no"
+    assert table.loc["002-ifca", "holds"] == "no"
+
+
+def test_claims_without_the_runs_they_need_are_not_testable():
+    runs = planted_runs()
+    table = cl.check_claims(["002"], cl.ClaimData(runs[runs["algorithm_base"] == "ifca"])).set_index("claim_id")
+    assert set(table["holds"]) == {"n/a"}
