@@ -16,7 +16,7 @@ def planted_runs() -> pd.DataFrame:
                 rows.append({"dataset": "d", "clients": 10, "split": f"mk@majority_share={m}", "seed": seed,
                              "algorithm": f"louvain-fig3@resolution={r}", "algorithm_base": "louvain-fig3",
                              "split_base": "mk", "majority_share": m, "resolution": r,
-                             "ari": m + 0.01 * seed, "orch_acc": 0.9 - 0.3 * m + 0.001 * r, "silhouette_own": 0.2 + 0.5 * m,
+                             "ari": m + 0.01 * seed, "orch_acc": 0.9 - 0.3 * m + 0.001 * r, "silhouette_method": 0.2 + 0.5 * m,
                              "n_clusters": 2.0})
         for a, ari, sil in (("avg", 0.95, 0.3), ("late", 0.97, 0.35), ("1nn", 0.9, 0.7), ("wnn", 0.6, 0.6)):
             for p in (1.0, 0.5):
@@ -24,7 +24,7 @@ def planted_runs() -> pd.DataFrame:
                              "algorithm": f"louvain-fig4@attribution={a},participation={p}", "algorithm_base": "louvain-fig4",
                              "split_base": "maj", "attribution": a, "engine.participation": p,
                              "ari": ari * (1.0 if p == 1.0 or a != "1nn" else 0.1), "orch_acc": 0.8 if a == "1nn" else 0.7,
-                             "silhouette_own": sil, "local_acc": 0.9, "global_acc": 0.6, "n_clusters": 2.0})
+                             "silhouette_method": sil, "local_acc": 0.9, "global_acc": 0.6, "n_clusters": 2.0})
         rows.append({"dataset": "d", "clients": 10, "split": "maj", "seed": seed, "algorithm": "ifca",
                      "algorithm_base": "ifca", "split_base": "maj", "ari": 0.2, "orch_acc": 0.5, "n_clusters": 2.0})
     return pd.DataFrame(rows)
@@ -53,7 +53,7 @@ def test_sweep_figures_one_factor_line_two_factor_heatmaps():
     fig3 = runs[runs["algorithm_base"] == "louvain-fig3"]
     one = sw.sweep_figure(sw.sweep_table(fig3[fig3["resolution"] == 1.0], ["majority_share"]), ["majority_share"], "t")
     axes = one.get_axes()
-    assert len(axes) == 4  # orch_acc, ari, silhouette_own, n_clusters
+    assert len(axes) == 4  # orch_acc, ari, silhouette_method, n_clusters
     line = axes[1].get_lines()[0]
     assert np.allclose(line.get_xdata(), [0.1, 0.4, 0.7, 1.0]) and np.allclose(line.get_ydata(), [0.105, 0.405, 0.705, 1.005])
     assert len(axes[1].collections) == 1  # the ± std band

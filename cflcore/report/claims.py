@@ -83,7 +83,7 @@ def mean_of(runs: pd.DataFrame, metric: str) -> float:
 
 def silhouette_column(runs: pd.DataFrame) -> str:
     """The silhouette in the space the method clusters in when recorded, else on the updates."""
-    return "silhouette_own" if "silhouette_own" in runs and runs["silhouette_own"].notna().any() else "silhouette"
+    return "silhouette_method" if "silhouette_method" in runs and runs["silhouette_method"].notna().any() else "silhouette"
 
 
 def fmt(value: float, digits: int = 2) -> str:

@@ -34,14 +34,14 @@ SWEEP_METRICS = {
     "local_acc": "accuracy (local test)",
     "global_acc": "accuracy (global model W_t)",
     "ari": "ARI",
-    "silhouette_own": "silhouette (method's own distance)",
+    "silhouette_method": "silhouette (method's own distance)",
     "silhouette": "silhouette (updates)",
     "n_clusters": "clusters",
 }
 """Final-round scores shown against a swept value. Accuracy on the validation set is each client's own model on
 the orchestrator test set, the balanced held-out set 002 scores on; the silhouette on the updates is drawn only
 where the method records no distance of its own."""
-ROUND_METRICS = {"ari": "ARI", "silhouette_own": "silhouette (own distance)", "silhouette": "silhouette (updates)",
+ROUND_METRICS = {"ari": "ARI", "silhouette_method": "silhouette (own distance)", "silhouette": "silhouette (updates)",
                  "local_acc": "accuracy (own model)", "global_acc": "accuracy (global model W_t)"}
 
 
@@ -138,7 +138,7 @@ def _fmt(value: Any) -> str:
 
 def _metrics_of(table: pd.DataFrame) -> list[str]:
     present = [m for m in SWEEP_METRICS if f"{m}_mean" in table and table[f"{m}_mean"].notna().any()]
-    return [m for m in present if not (m == "silhouette" and "silhouette_own" in present)]
+    return [m for m in present if not (m == "silhouette" and "silhouette_method" in present)]
 
 
 def sweep_figure(table: pd.DataFrame, factors: Sequence[str], title: str) -> plt.Figure:
