@@ -44,6 +44,7 @@ def test_runs_on_cifar_mnist_and_digits_shapes(shape):
         assert model(torch.rand(3, *shape)).shape == (3, 10)
 
 
+@pytest.mark.slow
 def test_learns_real_mnist5k(mnist_study):
     """A few epochs of local Adam on the pooled training data of the default study's first scenario (1,800
     real MNIST-5k images), scored on its balanced orchestrator set: far above the 10 % of chance."""
@@ -59,9 +60,9 @@ def test_learns_real_mnist5k(mnist_study):
         model = make()
     layout = ModelLayout.of(model)
     start = layout.flatten(model)[None]
-    spec = TrainSpec(ClientOptimizer("adam", 0.003), 32, 3)
+    spec = TrainSpec(ClientOptimizer("adam", 0.01), 32, 3)
     trained = LoopTrainer(make(), layout, spec, CPU).train(start, [pooled], [derive_seed(0, 0)]).params[0]
     evaluator = Evaluator(make(), layout, CPU, torch.float32)
     before = evaluator.scores(start[0], fed.x_orch, fed.y_orch, 10)
     after = evaluator.scores(trained, fed.x_orch, fed.y_orch, 10)
-    assert after.acc >= 0.7 and after.acc > before.acc + 0.5, (before, after)
+    assert after.acc >= 0.75 and before.acc <= 0.2, (before, after)  # measured: 0.861 from 0.100
