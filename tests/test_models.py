@@ -9,14 +9,15 @@ from cflcore.models._layers import GeneratorDropout
 
 
 def test_registry_has_all_models():
-    assert {"ocfl-cnn", "tinyvgg", "resnet34", "lenet5", "mobilenetv2"} <= set(MODELS.names())
+    assert {"ocfl-cnn", "tinyvgg", "resnet34", "lenet5", "mobilenetv2", "mobilenetv1"} <= set(MODELS.names())
 
 
 @pytest.mark.parametrize("name,shape,kw", [
     ("ocfl-cnn", (1, 28, 28), {}), ("tinyvgg", (1, 28, 28), {}), ("tinyvgg", (1, 8, 8), {}),
     ("tinyvgg", (3, 32, 32), {"hidden": 4}), ("resnet34", (1, 28, 28), {"width": 4}), ("resnet34", (3, 32, 32), {"width": 4}),
     ("lenet5", (1, 28, 28), {}), ("lenet5", (3, 32, 32), {}), ("mobilenetv2", (3, 32, 32), {"width_mult": 0.25}),
-    ("mobilenetv2", (1, 28, 28), {"width_mult": 0.25}),
+    ("mobilenetv2", (1, 28, 28), {"width_mult": 0.25}), ("mobilenetv1", (3, 32, 32), {"width_mult": 0.25}),
+    ("mobilenetv1", (1, 28, 28), {"width_mult": 0.25}),
 ])
 def test_forward_shape_and_explain_layer_is_last_conv(name, shape, kw):
     model = build_model(name, shape[0], shape[1:], 7, **kw).eval()

@@ -47,6 +47,7 @@ ADAM = ClientOptimizer("adam", 1e-3, weight_decay=1e-2)
     ("resnet34", {"width": 4}, [16, 16, 16], ClientOptimizer("sgd", 0.01), (1, 16, 16)),  # BatchNorm, equal
     ("resnet34", {"width": 4}, [20, 13, 28], ClientOptimizer("sgd", 0.01), (1, 16, 16)),  # BatchNorm, unequal
     ("ocfl-cnn", {}, [20, 13], ClientOptimizer("sgd", 0.01), (1, 8, 8)),                 # active dropout masks
+    ("mobilenetv1", {"width_mult": 0.125, "dropout": 0.2}, [16, 13], ClientOptimizer("sgd", 0.01), (1, 32, 32)),  # depthwise, BN, dropout
 ])
 def test_loop_and_vmap_agree_in_float64(name, kw, sizes, opt, shape):
     starts, a, b = _train_both(name, kw, sizes, opt, shape=shape)

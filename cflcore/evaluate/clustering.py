@@ -11,7 +11,11 @@ round). Score columns: ``ari`` (the papers' RAND), ``rand``, ``ami``, ``complete
 (= the published COM), ``v_measure``, ``silhouette`` / ``davies_bouldin`` (update vectors of the round's
 sampled clients, from gram.parquet), ``was`` / ``wadb`` (004 §6, all clients), ``n_clusters``,
 ``n_sampled`` (float64: the ``mean`` row holds their mean). Summary columns (null on ``round`` rows): ``clustering_round``, ``first_clustering_round``,
-``ever_clustered``, ``n_rounds_scored``.
+``ever_clustered``, ``n_rounds_scored``. Last, ``silhouette_method``: the silhouette of the round's sampled
+clients in the space the method clusters in, its own recorded distance matrix (divergence.parquet, scikit-learn
+``silhouette_score(metric="precomputed")``): Louvain CFL's trusted distance (002 eq. 2, the space 002 scores its
+silhouette in), OCFL's and BCL's Γ (000 Def. 6; OCFL records it until it clusters, BCL at its clustering round);
+null for rounds and methods without one (BNC, SCL, FedGWC, IFCA record none) and when undefined (one cluster).
 
 Round conventions (1-based, as 000 Table 2; reference/paper_tables_notes.md §3):
 * ``clustering_round`` = 1 + the 0-based round after which the partition last changed (the partition
@@ -23,7 +27,9 @@ Partitions are compared up to relabelling.
 
 ``personalisation.parquet``: ``kind`` = ``round`` (client means per evaluated round) and ``mean`` (over
 all evaluated clients and rounds) and ``final``; columns ``pf1``, ``gf1``, ``learning_gap``,
-``local_bacc``, ``orch_bacc``, ``local_acc``, ``orch_acc``, ``n_evaluations``.
+``local_bacc``, ``orch_bacc``, ``local_acc``, ``orch_acc``, ``n_evaluations``, and the method's global model
+(history.parquet ``global_*``, 002 Fig. 6; null without one): ``global_f1`` / ``global_acc`` (on the clients'
+local test sets: compare with ``pf1`` / ``local_acc``), ``global_orch_f1`` / ``global_orch_acc`` (orchestrator set).
 """
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ from ..metrics import (
     external_scores,
     personalisation_by_round,
     personalisation_scores,
+    silhouette_from_distances,
     silhouette_from_gram,
     wasserstein_davies_bouldin,
     wasserstein_silhouette,
@@ -50,10 +57,11 @@ SCORE_COLUMNS = (
     "ari", "rand", "ami", "completeness", "homogeneity", "v_measure",
     "silhouette", "davies_bouldin", "was", "wadb", "n_clusters", "n_sampled",
 )
+METHOD_SCORE_COLUMNS = ("silhouette_method",)  # scores on the method's own matrix (appended: older columns keep their place)
 SUMMARY_COLUMNS = ("clustering_round", "first_clustering_round", "ever_clustered", "n_rounds_scored")
-CLUSTERING_COLUMNS = ["kind", "round", *SCORE_COLUMNS, *SUMMARY_COLUMNS]
+CLUSTERING_COLUMNS = ["kind", "round", *SCORE_COLUMNS, *SUMMARY_COLUMNS, *METHOD_SCORE_COLUMNS]
 PERSONALISATION_COLUMNS = ["kind", "round", "pf1", "gf1", "learning_gap", "local_bacc", "orch_bacc", "local_acc",
-                           "orch_acc", "n_evaluations"]
+                           "orch_acc", "n_evaluations", "global_f1", "global_acc", "global_orch_f1", "global_orch_acc"]
 HISTORY_REQUIRED = ("round", "client", "cluster", "sampled", "local_f1", "orch_f1")
 
 
@@ -185,8 +193,10 @@ def clustering_rounds(partitions: list[RoundPartition]) -> tuple[int | None, int
     return last_change, first_multi
 
 
-def round_scores(part: RoundPartition, truth: GroundTruth, gram: np.ndarray | None) -> dict[str, Any]:
-    """All scores of one round's partition (internal ones on the sampled clients' updates)."""
+def round_scores(part: RoundPartition, truth: GroundTruth, gram: np.ndarray | None,
+                 divergence: np.ndarray | None = None) -> dict[str, Any]:
+    """All scores of one round's partition (internal ones on the sampled clients' updates; ``silhouette_method``
+    on ``divergence``, the method's own distances between the sampled clients, when it recorded them)."""
     sampled_labels = part.labels[part.sampled]
     members = part.members()
     labels = part.labels[members]
@@ -200,6 +210,7 @@ def round_scores(part: RoundPartition, truth: GroundTruth, gram: np.ndarray | No
         "wadb": wasserstein_davies_bouldin(truth.label_histograms[members], labels),
         "n_clusters": int(len(np.unique(labels))),
         "n_sampled": int(part.sampled.size),
+        "silhouette_method": None if divergence is None else silhouette_from_distances(divergence, sampled_labels),
     }
 
 
@@ -213,19 +224,24 @@ def summarise_rounds(per_round: pd.DataFrame, partitions: list[RoundPartition], 
         "ever_clustered": first_round is not None,
         "n_rounds_scored": int(len(scored)),
     }
-    numeric = scored[list(SCORE_COLUMNS)].apply(pd.to_numeric, errors="coerce")
+    numeric = scored[[*SCORE_COLUMNS, *METHOD_SCORE_COLUMNS]].apply(pd.to_numeric, errors="coerce")
     mean_row = {"kind": "mean", "round": None, **numeric.mean(skipna=True).to_dict(), **summary}
     final_row = {**per_round.iloc[-1].to_dict(), "kind": "final", **summary}
     return pd.DataFrame([mean_row, final_row])
 
 
-def clustering_frame(partitions: list[RoundPartition], truth: GroundTruth, grams: dict, score_rounds: int | None) -> pd.DataFrame:
+def clustering_frame(partitions: list[RoundPartition], truth: GroundTruth, grams: dict, score_rounds: int | None,
+                     divergences: dict | None = None) -> pd.DataFrame:
+    """clustering.parquet's rows; ``grams`` and ``divergences`` are :func:`gram_by_round` of gram.parquet and
+    divergence.parquet (the latter absent or {} for methods that record no matrix of their own)."""
+    divergences = divergences or {}
     if score_rounds is not None and score_rounds < 1:
         raise DataError(f"report.score_rounds: {score_rounds} is not allowed; use null or an integer >= 1")
     for part in partitions:
         if part.labels.size != truth.n_clients:
             raise DataError(f"history: {part.labels.size} clients but the manifest has {truth.n_clients}")
-    rows = [round_scores(p, truth, sampled_gram(grams.get(p.round), p.sampled)) for p in partitions]
+    rows = [round_scores(p, truth, sampled_gram(grams.get(p.round), p.sampled),
+                         sampled_gram(divergences.get(p.round), p.sampled)) for p in partitions]
     per_round = pd.DataFrame(rows)
     frame = pd.concat([per_round, summarise_rounds(per_round, partitions, score_rounds)], ignore_index=True)
     return _typed(frame, CLUSTERING_COLUMNS)
@@ -316,7 +332,9 @@ def evaluate_run(run_dir: str | Path, manifest_path: str | Path, out_dir: str | 
     partitions = round_partitions(history, truth.n_clients)
     gram_path = run_dir / "gram.parquet"
     grams = gram_by_round(read_parquet(gram_path).to_pandas() if gram_path.exists() else None)
-    clustering = clustering_frame(partitions, truth, grams, score_rounds)
+    divergence_path = run_dir / "divergence.parquet"
+    divergences = gram_by_round(read_parquet(divergence_path).to_pandas() if divergence_path.exists() else None)
+    clustering = clustering_frame(partitions, truth, grams, score_rounds, divergences)
     metadata = {"run_dir": str(run_dir), "score_rounds": score_rounds, "round_base": "round: 0-based; *_clustering_round: 1-based"}
     write_parquet(clustering, out_dir / "clustering.parquet", metadata=metadata)
     write_parquet(personalisation_frame(history), out_dir / "personalisation.parquet", metadata=metadata)

@@ -62,7 +62,12 @@ HISTORY_SCHEMA = pa.schema([
     ("train_loss", pa.float64()), ("local_loss", pa.float64()), ("local_acc", pa.float64()),
     ("local_f1", pa.float64()), ("local_bacc", pa.float64()), ("orch_loss", pa.float64()),
     ("orch_acc", pa.float64()), ("orch_f1", pa.float64()), ("orch_bacc", pa.float64()), ("model_key", pa.string()),
+    # the strategy's global model (Strategy.global_model; 002 Fig. 6) on the client's local test set and on the
+    # orchestrator set; null for methods without one and in rounds without evaluation
+    ("global_loss", pa.float64()), ("global_acc", pa.float64()), ("global_f1", pa.float64()),
+    ("global_bacc", pa.float64()), ("global_orch_acc", pa.float64()), ("global_orch_f1", pa.float64()),
 ])
+GLOBAL_COLUMNS = ("global_loss", "global_acc", "global_f1", "global_bacc", "global_orch_acc", "global_orch_f1")
 SERVER_COLUMNS = ["round", "n_clusters", "clustered_now", "temperature", "mean_train_loss", "mean_local_f1", "seconds"]
 
 
@@ -384,6 +389,7 @@ class Engine:
                     local.update(dict(zip(members, scores)))
                 orch_full = self.full_vector(state, spec, None, local=group_local)
                 orch[key] = self.evaluator.orchestrator_scores(orch_full, fed.x_orch, fed.y_orch, fed.n_classes)
+        global_scores = self.evaluate_global(state, keys, local, orch, gone) if do_eval else {}
         rows = []
         for i in range(fed.n_clients):
             ls, os_ = local.get(i), None if i in gone else orch.get(keys[i])
@@ -393,8 +399,36 @@ class Engine:
                          "local_f1": ls.f1 if ls else None, "local_bacc": ls.bacc if ls else None,
                          "orch_loss": os_.loss if os_ else None, "orch_acc": os_.acc if os_ else None,
                          "orch_f1": os_.f1 if os_ else None, "orch_bacc": os_.bacc if os_ else None,
-                         "model_key": None if i in gone else keys[i]})
+                         "model_key": None if i in gone else keys[i], **global_scores.get(i, dict.fromkeys(GLOBAL_COLUMNS))})
         return rows
+
+    def evaluate_global(self, state: EngineState, keys: Mapping[int, str], local: Mapping[int, Scores],
+                        orch: Mapping[str, Scores], gone: set[int]) -> dict[int, dict[str, float]]:
+        """client -> the ``global_*`` columns: the strategy's global model (``Strategy.global_model``) on each
+        present client's local test set and on the orchestrator set; {} when the strategy has none. Scores of
+        a client whose personalised model is the global one (same ``model_key``) are reused, not recomputed."""
+        spec = self.strategy.global_model(state.models)
+        if spec is None:
+            return {}
+        self.check_specs({i: spec for i in range(self.fed.n_clients)}, np.arange(self.fed.n_clients), state, "global_model")
+        fed, key = self.fed, spec_key(spec)
+        present = [i for i in range(fed.n_clients) if i not in gone]
+        scores = {i: local[i] for i in present if keys[i] == key and i in local}
+        todo = [i for i in present if i not in scores]
+        if len(self.part.local):  # FedBN: the global shared part with each client's own BN tensors
+            for i in todo:
+                scores[i] = self.evaluator.scores(self.full_vector(state, spec, i), fed.clients[i].x_test,
+                                                  fed.clients[i].y_test, fed.n_classes)
+        elif todo:
+            full = self.full_vector(state, spec, None)
+            scores.update(zip(todo, self.evaluator.grouped_scores(full, [fed.clients[i].x_test for i in todo],
+                                                                  [fed.clients[i].y_test for i in todo], fed.n_classes)))
+        on_orch = orch.get(key)
+        if on_orch is None:
+            full = self.full_vector(state, spec, None, local=self.mean_local(state, present))
+            on_orch = self.evaluator.orchestrator_scores(full, fed.x_orch, fed.y_orch, fed.n_classes)
+        return {i: {"global_loss": s.loss, "global_acc": s.acc, "global_f1": s.f1, "global_bacc": s.bacc,
+                    "global_orch_acc": on_orch.acc, "global_orch_f1": on_orch.f1} for i, s in scores.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -431,7 +465,7 @@ def state_from_checkpoint(ck: Mapping[str, Any], device: torch.device, dtype: to
 # Outputs
 # ---------------------------------------------------------------------------------------------
 def history_table(rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.Table.from_pylist([{k: r[k] for k in HISTORY_SCHEMA.names} for r in rows], schema=HISTORY_SCHEMA)
+    return pa.Table.from_pylist([{k: r.get(k) for k in HISTORY_SCHEMA.names} for r in rows], schema=HISTORY_SCHEMA)
 
 
 def _diag_column(values: list[Any]) -> pa.Array:

@@ -169,6 +169,15 @@ class Strategy(ABC):
         """The model each client is evaluated with after aggregation (default: its cluster's)."""
         return {i: int(c) for i, c in enumerate(self.assignment.labels)}
 
+    def global_model(self, models: Mapping[int, torch.Tensor]) -> StartSpec | None:
+        """The method's global model after aggregation, scored by the engine beside the personalised ones
+        (history.parquet ``global_*``, 002 Fig. 6), or None when the method has none (the default).
+
+        Louvain CFL: W_t, the mean of the community models (002 Alg. 1, l. 7); BNC (FedAvg): its one model.
+        Methods whose one pre-clustering model is replaced by cluster models (OCFL, BCL, SCL, FedGWC) and
+        IFCA (k models from round 0) keep None: a global model that exists in some rounds only is not one."""
+        return None
+
     # ----- checkpointing -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Plain tensors / lists / numbers only: saved with ``torch.save`` and loaded with

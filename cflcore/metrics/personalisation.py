@@ -3,7 +3,8 @@
 PF1 = macro F1 of each client's model on its local test set (``local_f1``), averaged over clients and
 evaluation rounds; GF1 = the same on the orchestrator test set (``orch_f1``); learning gap
 LG = |PF1 − GF1| (000 eq. 11 with the F1 score as metric). Balanced accuracies are averaged the same way.
-Rows whose metric is null (rounds without evaluation) are left out of the means.
+Rows whose metric is null (rounds without evaluation) are left out of the means. The global model's scores
+(history ``global_*``, 002 Fig. 6) are averaged the same way; NaN for methods without a global model.
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pandas as pd
 
 from ..errors import DataError
 
-HISTORY_METRICS = ("local_f1", "orch_f1", "local_bacc", "orch_bacc", "local_acc", "orch_acc")
+HISTORY_METRICS = ("local_f1", "orch_f1", "local_bacc", "orch_bacc", "local_acc", "orch_acc",
+                   "global_f1", "global_acc", "global_orch_f1", "global_orch_acc")
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,10 @@ class PersonalisationScores:
     local_acc: float
     orch_acc: float
     n_evaluations: int
+    global_f1: float = float("nan")  # the method's global model (history ``global_*``, 002 Fig. 6); NaN without one
+    global_acc: float = float("nan")
+    global_orch_f1: float = float("nan")
+    global_orch_acc: float = float("nan")
 
     def as_dict(self) -> dict[str, float | int]:
         return asdict(self)
@@ -63,6 +69,10 @@ def personalisation_scores(history: pd.DataFrame) -> PersonalisationScores:
         local_acc=means["local_acc"],
         orch_acc=means["orch_acc"],
         n_evaluations=int(evaluated.sum()),
+        global_f1=means["global_f1"],
+        global_acc=means["global_acc"],
+        global_orch_f1=means["global_orch_f1"],
+        global_orch_acc=means["global_orch_acc"],
     )
 
 

@@ -1,7 +1,11 @@
 """BNC: Baseline No-Clustering (000 §4.2) — every client in one cohort, i.e. FedAvg / FedOpt."""
 from __future__ import annotations
 
-from ..fl.strategy import ClusterAssignment, RoundUpdates, Strategy, StrategyResult, register_strategy
+from typing import Mapping
+
+import torch
+
+from ..fl.strategy import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyResult, register_strategy
 
 
 @register_strategy("bnc")
@@ -11,3 +15,7 @@ class NoClustering(Strategy):
     def aggregate(self, updates: RoundUpdates) -> StrategyResult:
         self.assignment = ClusterAssignment.single(self.ctx.n_clients)
         return StrategyResult(self.assignment)
+
+    def global_model(self, models: Mapping[int, torch.Tensor]) -> StartSpec | None:
+        """FedAvg's one model is the global model (history.parquet ``global_*`` = its ``local_*``/``orch_*``)."""
+        return 0

@@ -15,6 +15,19 @@ model; ``wnn`` = the k = 3 nearest community models mixed with weights u = softm
 the model towards zero; the u are already normalised, so the mix uses u alone (a convex mix). A client
 never seen before gets the global model (Alg. 2, l. 4).
 
+``late`` (002 §V-B2, after Espinoza-Castellon et al. 2022): AVG up to and including round ``late_round``
+(0-based, as in history.parquet; 002 clusters "at round 10" of Flower's 1-based rounds, our round 9, the
+default), with Louvain's communities recorded every round as for AVG (002 Fig. 5c shows Late's ARI
+converging before round 10); the communities found at ``late_round`` are then frozen: no later round
+re-clusters, each community model is the mean of its members (eq. 1) and each client trains from and is
+evaluated with its own community's model (1NN's attribution with the frozen partition). A client never
+seen by then stays a newcomer and gets the global model (Alg. 2, l. 4). The trusted distances are still
+measured and recorded every round (divergence.parquet: the method's space, for its silhouette). A
+``late_round`` at or after the last round is AVG throughout.
+
+Global model W_t (002 Alg. 1, l. 7; ``global_model``): the unweighted mean of the community models, for
+every attribution; the engine scores it beside the personalised models (002 Fig. 6).
+
 Partial participation: edges are updated only between co-sampled clients (older edges stay, "a subset
 of the client distances", 002 §IV-B); never-seen clients sit in cluster 0 (the initial model) until
 their first round. Client-to-community distances are measured at aggregation time against the
@@ -145,7 +158,12 @@ def wnn_weights(distances: Mapping[int, float], k: int, beta: float) -> dict[int
 @register_strategy("louvain")
 class LouvainCommunities(Strategy):
     params_schema = {
-        "attribution": {"enum": ["avg", "1nn", "wnn"], "default": "1nn"},
+        "attribution": {"enum": ["avg", "1nn", "wnn", "late"], "default": "1nn",
+                        "description": "002 Alg. 2: avg = global model W_t, 1nn = nearest community, wnn = eq. 4 mix; "
+                                       "late = AVG, then the communities of round late_round frozen (002 §V-B2)"},
+        "late_round": {"type": "integer", "minimum": 0, "default": 9,
+                       "description": "late: the 0-based round whose communities are frozen (002 §V-B2 clusters at "
+                                      "its round 10 of 1-based rounds, after Espinoza-Castellon et al. 2022)"},
         "resolution": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
                        "description": "002's convention: higher = fewer, larger communities (networkx gets 1/resolution)"},
         "exponent": {"type": "number", "exclusiveMinimum": 0, "default": 3},
@@ -168,6 +186,11 @@ class LouvainCommunities(Strategy):
         self.client_distance: dict[int, dict[int, float]] = {}
         self.communities: list[int] = []
         self.next_id = NEWCOMER + 1
+        self.frozen = False  # late: the partition of round late_round is final
+
+    @property
+    def late(self) -> bool:
+        return self.params["attribution"] == "late"
 
     # ----- aggregation (002 Algorithm 1) -----------------------------------------------------------
     def aggregate(self, updates: RoundUpdates) -> StrategyResult:
@@ -179,6 +202,9 @@ class LouvainCommunities(Strategy):
             pairwise = cosine_distance_matrix(models)
         self.distance[np.ix_(clients, clients)] = pairwise  # updateClientGraph (l. 2)
         self.seen[clients] = True
+        if self.frozen:  # late, after late_round: the graph is recorded, the partition stays
+            diagnostics = {"n_communities": len(self.communities), "n_seen": int(self.seen.sum()), "frozen": True}
+            return StrategyResult(self.assignment, diagnostics, divergence=pairwise)
         seen = np.flatnonzero(self.seen)
         sim = normalised_similarity(self.distance[np.ix_(seen, seen)], float(self.params["exponent"]))
         seed = int(self.ctx.generator(updates.round, 0x10BA).integers(2**31 - 1))
@@ -192,14 +218,17 @@ class LouvainCommunities(Strategy):
         self.assignment = ClusterAssignment(labels)
         self.communities = sorted(int(c) for c in ids)
         self._measure_client_distances(models, clients, labels)
-        diagnostics = {"n_communities": len(self.communities), "n_seen": int(self.seen.sum())}
+        diagnostics: dict[str, Any] = {"n_communities": len(self.communities), "n_seen": int(self.seen.sum())}
+        if self.late:
+            self.frozen = updates.round >= int(self.params["late_round"])
+            diagnostics["frozen"] = self.frozen
         return StrategyResult(self.assignment, diagnostics, divergence=pairwise,
                               inherit=inherit_by_overlap(previous, labels))
 
     def _measure_client_distances(self, models: torch.Tensor, clients: np.ndarray, labels: np.ndarray) -> None:
         """Trusted distance of each sampled client's model to each community model (eq. 1 mean of the
         sampled members), kept for 1NN / WNN attribution next round."""
-        if self.params["attribution"] == "avg":
+        if self.params["attribution"] in ("avg", "late"):
             return
         present = [c for c in self.communities if np.any(labels[clients] == c)]
         if not present:
@@ -225,8 +254,13 @@ class LouvainCommunities(Strategy):
         if not available:
             return int(self.assignment.labels[client])
         global_mix = {c: 1.0 / len(available) for c in available}
-        known = {c: d for c, d in self.client_distance.get(int(client), {}).items() if c in available}
         mode = self.params["attribution"]
+        if mode == "late":
+            own = int(self.assignment.labels[client])
+            if self.frozen and own in available:
+                return own
+            mode = "avg"  # before late_round, or a client never seen by then (Alg. 2, l. 4)
+        known = {c: d for c, d in self.client_distance.get(int(client), {}).items() if c in available}
         if mode == "avg" or not known:
             spec: StartSpec = global_mix
         elif mode == "1nn":
@@ -244,12 +278,21 @@ class LouvainCommunities(Strategy):
     def personalised(self, models: Mapping[int, torch.Tensor]) -> dict[int, StartSpec]:
         return {q: self.start_spec(q, list(models)) for q in range(self.ctx.n_clients)}
 
+    def global_model(self, models: Mapping[int, torch.Tensor]) -> StartSpec | None:
+        """W_t, the unweighted mean of the community models (002 Alg. 1, l. 7), whatever the attribution."""
+        available = [c for c in self.communities if c in set(models)]
+        if not available:
+            return None
+        if len(available) == 1:
+            return int(available[0])
+        return {c: 1.0 / len(available) for c in available}
+
     # ----- checkpointing -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {"labels": labels_tensor(self.assignment.labels), "distance": torch.as_tensor(self.distance),
                 "seen": torch.as_tensor(self.seen), "communities": list(self.communities),
                 "client_distance": {int(q): {int(c): float(d) for c, d in v.items()} for q, v in self.client_distance.items()},
-                "next_id": int(self.next_id)}
+                "next_id": int(self.next_id), "frozen": bool(self.frozen)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.assignment = ClusterAssignment(np.asarray(state["labels"]))
@@ -258,3 +301,4 @@ class LouvainCommunities(Strategy):
         self.communities = [int(c) for c in state["communities"]]
         self.client_distance = {int(q): {int(c): float(d) for c, d in v.items()} for q, v in state["client_distance"].items()}
         self.next_id = int(state["next_id"])
+        self.frozen = bool(state.get("frozen", False))  # absent from checkpoints written before ``late``
