@@ -231,6 +231,10 @@ def _check_names(cfg: dict[str, Any]) -> None:
             raise ConfigError(f"study.splits[{i}]: unknown split {name!r}; defined: {', '.join(sorted(cfg['splits']))}")
     for name, sp in cfg["splits"].items():
         check_declared("split generator", sp["generator"], field=f"splits.{name}.generator")
+    for name, ds in cfg["datasets"].items():
+        for i, split in enumerate(ds.get("splits") or []):
+            if split not in cfg["splits"]:
+                raise ConfigError(f"datasets.{name}.splits[{i}]: unknown split {split!r}; defined: {', '.join(sorted(cfg['splits']))}")
     study["algorithms"] = list(study.get("algorithms") or sorted(cfg["algorithms"]))
     for i, name in enumerate(study["algorithms"]):
         if name not in cfg["algorithms"]:
@@ -502,10 +506,23 @@ def scenario_id(dataset: str, split: str, clients: int, seed: int) -> str:
     return f"{dataset}/{split}/n{clients}/s{seed}"
 
 
+def dataset_splits(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
+    """dataset -> the splits it is restricted to (``datasets.<name>.splits``, study-level; only datasets with
+    one). A report plan carries this mapping itself."""
+    if "dataset_splits" in cfg:
+        return {str(d): list(v) for d, v in cfg["dataset_splits"].items()}
+    return {str(d): list(v["splits"]) for d, v in (cfg.get("datasets") or {}).items() if v.get("splits")}
+
+
 def scenarios(cfg: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every scenario of the grid: datasets × splits × clients × seeds, a dataset with a ``splits:`` list
+    only on those splits (004's study runs its domain federations on CIFAR-100 only, not on FEMNIST)."""
     s = cfg["study"]
+    only = dataset_splits(cfg)
     for d in s["datasets"]:
         for sp in s["splits"]:
+            if d in only and sp not in only[d]:
+                continue
             for n in s["clients"]:
                 for seed in s["seeds"]:
                     yield {"dataset": d, "split": sp, "clients": int(n), "seed": int(seed)}
@@ -553,7 +570,7 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[s
     """Everything a ``train`` job depends on besides its input files (the split)."""
     ds = dataset_settings(cfg, dataset)
     training = {k: v for k, v in ds.items()
-                if k not in ("loader", "test_fraction", "max_train", "explain_samples", "algorithm_params")}
+                if k not in ("loader", "test_fraction", "max_train", "explain_samples", "algorithm_params", "splits")}
     variant = {**cfg["algorithms"][algorithm], **(ds.get("algorithm_params") or {}).get(algorithm, {})}
     engine = {**cfg.get("engine", {}), **(variant.get("engine") or {})}  # the variant's own engine overrides
     variant = {"method": variant["method"], **strategy_params(variant)}  # `splits:` is the study's, not the strategy's

@@ -164,7 +164,7 @@ def clean_dir(path: str | Path) -> None:
 
 def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """What the report stage needs from the config (the rule passes the same dict as a param)."""
-    from .config import algorithm_splits, late_client_runs, scenario_id, study_runs
+    from .config import algorithm_splits, dataset_splits, late_client_runs, scenario_id, study_runs
     from .report.front_page import front_page_context
 
     only = (cfg["study"].get("explain") or {}).get("clients")
@@ -172,7 +172,8 @@ def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     explain_runs = [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg) if explain_on and (not only or s["clients"] in only)]
     results = str(cfg["results_dir"]).rstrip("/")
     return {"results_dir": results, "study": cfg["study"],
-            "algorithm_splits": algorithm_splits(cfg), "late_runs": late_client_runs(cfg),
+            "algorithm_splits": algorithm_splits(cfg), "dataset_splits": dataset_splits(cfg),
+            "late_runs": late_client_runs(cfg),
             "explain_runs": explain_runs, "grid_clients": cfg.get("explain", {}).get("grid_clients"),
             "sweep_index": cfg.get("sweep_index") or {"algorithms": {}, "splits": {}},
             "front_page": front_page_context(cfg),
@@ -204,7 +205,8 @@ def _report_specs(plan: Mapping[str, Any]) -> list:
     from .report.runs import run_specs_from_config
 
     return run_specs_from_config({"study": plan["study"], "results_dir": str(plan["results_dir"]),
-                                  "algorithm_splits": plan.get("algorithm_splits") or {}})
+                                  "algorithm_splits": plan.get("algorithm_splits") or {},
+                                  "dataset_splits": plan.get("dataset_splits") or {}})
 
 
 def explain_report_figures(plan: Mapping[str, Any], out_dir: str | Path,

@@ -17,7 +17,7 @@ A sweep is written on the algorithm variant or the split it varies, under ``swee
 Several keys in one ``sweep`` are crossed. Validation expands every swept entry into one concrete entry per
 combination, named ``<base>@<key>=<value>[,<key>=<value>…]`` (``louvain@resolution=0.5,participation=1.0``;
 ``<key>`` is the last segment of a dotted key), and replaces the base name wherever the config refers to it
-(``study.algorithms``, ``study.splits``, a variant's ``splits:``, ``whatif.algorithms``, per-dataset
+(``study.algorithms``, ``study.splits``, a variant's or a dataset's ``splits:``, ``whatif.algorithms``, per-dataset
 ``algorithm_params``). Everything downstream (the DAG, the run directories, the tables) sees ordinary named
 variants and splits, so adding a value adds only its jobs, removing one leaves the others cached, and
 changing one value reruns only that value's jobs: a job's params hold the expanded settings, never the
@@ -155,9 +155,9 @@ def expand_sweeps(cfg: dict[str, Any], engine_options: Collection[str] = ()) -> 
         study = cfg["study"]
         if section == "splits":
             study["splits"] = _expand_names(list(study["splits"]), renamed)
-            for variant in cfg["algorithms"].values():
-                if isinstance(variant, dict) and variant.get("splits"):
-                    variant["splits"] = _expand_names(list(variant["splits"]), renamed)
+            for entry in [*cfg["algorithms"].values(), *cfg["datasets"].values()]:
+                if isinstance(entry, dict) and entry.get("splits"):
+                    entry["splits"] = _expand_names(list(entry["splits"]), renamed)
         else:
             if study.get("algorithms"):
                 study["algorithms"] = _expand_names(list(study["algorithms"]), renamed)

@@ -98,3 +98,36 @@ def test_claims_without_the_runs_they_need_are_not_testable():
     runs = planted_runs()
     table = cl.check_claims(["002"], cl.ClaimData(runs[runs["algorithm_base"] == "ifca"])).set_index("claim_id")
     assert set(table["holds"]) == {"n/a"}
+
+
+def planted_004(gwc_rand: float = 1.0) -> pd.DataFrame:
+    rows = []
+    for seed in (0, 1):
+        def add(base, split, **values):
+            rows.append({"dataset": "d", "clients": 30, "seed": seed, "algorithm": base, "algorithm_base": base,
+                         "split": split, "split_base": split, **values})
+        for split in ("domains-noise", "domains-blur"):
+            add("fedgwc", split, rand=gwc_rand, n_clusters=2.0)
+            for k in (2, 3):
+                add("ifca", split, k=k, rand=0.5)
+                add("fesem", split, k=k, rand=0.55)
+        add("fedgwc", "mix-3", was=0.4)
+        add("ifca", "mix-3", k=3, was=-0.2)
+        add("fesem", "mix-3", k=3, was=0.1)
+        for b, acc in ((0.1, 0.80), (0.5, 0.82), (2.0, 0.81)):
+            add("fedgwc-beta", "dirichlet-0.05", beta=b, local_bacc=acc)
+        for split, gwc, avg in (("dirichlet-0.05", 0.85, 0.60), ("dirichlet-1.0", 0.90, 0.88)):
+            add("fedgwc", split, local_bacc=gwc)
+            add("fedavg", split, local_bacc=avg)
+            add("fedgwc-fedavgm", split, local_bacc=gwc + 0.01)
+            add("fedavgm", split, local_bacc=avg + 0.01)
+    return pd.DataFrame(rows)
+
+
+def test_004_claims_hold_on_planted_values_and_fail_when_fedgwc_does_not_separate():
+    table = cl.check_claims(["004"], cl.ClaimData(planted_004())).set_index("claim_id")
+    for claim_id in ("004-domains", "004-domains-baselines", "004-was", "004-beta", "004-heterogeneity", "004-aggregators"):
+        assert table.loc[claim_id, "holds"] == "yes", (claim_id, table.loc[claim_id, "ours"])
+    assert "α 0.05: gain 25.0 points" in table.loc["004-heterogeneity", "ours"]
+    table = cl.check_claims(["004"], cl.ClaimData(planted_004(gwc_rand=0.52))).set_index("claim_id")
+    assert table.loc["004-domains", "holds"] == "no" and table.loc["004-domains-baselines", "holds"] == "no"

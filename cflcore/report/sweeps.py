@@ -41,6 +41,9 @@ SWEEP_METRICS = {
 """Final-round scores shown against a swept value. Accuracy on the validation set is each client's own model on
 the orchestrator test set, the balanced held-out set 002 scores on; the silhouette on the updates is drawn only
 where the method records no distance of its own."""
+SUMMARY_METRICS = [*SWEEP_METRICS, "rand", "was", "wadb", "pf1", "gf1", "local_bacc", "local_bacc_weighted",
+                   "global_orch_acc"]
+"""Every final-round score :func:`sweep_summary` records (the claims of the paper checks read them too)."""
 ROUND_METRICS = {"ari": "ARI", "silhouette_method": "silhouette (own distance)", "silhouette": "silhouette (updates)",
                  "local_acc": "accuracy (own model)", "global_acc": "accuracy (global model W_t)"}
 
@@ -69,7 +72,7 @@ def _final(frame: pd.DataFrame | None) -> dict[str, Any]:
 
 
 def sweep_summary(loaded: Sequence[LoadedRun], index: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per run: identity, base names, factor values and the final-round :data:`SWEEP_METRICS`."""
+    """One row per run: identity, base names, factor values and the final-round :data:`SUMMARY_METRICS`."""
     columns = factor_columns(index)
     records = []
     for run in loaded:
@@ -82,11 +85,11 @@ def sweep_summary(loaded: Sequence[LoadedRun], index: Mapping[str, Any]) -> pd.D
             if key in rec["factors"]:
                 record[column] = rec["factors"][key]
         finals = {**_final(run.clustering), **_final(run.personalisation)}
-        for metric in SWEEP_METRICS:
+        for metric in SUMMARY_METRICS:
             record[metric] = finals.get(metric)
         records.append(record)
     frame = pd.DataFrame(records)
-    for metric in SWEEP_METRICS:
+    for metric in SUMMARY_METRICS:
         if metric in frame:
             frame[metric] = pd.to_numeric(frame[metric], errors="coerce").astype("float64")
     return frame
