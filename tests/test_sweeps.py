@@ -241,3 +241,14 @@ def test_louvain_002_configs_are_one_study():
     # 002's full grid: Fig. 3 (4 m_k x 3 resolutions) + Fig. 4 (4 attributions x 3 rates) + IFCA, 4 seeds
     assert len(cc.study_runs(paper)) == (4 * 3 + 4 * 3 + 1) * 4
     assert paper["report"]["paper_checks"] == ["002"]
+
+
+def test_a_dataset_runs_only_its_own_splits():
+    cfg = config(study={"datasets": ["mnist5k", "digits"]},
+                 datasets={"digits": {"splits": ["overlap-balanced"]}})
+    runs = {(s["dataset"], s["split"]) for s, _ in cc.study_runs(cfg)}
+    assert {sp for d, sp in runs if d == "digits"} == {"overlap-balanced"}
+    assert len({sp for d, sp in runs if d == "mnist5k"}) == 4
+    assert "splits" not in cc.run_settings(cfg, "digits", "bnc")["training"]  # study-level, never a training param
+    with pytest.raises(ConfigError, match=r"datasets.digits.splits\[0\]: unknown split 'nb'"):
+        config(study={"datasets": ["mnist5k", "digits"]}, datasets={"digits": {"splits": ["nb"]}})
