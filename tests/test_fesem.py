@@ -78,3 +78,27 @@ def test_fesem_resumes_bit_identically_and_fails_without_its_state(mnist_study, 
     assert mnist_study.train("fesem", forgetful, _settings(mnist_study))["status"] == "ok"
     a, b = (pd.read_parquet(d / "history.parquet") for d in (fesem_run, forgetful))
     assert not a.equals(b)
+
+
+def test_evaluation_records_test_size_weighted_balanced_accuracy(mnist_study, fesem_run, tmp_path):
+    """personalisation.parquet's new ``local_bacc_weighted`` (004 App. F) on the real run: the client
+    balanced accuracies of history.parquet weighted by the manifest's local test-set sizes; recomputed here
+    with scikit-learn's balanced_accuracy_score semantics already pinned in tests/test_trainers.py."""
+    from cflcore import stages
+
+    stages.evaluate(fesem_run, mnist_study.manifest, tmp_path, mnist_study.cfg["report"])
+    table = pd.read_parquet(tmp_path / "personalisation.parquet")
+    assert list(table.columns[:10]) == ["kind", "round", "pf1", "gf1", "learning_gap", "local_bacc", "orch_bacc",
+                                        "local_acc", "orch_acc", "n_evaluations"]
+    n_test = np.asarray(json.loads(mnist_study.manifest.read_text())["n_test"], dtype=float)
+    assert n_test.std() > 0  # unequal sizes: weighting matters
+    history = pd.read_parquet(fesem_run / "history.parquet")
+    final = history[history["round"] == ROUNDS - 1].sort_values("client")
+    expected = float((final["local_bacc"].to_numpy() * n_test).sum() / n_test.sum())
+    row = table[table["kind"] == "final"].iloc[0]
+    assert row["local_bacc_weighted"] == pytest.approx(expected, rel=1e-12)
+    assert row["local_bacc_weighted"] != pytest.approx(row["local_bacc"], rel=1e-9)
+    mean = table[table["kind"] == "mean"].iloc[0]
+    rows_weights = n_test[history["client"].to_numpy()]
+    assert mean["local_bacc_weighted"] == pytest.approx(
+        float((history["local_bacc"].to_numpy() * rows_weights).sum() / rows_weights.sum()), rel=1e-12)
