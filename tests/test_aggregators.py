@@ -215,3 +215,34 @@ def test_fedgwc_composes_with_fedavgm_and_fedprox(tmp_path):
     np.testing.assert_array_equal(first(base), first(avgm))
     prox = pd.read_parquet(runs["fedprox"] / "history.parquet")
     assert not np.array_equal(first(base), first(prox))
+
+
+# ---------------------------------------------------------------------------------------------
+# FairAvg (Michieli & Ozay 2021) = aggregation unweighted; 004's FedAvg = aggregation weighted
+# ---------------------------------------------------------------------------------------------
+def test_fairavg_is_the_uniform_mean_and_fedavg_the_sample_weighted_one(tmp_path):
+    """One round of two clients with 8 and 40 training samples, trained here with the engine's own seeds:
+    ``aggregation: unweighted`` (FairAvg) gives (w1 + w2) / 2, ``weighted`` (McMahan's FedAvg, 004's) gives
+    (8 w1 + 40 w2) / 48."""
+    from cflcore.fl.run import _STREAM_INIT, _STREAM_TRAIN, _init_model
+
+    fed_kw, seed = {"n_clients": 2, "n_train": [8, 40]}, 3
+    fed = synthetic_federated(**fed_kw)
+    kwargs = {"in_channels": 1, "image_size": [8, 8], "n_classes": fed.n_classes}
+    init = _init_model("tinyvgg", kwargs, derive_seed(seed, _STREAM_INIT, 0))
+    layout = ModelLayout.of(init)
+    start = layout.flatten(init)
+    spec = TrainSpec(ClientOptimizer("sgd", 0.05), 8, 1)
+    trained = LoopTrainer(copy.deepcopy(init), layout, spec, CPU).train(
+        torch.stack([start, start]), fed.clients, [derive_seed(seed, _STREAM_TRAIN, 0, c) for c in (0, 1)]).params
+    expected = {"unweighted": trained.mean(0), "weighted": (8 * trained[0] + 40 * trained[1]) / 48}
+    got = {}
+    for aggregation in expected:
+        s = settings(rounds=1, aggregation=aggregation, participation=1.0)
+        train_run(synthetic_federated(**fed_kw), s, seed, tmp_path / aggregation, LOG)
+        sd = torch.load(tmp_path / aggregation / "models.pt", weights_only=True)["cluster_models"][0]
+        template = copy.deepcopy(init)
+        template.load_state_dict(sd)
+        got[aggregation] = layout.flatten(template)
+        assert torch.allclose(got[aggregation], expected[aggregation], rtol=0, atol=1e-6), aggregation
+    assert (got["unweighted"] - got["weighted"]).abs().max() > 1e-4
