@@ -78,7 +78,8 @@ def write_medmnist(path: Path, rng: np.random.Generator, n_classes: int, rgb: bo
 
 # ----------------------------------------------------------------------------- registry
 def test_registry_names_all_loaders():
-    assert set(DATASETS.names()) == {"mnist5k", "digits", "mnist", "fmnist", "cifar10", "pathmnist", "bloodmnist"}
+    assert set(DATASETS.names()) == {"mnist5k", "digits", "mnist", "fmnist", "cifar10", "cifar100", "femnist", "pathmnist",
+                                     "bloodmnist"}
     with pytest.raises(ConfigError, match="unknown dataset 'nope'"):
         DATASETS.get("nope", field="datasets.x.loader")
 

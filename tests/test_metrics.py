@@ -133,3 +133,20 @@ def test_personalisation_scores_hand_computed():
     assert by_round["pf1"].tolist() == pytest.approx([0.7, 1.0])
     with pytest.raises(DataError, match="orch_f1"):
         M.personalisation_scores(history.drop(columns=["orch_f1"]))
+
+
+def test_balanced_accuracy_weighted_by_test_size_hand_computed():
+    """004 App. F: client balanced accuracies averaged with weights = local test-set sizes."""
+    history = pd.DataFrame({
+        "round": [0, 0, 1, 1], "client": [0, 1, 0, 1], "local_f1": [0.8, 0.6, None, 1.0], "orch_f1": [0.4, 0.2, None, 0.3],
+        "local_bacc": [0.5, 0.9, None, 0.7], "orch_bacc": [0.1, 0.1, None, 0.4],
+    })
+    scores = M.personalisation_scores(history, test_sizes=[10, 30])
+    assert scores.local_bacc == pytest.approx(0.7)  # unweighted, unchanged
+    assert scores.local_bacc_weighted == pytest.approx((10 * 0.5 + 30 * 0.9 + 30 * 0.7) / 70)
+    by_round = M.personalisation_by_round(history, test_sizes=[10, 30])
+    assert by_round["local_bacc_weighted"].tolist() == pytest.approx([(5 + 27) / 40, 0.7])
+    assert math.isnan(M.personalisation_scores(history).local_bacc_weighted)  # no sizes -> NaN
+    assert M.size_weighted_bacc(history, [1, 1]) == pytest.approx(0.7)  # equal sizes -> the plain mean
+    with pytest.raises(DataError, match="test sizes"):
+        M.personalisation_scores(history, test_sizes=[10])

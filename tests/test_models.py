@@ -17,7 +17,8 @@ def test_registry_has_all_models():
     ("tinyvgg", (3, 32, 32), {"hidden": 4}), ("resnet34", (1, 28, 28), {"width": 4}), ("resnet34", (3, 32, 32), {"width": 4}),
     ("lenet5", (1, 28, 28), {}), ("lenet5", (3, 32, 32), {}), ("mobilenetv2", (3, 32, 32), {"width_mult": 0.25}),
     ("mobilenetv2", (1, 28, 28), {"width_mult": 0.25}), ("mobilenetv1", (3, 32, 32), {"width_mult": 0.25}),
-    ("mobilenetv1", (1, 28, 28), {"width_mult": 0.25}),
+    ("mobilenetv1", (1, 28, 28), {"width_mult": 0.25}), ("lenet5-004", (3, 32, 32), {}), ("lenet5-004", (1, 28, 28), {}),
+    ("lenet5-004", (1, 16, 16), {}),
 ])
 def test_forward_shape_and_explain_layer_is_last_conv(name, shape, kw):
     model = build_model(name, shape[0], shape[1:], 7, **kw).eval()
@@ -73,3 +74,19 @@ def test_generator_dropout_uses_no_global_rng_and_is_seeded():
     assert torch.equal(a, b)
     assert set(a.unique().tolist()) == {0.0, 2.0}
     assert torch.equal(drop.eval()(x), x)
+
+
+def test_lenet5_sizes_original_and_004():
+    """lenet5 keeps the original's sizes (and its parameter count on 28x28); lenet5-004 is the network of 004's
+    authors' code for CIFAR-100: conv 3->64 and 64->64 (5x5, unpadded), FC 1600 -> 384 -> 192 -> 100."""
+    shapes = lambda m, kind: [(l.in_channels, l.out_channels, l.padding) if kind is nn.Conv2d  # noqa: E731
+                              else (l.in_features, l.out_features) for l in m.modules() if isinstance(l, kind)]
+    classic = build_model("lenet5", 1, 28, 10)
+    assert shapes(classic, nn.Conv2d) == [(1, 6, (2, 2)), (6, 16, (0, 0))]
+    assert shapes(classic, nn.Linear) == [(400, 120), (120, 84), (84, 10)]
+    assert count_parameters(classic) == 61706
+    fl = build_model("lenet5-004", 3, 32, 100)
+    assert shapes(fl, nn.Conv2d) == [(3, 64, (0, 0)), (64, 64, (0, 0))]
+    assert shapes(fl, nn.Linear) == [(1600, 384), (384, 192), (192, 100)]
+    with pytest.raises(ConfigError, match="lenet5-004.*16x16"):
+        check_compatible("lenet5-004", (1, 14, 14), 10)

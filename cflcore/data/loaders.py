@@ -9,6 +9,18 @@ On-disk formats read (``data_root`` is ``settings["data_root"]``):
   (``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``, ``t10k-images-idx3-ubyte``,
   ``t10k-labels-idx1-ubyte``), each either extracted (what torchvision leaves after download) or as ``.gz``.
 * ``cifar10``: ``{data_root}/cifar-10-batches-py/`` with ``data_batch_1..5``, ``test_batch``, ``batches.meta``.
+* ``cifar100``: ``{data_root}/cifar-100-python/`` with ``train``, ``test``, ``meta`` (the python pickle version:
+  ``data`` uint8 (n, 3072), ``fine_labels``; class names from ``meta``'s ``fine_label_names``). The 100 fine
+  classes are the labels (004 App. F); the 20 coarse labels are not used.
+* ``femnist``: LEAF's FEMNIST JSON (Caldas et al. 2018), ``{data_root}/femnist/data/train/*.json`` and
+  ``{data_root}/femnist/data/test/*.json`` as ``preprocess.sh -t sample`` leaves them: each file holds
+  ``users``, ``num_samples`` and ``user_data`` {user: {``x``: 784 floats per image, ``y``: class ids}}. LEAF
+  writes ``x`` = grey level / 255 of NIST's black-on-white scans; stored as uint8 255·(1 − x) (bright ink on a
+  black background, like MNIST, so 0 is the background for the domain perturbations and the explanations'
+  ``zeros`` substrate). 62 classes: digits 0–9, then A–Z, then a–z (LEAF's relabel_class; 004's text says 47,
+  the EMNIST-balanced count, but it cites LEAF's 62-class FEMNIST). Each image's writer is kept in the
+  dataset Parquet's optional ``writer`` column (DESIGN §3), so a split may partition by writer; 004 App. F
+  itself partitions FEMNIST with a Dirichlet over 400 clients (the ``dirichlet`` split generators).
 * ``pathmnist`` / ``bloodmnist``: ``{data_root}/pathmnist.npz`` resp. ``bloodmnist.npz`` (MedMNIST 28×28) with
   keys ``train_images``, ``train_labels``, ``val_images``, ``val_labels``, ``test_images``, ``test_labels``.
   Our ``train`` part is MedMNIST's ``train`` split only; ``val`` is not used (no stage selects models on it,
@@ -76,19 +88,23 @@ class LoaderSettings:
 
 @dataclass
 class RawDataset:
-    """A loaded dataset before it is written: images uint8 (N, C, H, W), labels int64 (N,), part str (N,)."""
+    """A loaded dataset before it is written: images uint8 (N, C, H, W), labels int64 (N,), part str (N,);
+    ``writer`` (N,) str: who produced each sample (FEMNIST's writers), or None for datasets without one."""
 
     images: np.ndarray
     labels: np.ndarray
     part: np.ndarray
     classes: list[str]
     source: str
+    writer: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.images.dtype != np.uint8 or self.images.ndim != 4:
             raise DataError(f"{self.source}: images must be uint8 (N, C, H, W), got {self.images.dtype} {self.images.shape}")
         if not (len(self.images) == len(self.labels) == len(self.part)):
             raise DataError(f"{self.source}: {len(self.images)} images but {len(self.labels)} labels")
+        if self.writer is not None and len(self.writer) != len(self.labels):
+            raise DataError(f"{self.source}: {len(self.writer)} writers but {len(self.labels)} labels")
         if len(self.labels) and (self.labels.min() < 0 or self.labels.max() >= len(self.classes)):
             raise DataError(f"{self.source}: labels outside 0..{len(self.classes) - 1}")
 
@@ -125,7 +141,8 @@ def cap_train(raw: RawDataset, max_train: int | None) -> RawDataset:
     except ValueError as e:
         raise ConfigError(f"max_train: {max_train} is too small for a stratified sample of {raw.source} ({e})") from None
     rows = np.sort(np.concatenate([np.sort(keep), np.flatnonzero(raw.part != "train")]))
-    return RawDataset(raw.images[rows], raw.labels[rows], raw.part[rows], raw.classes, raw.source)
+    return RawDataset(raw.images[rows], raw.labels[rows], raw.part[rows], raw.classes, raw.source,
+                      None if raw.writer is None else raw.writer[rows])
 
 
 def _concat_parts(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray], classes: list[str],
@@ -308,9 +325,9 @@ def read_cifar_pickle(path: Path) -> dict[str, Any]:
             obj = _ArrayOnlyUnpickler(io.BytesIO(fh.read()), encoding="latin1").load()
     except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, IndexError,
             KeyError, MemoryError) as e:
-        raise DataError(f"{path}: corrupt or truncated CIFAR-10 batch ({e.__class__.__name__})") from None
+        raise DataError(f"{path}: corrupt or truncated CIFAR pickle ({e.__class__.__name__})") from None
     if not isinstance(obj, dict):
-        raise DataError(f"{path}: not a CIFAR-10 batch (expected a dict)")
+        raise DataError(f"{path}: not a CIFAR pickle (expected a dict)")
     return {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in obj.items()}
 
 
@@ -342,6 +359,106 @@ def load_cifar10(settings: LoaderSettings) -> RawDataset:
     train_images = np.concatenate([b[0] for b in train])
     train_labels = np.concatenate([b[1] for b in train])
     return _concat_parts((train_images, train_labels), test, classes, f"CIFAR-10 python batches ({folder})")
+
+
+# ---------------------------------------------------------------------------------------------
+# CIFAR-100 (python pickle version)
+# ---------------------------------------------------------------------------------------------
+CIFAR100_FILES = ["train", "test", "meta"]
+
+
+def read_cifar100_part(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """``train`` or ``test``: ``data`` uint8 (n, 3072) = R, G, B planes of 32×32, ``fine_labels`` list of 0..99."""
+    part = read_cifar_pickle(path)
+    data, labels = part.get("data"), part.get("fine_labels")
+    if not isinstance(data, np.ndarray) or labels is None:
+        raise DataError(f"{path}: CIFAR-100 file lacks 'data' or 'fine_labels'")
+    labels = np.asarray(labels, dtype=np.int64)
+    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(data) != len(labels):
+        raise DataError(f"{path}: expected data uint8 (n, 3072) and n fine_labels, got {data.dtype} {data.shape}, {labels.shape}")
+    return data.reshape(-1, 3, 32, 32), labels
+
+
+@DATASETS.register("cifar100")
+def load_cifar100(settings: LoaderSettings) -> RawDataset:
+    """CIFAR-100 (50,000 train / 10,000 test, 100 fine classes) from torchvision's ``cifar-100-python`` folder."""
+    folder = settings.data_root / "cifar-100-python"
+    if not all((folder / f).exists() for f in CIFAR100_FILES) and settings.download:
+        _torchvision_download("CIFAR100", settings.data_root, "cifar100")
+    if any(not (folder / f).exists() for f in CIFAR100_FILES):
+        raise _missing_error("cifar100", folder, CIFAR100_FILES)
+    meta = read_cifar_pickle(folder / "meta")
+    names = meta.get("fine_label_names")
+    if not isinstance(names, list) or len(names) != 100:
+        raise DataError(f"{folder / 'meta'}: expected 100 fine_label_names")
+    classes = [c.decode("latin1") if isinstance(c, bytes) else str(c) for c in names]
+    train, test = read_cifar100_part(folder / "train"), read_cifar100_part(folder / "test")
+    return _concat_parts(train, test, classes, f"CIFAR-100 python version ({folder})")
+
+
+# ---------------------------------------------------------------------------------------------
+# FEMNIST (LEAF JSON)
+# ---------------------------------------------------------------------------------------------
+FEMNIST_CLASSES = [str(d) for d in range(10)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)] + \
+    [chr(c) for c in range(ord("a"), ord("z") + 1)]
+
+
+def read_leaf_json(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One LEAF file: (images uint8 (n, 1, 28, 28) as 255·(1 − x), labels, writer per image), users in file order."""
+    import json
+
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise DataError(f"{path}: corrupt or truncated LEAF JSON ({e.__class__.__name__})") from None
+    if not isinstance(obj, dict) or not all(k in obj for k in ("users", "num_samples", "user_data")):
+        raise DataError(f"{path}: not a LEAF file (expected keys users, num_samples, user_data)")
+    images, labels, writers = [], [], []
+    for user, count in zip(obj["users"], obj["num_samples"]):
+        data = obj["user_data"].get(user) if isinstance(obj["user_data"], dict) else None
+        if not isinstance(data, dict) or "x" not in data or "y" not in data:
+            raise DataError(f"{path}: user_data[{user!r}] lacks 'x' or 'y'")
+        try:
+            x = np.asarray(data["x"], dtype=np.float64).reshape(len(data["x"]), -1)
+        except (ValueError, TypeError):
+            raise DataError(f"{path}: user_data[{user!r}].x is not a list of images of 784 floats") from None
+        y = np.asarray(data["y"], dtype=np.int64)
+        if x.shape[1:] != (784,) or len(y) != len(x) or len(x) != int(count):
+            raise DataError(f"{path}: user {user!r} has x {x.shape}, {len(y)} labels and num_samples {count}; "
+                            "expected num_samples images of 784 floats with one label each")
+        if x.size and (not np.isfinite(x).all() or x.min() < 0 or x.max() > 1):
+            raise DataError(f"{path}: user {user!r} has pixel values outside [0, 1]")
+        images.append(np.rint(255.0 * (1.0 - x)).astype(np.uint8).reshape(-1, 1, 28, 28))
+        labels.append(y)
+        writers.append(np.full(len(y), str(user), dtype=object))
+    if not images:
+        return np.zeros((0, 1, 28, 28), np.uint8), np.zeros(0, np.int64), np.zeros(0, dtype=object)
+    return np.concatenate(images), np.concatenate(labels), np.concatenate(writers)
+
+
+def _read_leaf_folder(folder: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    files = sorted(folder.glob("*.json"))
+    parts = [read_leaf_json(f) for f in files]
+    return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]))
+
+
+@DATASETS.register("femnist")
+def load_femnist(settings: LoaderSettings) -> RawDataset:
+    """FEMNIST (LEAF, 62 classes, 28×28 grey) from LEAF's ``femnist/data/{train,test}/*.json``; writers kept.
+
+    No download: LEAF builds the JSON from NIST SD-19 with its own ``preprocess.sh`` (module doc)."""
+    root = settings.data_root / "femnist" / "data"
+    missing = [part for part in ("train", "test") if not any((root / part).glob("*.json"))]
+    if missing:
+        raise DataError(f"femnist: expected LEAF JSON files in {root}/{{train,test}}/*.json (none in "
+                        f"{', '.join(missing)}); run LEAF's data/femnist/preprocess.sh -t sample and copy its data/ folder")
+    train, test = _read_leaf_folder(root / "train"), _read_leaf_folder(root / "test")
+    for name, (_, y, _) in (("train", train), ("test", test)):
+        if len(y) and (y.min() < 0 or y.max() >= len(FEMNIST_CLASSES)):
+            raise DataError(f"femnist: {root / name} has labels outside 0..{len(FEMNIST_CLASSES) - 1}")
+    raw = _concat_parts(train[:2], test[:2], FEMNIST_CLASSES, f"LEAF FEMNIST JSON ({root})")
+    return RawDataset(raw.images, raw.labels, raw.part, raw.classes, raw.source, np.concatenate([train[2], test[2]]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -424,18 +541,23 @@ def load_bloodmnist(settings: LoaderSettings) -> RawDataset:
 # Writing the Parquet file
 # ---------------------------------------------------------------------------------------------
 def dataset_table(raw: RawDataset) -> pa.Table:
-    """The DESIGN §3 table: ``idx`` int64 0..N-1, ``part`` string, ``label`` int16, ``image`` binary (uint8 C×H×W)."""
+    """The DESIGN §3 table: ``idx`` int64 0..N-1, ``part`` string, ``label`` int16, ``image`` binary (uint8 C×H×W),
+    and ``writer`` string only for datasets that know each sample's writer (FEMNIST); the others' files are
+    unchanged."""
     n = len(raw.labels)
     item_bytes = int(np.prod(raw.images.shape[1:]))
     flat = np.ascontiguousarray(raw.images).reshape(-1)
     offsets = pa.array(np.arange(n + 1, dtype=np.int32) * item_bytes, type=pa.int32())
     images = pa.BinaryArray.from_buffers(pa.binary(), n, [None, offsets.buffers()[1], pa.py_buffer(flat)])
-    return pa.table({
+    columns = {
         "idx": pa.array(np.arange(n, dtype=np.int64)),
         "part": pa.array(raw.part.astype(str).tolist(), type=pa.string()),
         "label": pa.array(raw.labels.astype(np.int16)),
         "image": images,
-    })
+    }
+    if raw.writer is not None:
+        columns["writer"] = pa.array(raw.writer.astype(str).tolist(), type=pa.string())
+    return pa.table(columns)
 
 
 def dataset_metadata(raw: RawDataset, loader: str) -> dict[str, Any]:

@@ -29,7 +29,9 @@ Partitions are compared up to relabelling.
 all evaluated clients and rounds) and ``final``; columns ``pf1``, ``gf1``, ``learning_gap``,
 ``local_bacc``, ``orch_bacc``, ``local_acc``, ``orch_acc``, ``n_evaluations``, and the method's global model
 (history.parquet ``global_*``, 002 Fig. 6; null without one): ``global_f1`` / ``global_acc`` (on the clients'
-local test sets: compare with ``pf1`` / ``local_acc``), ``global_orch_f1`` / ``global_orch_acc`` (orchestrator set).
+local test sets: compare with ``pf1`` / ``local_acc``), ``global_orch_f1`` / ``global_orch_acc`` (orchestrator set),
+and ``local_bacc_weighted`` (004 App. F: client balanced accuracies weighted by local test-set size, the
+manifest's ``n_test``).
 """
 from __future__ import annotations
 
@@ -61,7 +63,8 @@ METHOD_SCORE_COLUMNS = ("silhouette_method",)  # scores on the method's own matr
 SUMMARY_COLUMNS = ("clustering_round", "first_clustering_round", "ever_clustered", "n_rounds_scored")
 CLUSTERING_COLUMNS = ["kind", "round", *SCORE_COLUMNS, *SUMMARY_COLUMNS, *METHOD_SCORE_COLUMNS]
 PERSONALISATION_COLUMNS = ["kind", "round", "pf1", "gf1", "learning_gap", "local_bacc", "orch_bacc", "local_acc",
-                           "orch_acc", "n_evaluations", "global_f1", "global_acc", "global_orch_f1", "global_orch_acc"]
+                           "orch_acc", "n_evaluations", "global_f1", "global_acc", "global_orch_f1", "global_orch_acc",
+                           "local_bacc_weighted"]
 HISTORY_REQUIRED = ("round", "client", "cluster", "sampled", "local_f1", "orch_f1")
 
 
@@ -71,6 +74,7 @@ class GroundTruth:
 
     cluster_of_client: np.ndarray
     label_histograms: np.ndarray
+    n_test: np.ndarray | None = None  # local test-set size per client (004 App. F's weights)
 
     @property
     def n_clients(self) -> int:
@@ -100,7 +104,9 @@ def load_ground_truth(manifest_path: str | Path) -> GroundTruth:
         if key not in manifest:
             raise DataError(f"{manifest_path}: key {key!r} is missing; required: cluster_of_client, label_histograms")
     histograms = manifest.get("label_histograms_train") or manifest["label_histograms"]
-    truth = GroundTruth(np.asarray(manifest["cluster_of_client"], dtype=np.int64), np.asarray(histograms, dtype=np.float64))
+    n_test = manifest.get("n_test")
+    truth = GroundTruth(np.asarray(manifest["cluster_of_client"], dtype=np.int64), np.asarray(histograms, dtype=np.float64),
+                        None if n_test is None else np.asarray(n_test, dtype=np.int64))
     if truth.label_histograms.shape[0] != truth.n_clients:
         raise DataError(
             f"{manifest_path}: label_histograms has {truth.label_histograms.shape[0]} clients, "
@@ -247,10 +253,10 @@ def clustering_frame(partitions: list[RoundPartition], truth: GroundTruth, grams
     return _typed(frame, CLUSTERING_COLUMNS)
 
 
-def personalisation_frame(history: pd.DataFrame) -> pd.DataFrame:
-    per_round = personalisation_by_round(history)
+def personalisation_frame(history: pd.DataFrame, test_sizes: Sequence[int] | None = None) -> pd.DataFrame:
+    per_round = personalisation_by_round(history, test_sizes)
     per_round.insert(0, "kind", "round")
-    mean_row = {"kind": "mean", "round": None, **personalisation_scores(history).as_dict()}
+    mean_row = {"kind": "mean", "round": None, **personalisation_scores(history, test_sizes).as_dict()}
     rows = [per_round, pd.DataFrame([mean_row])]
     if len(per_round):
         rows.append(per_round.tail(1).assign(kind="final"))
@@ -337,4 +343,4 @@ def evaluate_run(run_dir: str | Path, manifest_path: str | Path, out_dir: str | 
     clustering = clustering_frame(partitions, truth, grams, score_rounds, divergences)
     metadata = {"run_dir": str(run_dir), "score_rounds": score_rounds, "round_base": "round: 0-based; *_clustering_round: 1-based"}
     write_parquet(clustering, out_dir / "clustering.parquet", metadata=metadata)
-    write_parquet(personalisation_frame(history), out_dir / "personalisation.parquet", metadata=metadata)
+    write_parquet(personalisation_frame(history, truth.n_test), out_dir / "personalisation.parquet", metadata=metadata)

@@ -11,7 +11,10 @@ Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
   for tinyvgg); ``memory_budget_mb`` (vmap chunking, and whether start vectors are kept in RoundUpdates);
   ``threads`` (torch.set_num_threads); ``compile`` (loop trainer through torch.compile: faster steps after a
   one-off compilation, so only for long runs; see cflcore.fl.trainers.LoopTrainer).
-* ``server_optimizer`` sgd|adam|yogi, ``server_lr``, ``server_betas``, ``server_eps`` (cflcore.fl.server);
+* ``server_optimizer`` sgd|adam|yogi, ``server_lr``, ``server_betas``, ``server_eps``, ``server_momentum``
+  (sgd only: FedAvgM, Hsu et al. 2019; per-cluster momentum buffers are checkpointed) (cflcore.fl.server);
+* ``proximal_mu``: FedProx's proximal term mu/2 ||w - w_start||^2 on every client's objective, for every
+  method (Li et al. 2020; cflcore.fl.trainers.proximal_grads); 0 = plain local training;
   ``aggregation`` unweighted (paper) | weighted by local training-sample count.
 * ``participation``: share of clients sampled per round; the sample depends only on (seed, round).
 * ``bn_buffers_in_delta``: true (authors' code) = BatchNorm running mean/var are part of the flat model,
@@ -550,7 +553,7 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     check_compatible(model_name, (c, h, w), fed.n_classes, **dict(training.get("model_kwargs") or {}))
     spec = TrainSpec(ClientOptimizer.from_training(training), int(training["batch_size"]), int(training["local_epochs"]),
                      str(eng.get("precision", "fp32")), bool(eng.get("channels_last", False)), int(eng.get("memory_budget_mb", 2048)),
-                     bool(eng.get("compile", False)))
+                     bool(eng.get("compile", False)), float(eng.get("proximal_mu", 0.0)))
     dtype = torch.float64 if spec.precision == "fp64" else torch.float32
     model_kwargs = {"in_channels": c, "image_size": [h, w], "n_classes": fed.n_classes, **dict(training.get("model_kwargs") or {})}
     make = lambda i: _init_model(model_name, model_kwargs, derive_seed(seed, _STREAM_INIT, i))  # noqa: E731

@@ -14,32 +14,44 @@ ServerState = dict[str, torch.Tensor]
 @dataclass(frozen=True)
 class ServerOptimizer:
     """``sgd`` (lr 1.0 = FedAvg, the paper's baseline), ``adam`` (FedAdam) or ``yogi`` (FedYogi).
-    ``eps`` is Reddi's adaptivity tau; the second moment starts at tau**2 as in the paper."""
+    ``eps`` is Reddi's adaptivity tau; the second moment starts at tau**2 as in the paper.
+    ``momentum`` (sgd only) is FedAvgM's server momentum beta (Hsu et al. 2019, "Measuring the effects of
+    non-identical data distribution", Alg. FedAvgM; 004's FedAvgM baseline): v <- beta v + Delta,
+    x <- x + lr v, with v = 0 before a cluster's first step; 0 = FedAvg/FedOpt-SGD."""
 
     kind: str = "sgd"
     lr: float = 1.0
     betas: tuple[float, float] = (0.9, 0.99)
     eps: float = 1e-3
+    momentum: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in ("sgd", "adam", "yogi"):
             raise ConfigError(f"engine.server_optimizer: {self.kind!r} is not allowed; allowed: sgd, adam, yogi")
+        if not 0 <= self.momentum < 1:  # also rejects NaN
+            raise ConfigError(f"engine.server_momentum: {self.momentum!r} is not allowed; allowed: a number in [0, 1)")
+        if self.momentum and self.kind != "sgd":
+            raise ConfigError(f"engine.server_momentum: {self.momentum!r} needs engine.server_optimizer sgd "
+                              f"(got {self.kind!r}); adam/yogi have their own first moment (server_betas)")
 
     @classmethod
     def from_engine(cls, engine: dict) -> "ServerOptimizer":
         return cls(engine.get("server_optimizer", "sgd"), float(engine.get("server_lr", 1.0)),
                    tuple(float(b) for b in engine.get("server_betas", (0.9, 0.99))),  # type: ignore[arg-type]
-                   float(engine.get("server_eps", 1e-3)))
+                   float(engine.get("server_eps", 1e-3)), float(engine.get("server_momentum", 0.0)))
 
     @property
     def is_fedavg(self) -> bool:
-        return self.kind == "sgd" and self.lr == 1.0
+        return self.kind == "sgd" and self.lr == 1.0 and self.momentum == 0
 
     def step(self, ref: torch.Tensor, pseudo_grad: torch.Tensor, state: ServerState) -> tuple[torch.Tensor, ServerState]:
         """x_{t+1} from x_t = ``ref`` and the pseudo-gradient Delta_t (mean client update; Reddi Alg. 2 l. 9–13).
         Pure: returns the new model and new state."""
         if self.kind == "sgd":
-            return ref + self.lr * pseudo_grad, {}
+            if self.momentum == 0:
+                return ref + self.lr * pseudo_grad, {}
+            v = self.momentum * state["v"] + pseudo_grad if "v" in state else pseudo_grad.clone()
+            return ref + self.lr * v, {"v": v}
         b1, b2 = self.betas
         m = state.get("m", torch.zeros_like(ref))
         v = state.get("v", torch.full_like(ref, self.eps ** 2))

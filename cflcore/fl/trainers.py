@@ -45,10 +45,13 @@ class TrainSpec:
     channels_last: bool = False
     memory_budget_mb: int = 2048
     compile: bool = False  # loop trainer: torch.compile the forward/backward (pays for long runs only)
+    proximal_mu: float = 0.0  # FedProx (Li et al. 2020, eq. 2): mu/2 ||w - w_start||^2 on the client objective
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
             raise ConfigError(f"engine.precision: {self.precision!r} is not allowed; allowed: {', '.join(PRECISIONS)}")
+        if not self.proximal_mu >= 0:  # also rejects NaN
+            raise ConfigError(f"engine.proximal_mu: {self.proximal_mu!r} is not allowed; allowed: a number >= 0")
 
     @property
     def dtype(self) -> torch.dtype:
@@ -77,6 +80,16 @@ def epoch_order(client_seed: int, epoch: int, n: int) -> tuple[torch.Generator, 
     rows; both trainers (and benchmarks/round_speed.py) take it from here."""
     gen = epoch_generator(client_seed, epoch)
     return gen, torch.randperm(n, generator=gen)
+
+
+def proximal_grads(grads: list[torch.Tensor], params: list[torch.Tensor], anchors: list[torch.Tensor],
+                   mu: float) -> list[torch.Tensor]:
+    """FedProx's client gradient (Li et al. 2020, eq. 2): the gradient of F_k(w) + mu/2 ||w - w_start||^2 is
+    grad F_k(w) + mu (w - w_start). ``mu == 0`` returns ``grads`` untouched (bit-identical to FedAvg's client).
+    The recorded step losses stay the empirical loss F_k (what 004's Gaussian rewards are computed from)."""
+    if mu == 0:
+        return grads
+    return torch._foreach_add(grads, torch._foreach_sub(params, anchors), alpha=mu)
 
 
 def uniform_source(gen: torch.Generator):
@@ -166,13 +179,14 @@ class LoopTrainer(Trainer):
         model, spec = self.model, self.spec
         self.layout.load(model, start)
         state = OptimizerState()
+        anchors = [p.detach().clone() for p in self.params] if spec.proximal_mu else []
         losses: list[torch.Tensor] = []
         for epoch in range(spec.local_epochs):
             for xb, yb in self.epoch_batches(client, seed, epoch):
                 with autocast_context(spec, self.device):
                     loss = F.cross_entropy(self.forward(xb), yb)
-                grads = torch.autograd.grad(loss, self.params)
-                optimizer_step(spec.optimizer, self.params, list(grads), state)
+                grads = proximal_grads(list(torch.autograd.grad(loss, self.params)), self.params, anchors, spec.proximal_mu)
+                optimizer_step(spec.optimizer, self.params, grads, state)
                 losses.append(loss.detach())
         for m in self.dropouts:
             m.mask_source = None
@@ -283,6 +297,7 @@ class VmapTrainer(Trainer):
             state.exp_avg, state.exp_avg_sq = zeros(), zeros()
         schedules = [self._schedule(c, s) for c, s in zip(clients, seeds)]
         data = [self.client_tensors(c) for c in clients]
+        anchors = {n: params[n].clone() for n in names} if self.spec.proximal_mu else {}  # FedProx's w_start
         losses: list[list[torch.Tensor]] = [[] for _ in range(k)]
         for t in range(max(len(s) for s in schedules)):
             active = [i for i in range(k) if len(schedules[i]) > t]
@@ -290,10 +305,10 @@ class VmapTrainer(Trainer):
             for i in active:
                 groups.setdefault(len(schedules[i][t][1]), []).append(i)
             for rows_list in groups.values():
-                self._step(t, rows_list, k, params, buffers, names, state, schedules, data, losses)
+                self._step(t, rows_list, k, params, buffers, names, state, schedules, data, losses, anchors)
         return [torch.stack(ls).to(torch.float64).cpu().numpy() for ls in losses]
 
-    def _step(self, t, rows_list, k, params, buffers, names, state, schedules, data, losses) -> None:
+    def _step(self, t, rows_list, k, params, buffers, names, state, schedules, data, losses, anchors) -> None:
         full = rows_list == list(range(k))
         rows = torch.tensor(rows_list, device=self.device)
         x = torch.stack([data[i][0][schedules[i][t][1]] for i in rows_list])
@@ -302,18 +317,22 @@ class VmapTrainer(Trainer):
         masks = [torch.stack([uniform_source(schedules[i][t][0])((b, *shape), x.dtype, self.device) for i in rows_list])
                  for shape in (self._feature_shapes or [])]
         if full:
-            p_sub, b_sub, s_sub = params, buffers, state
+            p_sub, b_sub, s_sub, a_sub = params, buffers, state, anchors
         else:
             p_sub = {n: v.index_select(0, rows) for n, v in params.items()}
             b_sub = {n: v.index_select(0, rows) for n, v in buffers.items()}
             s_sub = state.select(rows)
+            a_sub = {n: v.index_select(0, rows) for n, v in anchors.items()}
         b_all = dict(b_sub)
         b_all.update({n: v.expand(len(rows_list), *v.shape).clone() for n, v in self._int_buffers.items()})
         grads, (loss, new_buffers) = self._grad_fn(p_sub, b_all, x, y, masks)
         new_buffers = {n: v for n, v in new_buffers.items() if n not in self._int_buffers}
         s_sub.step = t
         with torch.no_grad():
-            optimizer_step(self.spec.optimizer, [p_sub[n] for n in names], [grads[n] for n in names], s_sub)
+            p_list = [p_sub[n] for n in names]
+            g_list = proximal_grads([grads[n] for n in names], p_list, [a_sub[n] for n in names] if a_sub else [],
+                                    self.spec.proximal_mu)
+            optimizer_step(self.spec.optimizer, p_list, g_list, s_sub)
             if full:
                 for n, v in new_buffers.items():
                     buffers[n].copy_(v)

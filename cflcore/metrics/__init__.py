@@ -25,6 +25,7 @@ from .personalisation import (
     learning_gap,
     personalisation_by_round,
     personalisation_scores,
+    size_weighted_bacc,
 )
 from .wasserstein import (
     class_frequencies,
@@ -41,6 +42,7 @@ __all__ = [
     "davies_bouldin_from_gram", "distances_from_gram", "embedding_from_gram", "partition_is_scorable",
     "silhouette_from_distances", "silhouette_from_gram",
     "PersonalisationScores", "learning_gap", "personalisation_by_round", "personalisation_scores",
+    "size_weighted_bacc",
     "class_frequencies", "rank_sorted", "sorted_frequency_wasserstein", "wasserstein_davies_bouldin",
     "wasserstein_distance_matrix", "wasserstein_silhouette",
 ]
