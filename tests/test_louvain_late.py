@@ -52,6 +52,22 @@ def test_late_is_avg_then_freezes_the_communities_of_late_round():
     assert not np.array_equal(forgotten.aggregate(louvain_round(5, labels=SWAPPED)).assignment.labels, frozen)
 
 
+def test_clients_unseen_when_late_freezes_stay_newcomers_on_the_global_model():
+    """Partial participation: a client first sampled after late_round joins no community (the partition is
+    frozen) and trains from W_t, like any newcomer (002 Alg. 2, l. 4)."""
+    strategy = make({**LATE, "late_round": 0})
+    sampled = np.array([0, 1, 2, 5, 6, 7, 10, 11, 12])
+    frozen = strategy.aggregate(louvain_round(0, clients=sampled)).assignment.labels
+    unseen = np.setdiff1d(np.arange(15), sampled)
+    assert strategy.frozen and np.all(frozen[unseen] == 0)
+    models = {c: torch.zeros(300) for c in np.unique(frozen)}
+    communities = sorted(set(frozen[sampled].tolist()))
+    specs = strategy.configure(1, np.arange(15), None, models)
+    assert all(specs[int(q)] == {c: pytest.approx(1 / 3) for c in communities} for q in unseen)
+    assert all(specs[int(q)] == frozen[q] for q in sampled)
+    assert np.array_equal(strategy.aggregate(louvain_round(1)).assignment.labels, frozen)
+
+
 def test_late_config_is_validated():
     cfg = validate_config(config_with({"method": "louvain", "attribution": "late"}))
     assert cfg["algorithms"]["algo"]["late_round"] == 9  # 002's round 10, 1-based

@@ -15,12 +15,14 @@ model; ``wnn`` = the k = 3 nearest community models mixed with weights u = softm
 the model towards zero; the u are already normalised, so the mix uses u alone (a convex mix). A client
 never seen before gets the global model (Alg. 2, l. 4).
 
-``late`` (002 §V-B2, after Espinoza-Castellon et al. 2022): AVG up to and including round ``late_round``
+``late`` (002 §V-B2, after Espinoza-Castellon et al. 2022): AVG while training rounds 0..``late_round``
 (0-based, as in history.parquet; 002 clusters "at round 10" of Flower's 1-based rounds, our round 9, the
 default), with Louvain's communities recorded every round as for AVG (002 Fig. 5c shows Late's ARI
-converging before round 10); the communities found at ``late_round`` are then frozen: no later round
-re-clusters, each community model is the mean of its members (eq. 1) and each client trains from and is
-evaluated with its own community's model (1NN's attribution with the frozen partition). A client never
+converging before round 10, "following the clustering phase applied at round 10, the later cluster
+personalization phase maintains the communities"); the communities found after ``late_round``'s training
+are then frozen: no later round re-clusters, each community model is the mean of its members (eq. 1) and
+each client is evaluated with (from ``late_round`` on) and trains from (from ``late_round`` + 1 on) its own
+community's model (1NN's attribution with the frozen partition). A client never
 seen by then stays a newcomer and gets the global model (Alg. 2, l. 4). The trusted distances are still
 measured and recorded every round (divergence.parquet: the method's space, for its silhouette). A
 ``late_round`` at or after the last round is AVG throughout.
