@@ -115,12 +115,12 @@ def planted_004(gwc_rand: float = 1.0) -> pd.DataFrame:
         add("ifca", "mix-3", k=3, was=-0.2)
         add("fesem", "mix-3", k=3, was=0.1)
         for b, acc in ((0.1, 0.80), (0.5, 0.82), (2.0, 0.81)):
-            add("fedgwc-beta", "dirichlet-0.05", beta=b, local_bacc=acc)
-        for split, gwc, avg in (("dirichlet-0.05", 0.85, 0.60), ("dirichlet-1.0", 0.90, 0.88)):
-            add("fedgwc", split, local_bacc=gwc)
-            add("fedavg", split, local_bacc=avg)
-            add("fedgwc-fedavgm", split, local_bacc=gwc + 0.01)
-            add("fedavgm", split, local_bacc=avg + 0.01)
+            add("fedgwc-beta", "dirichlet-hard", beta=b, local_bacc=acc)
+        for split, alpha, gwc, avg in (("dirichlet-hard", 0.05, 0.85, 0.60), ("dirichlet-soft", 1.0, 0.90, 0.88)):
+            add("fedgwc", split, local_bacc=gwc, split_alpha=alpha)
+            add("fedavg", split, local_bacc=avg, split_alpha=alpha)
+            add("fedgwc-fedavgm", split, local_bacc=gwc + 0.01, split_alpha=alpha)
+            add("fedavgm", split, local_bacc=avg + 0.01, split_alpha=alpha)
     return pd.DataFrame(rows)
 
 
@@ -128,6 +128,6 @@ def test_004_claims_hold_on_planted_values_and_fail_when_fedgwc_does_not_separat
     table = cl.check_claims(["004"], cl.ClaimData(planted_004())).set_index("claim_id")
     for claim_id in ("004-domains", "004-domains-baselines", "004-was", "004-beta", "004-heterogeneity", "004-aggregators"):
         assert table.loc[claim_id, "holds"] == "yes", (claim_id, table.loc[claim_id, "ours"])
-    assert "α 0.05: gain 25.0 points" in table.loc["004-heterogeneity", "ours"]
+    assert "dirichlet-hard (α 0.05): gain 25.0 points" in table.loc["004-heterogeneity", "ours"]
     table = cl.check_claims(["004"], cl.ClaimData(planted_004(gwc_rand=0.52))).set_index("claim_id")
     assert table.loc["004-domains", "holds"] == "no" and table.loc["004-domains-baselines", "holds"] == "no"

@@ -370,9 +370,12 @@ def clustering_helps_more_with_heterogeneity(data: ClaimData) -> ClaimResult:
             gains[split] = gwc - avg
     if len(gains) < 2:
         return result("004-heterogeneity", "004", where, text, "needs FedGWC and FedAvg on two Dirichlet federations", None)
-    alpha = {s: float(str(s).rsplit("-", 1)[-1]) for s in gains}  # dirichlet-<α>
+    runs = data.runs
+    alpha = {s: mean_of(runs[runs["split_base"] == s], "split_alpha") if "split_alpha" in runs else np.nan for s in gains}
+    if not all(np.isfinite(a) for a in alpha.values()):
+        return result("004-heterogeneity", "004", where, text, "the splits record no Dirichlet α", None)
     ordered = sorted(gains, key=lambda s: alpha[s])
-    ours = "; ".join(f"α {alpha[s]:g}: gain {fmt(100 * gains[s], 1)} points" for s in ordered)
+    ours = "; ".join(f"{s} (α {alpha[s]:g}): gain {fmt(100 * gains[s], 1)} points" for s in ordered)
     return result("004-heterogeneity", "004", where, text, ours, bool(gains[ordered[0]] > gains[ordered[-1]]))
 
 

@@ -84,6 +84,9 @@ def sweep_summary(loaded: Sequence[LoadedRun], index: Mapping[str, Any]) -> pd.D
             rec = arec if section == "algorithms" else srec
             if key in rec["factors"]:
                 record[column] = rec["factors"][key]
+        params = (run.manifest or {}).get("params") or {}
+        alphas = params.get("alphas") or ([params["alpha"]] if params.get("alpha") is not None else [])
+        record["split_alpha"] = float(min(alphas)) if alphas else np.nan  # the split's most heterogeneous Dirichlet α
         finals = {**_final(run.clustering), **_final(run.personalisation)}
         for metric in SUMMARY_METRICS:
             record[metric] = finals.get(metric)
