@@ -10,7 +10,7 @@ from snakemake.utils import validate
 import cflcore.config as cc
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
-from cflcore.stages import forget_failed_runs, report_plan
+from cflcore.stages import failed_attempts, report_plan
 
 # 1) JSON-schema validation (fills defaults), 2) registry checks (method/clusterer/model names,
 # per-method parameter schemas). Both run before any job is scheduled. The registry checks import torch and
@@ -27,10 +27,6 @@ config.update(_validated)
 RESULTS = config["results_dir"].rstrip("/")
 STUDY = config["study"]
 ALGORITHMS = STUDY["algorithms"]
-
-# A run that failed earlier (status.json says so) is forgotten, so this invocation retries it.
-forget_failed_runs(RESULTS)
-
 
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_-]+",
@@ -95,6 +91,13 @@ def p_split(w):
 
 def p_run(w):
     return canonical_json(cc.run_settings(config, w.dataset, w.algorithm))
+
+
+def p_attempt(w):
+    """Failed attempts of the run so far (read only): a recorded failure changes this param, so Snakemake's params
+    rerun trigger plans the run again at the next invocation (cflcore.stages.failed_attempts). No parse writes
+    or deletes anything under results/."""
+    return failed_attempts(f"{RESULTS}/runs/{w.dataset}/{w.split}/n{w.clients}/s{w.seed}/{w.algorithm}")
 
 
 def p_explain(w):

@@ -20,6 +20,8 @@ rule train:
         run=p_run,
         seed=lambda w: int(w.seed),
         on_failure=config["on_run_failure"],
+        # a failed run (on_run_failure: record) is retried by the next invocation through this param
+        attempt=p_attempt,
         code=code_version("train"),
     log:
         f"{RESULTS}/logs/train/{RUN}.log",
