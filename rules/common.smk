@@ -3,6 +3,7 @@
 # Snakemake's params trigger reruns exactly the affected jobs (reference/slurm.md, "Rerun triggers").
 
 import json
+import re
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -28,6 +29,7 @@ RESULTS = config["results_dir"].rstrip("/")
 STUDY = config["study"]
 ALGORITHMS = STUDY["algorithms"]
 
+
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_-]+",
     split=r"[A-Za-z0-9_-]+",
@@ -49,6 +51,13 @@ def run_list():
     return [f"{cc.scenario_id(**s)}/{a}" for s, a in cc.study_runs(config)]
 
 
+def whatif_algorithm_constraint():
+    """The `algorithm` wildcard constraint of the `evaluate` rule, i.e. the variants whose runs get a what-if replay
+    (cc.whatif_runs: all of the study's, those of `whatif.algorithms`, none when `whatif.enabled` is false)."""
+    names = sorted({run.rsplit("/", 1)[1] for run in cc.whatif_runs(config)}, key=lambda a: (-len(a), a))
+    return "|".join(re.escape(a) for a in names) or "(?!)"  # (?!) matches nothing
+
+
 def explain_enabled():
     return bool(config["explain"].get("enabled", True))
 
@@ -60,8 +69,13 @@ def explain_runs():
 
 
 REPORT_DIR = f"{RESULTS}/report"
-REPORT_TABLES = ["table1_clustering", "table2_clustering_round", "table_personalisation", "paper_vs_run",
-                 "table_late_clients"]
+REPORT_TABLES = [
+    "table1_clustering",
+    "table2_clustering_round",
+    "table_personalisation",
+    "paper_vs_run",
+    "table_late_clients",
+]
 # where the study's time went (cflcore/report/benchmarks.py), from every job's benchmark file
 BENCHMARK_TABLES = ["benchmarks_by_rule", "critical_path", "benchmark_summary"]
 

@@ -56,3 +56,20 @@ def test_catalog_files():
     named = re.findall(r"`([A-Za-z0-9_.*-]+\.yaml)`", readme)
     for path in ROOT.glob("config/*.yaml"):
         assert any(fnmatch.fnmatch(path.name, n) for n in named), path.name
+
+
+def test_ci_lint_fails_on_a_new_finding_only():
+    """.ci/lint.py reads snakemake's text lint report: the conda finding is allowed, anything else is new."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ci_lint", ROOT / ".ci" / "lint.py")
+    lint = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lint)
+    report = ("Lints for snakefile /w/rules/common.smk:\n    * Mixed rules and functions in same snakefile.:\n"
+              "      Small one-liner functions ...\n\n"
+              "Lints for rule train (line 9, /w/rules/train.smk):\n"
+              "    * Specify a conda environment or container for each rule.:\n      This way, ...\n")
+    found = lint.findings(report)
+    assert found == [("snakefile /w/rules/common.smk", "Mixed rules and functions in same snakefile."),
+                     ("rule train (line 9, /w/rules/train.smk)", "Specify a conda environment or container for each rule.")]
+    assert [t for _, t in found if t not in lint.ALLOWED] == ["Mixed rules and functions in same snakefile."]

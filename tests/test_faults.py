@@ -4,6 +4,7 @@ import copy
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -98,11 +99,14 @@ def test_no_parse_changes_results_and_a_failed_run_is_retried_from_its_checkpoin
     (wd / "config" / "retry.yaml").write_text(yaml.safe_dump(cfg))
     configs = ("--configfile", "config/tiny.yaml", "config/retry.yaml")
     failed = "results/runs/digits/nonoverlap-balanced/n6/s0/bnc"
-    sm(wd, "--cores", "2", "results/runs/digits/nonoverlap-balanced/n6/s0/ocfl-km/status.json", *configs)
-    # bnc fails after round 1 (its round-1 checkpoint is written first): the failure is recorded, the job succeeds
-    sm(wd, "--cores", "2", f"{failed}/status.json", *configs, env={"CFL_TEST_FAIL_AFTER_ROUND": "1"})
+    sm(wd, "--cores", "2", *configs)
+    # bnc again from round 0 (its checkpoints removed), failing after round 1 once its round-1 checkpoint is written:
+    # the failure is recorded, the job succeeds, and the report lists the run as missing
+    shutil.rmtree(wd / failed / "checkpoints")
+    sm(wd, "--cores", "2", "--forcerun", f"{failed}/status.json", *configs, env={"CFL_TEST_FAIL_AFTER_ROUND": "1"})
     assert json.loads((wd / failed / "status.json").read_text())["status"] == "failed"
     assert (wd / failed / "failures.jsonl").read_text().count("\n") == 1
+    assert json.loads((wd / "results/report/index.json").read_text())["n_missing"] == 1
 
     before = tree_state(wd / "results")
     assert f"{failed[len('results/'):]}/history.parquet" in before
