@@ -30,7 +30,6 @@ def ci_profile(base: dict) -> dict:
     for resources in profile["set-resources"].values():
         resources["cpus_per_task"] = 1
     profile["default-resources"]["cpus_per_task"] = 1
-    profile.setdefault("resources", {})["cpus_per_task"] = 1  # a run's group job: 1 CPU, its jobs in turn
     profile["seconds-between-status-checks"] = 5
     profile["latency-wait"] = 10
     return profile
