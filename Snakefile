@@ -17,6 +17,12 @@ configfile: "config/config.yaml"
 report: "report/workflow.rst"
 
 
+# Jobs that take well under a second run in the main Snakemake process, never as cluster submissions.
+localrules:
+    all,
+    split,
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/train.smk"

@@ -8,6 +8,7 @@
     cfl whatif   ... --algorithm ocfl-hdb
     cfl explain  ... --algorithm ocfl-hdb
     cfl report
+    cfl --config config/tiny.yaml --set engine.threads=2 --set study.clients=[6,12] validate
 
 Paths follow the Snakemake layout under ``results_dir`` so that the two can be mixed; the settings
 are resolved by the same functions that build the rules' params.
@@ -19,9 +20,11 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+import yaml
+
 from . import config as cc
 from . import stages
-from .errors import CflError
+from .errors import CflError, ConfigError
 from .logutil import setup_logging
 
 
@@ -40,6 +43,29 @@ def _paths(cfg: dict[str, Any], a: argparse.Namespace) -> dict[str, Path]:
     return out
 
 
+def parse_set(items: Sequence[str]) -> dict[str, Any]:
+    """``--set a.b.c=VALUE`` items -> one nested override dict (later items win). VALUE is parsed as YAML, as
+    ``snakemake --config`` parses its values (``2`` an integer, ``[6, 12]`` a list, ``{k: 3}`` a mapping); the
+    result is deep-updated over the config files and validated with them (cflcore.config.load_config)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        parts = key.strip().split(".")
+        if not sep or not all(parts):
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE with a dotted KEY, e.g. engine.threads=2")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"--set {key}: value {raw!r} is not valid YAML ({str(e).splitlines()[0]})") from None
+        node = out
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[parts[-1]] = value
+    return out
+
+
 def _scenario_args(p: argparse.ArgumentParser, algorithm: bool) -> None:
     p.add_argument("--dataset", required=True)
     p.add_argument("--split", required=True)
@@ -53,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="cfl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", action="append", default=None,
                     help="config YAML (repeatable; later files deep-update earlier ones). Default: config/config.yaml")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                    help="override one config value after the files, e.g. --set engine.threads=2 (dotted key, YAML "
+                         "value; repeatable; validated like the files, as `snakemake --config` does)")
     ap.add_argument("--log", default=None, help="also log to this file")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("validate", help="validate the config and print the grid")
@@ -74,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     log = setup_logging(a.log)
     try:
-        cfg = cc.load_config(*(a.config or ["config/config.yaml"]))
+        cfg = cc.load_config(*(a.config or ["config/config.yaml"]), overrides=parse_set(a.overrides))
         return _dispatch(cfg, a, log)
     except CflError as e:
         print(f"cfl: error: {e}", file=sys.stderr)

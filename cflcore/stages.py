@@ -37,7 +37,7 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
           out_dir: str | Path, on_failure: str = "fail") -> dict[str, Any]:
     """Train one run. With ``on_failure='record'`` a failure inside training (e.g. a diverging loss)
     is written to ``status.json`` (and empty run files) instead of raised, so that the other runs and
-    the report go on; the next Snakemake invocation forgets and retries it."""
+    the report go on; the next Snakemake invocation retries it (:func:`failed_attempts`)."""
     from .data.store import load_federated
     from .fl.run import train_run
 
@@ -84,6 +84,7 @@ def _write_failed_run(out_dir: Path, reason: str) -> None:
                           metadata={"status": "failed", "reason": reason})
     torch_save({"format": "cflcore.models/1", "status": "failed", "reason": reason}, out_dir / "models.pt")
     write_json({"status": "failed", "reason": reason}, out_dir / "status.json")
+    _record_failure(out_dir, reason)
 
 
 def run_status(run_dir: str | Path) -> dict[str, Any]:
@@ -96,24 +97,29 @@ def run_status(run_dir: str | Path) -> dict[str, Any]:
         return {"status": "missing", "reason": str(e)}
 
 
-def forget_failed_runs(results_dir: str | Path) -> list[Path]:
-    """Delete the outputs of runs whose status.json says ``failed`` so that they are retried.
-    Checkpoints are kept (a retried run resumes). Returns the run directories forgotten."""
-    forgotten = []
-    root = Path(results_dir) / "runs"
-    if not root.exists():
-        return forgotten
-    for status in root.glob("*/*/*/*/*/status.json"):
-        try:
-            failed = json.loads(status.read_text()).get("status") == "failed"
-        except (OSError, json.JSONDecodeError):
-            failed = True
-        if failed:
-            for name in RUN_OUTPUTS:
-                (status.parent / name).unlink(missing_ok=True)
-            forgotten.append(status.parent)
-            log.warning("retrying failed run %s", status.parent)
-    return forgotten
+FAILURES = "failures.jsonl"  # one line per failed attempt of a run (not a declared output: Snakemake keeps it)
+
+
+def failed_attempts(run_dir: str | Path) -> int:
+    """How many attempts of this run failed so far (lines of ``<run>/failures.jsonl``). Read only.
+
+    Rule ``train`` passes this count as a param: a recorded failure (``on_failure='record'``) adds a line, so the
+    next invocation sees a param different from the one the failed job ran with, and Snakemake's own params rerun
+    trigger plans the run again (its declared outputs are removed by Snakemake before the job starts; its
+    ``checkpoints/`` are not declared outputs, so the retry resumes from them). A successful retry adds no line,
+    so the run then stays done. Nothing is written or deleted at parse time."""
+    path = Path(run_dir) / FAILURES
+    try:
+        return sum(1 for line in path.read_text().splitlines() if line.strip())
+    except FileNotFoundError:
+        return 0
+
+
+def _record_failure(out_dir: Path, reason: str) -> None:
+    """Append one line to ``failures.jsonl`` (append-only; written last, after the run's failure files)."""
+    line = json.dumps({"attempt": failed_attempts(out_dir) + 1, "reason": reason}, sort_keys=True)
+    with open(out_dir / FAILURES, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
 
 
 def evaluate(run_dir: str | Path, manifest_path: str | Path, out_dir: str | Path,

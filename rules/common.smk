@@ -3,6 +3,7 @@
 # Snakemake's params trigger reruns exactly the affected jobs (reference/slurm.md, "Rerun triggers").
 
 import json
+import re
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -10,7 +11,7 @@ from snakemake.utils import validate
 import cflcore.config as cc
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
-from cflcore.stages import forget_failed_runs, report_plan
+from cflcore.stages import failed_attempts, report_plan
 from cflcore.sweeps import NAME_PATTERN as SWEPT_NAME
 
 # 1) JSON-schema validation (fills defaults), 2) registry checks (method/clusterer/model names,
@@ -39,9 +40,6 @@ RESULTS = config["results_dir"].rstrip("/")
 STUDY = config["study"]
 ALGORITHMS = STUDY["algorithms"]
 
-# A run that failed earlier (status.json says so) is forgotten, so this invocation retries it.
-forget_failed_runs(RESULTS)
-
 
 # split and algorithm names may carry a sweep's factor values (cflcore.sweeps: louvain@resolution=0.5); no "/"
 wildcard_constraints:
@@ -65,6 +63,13 @@ def run_list():
     return [f"{cc.scenario_id(**s)}/{a}" for s, a in cc.study_runs(config)]
 
 
+def whatif_algorithm_constraint():
+    """The `algorithm` wildcard constraint of the `evaluate` rule, i.e. the variants whose runs get a what-if replay
+    (cc.whatif_runs: all of the study's, those of `whatif.algorithms`, none when `whatif.enabled` is false)."""
+    names = sorted({run.rsplit("/", 1)[1] for run in cc.whatif_runs(config)}, key=lambda a: (-len(a), a))
+    return "|".join(re.escape(a) for a in names) or "(?!)"  # (?!) matches nothing
+
+
 def explain_enabled():
     return bool(config["explain"].get("enabled", True))
 
@@ -76,8 +81,13 @@ def explain_runs():
 
 
 REPORT_DIR = f"{RESULTS}/report"
-REPORT_TABLES = ["table1_clustering", "table2_clustering_round", "table_personalisation", "paper_vs_run",
-                 "table_late_clients"]
+REPORT_TABLES = [
+    "table1_clustering",
+    "table2_clustering_round",
+    "table_personalisation",
+    "paper_vs_run",
+    "table_late_clients",
+]
 # tables with CSV only (no Markdown / LaTeX twin)
 CSV_TABLES = ["sweep_scores", "paper_claims"]
 # where the study's time went (cflcore/report/benchmarks.py), from every job's benchmark file
@@ -109,6 +119,13 @@ def p_split(w):
 
 def p_run(w):
     return canonical_json(cc.run_settings(config, w.dataset, w.algorithm))
+
+
+def p_attempt(w):
+    """Failed attempts of the run so far (read only): a recorded failure changes this param, so Snakemake's params
+    rerun trigger plans the run again at the next invocation (cflcore.stages.failed_attempts). No parse writes
+    or deletes anything under results/."""
+    return failed_attempts(f"{RESULTS}/runs/{w.dataset}/{w.split}/n{w.clients}/s{w.seed}/{w.algorithm}")
 
 
 def p_explain(w):

@@ -4,9 +4,6 @@
 rule prepare_dataset:
     output:
         f"{RESULTS}/data/{{dataset}}.parquet",
-    params:
-        settings=p_data,
-        code=code_version("data"),
     log:
         f"{RESULTS}/logs/prepare_dataset/{{dataset}}.log",
     benchmark:
@@ -15,6 +12,9 @@ rule prepare_dataset:
     resources:
         mem_mb=4000,
         runtime=30,
+    params:
+        settings=p_data,
+        code=code_version("data"),
     script:
         "../workflow_scripts/prepare_dataset.py"
 
@@ -25,9 +25,6 @@ rule split:
     output:
         assignments=f"{RESULTS}/splits/{SCENARIO}/assignments.parquet",
         manifest=f"{RESULTS}/splits/{SCENARIO}/manifest.json",
-    params:
-        settings=p_split,
-        code=code_version("splits"),
     log:
         f"{RESULTS}/logs/split/{SCENARIO}.log",
     benchmark:
@@ -36,5 +33,8 @@ rule split:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        settings=p_split,
+        code=code_version("splits"),
     script:
         "../workflow_scripts/split.py"

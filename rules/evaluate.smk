@@ -2,15 +2,6 @@
 # personalisation.parquet) and replays the what-if clusterers on every recorded round (whatif.parquet):
 # both are cheap, so one process pays the Python start-up and the scikit-learn / pandas imports once.
 
-import re
-
-
-def whatif_algorithm_constraint():
-    """The `algorithm` wildcard constraint of rule `evaluate`: the variants whose runs get a what-if replay
-    (cc.whatif_runs: all of the study's, those of `whatif.algorithms`, none when `whatif.enabled` is false)."""
-    names = sorted({run.rsplit("/", 1)[1] for run in cc.whatif_runs(config)}, key=lambda a: (-len(a), a))
-    return "|".join(re.escape(a) for a in names) or "(?!)"  # (?!) matches nothing
-
 
 # What-if clustering (issue 12 §1): every clusterer of `whatif.clusterers` (and the run's own) replayed on
 # every recorded round's divergence / Gram matrix. No torch models, no retraining: seconds per run. The
@@ -28,22 +19,24 @@ rule evaluate:
         clustering=f"{RESULTS}/eval/{RUN}/clustering.parquet",
         personalisation=f"{RESULTS}/eval/{RUN}/personalisation.parquet",
         whatif=f"{RESULTS}/eval/{RUN}/whatif.parquet",
+    log:
+        f"{RESULTS}/logs/evaluate/{RUN}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/evaluate/{RUN}.tsv"
     wildcard_constraints:
         algorithm=whatif_algorithm_constraint(),
+    group:
+        "run"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=lambda w, attempt: 20 * attempt,
     params:
         settings=lambda w: canonical_json(config["report"]),
         whatif=p_whatif,
         seed=lambda w: int(w.seed),
         code=code_version("evaluate"),
         whatif_code=code_version("whatif"),
-    log:
-        f"{RESULTS}/logs/evaluate/{RUN}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/evaluate/{RUN}.tsv"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=20,
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -60,17 +53,19 @@ rule evaluate_no_whatif:
     output:
         clustering=f"{RESULTS}/eval/{RUN}/clustering.parquet",
         personalisation=f"{RESULTS}/eval/{RUN}/personalisation.parquet",
-    params:
-        settings=lambda w: canonical_json(config["report"]),
-        code=code_version("evaluate"),
     log:
         f"{RESULTS}/logs/evaluate_no_whatif/{RUN}.log",
     benchmark:
         f"{RESULTS}/benchmarks/evaluate_no_whatif/{RUN}.tsv"
+    group:
+        "run"
     threads: 1
     resources:
         mem_mb=2000,
-        runtime=20,
+        runtime=lambda w, attempt: 20 * attempt,
+    params:
+        settings=lambda w: canonical_json(config["report"]),
+        code=code_version("evaluate"),
     script:
         "../workflow_scripts/evaluate.py"
 
@@ -87,15 +82,17 @@ rule evaluate_late_clients:
         manifest=f"{RESULTS}/splits/{SCENARIO}/manifest.json",
     output:
         late=f"{RESULTS}/eval/{RUN}/late_clients.parquet",
-    params:
-        code=code_version("late_clients"),
     log:
         f"{RESULTS}/logs/evaluate_late_clients/{RUN}.log",
     benchmark:
         f"{RESULTS}/benchmarks/evaluate_late_clients/{RUN}.tsv"
+    group:
+        "run"
     threads: 1
     resources:
         mem_mb=1000,
-        runtime=10,
+        runtime=lambda w, attempt: 10 * attempt,
+    params:
+        code=code_version("late_clients"),
     script:
         "../workflow_scripts/evaluate_late_clients.py"

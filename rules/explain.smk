@@ -12,19 +12,21 @@ rule explain:
         insdel=f"{RESULTS}/explain/{RUN}/insdel.parquet",
         samples=f"{RESULTS}/explain/{RUN}/samples.parquet",
         saliency=f"{RESULTS}/explain/{RUN}/saliency.npz",
+    log:
+        f"{RESULTS}/logs/explain/{RUN}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/explain/{RUN}.tsv"
+    group:
+        "run"
+    threads: 1
+    resources:
+        mem_mb=mem_train,
+        runtime=lambda w, attempt: 60 * attempt,
+        gpu=GPU,
     params:
         settings=p_explain,
         seed=lambda w: int(w.seed),
         device=config["device"],
         code=code_version("explain"),
-    log:
-        f"{RESULTS}/logs/explain/{RUN}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/explain/{RUN}.tsv"
-    threads: 1
-    resources:
-        mem_mb=mem_train,
-        runtime=60,
-        gpu=GPU,
     script:
         "../workflow_scripts/explain.py"

@@ -1,5 +1,7 @@
 # Stage 3: federated training, one job per scenario x algorithm. Checkpoints live in
-# <run>/checkpoints/ and are not declared outputs, so a killed job resumes where it stopped.
+# <run>/checkpoints/ and are not declared outputs, so a killed job resumes where it stopped; so does
+# <run>/failures.jsonl, the record of failed attempts that makes the next invocation retry a failed run.
+# Group "run": on a cluster, a run's train, evaluate and explain jobs go in one submission (Snakefile).
 # Priority 1 (every other rule 0): all train jobs, the longest, start before the short evaluation jobs
 # they unlock, so the study ends on short jobs and no core idles behind a late training run.
 
@@ -16,20 +18,26 @@ rule train:
         divergence=f"{RESULTS}/runs/{RUN}/divergence.parquet",
         models=f"{RESULTS}/runs/{RUN}/models.pt",
         status=f"{RESULTS}/runs/{RUN}/status.json",
-    params:
-        run=p_run,
-        seed=lambda w: int(w.seed),
-        on_failure=config["on_run_failure"],
-        code=code_version("train"),
     log:
         f"{RESULTS}/logs/train/{RUN}.log",
     benchmark:
         f"{RESULTS}/benchmarks/train/{RUN}.tsv"
-    threads: config["engine"]["threads"]
     priority: 1
+    group:
+        "run"
+    threads: config["engine"]["threads"]
     resources:
         mem_mb=mem_train,
-        runtime=240,
+        # minutes; a job resubmitted after a TIMEOUT (profile `retries`) gets more time, and resumes
+        # from its checkpoint
+        runtime=lambda w, attempt: 240 * attempt,
         gpu=GPU,
+    params:
+        run=p_run,
+        seed=lambda w: int(w.seed),
+        on_failure=config["on_run_failure"],
+        # a failed run (on_run_failure: record) is retried by the next invocation through this param
+        attempt=p_attempt,
+        code=code_version("train"),
     script:
         "../workflow_scripts/train.py"

@@ -1,8 +1,10 @@
 """Fault tolerance under Snakemake (issue "Scale-out and fault tolerance", item 5) and the paper grid
 plan (item 3)."""
 import copy
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -76,10 +78,55 @@ def test_keep_going_with_a_failing_run_still_reports_it_missing(tmp_path):
     assert status["status"] == "failed"
     assert "missing" in (wd / "results/report/tables/table_personalisation.md").read_text()
     assert no_temporary_files(wd / "results")
-    # the next invocation forgets the failed run and retries it (and only it, plus the report)
+    # the next invocation retries the failed run (and only it, plus the report): its `attempt` param changed
     p = sm(wd, "-n", "--cores", "2", "--configfile", "config/tiny.yaml", "config/fail.yaml")
     out = p.stdout + p.stderr
     assert "digitsnan" in out and "wildcards: dataset=digits," not in out
+
+
+def tree_state(root: Path) -> dict[str, tuple[str, int]]:
+    """Every file under ``root``: relative path -> (sha256 of its bytes, mtime in ns)."""
+    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_no_parse_changes_results_and_a_failed_run_is_retried_from_its_checkpoint(tmp_path):
+    """Issue 21 item 1: a recorded failure stays on disk through every parse (dry run, --lint, --summary,
+    --report); the next real invocation retries that run only, resuming from its checkpoint."""
+    wd = Path(copy_workflow(tmp_path / "wf"))
+    cfg = {"study": {"algorithms": ["bnc", "ocfl-km"]}, "explain": {"enabled": False},
+           "datasets": {"digits": {"rounds": 3}}, "engine": {"checkpoint_every": 1}}
+    (wd / "config" / "retry.yaml").write_text(yaml.safe_dump(cfg))
+    configs = ("--configfile", "config/tiny.yaml", "config/retry.yaml")
+    failed = "results/runs/digits/nonoverlap-balanced/n6/s0/bnc"
+    sm(wd, "--cores", "2", *configs)
+    # bnc again from round 0 (its checkpoints removed), failing after round 1 once its round-1 checkpoint is written:
+    # the failure is recorded, the job succeeds, and the report lists the run as missing
+    shutil.rmtree(wd / failed / "checkpoints")
+    sm(wd, "--cores", "2", "--forcerun", f"{failed}/status.json", *configs, env={"CFL_TEST_FAIL_AFTER_ROUND": "1"})
+    assert json.loads((wd / failed / "status.json").read_text())["status"] == "failed"
+    assert (wd / failed / "failures.jsonl").read_text().count("\n") == 1
+    assert json.loads((wd / "results/report/index.json").read_text())["n_missing"] == 1
+
+    before = tree_state(wd / "results")
+    assert f"{failed[len('results/'):]}/history.parquet" in before
+    p = sm(wd, "-n", "--cores", "2", "--quiet", "rules", *configs)
+    from test_workflow import planned_jobs
+
+    assert planned_jobs(p.stdout + p.stderr).get("train") == 1  # bnc only; ocfl-km stays done
+    sm(wd, "--lint", *configs, check=False)  # exits 1 on its findings (.ci/lint-check); here it must only not write
+    sm(wd, "--summary", *configs)
+    sm(wd, "--report", str(tmp_path / "report.html"), *configs)
+    assert tree_state(wd / "results") == before
+
+    sm(wd, "--cores", "2", *configs)
+    log = (wd / "results/logs/train/digits/nonoverlap-balanced/n6/s0/bnc.log").read_text()
+    assert "resuming from checkpoint round 1" in log
+    assert json.loads((wd / failed / "status.json").read_text())["status"] == "ok"
+    assert json.loads((wd / "results/report/index.json").read_text())["n_missing"] == 0
+    # a successful retry adds no failure line, so the next invocation has nothing to do
+    p = sm(wd, "-n", "--cores", "2", *configs)
+    assert "Nothing to be done" in p.stdout + p.stderr
 
 
 def test_paper_grid_plans_400_runs(tmp_path):

@@ -229,14 +229,21 @@ def sacct_jobs(since: str) -> dict[int, SacctJob]:
 
 
 def submitted_jobs(workdir: Path) -> dict[int, str]:
-    """SLURM job id -> rule, from the executor's per-job logs
-    (.snakemake/slurm_logs/rule_<rule>/<wildcards>/<jobid>.log)."""
+    """SLURM job id -> rule, or ``group_<name>`` for a group job, from the executor's per-job logs
+    (.snakemake/slurm_logs/rule_<rule>/<wildcards>/<jobid>.log, .snakemake/slurm_logs/group_<name>/<jobid>.log; a
+    group job's name is its group id and its rules, e.g. group_run_evaluate_explain_train)."""
     jobs = {}
-    for log in (workdir / ".snakemake" / "slurm_logs").glob("rule_*/**/*.log"):
-        rule_dir = log.relative_to(workdir / ".snakemake" / "slurm_logs").parts[0]
+    root = workdir / ".snakemake" / "slurm_logs"
+    for log in [*root.glob("rule_*/**/*.log"), *root.glob("group_*/**/*.log")]:
+        kind = log.relative_to(root).parts[0]
         if log.stem.isdigit():
-            jobs[int(log.stem)] = rule_dir[len("rule_"):]
+            jobs[int(log.stem)] = kind[len("rule_"):] if kind.startswith("rule_") else kind
     return jobs
+
+
+def runs_train(kind: str) -> bool:
+    """A submitted job (rule or group, as submitted_jobs names it) that runs rule train."""
+    return kind == "train" or (kind.startswith("group_") and "_train" in kind)
 
 
 def output_files(results: Path) -> dict[str, Path]:
@@ -318,6 +325,7 @@ def logs_of_rule(workdir: Path, rule: str) -> str:
     """Text of the rule's own logs (results/logs/<rule>/...) and of its SLURM job logs."""
     paths = list((workdir / "results" / "logs" / rule).rglob("*.log"))
     paths += list((workdir / ".snakemake" / "slurm_logs" / f"rule_{rule}").rglob("*.log"))
+    paths += [p for p in (workdir / ".snakemake" / "slurm_logs").glob("group_*/**/*.log") if f"_{rule}" in str(p)]
     return "\n".join(p.read_text(errors="replace") for p in sorted(paths))
 
 
@@ -424,7 +432,7 @@ def cut_time_limit_after_first_checkpoint(workdir: Path, run: str, proc: subproc
     checkpoints = workdir / "results" / "runs" / run / "checkpoints"
     deadline = time.monotonic() + timeout_s
     while proc.poll() is None and time.monotonic() < deadline:
-        train_jobs = [job for job, rule in submitted_jobs(workdir).items() if rule == "train"]
+        train_jobs = [job for job, kind in submitted_jobs(workdir).items() if runs_train(kind)]
         if train_jobs and any(checkpoints.glob("*.pt")):
             job = max(train_jobs)
             subprocess.run(["scontrol", "update", f"JobId={job}", "TimeLimit=1"], check=True,
@@ -499,7 +507,7 @@ def test_bringup_is_idempotent(slurm_cluster: SlurmCluster) -> None:
 
 
 @pytest.mark.slurm
-def test_jobs_run_on_slurm_and_train_asks_for_a_gpu(studies: Studies) -> None:
+def test_one_submission_per_run_and_runs_ask_for_a_gpu(studies: Studies) -> None:
     require_success(studies.tiny_slurm, "snakemake --profile profiles/slurm (tiny)")
     submitted = submitted_jobs(studies.tiny_slurm.workdir)
     assert submitted, "no SLURM job logs under .snakemake/slurm_logs"
@@ -507,16 +515,18 @@ def test_jobs_run_on_slurm_and_train_asks_for_a_gpu(studies: Studies) -> None:
     missing = sorted(set(submitted) - set(accounted))
     assert not missing, f"jobs not in sacct: {missing}"
     config = load_yaml(studies.tiny_slurm.workdir / TINY_CONFIG)
-    train_jobs = [j for j, rule in submitted.items() if rule == "train"]
-    assert len(train_jobs) == len(run_ids(config)), (sorted(submitted.items()), run_ids(config))
-    assert {"prepare_dataset", "split", "train", "evaluate"} <= set(submitted.values())
-    for job_id, rule in submitted.items():
+    # one submission per run: its train, evaluate and explain jobs in one group job (group "run"); split is local
+    groups = sorted(kind for kind in submitted.values() if kind.startswith("group_"))
+    assert len(groups) == len(run_ids(config)), (sorted(submitted.items()), run_ids(config))
+    assert all(runs_train(g) and "_evaluate" in g and "_explain" in g for g in groups), groups
+    assert sorted(k for k in submitted.values() if not k.startswith("group_")) == ["prepare_dataset", "report"]
+    for job_id, kind in submitted.items():
         job = accounted[job_id]
-        assert job.state == "COMPLETED", (rule, job)
+        assert job.state == "COMPLETED", (kind, job)
         assert job.name.startswith("cfl_"), job
-        assert job.comment.startswith(f"rule_{rule}"), job
+        assert job.comment.startswith(f"rule_{kind.removeprefix('group_')}"), job  # group: rule_run_evaluate_...
         has_gpu = "gres/gpu=1" in job.req_tres and "gres/gpu=1" in job.alloc_tres
-        assert has_gpu == (rule in GPU_RULES), (rule, job)
+        assert has_gpu == (kind in GPU_RULES or kind.startswith("group_")), (kind, job)
 
 
 @pytest.mark.slurm
@@ -537,7 +547,7 @@ def test_timed_out_train_job_resumes_from_checkpoint(studies: Studies) -> None:
     require_success(runs.local, "uninterrupted local run")
     require_success(runs.slurm, "SLURM run whose train job hit its time limit")
     accounted = sacct_jobs(studies.started)
-    train_jobs = sorted(j for j, rule in submitted_jobs(runs.slurm.workdir).items() if rule == "train")
+    train_jobs = sorted(j for j, kind in submitted_jobs(runs.slurm.workdir).items() if runs_train(kind))
     states = [accounted[j].state for j in train_jobs]
     assert train_jobs[0] == runs.cut_job, (train_jobs, runs.cut_job)
     assert states != ["COMPLETED"], (

@@ -58,6 +58,8 @@ from .strategy import ClusterAssignment, RoundUpdates, StartSpec, Strategy, Stra
 from .trainers import TrainSpec, derive_seed, resolve_trainer
 
 KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/test_resume.py)
+# test hook: raise TrainingDiverged after that round, once per attempt (a recorded failure, tests/test_faults.py)
+FAIL_ENV = "CFL_TEST_FAIL_AFTER_ROUND"
 _STREAM_SAMPLE, _STREAM_TRAIN, _STREAM_INIT = 0x5A, 0x7A, 0x1A
 
 HISTORY_SCHEMA = pa.schema([
@@ -593,11 +595,13 @@ def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.P
         state = state_from_checkpoint(ck, engine.device, engine.dtype)
         engine.strategy.load_state_dict(ck["strategy"])
         log.info("resuming from checkpoint round %d", state.next_round - 1)
-    kill_after = os.environ.get(KILL_ENV)
+    kill_after, fail_after = os.environ.get(KILL_ENV), os.environ.get(FAIL_ENV)
     for rnd in range(state.next_round, n_rounds):
         engine.run_round(state, rnd, n_rounds)
         if (rnd + 1) % every == 0 and rnd + 1 < n_rounds:
             save_checkpoint(out_dir, rnd, state_to_checkpoint(state, engine.strategy, chash))
         if kill_after is not None and int(kill_after) == rnd:
             os.kill(os.getpid(), signal.SIGKILL)
+        if fail_after is not None and int(fail_after) == rnd:
+            raise TrainingDiverged(f"test hook {FAIL_ENV}={rnd}")
     write_outputs(engine, state, out_dir, n_rounds - 1)
