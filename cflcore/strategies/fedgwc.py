@@ -125,6 +125,20 @@ def fedgw_cluster(interaction: np.ndarray, n_max: int, beta: float, seed: int,
     return candidates[min(eligible, key=lambda i: scores[i])], scores  # l. 11
 
 
+def spectral_embedding_2d(affinity: np.ndarray, seed: int) -> np.ndarray:
+    """The clients' 2-D spectral embedding of W (004 Fig. 3, 5, 6, 8: "scatter plot in the 2D plane with
+    spectral embedding"), sklearn's Laplacian eigenmaps on the precomputed affinity, seeded; zeros when
+    W is constant (nothing to embed)."""
+    from sklearn.manifold import SpectralEmbedding
+
+    size = affinity.shape[0]
+    if size < 3 or np.ptp(affinity) <= 1e-12:
+        return np.zeros((size, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SpectralEmbedding(n_components=2, affinity="precomputed", random_state=seed).fit_transform(affinity)
+
+
 def cluster_sample_size(n_members: int, participation: float, minimum: int = 3) -> int:
     """K_n = max(ρ|C_n|, 3) (004 App. A eq. 26–28), rounded, never more than the cluster's size."""
     return int(min(n_members, max(int(round(participation * n_members)), minimum)))
@@ -168,6 +182,10 @@ class GaussianWeightingClustering(Strategy):
                                             "ceil(min_sampled / participation), 004 App. A Thm. A.5's n*"},
         "db_every_round": {"type": "boolean", "default": True,
                            "description": "record Alg. 2's Davies-Bouldin scores every round (trace only)"},
+        "snapshot_every": {"type": ["integer", "null"], "minimum": 1, "default": None,
+                           "description": "also record P, W and W's spectral embedding of every cluster every "
+                                          "this many rounds (gwc_snapshots; trace only); null = only on the "
+                                          "rounds where Alg. 2 decides"},
     }
 
     def setup(self, ctx: StrategyContext) -> None:
@@ -216,6 +234,7 @@ class GaussianWeightingClustering(Strategy):
         db_by_cluster: dict[str, list[float | None]] = {}
         considered: list[int] = []
         sampled_per_cluster: dict[str, int] = {}
+        snapshots: dict[str, dict[str, Any]] = {}
         epsilon = float(self.params["epsilon"])
         for cluster, members in self.assignment.clusters().items():
             rows = np.flatnonzero(self.assignment.labels[clients] == cluster)
@@ -234,15 +253,24 @@ class GaussianWeightingClustering(Strategy):
             self.mse[cluster] = (1 - a) * self.mse.get(cluster, 1.0) + a * raw  # l. 14 (running, from 1)
             mse_now[str(cluster)] = self.mse[cluster]
             converged = self.mse[cluster] < epsilon  # l. 15
-            if members.size < 3 or not (converged or self.params["db_every_round"]):
+            every = self.params["snapshot_every"]
+            snapshot = converged or (every is not None and updates.round % int(every) == 0)
+            if members.size < 3 or not (converged or snapshot or self.params["db_every_round"]):
                 continue
             seed = int(self.ctx.generator(updates.round, cluster, _STREAM_SPECTRAL).integers(2**31 - 1))
             local, scores = fedgw_cluster(after, int(self.params["n_max"]), float(self.params["beta"]), seed,
                                           self.min_cluster_size)
             db_by_cluster[str(cluster)] = _finite_or_none(scores)
+            if snapshot:
+                snapshots[str(cluster)] = self._snapshot(members, after, local, scores, seed, converged)
             if not converged:
                 continue
             considered.append(cluster)
+            if local.max() == 0:
+                # No split: MSE back to 1, so Alg. 2 runs again only once P has re-converged (the authors'
+                # code, ``_run_clustering``). Without it a converged cluster re-ran Alg. 2 every round and
+                # split at the first round whose noisy DB dipped below 1.
+                self.mse[cluster] = 1.0
             if local.max() > 0:  # l. 16–19: split, sub-matrices are rows/cols of P, MSE reset to 1
                 children = []
                 for sub in np.unique(local):
@@ -268,8 +296,18 @@ class GaussianWeightingClustering(Strategy):
             "split_events": [{k: v for k, v in e.items() if k != "members"} for e in events],
             "reward_weights": [float(w) for w in self.weights],  # γ_k of eq. 2, per client (trace)
         }
+        if snapshots:
+            diagnostics["gwc_snapshots"] = snapshots
         inherit = {c: e["parent"] for e in events for c in e["children"]}
         return StrategyResult(self.assignment, diagnostics, inherit=inherit)
+
+    def _snapshot(self, members: np.ndarray, interaction: np.ndarray, local: np.ndarray, scores: Sequence[float],
+                  seed: int, decided: bool) -> dict[str, Any]:
+        """One cluster's P, W, W's 2-D spectral embedding, Alg. 2's labels and DB scores (004 Figs. 3, 5-8)."""
+        affinity = upv_affinity(interaction, float(self.params["beta"]))
+        return {"members": as_int_list(members), "P": interaction.tolist(), "W": affinity.tolist(),
+                "embedding": spectral_embedding_2d(affinity, seed).tolist(), "labels": as_int_list(local),
+                "davies_bouldin": _finite_or_none(scores), "decided": bool(decided)}
 
     # ----- checkpointing -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
