@@ -37,6 +37,41 @@ Diagnostics (every round, columns of server.parquet): ``epsilon``; ``mse`` {clus
 {cluster: K_n}. With ``db_every_round`` (default) Alg. 2's scores are computed for every updated cluster
 every round, as a trace for the report; only those of clusters with MSE < ε can split.
 
+Matrix snapshots (004 Figs. 3, 5-8): ``gwc_snapshots`` {cluster: {members, P, W, embedding, labels,
+davies_bouldin, decided}} on every round where Alg. 2 decides (MSE < ε), and every ``snapshot_every``
+rounds when set; ``embedding`` is W's seeded 2-D spectral embedding (sklearn). Read them with
+cflcore.report.fedgwc_figures.matrix_snapshots.
+
+Differences from the authors' code (davedleo/FedGWC, agents/servers.py ``ServerFedGWC``), read line by line:
+* fixed here: after Alg. 2 decides not to split, the cluster's MSE goes back to 1 (their ``_run_clustering``);
+  before, a converged cluster re-ran Alg. 2 every round until a noisy DB dipped below 1.
+* kept as 004 writes it (deliberate departures from their code):
+  - eq. 3 adds α·ω_k; their code adds α·ω_k / Σ_{j∈P_t} ω_j (rewards normalised over the round's sample);
+  - the UPV of client k is row k of P (§4.2: "the k-th row of P"); their code uses the columns (``W.T``),
+    and min-max scales P to [0, 1] before eq. 4, so their β acts on a rescaled matrix;
+  - Alg. 2 l. 7 scores DB on the rows of W; their code scores it on W's spectral embedding with n
+    components, and assigns labels with ``cluster_qr`` (ours: k-means, n_init 10, as in Ng et al.);
+  - m and σ² of eq. 1 are the plain mean and the sample variance (ddof 1); theirs weight by local sample
+    counts and use the population variance (+1e-16); their optional "loss sampling" (synthetic losses
+    drawn from N(m, σ²) up to ``loss_sampling_size``) is a no-op at their defaults and is not implemented;
+  - MSE is the mean squared change over the cluster's whole sub-matrix; theirs is over the co-sampled
+    block (sse / |P_t|²) of the normalised entries. Both plateau at a floor set by α and the reward
+    variance (constant α never lets P settle): here about ρ²·α²·Var(ω), e.g. 5e-4 to 1e-3 at 30 clients
+    and ρ = 0.5, so 004's ε = 1e-5 (calibrated for theirs at K = 100, ρ = 0.1) is never reached there;
+  - a cluster samples max(round(ρ|C_n|), 3) clients (App. A eq. 26-28, App. F "participation per
+    cluster"); theirs samples min(round(ρK), |C_n|) in every cluster, so the total grows with the clusters;
+  - they split only after MSE < ε held for round(|C_n| / N) consecutive rounds ("patience"); 004 has no
+    patience and neither do we;
+  - P starts at 0 (Alg. 1 l. 4); theirs at 1/K²;
+  - n runs over 2…n_max (App. D: n_max 5-10); theirs over 2…min(|C|/N + 1, 5) − 1;
+  - K_min (Thm. A.5) blocks candidates leaving a small group; theirs allows any split but never
+    re-splits a cluster of ≤ N clients;
+  - their ``explore`` sampling (priority to rarely sampled clients) is off by default and its counters are
+    never incremented, so their runs sample uniformly; we follow §4.1's prioritised sampling;
+  - S: they run a fixed number of local iterations (7, batch 64, drop_last); we run the engine's local
+    epochs, so S = epochs × batches;
+  - DB: split when min DB ≤ 1 (Alg. 2 l. 8); theirs requires < 1.
+
 Documented degenerate behaviour (never NaN): steps are aligned up to the shortest loss trace of the
 cluster's sampled members; a step where every member has the same loss (σ = 0) rewards everyone 1;
 a cluster with fewer than two sampled members is not updated; clusters with fewer than three members
