@@ -56,7 +56,7 @@ Differences from the authors' code (davedleo/FedGWC, agents/servers.py ``ServerF
     drawn from N(m, σ²) up to ``loss_sampling_size``) is a no-op at their defaults and is not implemented;
   - MSE is the mean squared change over the cluster's whole sub-matrix; theirs is over the co-sampled
     block (sse / |P_t|²) of the normalised entries. Both plateau at a floor set by α and the reward
-    variance (constant α never lets P settle): here about ρ²·α²·Var(ω), e.g. 5e-4 to 1e-3 at 30 clients
+    variance (constant α never lets P settle): here about ρ²·α²·Var(ω), e.g. 0.5e-3 to 2e-3 at 30 clients
     and ρ = 0.5, so 004's ε = 1e-5 (calibrated for theirs at K = 100, ρ = 0.1) is never reached there;
   - a cluster samples max(round(ρ|C_n|), 3) clients (App. A eq. 26-28, App. F "participation per
     cluster"); theirs samples min(round(ρK), |C_n|) in every cluster, so the total grows with the clusters;
