@@ -142,3 +142,45 @@ def test_participation_outside_0_1_is_refused(participation):
 
     with pytest.raises(ConfigError, match="algorithms.algo.participation"):
         validate_config(config_with({"method": "fedgwc", "participation": participation}))
+
+
+def test_no_split_decision_resets_mse_so_alg2_waits_for_reconvergence():
+    """Authors' code (``_run_clustering``): after Alg. 2 decides not to split, the cluster's MSE is set back
+    to 1, so Alg. 2 runs again only once P has re-converged. Before this fix a converged cluster ran Alg. 2
+    every round (and split at the first round whose noisy DB dipped below 1)."""
+    variant = {"method": "fedgwc", "participation": 0.5, "epsilon": 2e-2, "min_cluster_size": 100}  # never splits
+    strategy = make(variant, n=18)
+    _, results = play(strategy, GROUPS, 30)
+    decided = [r for r, res in enumerate(results) if res.diagnostics["db_considered"]]
+    assert len(decided) >= 3, "P's MSE stays below ε from about round 8 on"
+    for r in decided:
+        assert results[r].diagnostics["mse"]["0"] < 2e-2
+        assert results[r + 1].diagnostics["mse"]["0"] >= 0.5  # (1 − α) · 1 + α · raw, α = 9/18
+        assert not results[r + 1].diagnostics["db_considered"]
+    assert all(res.assignment.n_clusters == 1 for res in results)
+
+
+def test_snapshots_record_p_w_and_embedding_at_decisions():
+    """gwc_snapshots (004 Figs. 3, 5-8): on the split round the parent's P sub-matrix, W = eq. 4 of it, a 2-D
+    embedding that separates the two loss groups, Alg. 2's labels = the split, decided = true."""
+    from cflcore.strategies.fedgwc import upv_affinity
+
+    strategy = make(VARIANT, n=18)
+    _, results = play(strategy, GROUPS, 30)
+    split = next(r for r, res in enumerate(results) if res.diagnostics["n_splits"])
+    snap = results[split].diagnostics["gwc_snapshots"]["0"]
+    assert snap["decided"] is True and snap["members"] == list(range(18))
+    p, w = np.asarray(snap["P"]), np.asarray(snap["W"])
+    np.testing.assert_allclose(w, upv_affinity(p, 0.5))
+    assert adjusted_rand_score(GROUPS, snap["labels"]) == 1.0
+    emb = np.asarray(snap["embedding"])
+    assert emb.shape == (18, 2)
+    gap = abs(emb[GROUPS == 0, 0].mean() - emb[GROUPS == 1, 0].mean())
+    assert gap > 3 * max(emb[GROUPS == 0, 0].std(), emb[GROUPS == 1, 0].std())
+    assert snap["davies_bouldin"] == results[split].diagnostics["davies_bouldin"]["0"]
+    quiet = [res for res in results[:split] if "gwc_snapshots" in res.diagnostics]
+    assert not quiet  # no snapshot before the first decision by default
+    every = make({**VARIANT, "snapshot_every": 5}, n=18)
+    _, res_every = play(every, GROUPS, 11)
+    assert [r for r, res in enumerate(res_every) if "gwc_snapshots" in res.diagnostics][:3] == [0, 5, 10]
+    assert res_every[5].diagnostics["gwc_snapshots"]["0"]["decided"] is False

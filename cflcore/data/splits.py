@@ -411,7 +411,16 @@ class DirichletMixSplit(SplitGenerator):
 
 @SPLIT_GENERATORS.register("domains")
 class DomainsSplit(SplitGenerator):
-    """004 §7.3 (Tables 4, 7): groups of clients with clean, noisy or blurred images, near-uniform classes."""
+    """004 §7.3 (Tables 4, 7): groups of clients with clean, noisy or blurred images, near-uniform classes.
+
+    004 does not give its noise σ or blur radius. The authors' code (davedleo/FedGWC, datasets/CIFAR100/utils.py)
+    blurs with PIL's GaussianBlur(radius) before normalising and adds N(0, σ²) *after* normalising (units of
+    the channel std, about 0.27 of the pixel range on CIFAR), unclipped and redrawn at every access. Ours
+    (cflcore.data.store): noise in pixel units [0, 1], clipped back to [0, 1] and drawn once per client (a
+    fixed corruption, so every run is deterministic); on MNIST's black background clipping keeps only the
+    positive half of the noise. The defaults (noise_std 0.2, blur_sigma 1.0) barely move MNIST's training
+    losses (AUC of the per-client mean loss clean vs noise 0.55, clean vs blur 0.60, issue 23 item 1);
+    noise_std 0.6 and blur_sigma 2.0 separate them (AUC 1.00 and 0.86)."""
 
     defaults = {"domains": ["clean", "noise", "blur"], "cluster_shares": [0.4, 0.3, 0.3], "alpha": 100.0,
                 "noise_std": 0.2, "blur_sigma": 1.0}

@@ -37,6 +37,41 @@ Diagnostics (every round, columns of server.parquet): ``epsilon``; ``mse`` {clus
 {cluster: K_n}. With ``db_every_round`` (default) Alg. 2's scores are computed for every updated cluster
 every round, as a trace for the report; only those of clusters with MSE < ε can split.
 
+Matrix snapshots (004 Figs. 3, 5-8): ``gwc_snapshots`` {cluster: {members, P, W, embedding, labels,
+davies_bouldin, decided}} on every round where Alg. 2 decides (MSE < ε), and every ``snapshot_every``
+rounds when set; ``embedding`` is W's seeded 2-D spectral embedding (sklearn). Read them with
+cflcore.report.fedgwc_figures.matrix_snapshots.
+
+Differences from the authors' code (davedleo/FedGWC, agents/servers.py ``ServerFedGWC``), read line by line:
+* fixed here: after Alg. 2 decides not to split, the cluster's MSE goes back to 1 (their ``_run_clustering``);
+  before, a converged cluster re-ran Alg. 2 every round until a noisy DB dipped below 1.
+* kept as 004 writes it (deliberate departures from their code):
+  - eq. 3 adds α·ω_k; their code adds α·ω_k / Σ_{j∈P_t} ω_j (rewards normalised over the round's sample);
+  - the UPV of client k is row k of P (§4.2: "the k-th row of P"); their code uses the columns (``W.T``),
+    and min-max scales P to [0, 1] before eq. 4, so their β acts on a rescaled matrix;
+  - Alg. 2 l. 7 scores DB on the rows of W; their code scores it on W's spectral embedding with n
+    components, and assigns labels with ``cluster_qr`` (ours: k-means, n_init 10, as in Ng et al.);
+  - m and σ² of eq. 1 are the plain mean and the sample variance (ddof 1); theirs weight by local sample
+    counts and use the population variance (+1e-16); their optional "loss sampling" (synthetic losses
+    drawn from N(m, σ²) up to ``loss_sampling_size``) is a no-op at their defaults and is not implemented;
+  - MSE is the mean squared change over the cluster's whole sub-matrix; theirs is over the co-sampled
+    block (sse / |P_t|²) of the normalised entries. Both plateau at a floor set by α and the reward
+    variance (constant α never lets P settle): here about ρ²·α²·Var(ω), e.g. 0.5e-3 to 2e-3 at 30 clients
+    and ρ = 0.5, so 004's ε = 1e-5 (calibrated for theirs at K = 100, ρ = 0.1) is never reached there;
+  - a cluster samples max(round(ρ|C_n|), 3) clients (App. A eq. 26-28, App. F "participation per
+    cluster"); theirs samples min(round(ρK), |C_n|) in every cluster, so the total grows with the clusters;
+  - they split only after MSE < ε held for round(|C_n| / N) consecutive rounds ("patience"); 004 has no
+    patience and neither do we;
+  - P starts at 0 (Alg. 1 l. 4); theirs at 1/K²;
+  - n runs over 2…n_max (App. D: n_max 5-10); theirs over 2…min(|C|/N + 1, 5) − 1;
+  - K_min (Thm. A.5) blocks candidates leaving a small group; theirs allows any split but never
+    re-splits a cluster of ≤ N clients;
+  - their ``explore`` sampling (priority to rarely sampled clients) is off by default and its counters are
+    never incremented, so their runs sample uniformly; we follow §4.1's prioritised sampling;
+  - S: they run a fixed number of local iterations (7, batch 64, drop_last); we run the engine's local
+    epochs, so S = epochs × batches;
+  - DB: split when min DB ≤ 1 (Alg. 2 l. 8); theirs requires < 1.
+
 Documented degenerate behaviour (never NaN): steps are aligned up to the shortest loss trace of the
 cluster's sampled members; a step where every member has the same loss (σ = 0) rewards everyone 1;
 a cluster with fewer than two sampled members is not updated; clusters with fewer than three members
@@ -125,6 +160,20 @@ def fedgw_cluster(interaction: np.ndarray, n_max: int, beta: float, seed: int,
     return candidates[min(eligible, key=lambda i: scores[i])], scores  # l. 11
 
 
+def spectral_embedding_2d(affinity: np.ndarray, seed: int) -> np.ndarray:
+    """The clients' 2-D spectral embedding of W (004 Fig. 3, 5, 6, 8: "scatter plot in the 2D plane with
+    spectral embedding"), sklearn's Laplacian eigenmaps on the precomputed affinity, seeded; zeros when
+    W is constant (nothing to embed)."""
+    from sklearn.manifold import SpectralEmbedding
+
+    size = affinity.shape[0]
+    if size < 3 or np.ptp(affinity) <= 1e-12:
+        return np.zeros((size, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SpectralEmbedding(n_components=2, affinity="precomputed", random_state=seed).fit_transform(affinity)
+
+
 def cluster_sample_size(n_members: int, participation: float, minimum: int = 3) -> int:
     """K_n = max(ρ|C_n|, 3) (004 App. A eq. 26–28), rounded, never more than the cluster's size."""
     return int(min(n_members, max(int(round(participation * n_members)), minimum)))
@@ -168,6 +217,10 @@ class GaussianWeightingClustering(Strategy):
                                             "ceil(min_sampled / participation), 004 App. A Thm. A.5's n*"},
         "db_every_round": {"type": "boolean", "default": True,
                            "description": "record Alg. 2's Davies-Bouldin scores every round (trace only)"},
+        "snapshot_every": {"type": ["integer", "null"], "minimum": 1, "default": None,
+                           "description": "also record P, W and W's spectral embedding of every cluster every "
+                                          "this many rounds (gwc_snapshots; trace only); null = only on the "
+                                          "rounds where Alg. 2 decides"},
     }
 
     def setup(self, ctx: StrategyContext) -> None:
@@ -216,6 +269,7 @@ class GaussianWeightingClustering(Strategy):
         db_by_cluster: dict[str, list[float | None]] = {}
         considered: list[int] = []
         sampled_per_cluster: dict[str, int] = {}
+        snapshots: dict[str, dict[str, Any]] = {}
         epsilon = float(self.params["epsilon"])
         for cluster, members in self.assignment.clusters().items():
             rows = np.flatnonzero(self.assignment.labels[clients] == cluster)
@@ -234,15 +288,24 @@ class GaussianWeightingClustering(Strategy):
             self.mse[cluster] = (1 - a) * self.mse.get(cluster, 1.0) + a * raw  # l. 14 (running, from 1)
             mse_now[str(cluster)] = self.mse[cluster]
             converged = self.mse[cluster] < epsilon  # l. 15
-            if members.size < 3 or not (converged or self.params["db_every_round"]):
+            every = self.params["snapshot_every"]
+            snapshot = converged or (every is not None and updates.round % int(every) == 0)
+            if members.size < 3 or not (converged or snapshot or self.params["db_every_round"]):
                 continue
             seed = int(self.ctx.generator(updates.round, cluster, _STREAM_SPECTRAL).integers(2**31 - 1))
             local, scores = fedgw_cluster(after, int(self.params["n_max"]), float(self.params["beta"]), seed,
                                           self.min_cluster_size)
             db_by_cluster[str(cluster)] = _finite_or_none(scores)
+            if snapshot:
+                snapshots[str(cluster)] = self._snapshot(members, after, local, scores, seed, converged)
             if not converged:
                 continue
             considered.append(cluster)
+            if local.max() == 0:
+                # No split: MSE back to 1, so Alg. 2 runs again only once P has re-converged (the authors'
+                # code, ``_run_clustering``). Without it a converged cluster re-ran Alg. 2 every round and
+                # split at the first round whose noisy DB dipped below 1.
+                self.mse[cluster] = 1.0
             if local.max() > 0:  # l. 16–19: split, sub-matrices are rows/cols of P, MSE reset to 1
                 children = []
                 for sub in np.unique(local):
@@ -268,8 +331,18 @@ class GaussianWeightingClustering(Strategy):
             "split_events": [{k: v for k, v in e.items() if k != "members"} for e in events],
             "reward_weights": [float(w) for w in self.weights],  # γ_k of eq. 2, per client (trace)
         }
+        if snapshots:
+            diagnostics["gwc_snapshots"] = snapshots
         inherit = {c: e["parent"] for e in events for c in e["children"]}
         return StrategyResult(self.assignment, diagnostics, inherit=inherit)
+
+    def _snapshot(self, members: np.ndarray, interaction: np.ndarray, local: np.ndarray, scores: Sequence[float],
+                  seed: int, decided: bool) -> dict[str, Any]:
+        """One cluster's P, W, W's 2-D spectral embedding, Alg. 2's labels and DB scores (004 Figs. 3, 5-8)."""
+        affinity = upv_affinity(interaction, float(self.params["beta"]))
+        return {"members": as_int_list(members), "P": interaction.tolist(), "W": affinity.tolist(),
+                "embedding": spectral_embedding_2d(affinity, seed).tolist(), "labels": as_int_list(local),
+                "davies_bouldin": _finite_or_none(scores), "decided": bool(decided)}
 
     # ----- checkpointing -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
