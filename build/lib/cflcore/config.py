@@ -1,0 +1,512 @@
+"""Load, default and validate a study config; resolve the settings of one scenario or run.
+
+Validation happens in three passes, all before any job starts:
+1. the JSON schema (``cflcore/schemas/config.schema.yaml``, also ``config/schema.yaml``), which
+   Snakemake's ``validate()`` applies too and which fills defaults;
+2. name checks against the plug-in names declared by their registration decorators, read from source
+   (``cflcore.registry.declared_names``): dataset
+   loaders, models, split generators, methods, and clusterers (of variants and of ``whatif``). They
+   import no plug-in: ``validate_config(cfg, plugins=False)`` never imports torch or the engine;
+3. with ``plugins=True`` (the default; the workflow and the CLI), registry checks that need the plug-in
+   classes: each algorithm variant against its strategy plug-in's own ``params_schema``, split generator
+   parameters, and each ``whatif`` clusterer against its clusterer's ``params_schema``.
+Every error is one line naming the dotted field and the allowed values.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import jsonschema
+import yaml
+
+from .errors import ConfigError
+from .registry import check_declared, declared_names
+
+SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
+
+
+def load_schema() -> dict[str, Any]:
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def load_config(*paths: str | Path, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Read YAML files (later ones deep-update earlier ones, as Snakemake merges ``--configfile``),
+    validate, fill defaults."""
+    cfg: dict[str, Any] = {}
+    for p in paths:
+        p = Path(p)
+        if not p.exists():
+            raise ConfigError(f"{p}: config file not found")
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{p}: not valid YAML ({str(e).splitlines()[0]})") from None
+        deep_update(cfg, data)
+    if overrides:
+        deep_update(cfg, dict(overrides))
+    return validate_config(cfg)
+
+
+def deep_update(base: dict[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """Recursive dict update, the way Snakemake merges config files."""
+    for k, v in new.items():
+        if isinstance(v, Mapping) and isinstance(base.get(k), dict):
+            deep_update(base[k], v)
+        else:
+            base[k] = copy.deepcopy(v)
+    return base
+
+
+def _path(err: jsonschema.ValidationError) -> str:
+    return ".".join(str(p) for p in err.absolute_path) or "<config>"
+
+
+def _describe(err: jsonschema.ValidationError) -> str:
+    field = _path(err)
+    if err.validator == "enum":
+        return f"{field}: {err.instance!r} is not allowed; allowed: {', '.join(map(str, err.validator_value))}"
+    if err.validator == "additionalProperties":
+        allowed = sorted((err.schema.get("properties") or {}).keys())
+        return f"{field}: {err.message}; allowed: {', '.join(allowed)}"
+    return f"{field}: {err.message}"
+
+
+def _fill_defaults(schema: Mapping[str, Any], inst: Any) -> None:
+    """Fill ``default`` values of the schema into ``inst`` (objects only, recursively)."""
+    if not isinstance(inst, dict):
+        return
+    for key, sub in (schema.get("properties") or {}).items():
+        if key not in inst and "default" in sub:
+            inst[key] = copy.deepcopy(sub["default"])
+        if key in inst:
+            _fill_defaults(sub, inst[key])
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        for key, val in inst.items():
+            if key not in (schema.get("properties") or {}):
+                _fill_defaults(extra, val)
+
+
+def schema_check(instance: Any, schema: Mapping[str, Any], prefix: str = "") -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
+    if errors:
+        msg = _describe(errors[0])
+        if prefix and not errors[0].absolute_path:  # an error on the object itself: "<prefix>: ...", not "<prefix>.<config>"
+            raise ConfigError(f"{prefix.rstrip('.')}{msg[len('<config>'):]}")
+        raise ConfigError(f"{prefix}{msg}")
+
+
+def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, Any]:
+    """Validate a config dict and return a copy with defaults filled in (passes 1–3 of the module
+    docstring; ``plugins=False`` stops after the name checks and imports no plug-in)."""
+    cfg = copy.deepcopy(dict(cfg))
+    schema = load_schema()
+    schema_check(cfg, schema)
+    _fill_defaults(schema, cfg)
+    _check_names(cfg)
+    if plugins:
+        _check_registries(cfg)
+        _check_whatif_params(cfg.get("whatif") or {})
+    return cfg
+
+
+# Distributions whose presence or version a plug-in check consults (clusterer and model availability,
+# estimator signatures); part of the key under which a validated config is remembered.
+VALIDATION_LIBRARIES = ("scikit-learn", "hdbscan", "leidenalg", "igraph", "networkx", "torch", "torchvision", "captum")
+
+
+def validation_key(cfg: Mapping[str, Any]) -> str:
+    """SHA-256 over the config, every source file of cflcore and the versions of :data:`VALIDATION_LIBRARIES`:
+    what :func:`validate_config`'s result depends on."""
+    import hashlib
+    from importlib import metadata
+
+    from .io import canonical_json
+
+    h = hashlib.sha256(canonical_json(cfg).encode())
+    package = Path(__file__).resolve().parent
+    for f in sorted(package.rglob("*")):
+        if f.is_file() and f.suffix in (".py", ".yaml") and "__pycache__" not in f.parts:
+            h.update(str(f.relative_to(package)).encode())
+            h.update(f.read_bytes())
+    for name in VALIDATION_LIBRARIES:
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            version = "absent"
+        h.update(f"{name}={version}".encode())
+    return h.hexdigest()
+
+
+def validate_config_cached(cfg: Mapping[str, Any], cache_dir: str | Path) -> dict[str, Any]:
+    """:func:`validate_config`, remembered in ``cache_dir`` under :func:`validation_key`.
+
+    Pass 3 imports the plug-ins (torch, scikit-learn: ~3.5 s), which every Snakemake start paid, dry runs
+    included. The result is a pure function of the key, so a config validated once with the same code and
+    libraries is read back instead. A config that fails is never remembered; a result that does not survive
+    a JSON round trip unchanged is not either."""
+    import json
+
+    from .io import write_json
+
+    path = Path(cache_dir) / f"{validation_key(cfg)}.json"
+    if path.is_file():
+        try:
+            return json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            pass  # unreadable: validate again and rewrite it
+    validated = validate_config(cfg)
+    try:
+        exact = json.loads(json.dumps(validated)) == validated
+    except (TypeError, ValueError):
+        exact = False
+    if exact:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(validated, path)
+    return validated
+
+
+def _check_names(cfg: dict[str, Any]) -> None:
+    """Pass 2: references between sections, and plug-in names against the names their sources declare."""
+    study = cfg["study"]
+    for i, name in enumerate(study["datasets"]):
+        if name not in cfg["datasets"]:
+            raise ConfigError(
+                f"study.datasets[{i}]: {name!r} has no entry under datasets:; defined: {', '.join(sorted(cfg['datasets']))}"
+            )
+    for name, ds in cfg["datasets"].items():
+        check_declared("dataset", ds.get("loader", name), field=f"datasets.{name}.loader")
+        check_declared("model", ds["model"], field=f"datasets.{name}.model")
+    for i, name in enumerate(study["splits"]):
+        if name not in cfg["splits"]:
+            raise ConfigError(f"study.splits[{i}]: unknown split {name!r}; defined: {', '.join(sorted(cfg['splits']))}")
+    for name, sp in cfg["splits"].items():
+        check_declared("split generator", sp["generator"], field=f"splits.{name}.generator")
+    study["algorithms"] = list(study.get("algorithms") or sorted(cfg["algorithms"]))
+    for i, name in enumerate(study["algorithms"]):
+        if name not in cfg["algorithms"]:
+            raise ConfigError(
+                f"study.algorithms[{i}]: unknown algorithm {name!r}; defined: {', '.join(sorted(cfg['algorithms']))}"
+            )
+    variants = [(f"algorithms.{name}", variant) for name, variant in cfg["algorithms"].items()]
+    variants += [(f"datasets.{d}.algorithm_params.{a}", {**cfg["algorithms"].get(a, {"method": "?"}), **override})
+                 for d, ds in cfg["datasets"].items() for a, override in (ds.get("algorithm_params") or {}).items()
+                 if a in cfg["algorithms"]]
+    for field, variant in variants:
+        check_declared("method", variant["method"], field=f"{field}.method")
+        if isinstance(variant.get("clusterer"), str):  # OCFL's clusterer (any method's ``clusterer`` key)
+            check_declared("clusterer", variant["clusterer"], field=f"{field}.clusterer")
+    _check_whatif_names(cfg.get("whatif") or {})
+
+
+def _check_registries(cfg: dict[str, Any]) -> None:
+    """Pass 3 (names and references were checked by :func:`_check_names`): parameters against the plug-in
+    classes' own schemas and checks."""
+    from .data.splits import SPLIT_GENERATORS
+
+    for name, sp in cfg["splits"].items():
+        SPLIT_GENERATORS.get(sp["generator"], field=f"splits.{name}.generator").check_params(sp, field=f"splits.{name}")
+    for name, variant in cfg["algorithms"].items():
+        cfg["algorithms"][name] = _check_variant(variant, f"algorithms.{name}", list(cfg["splits"]))
+    for dname, ds in cfg["datasets"].items():
+        for aname, override in (ds.get("algorithm_params") or {}).items():
+            field = f"datasets.{dname}.algorithm_params.{aname}"
+            if aname not in cfg["algorithms"]:
+                raise ConfigError(f"{field}: unknown algorithm {aname!r}; defined: {', '.join(sorted(cfg['algorithms']))}")
+            if "method" in override:
+                raise ConfigError(f"{field}.method: the method of a variant cannot be overridden per dataset")
+            _check_variant({**cfg["algorithms"][aname], **override}, field)
+    _check_cluster_counts(cfg)
+    _check_population(cfg)
+
+
+CLUSTER_COUNT_KEYS = ("k", "n_clusters")
+"""Variant parameters that fix a number of clusters (OCFL K-Means ``k``, IFCA ``k``, a scikit-learn
+clusterer's ``n_clusters``): they cannot exceed the number of clients of any scenario the variant runs in."""
+
+
+def _variant_instances(cfg: Mapping[str, Any], name: str) -> list[tuple[dict[str, Any], str]]:
+    """Variant ``name`` as it runs: its own parameters, and each dataset's ``algorithm_params`` override of
+    them, each with the config field it comes from."""
+    variant = cfg["algorithms"][name]
+    return [(variant, f"algorithms.{name}")] + [
+        ({**variant, **ds["algorithm_params"][name]}, f"datasets.{d}.algorithm_params.{name}")
+        for d, ds in cfg["datasets"].items() if name in (ds.get("algorithm_params") or {})]
+
+
+def _check_cluster_counts(cfg: Mapping[str, Any]) -> None:
+    """A fixed number of clusters above the study's smallest client count is a config error, not a silent
+    clamp (``k: 99`` with 15 clients used to run as 15 singleton clusters)."""
+    smallest = min(int(n) for n in cfg["study"]["clients"])
+    for name in cfg["study"]["algorithms"]:
+        for params, field in _variant_instances(cfg, name):
+            for key in CLUSTER_COUNT_KEYS:
+                value = params.get(key)
+                if isinstance(value, int) and not isinstance(value, bool) and value > smallest:
+                    oracle = "'oracle' or " if key == "k" and params.get("method") == "ocfl" else ""
+                    raise ConfigError(f"{field}.{key}: {value} is not allowed with {smallest} clients (study.clients); "
+                                      f"allowed: {oracle}an integer from 1 to {smallest}")
+
+
+def _check_population(cfg: Mapping[str, Any]) -> None:
+    """A plug-in's ``check_population(params, n_clients, field)`` hook (e.g. OCFL's ``late_clients`` must leave
+    two founding clients) against every client count of the study."""
+    from .fl.strategy import STRATEGIES
+
+    for name in cfg["study"]["algorithms"]:
+        check = getattr(STRATEGIES.get(cfg["algorithms"][name]["method"]), "check_population", None)
+        if check is None:
+            continue
+        for params, field in _variant_instances(cfg, name):
+            for n in cfg["study"]["clients"]:
+                check(strategy_params(params), int(n), field)
+
+
+STUDY_KEYS = ("splits",)
+"""Keys of an algorithm variant that belong to the study, not to the strategy: ``splits`` restricts the
+variant to some splits of the grid (default: all). They are stripped before the strategy is built."""
+
+
+def strategy_params(variant: Mapping[str, Any]) -> dict[str, Any]:
+    """A variant without ``method`` and without the study-level keys (:data:`STUDY_KEYS`)."""
+    return {k: v for k, v in variant.items() if k != "method" and k not in STUDY_KEYS}
+
+
+def algorithm_splits(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
+    """algorithm -> the splits its variant is restricted to (only variants with a ``splits:`` list). A report
+    plan (stages.report_plan), which has no ``algorithms`` block, carries this mapping itself."""
+    if "algorithm_splits" in cfg:
+        return {str(a): list(v) for a, v in cfg["algorithm_splits"].items()}
+    return {str(a): list(v["splits"]) for a, v in (cfg.get("algorithms") or {}).items() if v.get("splits")}
+
+
+def _check_variant(variant: Mapping[str, Any], field: str, split_names: Sequence[str] | None = None) -> dict[str, Any]:
+    """Validate one algorithm variant against its plug-in's ``params_schema``; return it with defaults.
+    The study-level ``splits`` list is checked here against the defined split names and kept aside."""
+    from .fl.strategy import STRATEGIES
+
+    cls = STRATEGIES.get(variant["method"], field=f"{field}.method")
+    study_keys = {k: variant[k] for k in STUDY_KEYS if k in variant}
+    for i, split in enumerate(study_keys.get("splits") or []):
+        if split_names is not None and split not in split_names:
+            raise ConfigError(f"{field}.splits[{i}]: unknown split {split!r}; defined: {', '.join(sorted(split_names))}")
+    params = strategy_params(variant)
+    sub = {"type": "object", "additionalProperties": False, "properties": cls.params_schema}
+    schema_check(params, sub, prefix=f"{field}.")
+    _fill_defaults(sub, params)
+    check = getattr(cls, "check_params", None)
+    if check is not None:
+        check(params, field=field)
+    return {"method": variant["method"], **params, **study_keys}
+
+
+# ---------------------------------------------------------------------------------------------
+# The what-if replay (issue 12 §1): which clusterers a ``whatif`` job replays
+# ---------------------------------------------------------------------------------------------
+WHATIF_IMPORT_PATH = re.compile(r"^(sklearn\.cluster|hdbscan)\.([A-Za-z][A-Za-z0-9_]*)$")
+"""An sklearn-style import path a what-if entry may name: only ``sklearn.cluster.<Class>`` (Class on
+``cflcore.clustering.clusterers.SKLEARN_ALLOWLIST``) and ``hdbscan.HDBSCAN``. The string is matched,
+never imported or evaluated."""
+WHATIF_ENTRY_KEYS = ("name", "clusterer", "select_k", "k_max")  # every other key is a clusterer parameter
+WHATIF_REPLAYABLE_FEATURES = ("divergence_rows", None)  # runs record Γ and Gram matrices, never the deltas
+
+
+def _whatif_allowed() -> str:
+    return (f"{', '.join(sorted(declared_names('clusterer')))}, or an import path "
+            f"sklearn.cluster.<Class> or hdbscan.HDBSCAN")
+
+
+def _check_whatif_names(whatif: Mapping[str, Any]) -> None:
+    """Each ``whatif.clusterers`` entry names a declared clusterer or an allowed import path, once."""
+    seen: set[str] = set()
+    for i, entry in enumerate(whatif.get("clusterers") or []):
+        field = f"whatif.clusterers[{i}]"
+        name = entry["clusterer"]
+        if not WHATIF_IMPORT_PATH.match(name) and name not in declared_names("clusterer"):
+            raise ConfigError(f"{field}.clusterer: unknown clusterer {name!r}; allowed: {_whatif_allowed()}")
+        if entry["name"] in seen:
+            raise ConfigError(f"{field}.name: {entry['name']!r} is used twice; each what-if clusterer needs its own name")
+        seen.add(entry["name"])
+
+
+def whatif_clusterer_params(entry: Mapping[str, Any], field: str) -> dict[str, Any]:
+    """The ``cflcore.clustering`` clusterer parameters of one ``whatif.clusterers`` entry: its keys minus
+    :data:`WHATIF_ENTRY_KEYS`, with ``clusterer`` a registered name. ``sklearn.cluster.<Class>`` becomes
+    ``{clusterer: sklearn, estimator: <Class>}`` (keyword arguments under ``clusterer_params``) and
+    ``hdbscan.HDBSCAN`` becomes ``{clusterer: hdbscan, backend: hdbscan}`` (the ``hdbscan`` package)."""
+    params = {k: copy.deepcopy(v) for k, v in entry.items() if k not in WHATIF_ENTRY_KEYS}
+    name = str(entry["clusterer"])
+    match = WHATIF_IMPORT_PATH.match(name)
+    if match is None:
+        return {"clusterer": name, **params}
+    module, cls = match.groups()
+    if module == "hdbscan":
+        if cls != "HDBSCAN" or "backend" in params:
+            raise ConfigError(f"{field}.clusterer: {name!r} is not allowed; allowed from the hdbscan package: "
+                              f"hdbscan.HDBSCAN (without a backend key)")
+        return {"clusterer": "hdbscan", "backend": "hdbscan", **params}
+    if "estimator" in params:
+        raise ConfigError(f"{field}.estimator: not allowed beside the import path {name!r}; allowed: no estimator key")
+    return {"clusterer": "sklearn", "estimator": cls, **params}
+
+
+def _check_whatif_params(whatif: Mapping[str, Any]) -> None:
+    """Pass 3 for ``whatif``: each entry against its clusterer's ``params_schema`` and ``check_params``."""
+    from .clustering.clusterers import CLUSTERERS, sklearn_estimator_class
+
+    for i, entry in enumerate(whatif.get("clusterers") or []):
+        field = f"whatif.clusterers[{i}]"
+        params = whatif_clusterer_params(entry, field)
+        cls = CLUSTERERS.get(params["clusterer"], field=f"{field}.clusterer")
+        if params["clusterer"] == "sklearn":
+            sklearn_estimator_class(str(params.get("estimator", "AgglomerativeClustering")), field=f"{field}.clusterer")
+        properties = {**cls.params_schema, "clusterer": {"type": "string"},
+                      "features": {"enum": list(WHATIF_REPLAYABLE_FEATURES)}}
+        schema_check(params, {"type": "object", "additionalProperties": False, "properties": properties},
+                     prefix=f"{field}.")
+        cls.check_params(params, field)
+        if entry.get("select_k") and not _has_cluster_count(params):
+            raise ConfigError(f"{field}.select_k: clusterer {entry['clusterer']!r} has no number of clusters to "
+                              f"select; allowed with: kmeans, or an sklearn estimator with n_clusters")
+
+
+def _has_cluster_count(params: Mapping[str, Any]) -> bool:
+    if params["clusterer"] == "kmeans":
+        return True
+    if params["clusterer"] != "sklearn":
+        return False
+    from .clustering.clusterers import sklearn_estimator_class
+
+    return "n_clusters" in sklearn_estimator_class(str(params.get("estimator", "AgglomerativeClustering")))().get_params()
+
+
+def own_clusterer(variant: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The clusterer a run itself used, as clusterer parameters, when it can be replayed from recorded
+    matrices: OCFL's clusterer (000 Algorithm 1, l. 21) unless it clusters the deltas, and BCL's
+    average-linkage cut of Γ (Briggs et al.; cflcore.strategies.bcl.agglomerative_on_distance, which is
+    sklearn's AgglomerativeClustering with these arguments), SCL's first bipartition (complete linkage on
+    Γ into two, Sattler et al.; its later, recursive splits act on sub-clusters and are not replayed), and
+    Louvain CFL's communities of the normalised similarity graph of its recorded distance (002 eq. 3,
+    Algorithm 1 l. 3; full participation, where every client's distance is fresh). None otherwise."""
+    method = variant.get("method")
+    if method == "ocfl" and variant.get("features") in WHATIF_REPLAYABLE_FEATURES:
+        return {k: copy.deepcopy(v) for k, v in variant.items() if k != "method"}
+    if method == "bcl" and variant.get("distance_input", "divergence") == "divergence":
+        return {"clusterer": "sklearn", "estimator": "AgglomerativeClustering",
+                "clusterer_params": {"n_clusters": None, "metric": "precomputed", "linkage": "average",
+                                     "distance_threshold": float(variant.get("distance_threshold", 0.2))}}
+    if method == "scl":
+        return {"clusterer": "sklearn", "estimator": "AgglomerativeClustering",
+                "clusterer_params": {"n_clusters": 2, "metric": "precomputed", "linkage": "complete"}}
+    if method == "louvain":
+        return {"clusterer": "louvain", "similarity": "normalised", "exponent": float(variant.get("exponent", 3)),
+                "resolution": float(variant.get("resolution", 1.0))}
+    return None
+
+
+def whatif_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, Any]:
+    """Everything a ``whatif`` job depends on besides its input files: the matrix choice, the resolved
+    clusterer list and the run's own clusterer (``run:<name>``). ``enabled`` and ``algorithms`` (which
+    runs get a job) are left out, so changing them adds or drops jobs without rerunning the others."""
+    whatif = cfg.get("whatif") or {}
+    clusterers = [{"name": e["name"], "params": whatif_clusterer_params(e, f"whatif.clusterers[{i}]"),
+                   "select_k": e.get("select_k"), "k_max": int(e.get("k_max", 8)), "own": False}
+                  for i, e in enumerate(whatif.get("clusterers") or [])]
+    own = own_clusterer(run_settings(cfg, dataset, algorithm)["algorithm"]) if whatif.get("replay_own", True) else None
+    if own is not None:
+        label = "agglomerative" if own["clusterer"] == "sklearn" else own["clusterer"]
+        clusterers.append({"name": f"run:{label}", "params": own, "select_k": None, "k_max": 8, "own": True})
+    return {"matrix": whatif.get("matrix", "auto"), "clusterers": clusterers}
+
+
+def whatif_runs(cfg: Mapping[str, Any]) -> list[str]:
+    """``{scenario}/{algorithm}`` of every run that gets a ``whatif`` job: every run of the study (each
+    records gram.parquet), or only the variants in ``whatif.algorithms``; none when disabled."""
+    whatif = cfg.get("whatif") or {}
+    if not whatif.get("enabled", True):
+        return []
+    only = whatif.get("algorithms")
+    return [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg) if only is None or a in only]
+
+
+# ---------------------------------------------------------------------------------------------
+# Scenarios and runs
+# ---------------------------------------------------------------------------------------------
+def scenario_id(dataset: str, split: str, clients: int, seed: int) -> str:
+    """``{dataset}/{split}/n{clients}/s{seed}`` (DESIGN §2)."""
+    return f"{dataset}/{split}/n{clients}/s{seed}"
+
+
+def scenarios(cfg: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    s = cfg["study"]
+    for d in s["datasets"]:
+        for sp in s["splits"]:
+            for n in s["clients"]:
+                for seed in s["seeds"]:
+                    yield {"dataset": d, "split": sp, "clients": int(n), "seed": int(seed)}
+
+
+def study_runs(cfg: Mapping[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """Every (scenario, algorithm) of the study grid, honouring each variant's optional ``splits:`` list."""
+    only = algorithm_splits(cfg)
+    return [(s, a) for s in scenarios(cfg) for a in cfg["study"]["algorithms"] if a not in only or s["split"] in only[a]]
+
+
+def late_client_runs(cfg: Mapping[str, Any]) -> list[str]:
+    """Run ids (``{scenario}/{algorithm}``) whose variant holds clients out until after clustering
+    (``late_clients`` > 0, 000 §6.2): they get a late_clients.parquet evaluation. A report plan carries
+    the list itself (``late_runs``)."""
+    if "late_runs" in cfg:
+        return [str(r) for r in cfg["late_runs"]]
+    return [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg)
+            if run_settings(cfg, s["dataset"], a)["algorithm"].get("late_clients")]
+
+
+def dataset_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
+    ds = dict(cfg["datasets"][dataset])
+    ds.setdefault("loader", dataset)
+    return ds
+
+
+def data_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
+    """Only what ``prepare_dataset`` depends on (so a change of lr does not rebuild the data)."""
+    ds = dataset_settings(cfg, dataset)
+    return {
+        "loader": ds["loader"],
+        "test_fraction": ds.get("test_fraction", 0.2),
+        "max_train": ds.get("max_train"),
+        "data_root": str(cfg.get("data_root", "data")),
+        "download": bool(cfg.get("download", False)),
+    }
+
+
+def split_settings(cfg: Mapping[str, Any], split: str) -> dict[str, Any]:
+    return dict(cfg["splits"][split])
+
+
+def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, Any]:
+    """Everything a ``train`` job depends on besides its input files (the split)."""
+    ds = dataset_settings(cfg, dataset)
+    training = {k: v for k, v in ds.items()
+                if k not in ("loader", "test_fraction", "max_train", "explain_samples", "algorithm_params")}
+    variant = {**cfg["algorithms"][algorithm], **(ds.get("algorithm_params") or {}).get(algorithm, {})}
+    variant = {"method": variant["method"], **strategy_params(variant)}  # `splits:` is the study's, not the strategy's
+    return {
+        "training": training,
+        "engine": dict(cfg.get("engine", {})),
+        "algorithm": variant,
+        "device": cfg.get("device", "auto"),
+    }
+
+
+def explain_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
+    """The explain block with the per-dataset sample size resolved (000 §5: 350; 180 for BloodMNIST)."""
+    ex = dict(cfg.get("explain", {}))
+    if ex.get("samples") is None:
+        ex["samples"] = int(dataset_settings(cfg, dataset).get("explain_samples", 350))
+    ex["model"] = dataset_settings(cfg, dataset)["model"]
+    return ex

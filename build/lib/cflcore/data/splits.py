@@ -1,0 +1,622 @@
+"""Split generators: which client holds which samples, and the ground-truth cluster of every client (DESIGN §7).
+
+``make_split(dataset_path, settings, n_clients, seed, out_dir)`` writes ``assignments.parquet`` and
+``manifest.json``. Every generator decides, per client, a ground-truth cluster and a class-probability vector
+(and, for ``domains``, a visual domain); one shared sampler then realises the clients' data the way the OCFL
+generator does (000 §3.1, §4.1): each client draws ``samples_per_client`` samples *with replacement* from the
+dataset's train part according to its class vector (so samples are shared within and across clusters),
+duplicates are dropped, and a seeded ``local_test_fraction`` of the distinct samples becomes the local test
+set. The orchestrator set is the dataset's test part.
+
+Generators (``generator:`` in a split entry):
+
+* ``ocfl`` (000 §3.1, §4.1): three clusters with class sets per dataset family (:data:`DEFAULT_CLASS_SETS`),
+  ``overlap`` picks the overlapping sets; ``imbalanced`` gives unequal cluster sizes and one Dirichlet(α)
+  class vector per cluster over its class set (balanced: uniform over the set).
+* ``majority`` (002 §V-1): client k has majority class l_k with P(l_k) = m (``majority_share``) and
+  P(l) = (1 - m)/(C - 1) for the other classes; its ground-truth cluster is the class group holding l_k
+  (``class_sets``; default for CIFAR-10 vehicles {0,1,8,9} vs animals {2..7}, as in 002; else the
+  non-overlapping OCFL sets). Majority classes go round-robin over the groups (group 0's first class, group 1's
+  first class, …, group 0's second class, …), so 10 clients on CIFAR-10 own the 10 classes once each, as in 002.
+* ``dirichlet-mix`` (004 §7.3, App. H): client groups (``cluster_shares``) with different Dirichlet
+  concentrations (``alphas``), each client its own class vector ~ Dir(α·1); α = 0 is one class per client.
+* ``domains`` (004 §7.3, Table 4/7): near-uniform classes (Dir(``alpha``), default 100) but groups of clients see
+  clean, noised (``noise_std``, pixels in [0, 1]) or blurred (``blur_sigma``) images; the domain of each client is
+  recorded in the manifest and applied by ``cflcore.data.store.load_federated``.
+
+Randomness: ``np.random.SeedSequence([seed, hash(generator, params, n_clients, dataset)])`` spawns one stream for
+cluster-level draws and one per client, so the same inputs give bit-identical files.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import ConfigError, DataError
+from ..io import read_json, read_parquet, stable_hash, write_json, write_parquet
+from ..registry import Registry
+from .store import read_dataset_labels
+
+if TYPE_CHECKING:  # pandas only for split_summary (the split job does not import it)
+    import pandas as pd
+
+#: 000 §4.1 / DESIGN §7: (non-overlapping, overlapping) class sets by number of classes. The overlapping sets for
+#: BloodMNIST (8 classes) are not published; ours follow the 10-class pattern (set 0 plus the last two classes,
+#: sets 1∪2 without their first class, sets 0∪1).
+DEFAULT_CLASS_SETS: dict[int, dict[bool, list[list[int]]]] = {
+    10: {False: [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]],
+         True: [[0, 1, 2, 3, 8, 9], [4, 5, 6, 7, 8, 9], [0, 1, 2, 3, 4, 5]]},
+    9: {False: [[0, 1, 2], [3, 4, 5], [6, 7, 8]],
+        True: [[0, 1, 2, 7, 8], [4, 5, 6, 7, 8], [0, 1, 2, 3, 4, 5]]},
+    8: {False: [[0, 1], [2, 3, 4], [5, 6, 7]],
+        True: [[0, 1, 6, 7], [3, 4, 5, 6, 7], [0, 1, 2, 3, 4]]},
+}
+
+#: 002 §V: CIFAR-10's two superclasses (vehicles: airplane, automobile, ship, truck; animals: the rest).
+CIFAR10_SUPERCLASSES = [[0, 1, 8, 9], [2, 3, 4, 5, 6, 7]]
+
+#: Cluster shares of the imbalanced OCFL splits. 000 says "20 % / ~47 % / ~33 %" and publishes 15 -> 3/7/5 and
+#: 30 -> 7/14/9; as 0.2·30 = 6 exactly, no rounding of 20 % gives 7. We use the mean shares of the two published
+#: allocations (0.217, 0.467, 0.317 -> 0.22/0.47/0.31) with largest-remainder rounding, which gives both exactly.
+OCFL_IMBALANCED_SHARES = (0.22, 0.47, 0.31)
+
+ROLE_CODES = {"train": 0, "test": 1, "orchestrator": 2}
+
+
+# ---------------------------------------------------------------------------------------------
+# State
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SplitContext:
+    """What a generator sees of the dataset: the train part's labels and the dataset's classes."""
+
+    train_idx: np.ndarray  # idx of the train rows
+    train_labels: np.ndarray  # their labels
+    test_idx: np.ndarray  # idx of the test rows (the orchestrator set)
+    n_classes: int
+    classes: list[str]
+    loader: str
+    dataset: str
+
+    def class_pools(self) -> list[np.ndarray]:
+        """idx of the train samples of every class."""
+        return [self.train_idx[self.train_labels == c] for c in range(self.n_classes)]
+
+
+@dataclass
+class ClientPlan:
+    """One client before sampling: its ground-truth cluster, class probabilities and (optional) visual domain."""
+
+    cluster: int
+    class_weights: np.ndarray
+    domain: dict[str, Any] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SplitPlan:
+    n_clusters: int
+    class_sets: list[list[int]]
+    clients: list[ClientPlan]
+    cluster_info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ClientSamples:
+    train_idx: np.ndarray
+    test_idx: np.ndarray
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter checks (one-line ConfigErrors naming the field)
+# ---------------------------------------------------------------------------------------------
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and np.isfinite(v)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def check_bool(v: Any, field: str) -> None:
+    if not isinstance(v, bool):
+        raise ConfigError(f"{field}: {v!r} is not allowed; allowed: true, false")
+
+
+def check_number(v: Any, field: str, low: float, high: float = float("inf"), low_open: bool = True,
+                 high_open: bool = False) -> None:
+    ok = _is_number(v) and (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
+    if not ok:
+        lo = "(" if low_open else "["
+        hi = ")" if high_open else "]"
+        raise ConfigError(f"{field}: {v!r} is not allowed; allowed: a number in {lo}{low}, {high}{hi}")
+
+
+MIN_SAMPLES_PER_CLIENT = 10
+"""Smallest ``samples_per_client`` accepted: with the 70/30 local split (000 §4.1) it leaves a client at
+least 7 training and 3 test samples before duplicates are dropped; fewer make local F1 and the client's
+update meaningless (2 draws left one training sample)."""
+
+
+def check_samples(v: Any, field: str) -> None:
+    if v is not None and not (_is_int(v) and v >= MIN_SAMPLES_PER_CLIENT):
+        raise ConfigError(f"{field}: {v!r} is not allowed; allowed: null (len(train)/clients) or an integer "
+                          f">= {MIN_SAMPLES_PER_CLIENT}")
+
+
+def check_class_sets(v: Any, field: str) -> None:
+    ok = isinstance(v, list) and len(v) >= 1 and all(
+        isinstance(s, list) and len(s) >= 1 and all(_is_int(c) and c >= 0 for c in s) and len(set(s)) == len(s)
+        for s in v)
+    if not ok:
+        raise ConfigError(f"{field}: {v!r} is not allowed; allowed: a list of non-empty lists of distinct class indices >= 0")
+
+
+def check_number_list(v: Any, field: str, low: float, low_open: bool) -> None:
+    if not isinstance(v, list) or not v:
+        raise ConfigError(f"{field}: {v!r} is not allowed; allowed: a non-empty list of numbers")
+    for i, x in enumerate(v):
+        check_number(x, f"{field}[{i}]", low, low_open=low_open)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cluster sizes
+# ---------------------------------------------------------------------------------------------
+def apportion(n_clients: int, shares: Sequence[float]) -> list[int]:
+    """Clients per cluster: largest-remainder (Hamilton) rounding of ``n_clients·share`` (ties to the lower
+    cluster index), then every cluster gets >= 1 client (taken from the largest). Hand-rolled: a few lines,
+    no library offers apportionment."""
+    weights = np.asarray(shares, dtype=np.float64)
+    quotas = n_clients * weights / weights.sum()
+    sizes = np.floor(quotas).astype(np.int64)
+    order = np.argsort(-(quotas - sizes), kind="stable")
+    sizes[order[: n_clients - int(sizes.sum())]] += 1
+    for c in range(len(sizes)):
+        if sizes[c] == 0:
+            sizes[int(np.argmax(sizes))] -= 1
+            sizes[c] = 1
+    return [int(s) for s in sizes]
+
+
+def equal_sizes(n_clients: int, n_clusters: int) -> list[int]:
+    """Balanced: ``n // k`` clients each, the remainder to the first clusters."""
+    return [n_clients // n_clusters + (1 if c < n_clients % n_clusters else 0) for c in range(n_clusters)]
+
+
+def check_enough_clients(n_clients: int, n_clusters: int, field: str) -> None:
+    minimum = max(3, n_clusters)
+    if n_clients < minimum:
+        raise ConfigError(f"clients: {n_clients} is too few for {field} ({n_clusters} clusters); minimum {minimum}")
+
+
+def check_class_sets_in_dataset(class_sets: list[list[int]], ctx: SplitContext, field: str) -> None:
+    for s in class_sets:
+        for c in s:
+            if c >= ctx.n_classes:
+                raise ConfigError(
+                    f"{field}.class_sets: class {c} is not in dataset {ctx.dataset}; its classes are "
+                    f"0..{ctx.n_classes - 1} ({', '.join(ctx.classes)})")
+
+
+def uniform_weights(classes: Sequence[int], n_classes: int) -> np.ndarray:
+    w = np.zeros(n_classes)
+    w[list(classes)] = 1.0 / len(classes)
+    return w
+
+
+def dirichlet_weights(alpha: float, classes: Sequence[int], n_classes: int, rng: np.random.Generator) -> np.ndarray:
+    """A class vector ~ Dir(α·1) over ``classes`` (000 §3.1); α = 0 is the limit: one class, chosen uniformly."""
+    w = np.zeros(n_classes)
+    if alpha == 0:
+        w[int(rng.choice(np.asarray(classes)))] = 1.0
+        return w
+    v = rng.dirichlet(np.full(len(classes), float(alpha)))
+    if not np.all(np.isfinite(v)) or v.sum() <= 0:  # tiny α can underflow every gamma draw to 0
+        v = np.zeros(len(classes))
+        v[int(rng.integers(len(classes)))] = 1.0
+    w[list(classes)] = v / v.sum()
+    return w
+
+
+def clusters_of(sizes: Sequence[int]) -> list[int]:
+    """Contiguous client blocks: clients 0..s0-1 in cluster 0, the next s1 in cluster 1, …"""
+    return [c for c, s in enumerate(sizes) for _ in range(s)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Generators
+# ---------------------------------------------------------------------------------------------
+SPLIT_GENERATORS: Registry[type["SplitGenerator"]] = Registry("split generator")
+
+
+class SplitGenerator:
+    """Base class: parameters with defaults, their checks, and ``generate`` (the per-client plan)."""
+
+    defaults: ClassVar[dict[str, Any]] = {}
+    common_defaults: ClassVar[dict[str, Any]] = {"samples_per_client": None, "local_test_fraction": 0.3}
+
+    def __init__(self, params: Mapping[str, Any], field: str = "split"):
+        self.field = field
+        self.params = self.normalise(params)
+
+    @classmethod
+    def allowed_keys(cls) -> dict[str, Any]:
+        return {**cls.common_defaults, **cls.defaults}
+
+    @classmethod
+    def normalise(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Parameters with defaults filled in (``generator`` included)."""
+        out = {"generator": cls.registered_name}  # type: ignore[attr-defined]
+        for key, default in cls.allowed_keys().items():
+            out[key] = params.get(key, default)
+        return out
+
+    @classmethod
+    def check_params(cls, params: Mapping[str, Any], field: str) -> None:
+        """Unknown keys and out-of-range values raise a one-line ConfigError naming ``field.key``."""
+        allowed = set(cls.allowed_keys()) | {"generator"}
+        for key in params:
+            if key not in allowed:
+                name = cls.registered_name  # type: ignore[attr-defined]
+                raise ConfigError(f"{field}: unknown key {key!r} for generator {name}; "
+                                  f"allowed: {', '.join(sorted(allowed))}")
+        p = cls.normalise(params)
+        check_samples(p["samples_per_client"], f"{field}.samples_per_client")
+        check_number(p["local_test_fraction"], f"{field}.local_test_fraction", 0.0, 1.0, high_open=True)
+        cls.check_own_params(p, field)
+
+    @classmethod
+    def check_own_params(cls, p: dict[str, Any], field: str) -> None:
+        """Generator-specific checks (dataset-independent)."""
+
+    def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
+                 client_rngs: list[np.random.Generator]) -> SplitPlan:
+        raise NotImplementedError
+
+
+def _check_shares_alphas(p: dict[str, Any], field: str, list_key: str) -> None:
+    check_number_list(p["cluster_shares"], f"{field}.cluster_shares", 0.0, low_open=True)
+    if len(p[list_key]) != len(p["cluster_shares"]):
+        raise ConfigError(f"{field}.{list_key}: {len(p[list_key])} entries but cluster_shares has "
+                          f"{len(p['cluster_shares'])}; allowed: one entry per cluster")
+
+
+@SPLIT_GENERATORS.register("ocfl")
+class OcflSplit(SplitGenerator):
+    """The four splits of 000 §4.1 (non-)overlapping × (im)balanced, three ground-truth clusters."""
+
+    defaults = {"overlap": False, "imbalanced": False, "alpha": 1.0, "class_sets": None, "cluster_shares": None}
+
+    @classmethod
+    def check_own_params(cls, p: dict[str, Any], field: str) -> None:
+        check_bool(p["overlap"], f"{field}.overlap")
+        check_bool(p["imbalanced"], f"{field}.imbalanced")
+        check_number(p["alpha"], f"{field}.alpha", 0.0)
+        if p["class_sets"] is not None:
+            check_class_sets(p["class_sets"], f"{field}.class_sets")
+        if p["cluster_shares"] is not None:
+            check_number_list(p["cluster_shares"], f"{field}.cluster_shares", 0.0, low_open=True)
+            n_sets = len(p["class_sets"]) if p["class_sets"] is not None else 3
+            if len(p["cluster_shares"]) != n_sets:
+                raise ConfigError(f"{field}.cluster_shares: {len(p['cluster_shares'])} entries for {n_sets} clusters; "
+                                  "allowed: one share per class set")
+        elif p["imbalanced"] and p["class_sets"] is not None and len(p["class_sets"]) != 3:
+            raise ConfigError(f"{field}.cluster_shares: required for imbalanced splits with "
+                              f"{len(p['class_sets'])} class sets (the default 20/47/33 % is for 3)")
+
+    def class_sets(self, ctx: SplitContext) -> list[list[int]]:
+        if self.params["class_sets"] is not None:
+            sets = [list(map(int, s)) for s in self.params["class_sets"]]
+        elif ctx.n_classes in DEFAULT_CLASS_SETS:
+            sets = DEFAULT_CLASS_SETS[ctx.n_classes][bool(self.params["overlap"])]
+        else:
+            raise ConfigError(f"{self.field}.class_sets: no default class sets for {ctx.n_classes} classes "
+                              f"(defaults exist for {', '.join(map(str, sorted(DEFAULT_CLASS_SETS)))}); set class_sets")
+        check_class_sets_in_dataset(sets, ctx, self.field)
+        return sets
+
+    def sizes(self, n_clients: int, n_clusters: int) -> list[int]:
+        shares = self.params["cluster_shares"]
+        if shares is not None:
+            return apportion(n_clients, shares)
+        if self.params["imbalanced"]:
+            return apportion(n_clients, OCFL_IMBALANCED_SHARES)
+        return equal_sizes(n_clients, n_clusters)
+
+    def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
+                 client_rngs: list[np.random.Generator]) -> SplitPlan:
+        """Balanced: y ~ Unif(Y^c); imbalanced: y ~ Categorical(v^c), v^c ~ Dir(α·1) once per cluster (000 §3.1)."""
+        sets = self.class_sets(ctx)
+        check_enough_clients(n_clients, len(sets), self.field)
+        if self.params["imbalanced"]:
+            weights = [dirichlet_weights(float(self.params["alpha"]), s, ctx.n_classes, cluster_rng) for s in sets]
+        else:
+            weights = [uniform_weights(s, ctx.n_classes) for s in sets]
+        clusters = clusters_of(self.sizes(n_clients, len(sets)))
+        clients = [ClientPlan(cluster=c, class_weights=weights[c]) for c in clusters]
+        return SplitPlan(len(sets), sets, clients, {"cluster_class_weights": [w.tolist() for w in weights]})
+
+
+@SPLIT_GENERATORS.register("majority")
+class MajoritySplit(SplitGenerator):
+    """002 §V-1: every client has a majority class with share m_k; ground truth = the group of that class."""
+
+    defaults = {"majority_share": 0.7, "class_sets": None}
+
+    @classmethod
+    def check_own_params(cls, p: dict[str, Any], field: str) -> None:
+        check_number(p["majority_share"], f"{field}.majority_share", 0.0, 1.0)
+        if p["class_sets"] is not None:
+            check_class_sets(p["class_sets"], f"{field}.class_sets")
+            flat = [c for s in p["class_sets"] for c in s]
+            if len(flat) != len(set(flat)):
+                raise ConfigError(f"{field}.class_sets: the class groups of a majority split must be disjoint")
+
+    def class_sets(self, ctx: SplitContext) -> list[list[int]]:
+        if self.params["class_sets"] is not None:
+            sets = [list(map(int, s)) for s in self.params["class_sets"]]
+        elif ctx.loader == "cifar10":
+            sets = CIFAR10_SUPERCLASSES
+        elif ctx.n_classes in DEFAULT_CLASS_SETS:
+            sets = DEFAULT_CLASS_SETS[ctx.n_classes][False]
+        else:
+            raise ConfigError(f"{self.field}.class_sets: no default class grouping for {ctx.n_classes} classes; set class_sets")
+        check_class_sets_in_dataset(sets, ctx, self.field)
+        return sets
+
+    def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
+                 client_rngs: list[np.random.Generator]) -> SplitPlan:
+        """P_k(l_k) = m_k, P_k(l_o) = (1 - m_k)/(C - 1) for l_o ≠ l_k (002 §V-1)."""
+        sets = self.class_sets(ctx)
+        check_enough_clients(n_clients, len(sets), self.field)
+        depth = max(len(s) for s in sets)
+        order = [(g, s[i]) for i in range(depth) for g, s in enumerate(sets) if i < len(s)]  # round-robin over groups
+        m = float(self.params["majority_share"])
+        clients = []
+        for k in range(n_clients):
+            group, majority = order[k % len(order)]
+            w = np.full(ctx.n_classes, (1.0 - m) / (ctx.n_classes - 1) if ctx.n_classes > 1 else 0.0)
+            w[majority] = m
+            clients.append(ClientPlan(cluster=group, class_weights=w / w.sum(), info={"majority_class": majority}))
+        return SplitPlan(len(sets), sets, clients)
+
+
+@SPLIT_GENERATORS.register("dirichlet-mix")
+class DirichletMixSplit(SplitGenerator):
+    """004 §7.3 / App. H: groups of clients with different heterogeneity α (e.g. 40 % α=1000, 30 % α=0.05, 30 % α=0)."""
+
+    defaults = {"cluster_shares": [0.4, 0.3, 0.3], "alphas": [1000.0, 0.05, 0.0]}
+
+    @classmethod
+    def check_own_params(cls, p: dict[str, Any], field: str) -> None:
+        check_number_list(p["alphas"], f"{field}.alphas", 0.0, low_open=False)
+        _check_shares_alphas(p, field, "alphas")
+
+    def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
+                 client_rngs: list[np.random.Generator]) -> SplitPlan:
+        """Each client of group g: class vector ~ Dir(α_g·1_C) over all classes; α_g = 0: a single class."""
+        alphas = [float(a) for a in self.params["alphas"]]
+        check_enough_clients(n_clients, len(alphas), self.field)
+        all_classes = list(range(ctx.n_classes))
+        clusters = clusters_of(apportion(n_clients, self.params["cluster_shares"]))
+        clients = [ClientPlan(cluster=c, class_weights=dirichlet_weights(alphas[c], all_classes, ctx.n_classes, client_rngs[k]),
+                              info={"alpha": alphas[c]}) for k, c in enumerate(clusters)]
+        return SplitPlan(len(alphas), [all_classes for _ in alphas], clients)
+
+
+@SPLIT_GENERATORS.register("domains")
+class DomainsSplit(SplitGenerator):
+    """004 §7.3 (Tables 4, 7): groups of clients with clean, noisy or blurred images, near-uniform classes."""
+
+    defaults = {"domains": ["clean", "noise", "blur"], "cluster_shares": [0.4, 0.3, 0.3], "alpha": 100.0,
+                "noise_std": 0.2, "blur_sigma": 1.0}
+    kinds = ("clean", "noise", "blur")
+
+    @classmethod
+    def check_own_params(cls, p: dict[str, Any], field: str) -> None:
+        d = p["domains"]
+        if not isinstance(d, list) or not d or any(x not in cls.kinds for x in d) or len(set(d)) != len(d):
+            raise ConfigError(f"{field}.domains: {d!r} is not allowed; allowed: distinct entries of {', '.join(cls.kinds)}")
+        _check_shares_alphas(p, field, "domains")
+        check_number(p["alpha"], f"{field}.alpha", 0.0)
+        check_number(p["noise_std"], f"{field}.noise_std", 0.0, low_open=False)
+        check_number(p["blur_sigma"], f"{field}.blur_sigma", 0.0)
+
+    def domain_record(self, kind: str, rng: np.random.Generator) -> dict[str, Any]:
+        if kind == "noise":
+            return {"domain": "noise", "noise_std": float(self.params["noise_std"]),
+                    "noise_seed": int(rng.integers(2**31 - 1))}
+        if kind == "blur":
+            return {"domain": "blur", "blur_sigma": float(self.params["blur_sigma"])}
+        return {"domain": "clean"}
+
+    def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
+                 client_rngs: list[np.random.Generator]) -> SplitPlan:
+        kinds = list(self.params["domains"])
+        check_enough_clients(n_clients, len(kinds), self.field)
+        all_classes = list(range(ctx.n_classes))
+        clusters = clusters_of(apportion(n_clients, self.params["cluster_shares"]))
+        clients = []
+        for k, c in enumerate(clusters):
+            w = dirichlet_weights(float(self.params["alpha"]), all_classes, ctx.n_classes, client_rngs[k])
+            clients.append(ClientPlan(cluster=c, class_weights=w, domain=self.domain_record(kinds[c], client_rngs[k])))
+        return SplitPlan(len(kinds), [all_classes for _ in kinds], clients, {"cluster_domains": kinds})
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling and writing
+# ---------------------------------------------------------------------------------------------
+def draw_client_samples(class_weights: np.ndarray, pools: list[np.ndarray], n_draws: int, local_test_fraction: float,
+                        rng: np.random.Generator, client: int) -> ClientSamples:
+    """Draw ``n_draws`` samples with replacement by class vector, drop duplicates, split train/test (000 §4.1)."""
+    counts = rng.multinomial(n_draws, class_weights)
+    drawn = []
+    for c in np.flatnonzero(counts):
+        if len(pools[c]) == 0:
+            raise DataError(f"client {client} needs class {c}, but the dataset's train part has no sample of it")
+        drawn.append(rng.choice(pools[c], size=int(counts[c]), replace=True))
+    distinct = np.unique(np.concatenate(drawn)) if drawn else np.empty(0, dtype=np.int64)
+    if len(distinct) < 2:
+        raise DataError(f"client {client} drew {len(distinct)} distinct samples; need >= 2 for a local train/test split "
+                        "(raise samples_per_client)")
+    from sklearn.model_selection import train_test_split  # lazy: keeps job start-up short
+    train, test = train_test_split(distinct, test_size=local_test_fraction, random_state=int(rng.integers(2**31 - 1)))
+    return ClientSamples(np.sort(train).astype(np.int64), np.sort(test).astype(np.int64))
+
+
+def assignments_table(samples: list[ClientSamples], clusters: Sequence[int], orchestrator_idx: np.ndarray) -> pa.Table:
+    """DESIGN §3 ``assignments.parquet``, sorted by (client, role train<test<orchestrator, idx)."""
+    client, cluster, role, idx = [np.full(len(orchestrator_idx), -1)], [np.full(len(orchestrator_idx), -1)], \
+        [np.full(len(orchestrator_idx), ROLE_CODES["orchestrator"])], [orchestrator_idx]
+    for k, (s, c) in enumerate(zip(samples, clusters)):
+        for code, ids in ((ROLE_CODES["train"], s.train_idx), (ROLE_CODES["test"], s.test_idx)):
+            client.append(np.full(len(ids), k))
+            cluster.append(np.full(len(ids), c))
+            role.append(np.full(len(ids), code))
+            idx.append(ids)
+    cl, cu, ro, ix = (np.concatenate(a).astype(np.int64) for a in (client, cluster, role, idx))
+    order = np.lexsort((ix, ro, cl))
+    names = {v: k for k, v in ROLE_CODES.items()}
+    return pa.table({
+        "client": pa.array(cl[order].astype(np.int32)),
+        "cluster": pa.array(cu[order].astype(np.int32)),
+        "role": pa.array([names[int(r)] for r in ro[order]], type=pa.string()),
+        "idx": pa.array(ix[order].astype(np.int64)),
+    })
+
+
+def label_histogram(idx: np.ndarray, labels_by_idx: np.ndarray, n_classes: int) -> list[int]:
+    return np.bincount(labels_by_idx[idx], minlength=n_classes).astype(int).tolist()
+
+
+def split_context(dataset_path: str | os.PathLike) -> SplitContext:
+    labels, part, meta = read_dataset_labels(dataset_path)
+    idx = np.arange(len(labels), dtype=np.int64)
+    train = part == "train"
+    return SplitContext(train_idx=idx[train], train_labels=labels[train], test_idx=idx[part == "test"],
+                        n_classes=int(meta["n_classes"]), classes=[str(c) for c in meta["classes"]],
+                        loader=str(meta.get("loader", "")), dataset=Path(dataset_path).stem)
+
+
+def split_streams(seed: int, params: Mapping[str, Any], n_clients: int, ctx: SplitContext
+                  ) -> tuple[np.random.Generator, list[np.random.Generator]]:
+    """One cluster-level generator and one per client, all from ``[seed, hash(params, n_clients, dataset)]``."""
+    key = stable_hash({"params": dict(params), "n_clients": n_clients, "loader": ctx.loader,
+                       "n_train": len(ctx.train_idx), "n_classes": ctx.n_classes})
+    children = np.random.SeedSequence([int(seed), int(key, 16)]).spawn(n_clients + 1)
+    return np.random.default_rng(children[0]), [np.random.default_rng(c) for c in children[1:]]
+
+
+def build_split(ctx: SplitContext, settings: Mapping[str, Any], n_clients: int, seed: int,
+                field: str = "split") -> tuple[pa.Table, dict[str, Any]]:
+    """The assignments table and the manifest of one scenario (nothing is written)."""
+    if not isinstance(settings, Mapping) or "generator" not in settings:
+        raise ConfigError(f"{field}.generator: missing; allowed: {', '.join(SPLIT_GENERATORS.names())}")
+    cls = SPLIT_GENERATORS.get(settings["generator"], field=f"{field}.generator")
+    cls.check_params(settings, field)
+    if not _is_int(n_clients) or n_clients < 3:
+        raise ConfigError(f"clients: {n_clients!r} is not allowed; allowed: an integer >= 3")
+    if not _is_int(seed) or seed < 0:
+        raise ConfigError(f"seed: {seed!r} is not allowed; allowed: an integer >= 0")
+    generator = cls(settings, field)
+    params = generator.params
+    cluster_rng, client_rngs = split_streams(seed, params, n_clients, ctx)
+    plan = generator.generate(ctx, int(n_clients), cluster_rng, client_rngs)
+    n_draws = params["samples_per_client"] or max(2, len(ctx.train_idx) // n_clients)
+    pools = ctx.class_pools()
+    samples = [draw_client_samples(p.class_weights, pools, int(n_draws), float(params["local_test_fraction"]),
+                                   client_rngs[k], k) for k, p in enumerate(plan.clients)]
+    clusters = [p.cluster for p in plan.clients]
+    table = assignments_table(samples, clusters, ctx.test_idx)
+
+    labels_by_idx = np.zeros(int(max(ctx.train_idx.max(initial=-1), ctx.test_idx.max(initial=-1))) + 1, dtype=np.int64)
+    labels_by_idx[ctx.train_idx] = ctx.train_labels
+    hist_train = [label_histogram(s.train_idx, labels_by_idx, ctx.n_classes) for s in samples]
+    hist_test = [label_histogram(s.test_idx, labels_by_idx, ctx.n_classes) for s in samples]
+    manifest: dict[str, Any] = {
+        "generator": params["generator"],
+        "params": params,
+        "dataset": ctx.dataset,
+        "loader": ctx.loader,
+        "classes": ctx.classes,
+        "n_classes": ctx.n_classes,
+        "seed": int(seed),
+        "n_clients": int(n_clients),
+        "n_clusters": plan.n_clusters,
+        "cluster_of_client": clusters,
+        "clients_per_cluster": np.bincount(clusters, minlength=plan.n_clusters).astype(int).tolist(),
+        "class_sets": plan.class_sets,
+        "samples_per_client": int(n_draws),
+        "class_weights": [np.round(p.class_weights, 12).tolist() for p in plan.clients],
+        "label_histograms": [[a + b for a, b in zip(tr, te)] for tr, te in zip(hist_train, hist_test)],
+        "label_histograms_train": hist_train,
+        "label_histograms_test": hist_test,
+        "n_train": [len(s.train_idx) for s in samples],
+        "n_test": [len(s.test_idx) for s in samples],
+        "orchestrator_size": int(len(ctx.test_idx)),
+        **plan.cluster_info,
+    }
+    info_keys = sorted({k for p in plan.clients for k in p.info})
+    for key in info_keys:
+        manifest[f"{key}_of_client"] = [p.info.get(key) for p in plan.clients]
+    if any(p.domain is not None for p in plan.clients):
+        manifest["domains"] = [p.domain or {"domain": "clean"} for p in plan.clients]
+    return table, manifest
+
+
+def make_split(dataset_path: str | os.PathLike, settings: Mapping[str, Any], n_clients: int, seed: int,
+               out_dir: str | os.PathLike, field: str = "split") -> dict[str, Any]:
+    """Write ``{out_dir}/assignments.parquet`` and ``manifest.json`` atomically; return the manifest.
+
+    ``field`` names the split in error messages (e.g. ``splits.overlap-balanced``). Bad input raises before
+    anything is written."""
+    ctx = split_context(dataset_path)
+    table, manifest = build_split(ctx, settings, n_clients, seed, field)
+    out_dir = Path(out_dir)
+    write_parquet(table, out_dir / "assignments.parquet")
+    write_json(manifest, out_dir / "manifest.json")
+    return manifest
+
+
+# ---------------------------------------------------------------------------------------------
+# Summary
+# ---------------------------------------------------------------------------------------------
+def split_summary(split_dir: str | os.PathLike) -> pd.DataFrame:
+    """Per ground-truth cluster: clients, class set, classes present, distinct samples per client (mean/min/max),
+    mean local train/test sizes (and the domain where there is one). ``attrs`` holds the orchestrator size."""
+    import pandas as pd
+
+    split_dir = Path(split_dir)
+    manifest = read_json(split_dir / "manifest.json")
+    table = read_parquet(split_dir / "assignments.parquet", columns=["client", "role"])
+    clients = table.column("client").to_numpy()
+    per_client = np.bincount(clients[clients >= 0], minlength=int(manifest["n_clients"]))
+    cluster_of = np.asarray(manifest["cluster_of_client"])
+    hist = np.asarray(manifest["label_histograms"])
+    rows = []
+    for c in range(int(manifest["n_clusters"])):
+        mine = cluster_of == c
+        sizes = per_client[mine]
+        row = {
+            "cluster": c,
+            "clients": int(mine.sum()),
+            "class_set": list(manifest["class_sets"][c]),
+            "classes_present": np.flatnonzero(hist[mine].sum(axis=0)).tolist() if mine.any() else [],
+            "samples_mean": float(sizes.mean()) if len(sizes) else 0.0,
+            "samples_min": int(sizes.min()) if len(sizes) else 0,
+            "samples_max": int(sizes.max()) if len(sizes) else 0,
+            "train_mean": float(np.mean(np.asarray(manifest["n_train"])[mine])) if mine.any() else 0.0,
+            "test_mean": float(np.mean(np.asarray(manifest["n_test"])[mine])) if mine.any() else 0.0,
+        }
+        if "cluster_domains" in manifest:
+            row["domain"] = manifest["cluster_domains"][c]
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    df.attrs["orchestrator_size"] = int(manifest["orchestrator_size"])
+    df.attrs["generator"] = manifest["generator"]
+    return df

@@ -1,0 +1,222 @@
+"""Read the dataset Parquet (DESIGN §3) and build the in-memory federated scenario of one split.
+
+``load_dataset`` checks the file against the contract; ``load_federated`` joins ``assignments.parquet`` and
+``manifest.json`` of a split with the dataset and applies the per-client visual domain of the ``domains``
+generator (004 §7.3: clean / Gaussian noise / Gaussian blur), deterministically from the manifest.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import DataError
+from ..io import numeric_column, parquet_metadata, read_json, read_parquet
+from .federated import ClientData, FederatedData
+
+if TYPE_CHECKING:  # torch is imported where tensors are built: the split job reads labels only
+    import torch
+
+DATASET_COLUMNS = {"idx": pa.int64(), "part": pa.string(), "label": pa.int16(), "image": pa.binary()}
+ASSIGNMENT_COLUMNS = {"client": pa.int32(), "cluster": pa.int32(), "role": pa.string(), "idx": pa.int64()}
+REQUIRED_META = ("shape", "classes", "n_classes", "n_train", "n_test")
+
+
+@dataclass
+class DatasetTable:
+    """The whole dataset in memory: ``images`` uint8 (N, C, H, W), ``labels`` int64, ``part`` str, ``idx`` int64."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    part: np.ndarray
+    idx: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return tuple(int(s) for s in self.meta["shape"])  # type: ignore[return-value]
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.meta["n_classes"])
+
+    @property
+    def classes(self) -> list[str]:
+        return list(self.meta["classes"])
+
+    def rows_of(self, idx: np.ndarray) -> np.ndarray:
+        """Row positions of the given ``idx`` values (``idx`` is 0..N-1 in row order by contract)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if len(idx) and (idx.min() < 0 or idx.max() >= len(self.idx)):
+            raise DataError(f"idx {int(idx.min())}..{int(idx.max())} outside the dataset's 0..{len(self.idx) - 1}")
+        return idx
+
+
+def _check_columns(table: pa.Table, expected: Mapping[str, pa.DataType], path: Path) -> None:
+    for name, dtype in expected.items():
+        if name not in table.column_names:
+            raise DataError(f"{path}: missing column {name!r}; expected columns {', '.join(expected)}")
+        if table.schema.field(name).type != dtype:
+            raise DataError(f"{path}: column {name!r} has type {table.schema.field(name).type}, expected {dtype}")
+
+
+def read_dataset_meta(path: str | os.PathLike) -> dict[str, Any]:
+    """The schema metadata of a dataset Parquet (shape, classes, n_classes, source, n_train, n_test, loader)."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: file not found")
+    meta = parquet_metadata(path)
+    missing = [k for k in REQUIRED_META if k not in meta]
+    if missing:
+        raise DataError(f"{path}: not a dataset file (metadata lacks {', '.join(missing)})")
+    return meta
+
+
+def _labels_and_part(table: pa.Table, meta: Mapping[str, Any], path: Path) -> tuple[np.ndarray, np.ndarray]:
+    idx = numeric_column(table, "idx")
+    if not np.array_equal(idx, np.arange(len(idx))):
+        raise DataError(f"{path}: column 'idx' must be 0..N-1 in row order")
+    labels = numeric_column(table, "label").astype(np.int64)
+    if len(labels) and (labels.min() < 0 or labels.max() >= int(meta["n_classes"])):
+        raise DataError(f"{path}: labels outside 0..{int(meta['n_classes']) - 1}")
+    part = np.asarray(table.column("part").to_pylist(), dtype=object)
+    bad_parts = sorted(set(part) - {"train", "test"})
+    if bad_parts:
+        raise DataError(f"{path}: column 'part' holds {bad_parts[0]!r}; allowed: train, test")
+    return labels, part
+
+
+def read_dataset_labels(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """``label`` int64 and ``part`` of every row (rows in ``idx`` order) and the metadata, without the images."""
+    path = Path(path)
+    meta = read_dataset_meta(path)
+    table = read_parquet(path, columns=["idx", "part", "label"])
+    _check_columns(table, {k: v for k, v in DATASET_COLUMNS.items() if k != "image"}, path)
+    labels, part = _labels_and_part(table, meta, path)
+    return labels, part, meta
+
+
+def load_dataset(path: str | os.PathLike) -> DatasetTable:
+    """Read and check a dataset Parquet; missing or corrupt files raise a one-line DataError naming ``path``."""
+    path = Path(path)
+    meta = read_dataset_meta(path)
+    table = read_parquet(path)
+    _check_columns(table, DATASET_COLUMNS, path)
+    labels, part = _labels_and_part(table, meta, path)
+    shape = tuple(int(s) for s in meta["shape"])
+    item_bytes = int(np.prod(shape))
+    image_col = table.column("image")
+    if image_col.null_count:
+        raise DataError(f"{path}: {image_col.null_count} null images")
+    lengths = pc.binary_length(image_col)
+    if len(image_col) and (pc.min(lengths).as_py() != item_bytes or pc.max(lengths).as_py() != item_bytes):
+        raise DataError(f"{path}: image sizes differ from shape {list(shape)} ({item_bytes} bytes)")
+    images = np.frombuffer(b"".join(image_col.to_pylist()), dtype=np.uint8).reshape((-1, *shape))
+    idx = numeric_column(table, "idx").astype(np.int64)
+    return DatasetTable(images=images.copy(), labels=labels, part=part, idx=idx, meta=dict(meta))
+
+
+# ---------------------------------------------------------------------------------------------
+# Visual domains (004 §7.3 / Appendix H): clean, Gaussian noise, Gaussian blur
+# ---------------------------------------------------------------------------------------------
+def gaussian_noise(images: torch.Tensor, noise_std: float, generator: torch.Generator) -> torch.Tensor:
+    """Add N(0, noise_std²) pixel noise (images in [0, 1]) and clip back to [0, 1]."""
+    import torch
+
+    noise = torch.randn(images.shape, generator=generator, dtype=images.dtype) * noise_std
+    return (images + noise).clamp_(0.0, 1.0)
+
+
+def gaussian_blur(images: torch.Tensor, blur_sigma: float) -> torch.Tensor:
+    """Gaussian blur of every image and channel, σ = ``blur_sigma`` pixels, kernel ±3σ, reflected borders
+    (``scipy.ndimage.gaussian_filter``; torchvision's version needs a kernel smaller than the image)."""
+    import torch
+    from scipy.ndimage import gaussian_filter
+
+    if len(images) == 0:
+        return images
+    blurred = gaussian_filter(images.numpy(), sigma=(0, 0, blur_sigma, blur_sigma), mode="reflect", truncate=3.0)
+    return torch.from_numpy(np.ascontiguousarray(blurred, dtype=np.float32))
+
+
+def apply_domain(images: torch.Tensor, domain: Mapping[str, Any], generator: torch.Generator) -> torch.Tensor:
+    """Apply one client's domain record from the manifest (``{"domain": "clean"|"noise"|"blur", ...}``)."""
+    kind = domain.get("domain", "clean")
+    if kind == "clean":
+        return images
+    if kind == "noise":
+        return gaussian_noise(images, float(domain["noise_std"]), generator)
+    if kind == "blur":
+        return gaussian_blur(images, float(domain["blur_sigma"]))
+    raise DataError(f"manifest.json: domains: unknown domain {kind!r}; allowed: clean, noise, blur")
+
+
+# ---------------------------------------------------------------------------------------------
+# Federated view
+# ---------------------------------------------------------------------------------------------
+def to_float_images(images: np.ndarray) -> torch.Tensor:
+    """uint8 (n, C, H, W) -> float32 in [0, 1]."""
+    import torch
+
+    return torch.from_numpy(images.astype(np.float32) / np.float32(255.0))
+
+
+def read_assignments(split_dir: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Columns of ``assignments.parquet`` as numpy arrays, and ``manifest.json``."""
+    split_dir = Path(split_dir)
+    path = split_dir / "assignments.parquet"
+    table = read_parquet(path)
+    _check_columns(table, ASSIGNMENT_COLUMNS, path)
+    cols = {name: numeric_column(table, name) for name in ("client", "cluster", "idx")}
+    cols["role"] = np.asarray(table.column("role").to_pylist(), dtype=object)
+    manifest = read_json(split_dir / "manifest.json")
+    if not isinstance(manifest, dict) or "cluster_of_client" not in manifest:
+        raise DataError(f"{split_dir / 'manifest.json'}: not a split manifest (no cluster_of_client)")
+    return cols, manifest
+
+
+def load_federated(dataset_path: str | os.PathLike, split_dir: str | os.PathLike,
+                   device: str | torch.device = "cpu") -> FederatedData:
+    """Every client's train/test tensors (float32 in [0, 1]) and the orchestrator set of one scenario.
+
+    A client's visual domain (``manifest["domains"]``) applies to its train and test images (noise drawn from
+    ``torch.Generator().manual_seed(noise_seed)``, train first); the orchestrator set stays clean."""
+    import torch
+
+    data = load_dataset(dataset_path)
+    cols, manifest = read_assignments(split_dir)
+    cluster_of_client = np.asarray(manifest["cluster_of_client"], dtype=np.int64)
+    domains = manifest.get("domains")
+    clients: list[ClientData] = []
+    for client in range(len(cluster_of_client)):
+        mine = cols["client"] == client
+        idx_train = np.sort(cols["idx"][mine & (cols["role"] == "train")]).astype(np.int64)
+        idx_test = np.sort(cols["idx"][mine & (cols["role"] == "test")]).astype(np.int64)
+        x_train = to_float_images(data.images[data.rows_of(idx_train)])
+        x_test = to_float_images(data.images[data.rows_of(idx_test)])
+        if domains is not None:
+            domain = domains[client]
+            gen = torch.Generator().manual_seed(int(domain.get("noise_seed", 0)))
+            x_train = apply_domain(x_train, domain, gen)
+            x_test = apply_domain(x_test, domain, gen)
+        clients.append(ClientData(
+            x_train=x_train, y_train=torch.from_numpy(data.labels[idx_train]),
+            x_test=x_test, y_test=torch.from_numpy(data.labels[idx_test]),
+            idx_train=idx_train, idx_test=idx_test,
+        ))
+    idx_orch = np.sort(cols["idx"][cols["role"] == "orchestrator"]).astype(np.int64)
+    fed = FederatedData(
+        clients=clients,
+        x_orch=to_float_images(data.images[data.rows_of(idx_orch)]),
+        y_orch=torch.from_numpy(data.labels[idx_orch]),
+        true_clusters=cluster_of_client,
+        n_classes=data.n_classes,
+        shape=data.shape,
+        manifest=manifest,
+    )
+    return fed if str(device) == "cpu" else fed.to(device)

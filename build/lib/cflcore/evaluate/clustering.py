@@ -1,0 +1,322 @@
+"""The ``evaluate`` stage: clustering and personalisation scores of one run (DESIGN §8, 000 §4.3–4.4).
+
+(Moved from ``cflcore/report/evaluate.py``: evaluation is a stage of its own, issue 12 §3.)
+
+Outputs (``results/eval/{scenario}/{algorithm}/``, written atomically):
+
+``clustering.parquet``: rows with ``kind`` = ``round`` (one per round, 0-based ``round`` as in
+history.parquet), ``mean`` (mean over the first ``score_rounds`` rounds, or all; pre-clustering rounds
+included, as published; undefined internal scores are skipped by the mean) and ``final`` (the last
+round). Score columns: ``ari`` (the papers' RAND), ``rand``, ``ami``, ``completeness``, ``homogeneity``
+(= the published COM), ``v_measure``, ``silhouette`` / ``davies_bouldin`` (update vectors of the round's
+sampled clients, from gram.parquet), ``was`` / ``wadb`` (004 §6, all clients), ``n_clusters``,
+``n_sampled`` (float64: the ``mean`` row holds their mean). Summary columns (null on ``round`` rows): ``clustering_round``, ``first_clustering_round``,
+``ever_clustered``, ``n_rounds_scored``.
+
+Round conventions (1-based, as 000 Table 2; reference/paper_tables_notes.md §3):
+* ``clustering_round`` = 1 + the 0-based round after which the partition last changed (the partition
+  before round 0 is everyone in one cluster); for one-shot methods this is the clustering round, for SCL
+  the last split, and in both cases it equals the published "first round whose label row equals the final
+  row". Null ("–") when the partition never changed.
+* ``first_clustering_round`` = 1 + the first 0-based round with more than one cluster (DESIGN §8).
+Partitions are compared up to relabelling.
+
+``personalisation.parquet``: ``kind`` = ``round`` (client means per evaluated round) and ``mean`` (over
+all evaluated clients and rounds) and ``final``; columns ``pf1``, ``gf1``, ``learning_gap``,
+``local_bacc``, ``orch_bacc``, ``local_acc``, ``orch_acc``, ``n_evaluations``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError
+from ..io import read_json, read_parquet, write_parquet
+from ..metrics import (
+    davies_bouldin_from_gram,
+    external_scores,
+    personalisation_by_round,
+    personalisation_scores,
+    silhouette_from_gram,
+    wasserstein_davies_bouldin,
+    wasserstein_silhouette,
+)
+
+SCORE_COLUMNS = (
+    "ari", "rand", "ami", "completeness", "homogeneity", "v_measure",
+    "silhouette", "davies_bouldin", "was", "wadb", "n_clusters", "n_sampled",
+)
+SUMMARY_COLUMNS = ("clustering_round", "first_clustering_round", "ever_clustered", "n_rounds_scored")
+CLUSTERING_COLUMNS = ["kind", "round", *SCORE_COLUMNS, *SUMMARY_COLUMNS]
+PERSONALISATION_COLUMNS = ["kind", "round", "pf1", "gf1", "learning_gap", "local_bacc", "orch_bacc", "local_acc",
+                           "orch_acc", "n_evaluations"]
+HISTORY_REQUIRED = ("round", "client", "cluster", "sampled", "local_f1", "orch_f1")
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """The split's ground truth (manifest.json): true cluster and class counts of every client."""
+
+    cluster_of_client: np.ndarray
+    label_histograms: np.ndarray
+
+    @property
+    def n_clients(self) -> int:
+        return int(self.cluster_of_client.size)
+
+
+@dataclass(frozen=True)
+class RoundPartition:
+    """The partition of all clients after one round's aggregation, and who was sampled."""
+
+    round: int
+    labels: np.ndarray
+    sampled: np.ndarray  # sorted global ids
+    present: np.ndarray | None = None  # bool mask of clients in the federation (None = all)
+
+    def members(self) -> np.ndarray:
+        """The clients the partition is scored on: those present in the federation this round. A client
+        that has not joined yet (000 §6.2, ``late_clients``) has no model (``model_key`` null in history)
+        and is no cluster's member, so it neither counts as an extra cluster nor changes the partition."""
+        return np.ones(self.labels.size, dtype=bool) if self.present is None else self.present
+
+
+def load_ground_truth(manifest_path: str | Path) -> GroundTruth:
+    """Read ``cluster_of_client`` and the per-client label histograms (train part when present)."""
+    manifest = read_json(manifest_path)
+    for key in ("cluster_of_client", "label_histograms"):
+        if key not in manifest:
+            raise DataError(f"{manifest_path}: key {key!r} is missing; required: cluster_of_client, label_histograms")
+    histograms = manifest.get("label_histograms_train") or manifest["label_histograms"]
+    truth = GroundTruth(np.asarray(manifest["cluster_of_client"], dtype=np.int64), np.asarray(histograms, dtype=np.float64))
+    if truth.label_histograms.shape[0] != truth.n_clients:
+        raise DataError(
+            f"{manifest_path}: label_histograms has {truth.label_histograms.shape[0]} clients, "
+            f"cluster_of_client has {truth.n_clients}; they must match"
+        )
+    return truth
+
+
+def read_history(path: str | Path) -> pd.DataFrame:
+    history = read_parquet(path).to_pandas()
+    missing = [c for c in HISTORY_REQUIRED if c not in history.columns]
+    if missing:
+        raise DataError(f"{path}: columns {missing} are missing; required: {', '.join(HISTORY_REQUIRED)}")
+    return history
+
+
+def round_partitions(history: pd.DataFrame, n_clients: int) -> list[RoundPartition]:
+    """The assigned cluster of every client per round, in round order."""
+    partitions = []
+    for rnd, group in history.groupby("round", sort=True):
+        group = group.sort_values("client")
+        clients = group["client"].to_numpy(dtype=np.int64)
+        if not np.array_equal(clients, np.arange(n_clients)):
+            raise DataError(f"history round {int(rnd)}: clients {clients.tolist()[:5]}… must be exactly 0..{n_clients - 1}")
+        sampled = clients[group["sampled"].to_numpy(dtype=bool)]
+        present = group["model_key"].notna().to_numpy() if "model_key" in group else None
+        partitions.append(RoundPartition(int(rnd), group["cluster"].to_numpy(dtype=np.int64), sampled, present))
+    if not partitions:
+        raise DataError("history: no rounds; the run has no results")
+    return partitions
+
+
+def gram_by_round(gram: pd.DataFrame | None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """round -> (client indices as stored, symmetric matrix) from the long ``round, i, j, value`` table
+    (gram.parquet, and divergence.parquet, which has the same layout)."""
+    if gram is None or gram.empty:
+        return {}
+    out = {}
+    for rnd, group in gram.groupby("round", sort=True):
+        index = np.unique(np.concatenate([group["i"].to_numpy(np.int64), group["j"].to_numpy(np.int64)]))
+        pos = {int(c): k for k, c in enumerate(index)}
+        matrix = np.full((index.size, index.size), np.nan)
+        rows = np.array([pos[int(c)] for c in group["i"]], dtype=np.int64)
+        cols = np.array([pos[int(c)] for c in group["j"]], dtype=np.int64)
+        values = group["value"].to_numpy(np.float64)
+        matrix[rows, cols] = values
+        lower = np.isnan(matrix.T) & ~np.isnan(matrix)  # upper-triangle storage is allowed: mirror it
+        matrix.T[lower] = matrix[lower]
+        out[int(rnd)] = (index, matrix)
+    return out
+
+
+def sampled_gram(entry: tuple[np.ndarray, np.ndarray] | None, sampled: np.ndarray) -> np.ndarray | None:
+    """The Gram matrix of exactly the sampled clients, ordered like ``sampled`` (None if not stored).
+
+    ``i``/``j`` are global client ids; positions in the sorted sampled list are accepted when the ids
+    are not a subset of the sampled clients but there is one index per sampled client.
+    """
+    if entry is None or sampled.size == 0:
+        return None
+    index, matrix = entry
+    if np.isin(sampled, index).all():
+        where = np.searchsorted(index, sampled)
+    elif index.size == sampled.size and np.array_equal(index, np.arange(sampled.size)):
+        where = np.arange(sampled.size)
+    else:
+        raise DataError(f"gram: indices {index.tolist()[:6]}… do not match the sampled clients {sampled.tolist()[:6]}…")
+    sub = matrix[np.ix_(where, where)]
+    return None if np.isnan(sub).any() else sub
+
+
+def canonical_partition(labels: np.ndarray) -> np.ndarray:
+    """Labels renumbered by first occurrence, so equal partitions compare equal under relabelling."""
+    return pd.factorize(np.asarray(labels))[0]
+
+
+def clustering_rounds(partitions: list[RoundPartition]) -> tuple[int | None, int | None]:
+    """(clustering_round, first_clustering_round), both 1-based, None when they do not exist (module doc)."""
+    previous = np.zeros_like(partitions[0].labels)
+    was_present = np.ones(previous.size, dtype=bool)
+    last_change = None
+    first_multi = None
+    for part in partitions:
+        both = part.members() & was_present  # a client joining (or leaving) is not a change of the partition
+        if not np.array_equal(canonical_partition(part.labels[both]), canonical_partition(previous[both])):
+            last_change = part.round + 1
+        if first_multi is None and len(np.unique(part.labels[part.members()])) > 1:
+            first_multi = part.round + 1
+        previous, was_present = part.labels, part.members()
+    return last_change, first_multi
+
+
+def round_scores(part: RoundPartition, truth: GroundTruth, gram: np.ndarray | None) -> dict[str, Any]:
+    """All scores of one round's partition (internal ones on the sampled clients' updates)."""
+    sampled_labels = part.labels[part.sampled]
+    members = part.members()
+    labels = part.labels[members]
+    return {
+        "kind": "round",
+        "round": part.round,
+        **external_scores(truth.cluster_of_client[members], labels),
+        "silhouette": None if gram is None else silhouette_from_gram(gram, sampled_labels),
+        "davies_bouldin": None if gram is None else davies_bouldin_from_gram(gram, sampled_labels),
+        "was": wasserstein_silhouette(truth.label_histograms[members], labels),
+        "wadb": wasserstein_davies_bouldin(truth.label_histograms[members], labels),
+        "n_clusters": int(len(np.unique(labels))),
+        "n_sampled": int(part.sampled.size),
+    }
+
+
+def summarise_rounds(per_round: pd.DataFrame, partitions: list[RoundPartition], score_rounds: int | None) -> pd.DataFrame:
+    """The ``mean`` (first ``score_rounds`` rounds, nulls skipped) and ``final`` rows."""
+    clustering_round, first_round = clustering_rounds(partitions)
+    scored = per_round.head(score_rounds) if score_rounds else per_round
+    summary = {
+        "clustering_round": clustering_round,
+        "first_clustering_round": first_round,
+        "ever_clustered": first_round is not None,
+        "n_rounds_scored": int(len(scored)),
+    }
+    numeric = scored[list(SCORE_COLUMNS)].apply(pd.to_numeric, errors="coerce")
+    mean_row = {"kind": "mean", "round": None, **numeric.mean(skipna=True).to_dict(), **summary}
+    final_row = {**per_round.iloc[-1].to_dict(), "kind": "final", **summary}
+    return pd.DataFrame([mean_row, final_row])
+
+
+def clustering_frame(partitions: list[RoundPartition], truth: GroundTruth, grams: dict, score_rounds: int | None) -> pd.DataFrame:
+    if score_rounds is not None and score_rounds < 1:
+        raise DataError(f"report.score_rounds: {score_rounds} is not allowed; use null or an integer >= 1")
+    for part in partitions:
+        if part.labels.size != truth.n_clients:
+            raise DataError(f"history: {part.labels.size} clients but the manifest has {truth.n_clients}")
+    rows = [round_scores(p, truth, sampled_gram(grams.get(p.round), p.sampled)) for p in partitions]
+    per_round = pd.DataFrame(rows)
+    frame = pd.concat([per_round, summarise_rounds(per_round, partitions, score_rounds)], ignore_index=True)
+    return _typed(frame, CLUSTERING_COLUMNS)
+
+
+def personalisation_frame(history: pd.DataFrame) -> pd.DataFrame:
+    per_round = personalisation_by_round(history)
+    per_round.insert(0, "kind", "round")
+    mean_row = {"kind": "mean", "round": None, **personalisation_scores(history).as_dict()}
+    rows = [per_round, pd.DataFrame([mean_row])]
+    if len(per_round):
+        rows.append(per_round.tail(1).assign(kind="final"))
+    return _typed(pd.concat(rows, ignore_index=True), PERSONALISATION_COLUMNS)
+
+
+def typed_frame(frame: pd.DataFrame, columns: Sequence[str], dtypes: Mapping[str, str]) -> pd.DataFrame:
+    """Fixed column order and nullable dtypes for an evaluation output: ``dtypes`` maps a column to
+    ``Int64``, ``boolean`` (None/NaN -> null), ``string`` or ``str``; every other column is float64
+    (NaN -> null)."""
+    frame = frame.reindex(columns=list(columns))
+    for column in columns:
+        kind, values = dtypes.get(column, "float64"), frame[column]
+        if kind == "Int64":
+            frame[column] = pd.array(pd.to_numeric(values, errors="coerce"), dtype="Int64")
+        elif kind == "boolean":
+            frame[column] = pd.array([None if v is None or v is pd.NA or v != v else bool(v) for v in values],
+                                     dtype="boolean")
+        elif kind == "float64":
+            frame[column] = pd.to_numeric(values, errors="coerce").astype("float64")
+        else:
+            frame[column] = values.astype(kind)
+    return frame
+
+
+_EVAL_DTYPES = {"kind": "str", "ever_clustered": "boolean",
+                **dict.fromkeys(("round", "clustering_round", "first_clustering_round", "n_rounds_scored",
+                                 "n_evaluations"), "Int64")}
+
+
+def _typed(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    return typed_frame(frame, columns, _EVAL_DTYPES)
+
+
+def failed_run_reason(run_dir: Path) -> str | None:
+    """The reason in ``status.json`` when training recorded a failure (stages.train on_failure='record')."""
+    path = run_dir / "status.json"
+    if not path.exists():
+        return None
+    status = read_json(path)
+    if not isinstance(status, dict) or status.get("status", "ok") == "ok":
+        return None
+    return " ".join(str(status.get("reason") or status.get("status")).split())
+
+
+def recorded_failure(run_dir: Path, out_path: str | Path, empty: pd.DataFrame) -> pd.DataFrame | None:
+    """For a run whose training recorded a failure: write ``empty`` (a zero-row, typed frame) to
+    ``out_path`` with ``status: failed`` and the reason as Parquet metadata, and return it; else None."""
+    reason = failed_run_reason(Path(run_dir))
+    if reason is None:
+        return None
+    write_parquet(empty, out_path, metadata={"status": "failed", "reason": reason})
+    return empty
+
+
+def write_failed_evaluation(out_dir: Path, reason: str) -> None:
+    """Zero-row eval files whose Parquet metadata carries ``status: failed`` and the reason."""
+    metadata = {"status": "failed", "reason": reason}
+    write_parquet(_typed(pd.DataFrame(columns=CLUSTERING_COLUMNS), CLUSTERING_COLUMNS),
+                  out_dir / "clustering.parquet", metadata=metadata)
+    write_parquet(_typed(pd.DataFrame(columns=PERSONALISATION_COLUMNS), PERSONALISATION_COLUMNS),
+                  out_dir / "personalisation.parquet", metadata=metadata)
+
+
+def evaluate_run(run_dir: str | Path, manifest_path: str | Path, out_dir: str | Path,
+                 score_rounds: int | None = None) -> None:
+    """Write ``clustering.parquet`` and ``personalisation.parquet`` of one run into ``out_dir``.
+
+    A run whose ``status.json`` records a failure gets zero-row files with ``status``/``reason`` in their
+    Parquet metadata, so the report lists it as missing with that reason.
+    """
+    run_dir, out_dir = Path(run_dir), Path(out_dir)
+    reason = failed_run_reason(run_dir)
+    if reason is not None:
+        write_failed_evaluation(out_dir, reason)
+        return
+    truth = load_ground_truth(manifest_path)
+    history = read_history(run_dir / "history.parquet")
+    partitions = round_partitions(history, truth.n_clients)
+    gram_path = run_dir / "gram.parquet"
+    grams = gram_by_round(read_parquet(gram_path).to_pandas() if gram_path.exists() else None)
+    clustering = clustering_frame(partitions, truth, grams, score_rounds)
+    metadata = {"run_dir": str(run_dir), "score_rounds": score_rounds, "round_base": "round: 0-based; *_clustering_round: 1-based"}
+    write_parquet(clustering, out_dir / "clustering.parquet", metadata=metadata)
+    write_parquet(personalisation_frame(history), out_dir / "personalisation.parquet", metadata=metadata)

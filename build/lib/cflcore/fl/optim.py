@@ -1,0 +1,98 @@
+"""Client optimisers as one fused multi-tensor step (torch._foreach_*), shared by both trainers.
+
+The arithmetic copies ``torch.optim.SGD`` / ``torch.optim.Adam`` (foreach path, L2 weight decay,
+no nesterov/amsgrad/maximize) op for op, so results are the same numbers (tests/test_trainers.py).
+It is hand-rolled rather than calling torch.optim so that the same step runs on the stacked
+(n_clients, ...) tensors of the vmap trainer, where every element is updated independently.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..errors import ConfigError
+
+
+@dataclass(frozen=True)
+class ClientOptimizer:
+    """Local optimiser settings (000 Appendix A.1 Table 3)."""
+
+    kind: str = "sgd"
+    lr: float = 0.01
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("sgd", "adam"):
+            raise ConfigError(f"datasets.*.optimizer: {self.kind!r} is not allowed; allowed: sgd, adam")
+
+    @classmethod
+    def from_training(cls, training: dict) -> "ClientOptimizer":
+        return cls(kind=training.get("optimizer", "sgd"), lr=float(training["lr"]),
+                   momentum=float(training.get("momentum", 0.0) or 0.0),
+                   weight_decay=float(training.get("weight_decay", 0.0) or 0.0),
+                   betas=tuple(float(b) for b in training.get("betas", (0.9, 0.999))),  # type: ignore[arg-type]
+                   eps=float(training.get("eps", 1e-8)))
+
+
+@dataclass
+class OptimizerState:
+    """Per-tensor state of one optimiser run; ``step`` counts steps taken (Adam bias correction)."""
+
+    step: int = 0
+    momentum: list[torch.Tensor] | None = None
+    exp_avg: list[torch.Tensor] | None = None
+    exp_avg_sq: list[torch.Tensor] | None = None
+    extra: dict = field(default_factory=dict)
+
+    def select(self, rows: torch.Tensor) -> "OptimizerState":
+        """The state of a subset of stacked clients (vmap trainer's shrinking active set)."""
+        pick = lambda ts: None if ts is None else [t.index_select(0, rows) for t in ts]  # noqa: E731
+        return OptimizerState(self.step, pick(self.momentum), pick(self.exp_avg), pick(self.exp_avg_sq))
+
+    def scatter(self, rows: torch.Tensor, sub: "OptimizerState") -> None:
+        for name in ("momentum", "exp_avg", "exp_avg_sq"):
+            mine, theirs = getattr(self, name), getattr(sub, name)
+            if theirs is None:
+                continue
+            if mine is None:
+                raise RuntimeError("optimizer state initialised on a subset only")
+            for a, b in zip(mine, theirs):
+                a.index_copy_(0, rows, b)
+
+
+@torch.no_grad()
+def optimizer_step(opt: ClientOptimizer, params: list[torch.Tensor], grads: list[torch.Tensor],
+                   state: OptimizerState) -> None:
+    """One in-place step on ``params``: torch.optim.SGD (momentum, dampening 0) or torch.optim.Adam."""
+    state.step += 1
+    if opt.weight_decay != 0:
+        grads = torch._foreach_add(grads, params, alpha=opt.weight_decay)
+    if opt.kind == "sgd":
+        if opt.momentum != 0:
+            if state.momentum is None:
+                state.momentum = [g.detach().clone() for g in grads]
+            else:
+                torch._foreach_mul_(state.momentum, opt.momentum)
+                torch._foreach_add_(state.momentum, grads, alpha=1.0)
+            grads = state.momentum
+        torch._foreach_add_(params, grads, alpha=-opt.lr)
+        return
+    beta1, beta2 = opt.betas
+    if state.exp_avg is None:
+        state.exp_avg = [torch.zeros_like(p) for p in params]
+        state.exp_avg_sq = [torch.zeros_like(p) for p in params]
+    torch._foreach_lerp_(state.exp_avg, grads, 1 - beta1)
+    torch._foreach_mul_(state.exp_avg_sq, beta2)
+    torch._foreach_addcmul_(state.exp_avg_sq, grads, grads, 1 - beta2)
+    step = float(state.step)
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+    step_size = (opt.lr / bias_correction1) * -1
+    denom = torch._foreach_sqrt(state.exp_avg_sq)
+    torch._foreach_div_(denom, bias_correction2_sqrt)
+    torch._foreach_add_(denom, opt.eps)
+    torch._foreach_addcdiv_(params, state.exp_avg, denom, step_size)

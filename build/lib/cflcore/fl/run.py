@@ -1,0 +1,566 @@
+"""The federated engine (DESIGN §5): ``train_run`` runs every round of one scenario × algorithm.
+
+One round: sample clients (seeded by (seed, round) only) -> strategy.configure says each client's start
+model -> the trainer trains all sampled clients -> strategy.aggregate returns the partition -> per-cluster
+server-optimiser aggregation -> evaluation -> rows for history/server/gram/divergence -> checkpoint.
+
+Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
+
+* ``trainer`` auto|loop|vmap (cflcore.fl.trainers); ``precision`` fp32|bf16 (autocast, fp32 master
+  weights; evaluation autocast too)|fp64; ``channels_last`` (worth it on CPU for conv nets: about 1.5-1.8x
+  for tinyvgg); ``memory_budget_mb`` (vmap chunking, and whether start vectors are kept in RoundUpdates);
+  ``threads`` (torch.set_num_threads); ``compile`` (loop trainer through torch.compile: faster steps after a
+  one-off compilation, so only for long runs; see cflcore.fl.trainers.LoopTrainer).
+* ``server_optimizer`` sgd|adam|yogi, ``server_lr``, ``server_betas``, ``server_eps`` (cflcore.fl.server);
+  ``aggregation`` unweighted (paper) | weighted by local training-sample count.
+* ``participation``: share of clients sampled per round; the sample depends only on (seed, round).
+* ``bn_buffers_in_delta``: true (authors' code) = BatchNorm running mean/var are part of the flat model,
+  the deltas, the temperature and the server step; false = they are left out of all of these and each
+  cluster's buffers are the plain (weighted) mean of its sampled members' trained buffers.
+* ``bn_stats``: aggregate = BN tensors are treated like any other; local = FedBN (Li et al. 2021): every
+  BN tensor (affine weight/bias and running statistics) stays with its client across rounds, is never
+  aggregated nor seen by strategies; a cluster's orchestrator evaluation and its models.pt entry use the
+  mean of its members' BN tensors.
+* ``eval_every``: evaluation rounds are 0, k, 2k, ... and always the last; metrics are null otherwise.
+* ``checkpoint_every``: checkpoint after rounds k-1, 2k-1, ... (not after the last: outputs are written).
+
+Determinism: the outputs are a function of (settings, seed, data); ``seconds`` is the only wall-clock
+column. A resumed run gives bit-identical outputs except ``server.parquet``'s ``seconds``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from ..data.federated import FederatedData
+from ..errors import CflError, ConfigError, TrainingDiverged
+from ..io import canonical_json, stable_hash, write_parquet
+from ..models import build_model, check_compatible
+from .artifacts import save_run_models
+from .checkpoint import load_latest, save_checkpoint
+from .evaluation import Evaluator, Scores
+from .layout import ModelLayout, Partition
+from .optim import ClientOptimizer
+from .server import ServerOptimizer, aggregate_cluster, weighted_mean
+from .strategy import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext, build_strategy
+from .trainers import TrainSpec, derive_seed, resolve_trainer
+
+KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/test_resume.py)
+_STREAM_SAMPLE, _STREAM_TRAIN, _STREAM_INIT = 0x5A, 0x7A, 0x1A
+
+HISTORY_SCHEMA = pa.schema([
+    ("round", pa.int32()), ("client", pa.int32()), ("cluster", pa.int64()), ("sampled", pa.bool_()),
+    ("train_loss", pa.float64()), ("local_loss", pa.float64()), ("local_acc", pa.float64()),
+    ("local_f1", pa.float64()), ("local_bacc", pa.float64()), ("orch_loss", pa.float64()),
+    ("orch_acc", pa.float64()), ("orch_f1", pa.float64()), ("orch_bacc", pa.float64()), ("model_key", pa.string()),
+])
+SERVER_COLUMNS = ["round", "n_clusters", "clustered_now", "temperature", "mean_train_loss", "mean_local_f1", "seconds"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Small pure helpers
+# ---------------------------------------------------------------------------------------------
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> cuda if available else cpu; ``cuda`` without a GPU is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise CflError("device: 'cuda' requested but no CUDA GPU is available; use device: auto or cpu")
+    if name not in ("cpu", "cuda"):
+        raise ConfigError(f"device: {name!r} is not allowed; allowed: auto, cpu, cuda")
+    return torch.device(name)
+
+
+def sample_clients(seed: int, rnd: int, n_clients: int, participation: float) -> np.ndarray:
+    """Sorted ids of the clients taking part in round ``rnd``: depends only on (seed, round)."""
+    if participation >= 1.0:
+        return np.arange(n_clients)
+    m = max(1, int(round(participation * n_clients)))
+    rng = np.random.default_rng([seed, _STREAM_SAMPLE, rnd])
+    return np.sort(rng.choice(n_clients, size=m, replace=False))
+
+
+def temperature(deltas: torch.Tensor, p: float = 2.0) -> tuple[float | None, torch.Tensor]:
+    """Clustering temperature T = ||Gamma||_p / lambda (000 Def. 7, eq. 9) of the round's deltas, and their
+    float64 Gram matrix (recorded in gram.parquet). Gamma and T come from cflcore.clustering.divergence,
+    the single implementation the strategies and the what-if replay use too (zero deltas: see there).
+    Returns (T, or None when n < 2 and nothing can diverge, Gram matrix)."""
+    from ..clustering.divergence import cosine_divergence_from_gram, gram_matrix
+    from ..clustering.divergence import temperature as divergence_temperature
+
+    gram = gram_matrix(deltas, "float64")
+    if deltas.shape[0] < 2:
+        return None, gram
+    return divergence_temperature(cosine_divergence_from_gram(gram), p), gram
+
+
+def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two label vectors describe the same partition (cluster ids may differ)."""
+    def canon(x: np.ndarray) -> np.ndarray:
+        _, first, inv = np.unique(x, return_index=True, return_inverse=True)
+        order = np.argsort(np.argsort(first))
+        return order[inv]
+    return bool(np.array_equal(canon(np.asarray(a)), canon(np.asarray(b))))
+
+
+def spec_key(spec: StartSpec) -> str:
+    """A string naming a distinct model: ``c3`` or ``mix:{"1":0.5,"2":0.5}``."""
+    if isinstance(spec, Mapping):
+        return "mix:" + canonical_json({str(int(k)): float(v) for k, v in sorted(spec.items())})
+    return f"c{int(spec)}"
+
+
+def _py(v: Any) -> Any:
+    """numpy scalars -> Python scalars (checkpoints hold plain values only)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine state
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class EngineState:
+    """Everything that changes from round to round (and is checkpointed)."""
+
+    next_round: int
+    models: dict[int, torch.Tensor]  # cluster -> shared vector (what strategies see)
+    extra: dict[int, torch.Tensor]  # cluster -> BN buffers kept out of the deltas (may be empty)
+    server_state: dict[int, dict[str, torch.Tensor]]
+    client_local: dict[int, torch.Tensor]  # FedBN: client -> its own BN tensors (empty otherwise)
+    labels: np.ndarray
+    history: list[dict[str, Any]] = field(default_factory=list)
+    server_rows: list[dict[str, Any]] = field(default_factory=list)
+    divergence_rows: list[list[float]] = field(default_factory=list)  # [round, i, j, value]
+    gram_rows: list[list[float]] = field(default_factory=list)
+
+
+@dataclass
+class Engine:
+    fed: FederatedData
+    settings: dict[str, Any]
+    seed: int
+    device: torch.device
+    strategy: Strategy
+    layout: ModelLayout
+    part: Partition
+    trainer: Any
+    evaluator: Evaluator
+    server: ServerOptimizer
+    model_name: str
+    model_kwargs: dict[str, Any]
+    template: torch.nn.Module
+    dtype: torch.dtype
+    log: logging.Logger
+
+    # ----- vectors ----------------------------------------------------------------------------
+    def shared_part(self, matrix: torch.Tensor) -> torch.Tensor:
+        """Columns of the shared part; the matrix itself (no copy) when everything is shared (the usual case:
+        large models x many clients would otherwise hold extra gigabytes)."""
+        if len(self.part.shared) == self.layout.n_full:
+            return matrix
+        return matrix[:, self.part.shared]
+
+    def full_vector(self, state: EngineState, spec: StartSpec, client: int | None, local: torch.Tensor | None = None) -> torch.Tensor:
+        """The full vector of a (possibly mixed) StartSpec; the FedBN part is the client's own (or ``local``)."""
+        full = torch.empty(self.layout.n_full, dtype=self.dtype, device=self.device)
+        if isinstance(spec, Mapping):
+            weights = {int(c): float(w) for c, w in spec.items()}
+            full[self.part.shared] = sum(w * state.models[c] for c, w in weights.items())  # convex mix (002 eq. 4)
+            if len(self.part.extra):
+                full[self.part.extra] = sum(w * state.extra[c] for c, w in weights.items())
+        else:
+            full[self.part.shared] = state.models[int(spec)]
+            if len(self.part.extra):
+                full[self.part.extra] = state.extra[int(spec)]
+        if len(self.part.local):
+            full[self.part.local] = local if local is not None else state.client_local[int(client)]  # type: ignore[arg-type]
+        return full
+
+    def mean_local(self, state: EngineState, clients: Sequence[int]) -> torch.Tensor | None:
+        """FedBN: mean BN tensors of ``clients`` (used for a cluster's orchestrator evaluation and models.pt)."""
+        if not len(self.part.local):
+            return None
+        clients = list(clients) or list(state.client_local)
+        return torch.stack([state.client_local[int(c)] for c in clients]).mean(dim=0)
+
+    # ----- the evaluate() function handed to strategies ----------------------------------------
+    def make_evaluate(self, state: EngineState):
+        fed = self.fed
+
+        def evaluate(models: Mapping[int, torch.Tensor], clients: Sequence[int]) -> np.ndarray:
+            """(len(clients), len(models)) mean training loss; one batched pass per model (FedBN: per client)."""
+            clients = [int(c) for c in clients]
+            out = np.zeros((len(clients), len(models)))
+            xs = [fed.clients[c].x_train for c in clients]
+            ys = [fed.clients[c].y_train for c in clients]
+            owner = torch.cat([torch.full((len(y),), j, dtype=torch.long) for j, y in enumerate(ys)])
+            x, y = torch.cat(xs), torch.cat(ys)
+            for k, (key, vec) in enumerate(models.items()):
+                ref = int(key) if int(key) in state.models else None
+                if len(self.part.local):
+                    for j, c in enumerate(clients):
+                        full = self._full_from_shared(state, vec, ref, c)
+                        out[j, k] = self.evaluator.mean_losses(full, xs[j], ys[j], torch.zeros(len(ys[j]), dtype=torch.long), 1)[0]
+                else:
+                    full = self._full_from_shared(state, vec, ref, None)
+                    out[:, k] = self.evaluator.mean_losses(full, x, y, owner, len(clients))
+            return out
+
+        return evaluate
+
+    def _full_from_shared(self, state: EngineState, vec: torch.Tensor, ref: int | None, client: int | None) -> torch.Tensor:
+        """A full vector from a strategy-supplied shared vector. BN buffers kept out of the deltas come from
+        cluster ``ref`` when the key names one, else their mean over clusters; FedBN parts from ``client``."""
+        full = torch.empty(self.layout.n_full, dtype=self.dtype, device=self.device)
+        full[self.part.shared] = vec.to(device=self.device, dtype=self.dtype)
+        if len(self.part.extra):
+            full[self.part.extra] = state.extra[ref] if ref is not None else torch.stack(list(state.extra.values())).mean(0)
+        if len(self.part.local):
+            full[self.part.local] = state.client_local[client] if client is not None else self.mean_local(state, [])
+        return full
+
+    # ----- one round ----------------------------------------------------------------------------
+    def run_round(self, state: EngineState, rnd: int, n_rounds: int) -> None:
+        t0 = time.perf_counter()
+        eng, fed = self.settings["engine"], self.fed
+        sampled = sample_clients(self.seed, rnd, fed.n_clients, float(eng.get("participation", 1.0)))
+        sampled = np.asarray(self.strategy.select_clients(rnd, sampled), dtype=np.int64)
+        if sampled.size == 0 or np.any(np.diff(sampled) <= 0) or sampled[0] < 0 or sampled[-1] >= fed.n_clients:
+            raise CflError(f"strategy {self.strategy.registered_name!r}: select_clients() must return sorted, distinct "
+                           f"client ids in 0..{fed.n_clients - 1}; got {sampled.tolist()}")
+        evaluate = self.make_evaluate(state)
+        specs = self.strategy.configure(rnd, sampled, evaluate, {c: m.clone() for c, m in state.models.items()})
+        self.check_specs(specs, sampled, state, "configure")
+        starts = torch.stack([self.full_vector(state, specs[int(c)], int(c)) for c in sampled])
+        result = self.trainer.train(starts, [fed.clients[int(c)] for c in sampled],
+                                    [derive_seed(self.seed, _STREAM_TRAIN, rnd, int(c)) for c in sampled])
+        for c, losses in zip(sampled, result.step_losses):
+            bad = ~np.isfinite(losses)
+            if bad.any():
+                raise TrainingDiverged(f"round {rnd}: client {int(c)} training loss became {losses[bad][0]} at local step "
+                                       f"{int(np.flatnonzero(bad)[0])}; lower datasets.*.lr or check that client's data")
+        news = result.params.to(self.dtype)
+        shared_starts, shared_news = self.shared_part(starts), self.shared_part(news)
+        deltas = shared_news - shared_starts
+        n_samples = np.array([fed.clients[int(c)].n_train for c in sampled])
+        keep_start = deltas.numel() * deltas.element_size() <= int(eng.get("memory_budget_mb", 2048)) * 2 ** 20
+        previous = ClusterAssignment(state.labels)
+        updates = RoundUpdates(rnd, sampled, deltas, shared_starts if keep_start else None,
+                               list(result.step_losses), n_samples, evaluate, previous)
+        res = self.strategy.aggregate(updates)
+        labels = np.asarray(res.assignment.labels, dtype=np.int64)
+        if labels.shape != (fed.n_clients,):
+            raise CflError(f"strategy {self.strategy.registered_name!r}: assignment has shape {labels.shape}, expected ({fed.n_clients},)")
+        absent = np.asarray(self.strategy.absent_clients(rnd), dtype=np.int64)
+        if np.isin(sampled, absent).any():
+            raise CflError(f"strategy {self.strategy.registered_name!r}: clients {sampled[np.isin(sampled, absent)].tolist()} "
+                           f"trained in round {rnd} but absent_clients() says they are not in the federation")
+        self.aggregate(state, res.inherit, labels, sampled, shared_starts, news, n_samples, res.aggregate_as)
+        if len(self.part.local):
+            for row, c in enumerate(sampled):
+                state.client_local[int(c)] = news[row, self.part.local].clone()
+        temp, gram = temperature(deltas)
+        self.record_matrices(state, rnd, sampled, gram, res.divergence)
+        do_eval = rnd % int(eng.get("eval_every", 1)) == 0 or rnd == n_rounds - 1
+        rows = self.evaluate_round(state, rnd, sampled, result.step_losses, do_eval, labels, absent)
+        state.history.extend(rows)
+        train_losses = [r["train_loss"] for r in rows if r["train_loss"] is not None]
+        f1s = [r["local_f1"] for r in rows if r["local_f1"] is not None]
+        row = {"round": rnd, "n_clusters": int(len(np.unique(labels))),
+               "clustered_now": not same_partition(labels, previous.labels), "temperature": temp,
+               "mean_train_loss": float(np.mean(train_losses)), "mean_local_f1": float(np.mean(f1s)) if f1s else None,
+               "seconds": time.perf_counter() - t0,
+               "diagnostics": {str(k): _py(v) if np.isscalar(v) or v is None else canonical_json(v) for k, v in res.diagnostics.items()}}
+        state.server_rows.append(row)
+        state.labels = labels
+        state.next_round = rnd + 1
+        f1_text = f"{row['mean_local_f1']:.4f}" if row["mean_local_f1"] is not None else "-"
+        self.log.info("round %d: %d clusters, mean loss %.4f, mean local F1 %s, %.2f s", rnd, row["n_clusters"],
+                      row["mean_train_loss"], f1_text, row["seconds"])
+
+    def check_specs(self, specs: Mapping[int, StartSpec], clients: np.ndarray, state: EngineState, where: str) -> None:
+        """A strategy's StartSpecs must cover the clients and name existing clusters (one-line CflError)."""
+        name = getattr(self.strategy, "registered_name", type(self.strategy).__name__)
+        for c in clients:
+            spec = specs.get(int(c)) if hasattr(specs, "get") else None
+            if spec is None:
+                raise CflError(f"strategy {name!r}: {where}() gave no model for client {int(c)}")
+            ids = [int(k) for k in spec] if isinstance(spec, Mapping) else [int(spec)]
+            unknown = [k for k in ids if k not in state.models]
+            if unknown:
+                raise CflError(f"strategy {name!r}: {where}() names cluster {unknown[0]} for client {int(c)}; "
+                               f"existing clusters: {sorted(state.models)}")
+
+    def aggregate(self, state: EngineState, inherit: Mapping[int, int], labels: np.ndarray, sampled: np.ndarray,
+                  shared_starts: torch.Tensor, news: torch.Tensor, n_samples: np.ndarray,
+                  aggregate_as: Mapping[int, int] | None = None) -> None:
+        """Per-cluster FedOpt aggregation (DESIGN §5 step 4). Clusters without sampled members keep (or inherit)
+        their model; clusters absent from ``labels`` are dropped. ``aggregate_as`` (client -> cluster) overrides
+        the cluster whose aggregation a client's update joins this round (StrategyResult.aggregate_as)."""
+        weighted = self.settings["engine"].get("aggregation", "unweighted") == "weighted"
+        member_of = labels.copy()
+        for client, cluster in (aggregate_as or {}).items():
+            member_of[int(client)] = int(cluster)
+        models, extra, server_state = {}, {}, {}
+        for c in np.unique(labels):
+            c = int(c)
+            src = int(inherit.get(c, c))
+            if src not in state.models:
+                src = self._fallback_source(state, labels, c)
+            members = [row for row, cl in enumerate(sampled) if member_of[cl] == c]
+            sstate = {k: v.clone() for k, v in state.server_state.get(src, {}).items()}
+            if members:
+                rows = torch.tensor(members, device=self.device)
+                w = torch.tensor(n_samples[members], dtype=self.dtype, device=self.device) if weighted else None
+                members_new = news.index_select(0, rows)
+                models[c], server_state[c] = aggregate_cluster(self.server, shared_starts.index_select(0, rows),
+                                                               self.shared_part(members_new), w, sstate)
+                extra[c] = weighted_mean(members_new[:, self.part.extra], w)
+            else:
+                models[c], server_state[c] = state.models[src].clone(), sstate
+                extra[c] = state.extra[src].clone()
+        state.models, state.extra, state.server_state = models, extra, server_state
+
+    def _fallback_source(self, state: EngineState, labels: np.ndarray, cluster: int) -> int:
+        """A new cluster that names no existing source starts from the previous cluster most of its members were in."""
+        prev = state.labels[labels == cluster]
+        prev = prev[np.isin(prev, list(state.models))]
+        if len(prev):
+            vals, counts = np.unique(prev, return_counts=True)
+            return int(vals[np.argmax(counts)])
+        return int(min(state.models))
+
+    def record_matrices(self, state: EngineState, rnd: int, sampled: np.ndarray, gram: torch.Tensor,
+                        divergence: np.ndarray | None) -> None:
+        g = gram.cpu().numpy()
+        for a, i in enumerate(sampled):
+            for b, j in enumerate(sampled):
+                state.gram_rows.append([rnd, int(i), int(j), float(g[a, b])])
+        if divergence is not None:
+            d = np.asarray(divergence, dtype=np.float64)
+            ids = sampled if d.shape[0] == len(sampled) else np.arange(d.shape[0])
+            for a, i in enumerate(ids):
+                for b, j in enumerate(ids):
+                    state.divergence_rows.append([rnd, int(i), int(j), float(d[a, b])])
+
+    def evaluate_round(self, state: EngineState, rnd: int, sampled: np.ndarray, step_losses: list[np.ndarray],
+                       do_eval: bool, labels: np.ndarray, absent: np.ndarray | None = None) -> list[dict[str, Any]]:
+        """history rows of this round. Each client's personalised model on its local test set; each distinct
+        model once on the orchestrator set. ``absent`` clients (not yet joined, 000 §6.2) are not evaluated:
+        their metrics and ``model_key`` are null."""
+        gone = set() if absent is None else {int(c) for c in absent}
+        fed = self.fed
+        train_loss = {int(c): float(np.mean(ls)) for c, ls in zip(sampled, step_losses)}
+        specs = self.strategy.personalised(state.models)
+        self.check_specs(specs, np.arange(fed.n_clients), state, "personalised")
+        keys = {i: spec_key(specs[i]) for i in range(fed.n_clients)}
+        local: dict[int, Scores] = {}
+        orch: dict[str, Scores] = {}
+        if do_eval:
+            groups: dict[str, list[int]] = {}
+            for i, k in keys.items():
+                if i not in gone:
+                    groups.setdefault(k, []).append(i)
+            for key, members in groups.items():
+                spec = specs[members[0]]
+                group_local = self.mean_local(state, members)
+                if len(self.part.local):
+                    for i in members:
+                        full = self.full_vector(state, spec, i)
+                        local[i] = self.evaluator.scores(full, fed.clients[i].x_test, fed.clients[i].y_test, fed.n_classes)
+                else:
+                    full = self.full_vector(state, spec, None)
+                    scores = self.evaluator.grouped_scores(full, [fed.clients[i].x_test for i in members],
+                                                           [fed.clients[i].y_test for i in members], fed.n_classes)
+                    local.update(dict(zip(members, scores)))
+                orch_full = self.full_vector(state, spec, None, local=group_local)
+                orch[key] = self.evaluator.orchestrator_scores(orch_full, fed.x_orch, fed.y_orch, fed.n_classes)
+        rows = []
+        for i in range(fed.n_clients):
+            ls, os_ = local.get(i), None if i in gone else orch.get(keys[i])
+            rows.append({"round": rnd, "client": i, "cluster": int(labels[i]),
+                         "sampled": i in train_loss, "train_loss": train_loss.get(i),
+                         "local_loss": ls.loss if ls else None, "local_acc": ls.acc if ls else None,
+                         "local_f1": ls.f1 if ls else None, "local_bacc": ls.bacc if ls else None,
+                         "orch_loss": os_.loss if os_ else None, "orch_acc": os_.acc if os_ else None,
+                         "orch_f1": os_.f1 if os_ else None, "orch_bacc": os_.bacc if os_ else None,
+                         "model_key": None if i in gone else keys[i]})
+        return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoint (de)serialisation: plain tensors / lists / dicts only
+# ---------------------------------------------------------------------------------------------
+def state_to_checkpoint(state: EngineState, strategy: Strategy, config_hash: str) -> dict[str, Any]:
+    cpu = lambda d: {int(k): v.detach().cpu().clone() for k, v in d.items()}  # noqa: E731
+    return {
+        "config_hash": config_hash,
+        "next_round": state.next_round,
+        "models": cpu(state.models), "extra": cpu(state.extra),
+        "server_state": {int(c): {k: v.detach().cpu().clone() for k, v in s.items()} for c, s in state.server_state.items()},
+        "client_local": cpu(state.client_local),
+        "labels": torch.as_tensor(state.labels, dtype=torch.long),
+        "strategy": strategy.state_dict(),
+        "history": [{k: _py(v) for k, v in r.items()} for r in state.history],
+        "server_rows": [{k: _py(v) for k, v in r.items()} for r in state.server_rows],
+        "divergence_rows": torch.tensor(state.divergence_rows, dtype=torch.float64).reshape(-1, 4),
+        "gram_rows": torch.tensor(state.gram_rows, dtype=torch.float64).reshape(-1, 4),
+    }
+
+
+def state_from_checkpoint(ck: Mapping[str, Any], device: torch.device, dtype: torch.dtype) -> EngineState:
+    dev = lambda d: {int(k): v.to(device=device, dtype=dtype) for k, v in d.items()}  # noqa: E731
+    return EngineState(
+        next_round=int(ck["next_round"]), models=dev(ck["models"]), extra=dev(ck["extra"]),
+        server_state={int(c): {k: v.to(device=device, dtype=dtype) for k, v in s.items()} for c, s in ck["server_state"].items()},
+        client_local=dev(ck["client_local"]), labels=ck["labels"].numpy().astype(np.int64),
+        history=[dict(r) for r in ck["history"]], server_rows=[dict(r) for r in ck["server_rows"]],
+        divergence_rows=ck["divergence_rows"].tolist(), gram_rows=ck["gram_rows"].tolist())
+
+
+# ---------------------------------------------------------------------------------------------
+# Outputs
+# ---------------------------------------------------------------------------------------------
+def history_table(rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist([{k: r[k] for k in HISTORY_SCHEMA.names} for r in rows], schema=HISTORY_SCHEMA)
+
+
+def _diag_column(values: list[Any]) -> pa.Array:
+    """Scalars stay typed (bool / int / float); anything else becomes strings (canonical JSON)."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return pa.array(values, type=pa.bool_())
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        if all(isinstance(v, int) for v in present):
+            return pa.array(values, type=pa.int64())
+        return pa.array([None if v is None else float(v) for v in values], type=pa.float64())
+    return pa.array([None if v is None else (v if isinstance(v, str) else canonical_json(v)) for v in values], type=pa.string())
+
+
+def server_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """One row per round; one extra column per strategy diagnostic (union over rounds, null where absent).
+    A diagnostic whose name clashes with an engine column is stored as ``strategy_<name>``."""
+    cols: dict[str, pa.Array] = {
+        "round": pa.array([r["round"] for r in rows], type=pa.int32()),
+        "n_clusters": pa.array([r["n_clusters"] for r in rows], type=pa.int32()),
+        "clustered_now": pa.array([r["clustered_now"] for r in rows], type=pa.bool_()),
+        "temperature": pa.array([r["temperature"] for r in rows], type=pa.float64()),
+        "mean_train_loss": pa.array([r["mean_train_loss"] for r in rows], type=pa.float64()),
+        "mean_local_f1": pa.array([r["mean_local_f1"] for r in rows], type=pa.float64()),
+        "seconds": pa.array([r["seconds"] for r in rows], type=pa.float64()),
+    }
+    keys = sorted({k for r in rows for k in r["diagnostics"]})
+    for k in keys:
+        name = f"strategy_{k}" if k in cols else k
+        cols[name] = _diag_column([r["diagnostics"].get(k) for r in rows])
+    return pa.table(cols)
+
+
+def matrix_table(rows: list[list[float]]) -> pa.Table:
+    a = np.asarray(rows, dtype=np.float64).reshape(-1, 4)
+    return pa.table({"round": pa.array(a[:, 0].astype(np.int32)), "i": pa.array(a[:, 1].astype(np.int32)),
+                     "j": pa.array(a[:, 2].astype(np.int32)), "value": pa.array(a[:, 3])})
+
+
+def write_outputs(engine: Engine, state: EngineState, out_dir: Path, last_round: int) -> None:
+    write_parquet(history_table(state.history), out_dir / "history.parquet")
+    write_parquet(server_table(state.server_rows), out_dir / "server.parquet")
+    write_parquet(matrix_table(state.gram_rows), out_dir / "gram.parquet")
+    if state.divergence_rows:
+        write_parquet(matrix_table(state.divergence_rows), out_dir / "divergence.parquet")
+    specs = engine.strategy.personalised(state.models)
+    cluster_models = {}
+    for c in state.models:
+        members = np.flatnonzero(state.labels == c)
+        full = engine.full_vector(state, c, None, local=engine.mean_local(state, members))
+        cluster_models[int(c)] = engine.layout.state_dict(engine.template, full)
+    client_models = {int(i): {int(k): float(w) for k, w in s.items()} for i, s in specs.items() if isinstance(s, Mapping)}
+    save_run_models(out_dir / "models.pt", {
+        "model": engine.model_name, "model_kwargs": engine.model_kwargs, "round": int(last_round),
+        "cluster_models": cluster_models, "labels": torch.as_tensor(state.labels, dtype=torch.long),
+        "client_models": client_models})
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------------
+def _init_model(name: str, kwargs: dict[str, Any], seed: int) -> torch.nn.Module:
+    """A seeded initialisation. Module constructors draw from torch's default generator, so it is forked
+    (saved and restored by ``fork_rng``) and seeded only for the construction: no global state leaks."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build_model(name, **kwargs)
+
+
+def config_hash(settings: Mapping[str, Any], seed: int, fed: FederatedData) -> str:
+    """stable_hash of the run settings, the seed and the split manifest's hash (checkpoint validity)."""
+    return stable_hash({"settings": settings, "seed": int(seed), "split": stable_hash(fed.manifest),
+                        "n_clients": fed.n_clients, "shape": list(fed.shape), "n_classes": fed.n_classes})
+
+
+def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log: logging.Logger) -> tuple[Engine, EngineState]:
+    training, eng = dict(settings["training"]), dict(settings.get("engine", {}))
+    device = resolve_device(str(settings.get("device", "auto")))
+    torch.set_num_threads(int(eng.get("threads", 1)))
+    model_name = training["model"]
+    c, h, w = fed.shape
+    check_compatible(model_name, (c, h, w), fed.n_classes, **dict(training.get("model_kwargs") or {}))
+    spec = TrainSpec(ClientOptimizer.from_training(training), int(training["batch_size"]), int(training["local_epochs"]),
+                     str(eng.get("precision", "fp32")), bool(eng.get("channels_last", False)), int(eng.get("memory_budget_mb", 2048)),
+                     bool(eng.get("compile", False)))
+    dtype = torch.float64 if spec.precision == "fp64" else torch.float32
+    model_kwargs = {"in_channels": c, "image_size": [h, w], "n_classes": fed.n_classes, **dict(training.get("model_kwargs") or {})}
+    make = lambda i: _init_model(model_name, model_kwargs, derive_seed(seed, _STREAM_INIT, i))  # noqa: E731
+    template = make(0)
+    layout = ModelLayout.of(template)
+    part = layout.partition(bool(eng.get("bn_buffers_in_delta", True)), eng.get("bn_stats", "aggregate") == "local")
+    init_full = layout.flatten(template).to(device=device, dtype=dtype)
+    trainer = resolve_trainer(str(eng.get("trainer", "auto")), device)(make(0), layout, spec, device)
+    evaluator = Evaluator(make(0), layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
+    strategy = build_strategy(settings["algorithm"])
+    strategy.setup(StrategyContext(fed.n_clients, int(len(part.shared)), int(seed), device,
+                                   float(eng.get("participation", 1.0)), fed.n_true_clusters, dtype,
+                                   layout.layer_sizes(bool(eng.get("bn_buffers_in_delta", True)),
+                                                      eng.get("bn_stats", "aggregate") == "local")))
+    make_init = lambda i: layout.flatten(make(i)).to(device=device, dtype=dtype)[part.shared]  # noqa: E731
+    models = {int(k): v.to(device=device, dtype=dtype).clone() for k, v in strategy.initial_models(init_full[part.shared].clone(), make_init).items()}
+    state = EngineState(0, models, {k: init_full[part.extra].clone() for k in models}, {},
+                        {i: init_full[part.local].clone() for i in range(fed.n_clients)} if len(part.local) else {},
+                        np.asarray(strategy.assignment.labels, dtype=np.int64))
+    engine = Engine(fed.to(device), dict(settings), int(seed), device, strategy, layout, part, trainer, evaluator,
+                    ServerOptimizer.from_engine(eng), model_name, model_kwargs, template, dtype, log)
+    return engine, state
+
+
+def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.PathLike,
+              log: logging.Logger | None = None) -> None:
+    """Run all rounds of one scenario × algorithm and write history/server/gram(/divergence).parquet and
+    models.pt into ``out_dir``; resumes from the newest matching checkpoint in ``out_dir/checkpoints``."""
+    log = log or logging.getLogger("cflcore.fl")
+    out_dir = Path(out_dir)
+    engine, state = build_engine(fed, settings, seed, log)
+    n_rounds = int(settings["training"]["rounds"])
+    every = int(settings.get("engine", {}).get("checkpoint_every", 5))
+    chash = config_hash(settings, seed, fed)
+    ck = load_latest(out_dir, chash, log)
+    if ck is not None:
+        state = state_from_checkpoint(ck, engine.device, engine.dtype)
+        engine.strategy.load_state_dict(ck["strategy"])
+        log.info("resuming from checkpoint round %d", state.next_round - 1)
+    kill_after = os.environ.get(KILL_ENV)
+    for rnd in range(state.next_round, n_rounds):
+        engine.run_round(state, rnd, n_rounds)
+        if (rnd + 1) % every == 0 and rnd + 1 < n_rounds:
+            save_checkpoint(out_dir, rnd, state_to_checkpoint(state, engine.strategy, chash))
+        if kill_after is not None and int(kill_after) == rnd:
+            os.kill(os.getpid(), signal.SIGKILL)
+    write_outputs(engine, state, out_dir, n_rounds - 1)

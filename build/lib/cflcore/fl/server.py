@@ -1,0 +1,74 @@
+"""Server optimisers (FedOpt, Reddi et al. 2021 "Adaptive Federated Optimization", Algorithm 2) and the
+per-cluster aggregation rule shared by every strategy (DESIGN §5 step 4; 000 Algorithm 1, l. 26–28)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import ConfigError
+
+ServerState = dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class ServerOptimizer:
+    """``sgd`` (lr 1.0 = FedAvg, the paper's baseline), ``adam`` (FedAdam) or ``yogi`` (FedYogi).
+    ``eps`` is Reddi's adaptivity tau; the second moment starts at tau**2 as in the paper."""
+
+    kind: str = "sgd"
+    lr: float = 1.0
+    betas: tuple[float, float] = (0.9, 0.99)
+    eps: float = 1e-3
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("sgd", "adam", "yogi"):
+            raise ConfigError(f"engine.server_optimizer: {self.kind!r} is not allowed; allowed: sgd, adam, yogi")
+
+    @classmethod
+    def from_engine(cls, engine: dict) -> "ServerOptimizer":
+        return cls(engine.get("server_optimizer", "sgd"), float(engine.get("server_lr", 1.0)),
+                   tuple(float(b) for b in engine.get("server_betas", (0.9, 0.99))),  # type: ignore[arg-type]
+                   float(engine.get("server_eps", 1e-3)))
+
+    @property
+    def is_fedavg(self) -> bool:
+        return self.kind == "sgd" and self.lr == 1.0
+
+    def step(self, ref: torch.Tensor, pseudo_grad: torch.Tensor, state: ServerState) -> tuple[torch.Tensor, ServerState]:
+        """x_{t+1} from x_t = ``ref`` and the pseudo-gradient Delta_t (mean client update; Reddi Alg. 2 l. 9–13).
+        Pure: returns the new model and new state."""
+        if self.kind == "sgd":
+            return ref + self.lr * pseudo_grad, {}
+        b1, b2 = self.betas
+        m = state.get("m", torch.zeros_like(ref))
+        v = state.get("v", torch.full_like(ref, self.eps ** 2))
+        m = b1 * m + (1 - b1) * pseudo_grad
+        sq = pseudo_grad * pseudo_grad
+        if self.kind == "adam":
+            v = b2 * v + (1 - b2) * sq
+        else:  # yogi
+            v = v - (1 - b2) * sq * torch.sign(v - sq)
+        return ref + self.lr * m / (v.sqrt() + self.eps), {"m": m, "v": v}
+
+
+def weighted_mean(rows: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    if weights is None:
+        return rows.mean(dim=0)
+    w = (weights / weights.sum()).to(rows.dtype)
+    return (w[:, None] * rows).sum(dim=0)
+
+
+def aggregate_cluster(server: ServerOptimizer, starts: torch.Tensor, news: torch.Tensor,
+                      weights: torch.Tensor | None, state: ServerState) -> tuple[torch.Tensor, ServerState]:
+    """One cluster's new model from its sampled members' start and new vectors.
+
+    ref = (weighted) mean of the members' start vectors; pseudo-gradient = (weighted) mean of
+    (theta_i_new - ref); new model = server_opt(ref, pseudo-gradient). Server SGD with lr 1.0 is
+    computed directly as the (weighted) mean of the new vectors: the same value without the rounding
+    of ref + (mean - ref), so FedAvg of one client is exactly that client's model.
+    """
+    if server.is_fedavg:
+        return weighted_mean(news, weights), {}
+    ref = weighted_mean(starts, weights)
+    return server.step(ref, weighted_mean(news - ref, weights), state)

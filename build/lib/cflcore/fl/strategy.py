@@ -1,0 +1,190 @@
+"""The small interface between the federated engine and a clustering strategy (DESIGN §5).
+
+Modelled on Flower's ``Strategy``: one class per federated method, ``configure`` before local training
+and ``aggregate`` after it. The engine owns the cluster models and the server optimiser; a strategy
+only decides *who belongs with whom* and *which model each client starts from*.
+
+Conventions
+-----------
+* Client ids are global ints ``0..n_clients-1``; they never change, even after recursive splits.
+* Cluster ids are ints chosen by the strategy. ``ClusterAssignment.labels[i]`` is client ``i``'s cluster.
+* A model is a flat 1-D float tensor (trainable parameters, plus float buffers when the engine is
+  configured to include them). The engine keeps ``models: dict[cluster_id, Tensor]``.
+* A ``StartSpec`` tells which model a client uses: a cluster id, or a convex mix ``{cluster_id: weight}``
+  (Louvain CFL's AVG / WNN attribution, 002 eq. 4).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Mapping, Sequence, Union
+
+import numpy as np
+import torch
+
+from ..registry import Registry
+
+StartSpec = Union[int, Mapping[int, float]]
+"""A cluster id, or a convex combination of cluster models ``{cluster_id: weight}``."""
+
+
+@dataclass(frozen=True)
+class ClusterAssignment:
+    """The partition of all clients at the end of a round: ``labels[i]`` = cluster of client ``i``."""
+
+    labels: np.ndarray  # int64, shape (n_clients,)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", np.asarray(self.labels, dtype=np.int64).copy())
+
+    @classmethod
+    def single(cls, n_clients: int) -> "ClusterAssignment":
+        return cls(np.zeros(n_clients, dtype=np.int64))
+
+    @property
+    def n_clusters(self) -> int:
+        return int(len(np.unique(self.labels)))
+
+    def clusters(self) -> dict[int, np.ndarray]:
+        """cluster id -> sorted client ids."""
+        return {int(c): np.flatnonzero(self.labels == c) for c in np.unique(self.labels)}
+
+    def members(self, cluster: int) -> np.ndarray:
+        return np.flatnonzero(self.labels == cluster)
+
+
+@dataclass(frozen=True)
+class StrategyContext:
+    """What a strategy may know at set-up: sizes, the seed and the device; never the ground truth
+    except ``n_true_clusters`` (only for the ``oracle`` K-Means baseline, 000 §4.2)."""
+
+    n_clients: int
+    n_params: int
+    seed: int
+    device: torch.device
+    participation: float = 1.0
+    n_true_clusters: int | None = None
+    dtype: torch.dtype = torch.float32
+    layer_sizes: tuple[int, ...] | None = None  # sizes of the flat vector's per-layer blocks (002 eq. 2)
+
+    def generator(self, *stream: int) -> np.random.Generator:
+        """A numpy generator derived from the root seed and a stream id (never a global RNG)."""
+        return np.random.default_rng([self.seed, 0x5EED, *stream])
+
+
+EvaluateFn = Callable[[Mapping[int, torch.Tensor], Sequence[int]], np.ndarray]
+"""``evaluate(models, clients)`` -> array (len(clients), len(models)) of mean training loss of each
+model (flat vector, keyed by any int) on each client's *training* data, in the order of ``models``."""
+
+
+@dataclass
+class RoundUpdates:
+    """Everything the engine hands a strategy after local training (DESIGN §5 step 3)."""
+
+    round: int
+    clients: np.ndarray  # global ids of the clients sampled (and trained) this round, sorted
+    deltas: torch.Tensor  # (len(clients), P): theta_after - theta_start, on the device
+    start: torch.Tensor | None  # (len(clients), P) start vectors, or None when too big to keep
+    step_losses: list[np.ndarray]  # per client: training loss of every local step, in order
+    n_samples: np.ndarray  # per client: number of local training samples
+    evaluate: EvaluateFn
+    previous: ClusterAssignment
+
+    @property
+    def params(self) -> torch.Tensor:
+        """The clients' new parameters (start + delta)."""
+        if self.start is None:
+            raise RuntimeError("start vectors were not kept for this round")
+        return self.start + self.deltas
+
+
+@dataclass
+class StrategyResult:
+    """What ``aggregate`` returns: the partition of all clients, and diagnostics for ``server.parquet``.
+
+    ``diagnostics`` holds scalars (temperature, split events, chosen k, DB scores as JSON strings...);
+    ``divergence`` is the n×n divergence matrix of the sampled clients when the method computes one.
+    ``inherit`` maps a new cluster id to the cluster whose model (and server-optimiser state) it starts
+    from; clusters absent from it keep their own model.
+    """
+
+    assignment: ClusterAssignment
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    divergence: np.ndarray | None = None
+    inherit: dict[int, int] = field(default_factory=dict)
+    aggregate_as: dict[int, int] = field(default_factory=dict)
+    """client -> the cluster whose aggregation this round's update joins, instead of the client's cluster in
+    ``assignment`` (a late client's joining update, trained from the pre-clustering model, 000 §6.2). A
+    cluster id absent from ``assignment`` discards the update."""
+
+
+class Strategy(ABC):
+    """Base class of every CFL method. Constructor holds hyper-parameters (scikit-learn style);
+    ``setup`` receives the run's context; everything learned lives in ``state_dict()``.
+
+    ``params_schema`` is a JSON-schema ``properties`` mapping for the method's config entries; the
+    config validator checks every algorithm variant against it, so a plug-in carries its own schema.
+    """
+
+    params_schema: ClassVar[dict[str, Any]] = {}
+    registered_name: ClassVar[str] = "?"
+
+    def __init__(self, **params: Any) -> None:
+        """Hold the hyper-parameters: the ``params_schema`` defaults, updated by ``params``."""
+        self.params = {k: v["default"] for k, v in self.params_schema.items() if "default" in v}
+        self.params.update(params)
+
+    # ----- lifecycle ---------------------------------------------------------------------------
+    def setup(self, ctx: StrategyContext) -> None:
+        self.ctx = ctx
+        self.assignment = ClusterAssignment.single(ctx.n_clients)
+
+    def initial_models(self, init: torch.Tensor, make_init: Callable[[int], torch.Tensor]) -> dict[int, torch.Tensor]:
+        """Models at round 0: ``{0: init}`` by default. ``make_init(i)`` gives the i-th seeded
+        independent initialisation (IFCA uses several)."""
+        return {0: init}
+
+    def select_clients(self, rnd: int, engine_sample: np.ndarray) -> np.ndarray:
+        """The sorted global ids of the clients that train in round ``rnd`` (Flower's ``configure_fit``
+        client selection). ``engine_sample`` is the engine's seeded sample (``engine.participation``);
+        the default keeps it. A method with its own participation scheme (FedGWC, 004 §4) or with clients
+        that join late (000 §6.2) overrides this; any randomness must come from ``self.ctx.generator``."""
+        return engine_sample
+
+    def absent_clients(self, rnd: int) -> np.ndarray:
+        """Global ids of the clients not (yet) in the federation after round ``rnd`` (late joiners, 000 §6.2):
+        the engine never trains them and records null metrics for them. Default: none."""
+        return np.empty(0, dtype=np.int64)
+
+    def configure(self, rnd: int, clients: np.ndarray, evaluate: EvaluateFn,
+                  models: Mapping[int, torch.Tensor]) -> dict[int, StartSpec]:
+        """Which model each sampled client starts this round from (default: its cluster's model)."""
+        return {int(c): int(self.assignment.labels[c]) for c in clients}
+
+    @abstractmethod
+    def aggregate(self, updates: RoundUpdates) -> StrategyResult:
+        """Given this round's updates, return the new partition of all clients (Algorithm 1, l. 15–25 of 000)."""
+
+    def personalised(self, models: Mapping[int, torch.Tensor]) -> dict[int, StartSpec]:
+        """The model each client is evaluated with after aggregation (default: its cluster's)."""
+        return {i: int(c) for i, c in enumerate(self.assignment.labels)}
+
+    # ----- checkpointing -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Plain tensors / lists / numbers only: saved with ``torch.save`` and loaded with
+        ``weights_only=True``."""
+        return {"labels": torch.as_tensor(self.assignment.labels)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.assignment = ClusterAssignment(np.asarray(state["labels"]))
+
+
+STRATEGIES: Registry[type[Strategy]] = Registry("method", package="cflcore.strategies")
+register_strategy = STRATEGIES.register
+
+
+def build_strategy(variant: Mapping[str, Any]) -> Strategy:
+    """Instantiate the strategy of one config variant, e.g. ``{method: ocfl, clusterer: hdbscan}``."""
+    params = dict(variant)
+    cls = STRATEGIES.get(params.pop("method"), field="algorithms.*.method")
+    return cls(**params)

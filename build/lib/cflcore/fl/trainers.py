@@ -1,0 +1,334 @@
+"""Client trainers behind one interface (DESIGN §5 step 2): ``loop`` (CPU default) and ``vmap`` (GPU default).
+
+Both train every sampled client for E local epochs of mini-batches of size B from the client's start
+vector and return the new full vectors and every step's training loss. Randomness is per client and
+epoch: a ``torch.Generator`` seeded from (client seed, epoch) draws the epoch's permutation, then the
+dropout masks of each step in forward order, so the numbers do not depend on execution order,
+vectorisation or resumption. The client seed itself is derived from (root seed, round, client).
+"""
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..data.federated import ClientData
+from ..errors import ConfigError
+from ..models._layers import dropout_modules
+from ..registry import Registry
+from .layout import ModelLayout
+from .optim import ClientOptimizer, OptimizerState, optimizer_step
+
+PRECISIONS = {"fp32": torch.float32, "bf16": torch.float32, "fp64": torch.float64}
+
+
+def derive_seed(*stream: int) -> int:
+    """A 63-bit seed from integers (numpy SeedSequence hashing): independent streams per (seed, round, ...)."""
+    state = np.random.SeedSequence([int(s) for s in stream]).generate_state(2, np.uint32)
+    return int((int(state[0]) << 31) ^ int(state[1])) & ((1 << 63) - 1)
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    """Local-training settings: the client optimiser, batch size, epochs and numeric options."""
+
+    optimizer: ClientOptimizer
+    batch_size: int
+    local_epochs: int
+    precision: str = "fp32"  # fp32 | bf16 (autocast, fp32 master weights) | fp64 (tests)
+    channels_last: bool = False
+    memory_budget_mb: int = 2048
+    compile: bool = False  # loop trainer: torch.compile the forward/backward (pays for long runs only)
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"engine.precision: {self.precision!r} is not allowed; allowed: {', '.join(PRECISIONS)}")
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return PRECISIONS[self.precision]
+
+
+@dataclass
+class TrainResult:
+    params: torch.Tensor  # (n_clients, n_full) new full vectors
+    step_losses: list[np.ndarray]  # per client, the loss of every local step in order
+
+
+def autocast_context(spec: TrainSpec, device: torch.device) -> contextlib.AbstractContextManager:
+    if spec.precision == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def epoch_generator(client_seed: int, epoch: int) -> torch.Generator:
+    """The CPU generator of one client's epoch, seeded from (client seed, epoch)."""
+    return torch.Generator().manual_seed(derive_seed(client_seed, epoch))
+
+
+def epoch_order(client_seed: int, epoch: int, n: int) -> tuple[torch.Generator, torch.Tensor]:
+    """A client's batch order in one epoch: the epoch's generator and its permutation of the n training
+    rows; both trainers (and benchmarks/round_speed.py) take it from here."""
+    gen = epoch_generator(client_seed, epoch)
+    return gen, torch.randperm(n, generator=gen)
+
+
+def uniform_source(gen: torch.Generator):
+    """Dropout mask source: uniform [0, 1) numbers from ``gen`` (always drawn on CPU, in fp32 or fp64)."""
+
+    def draw(shape: torch.Size, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        wide = torch.float64 if dtype == torch.float64 else torch.float32
+        return torch.rand(tuple(shape), generator=gen, dtype=wide).to(device=device, dtype=dtype)
+
+    return draw
+
+
+class Trainer(ABC):
+    """Trains a list of clients from given start vectors; owns one reusable module."""
+
+    def __init__(self, model: nn.Module, layout: ModelLayout, spec: TrainSpec, device: torch.device):
+        self.model = model.to(device=device, dtype=spec.dtype)
+        self.layout = layout
+        self.spec = spec
+        self.device = device
+        self.dropouts = dropout_modules(self.model)
+        self._data_cache: dict[int, tuple[ClientData, torch.Tensor, torch.Tensor]] = {}
+
+    def client_tensors(self, client: ClientData) -> tuple[torch.Tensor, torch.Tensor]:
+        """The client's training tensors on the device in the training dtype (cached; pre-stacked)."""
+        key = id(client)
+        cached = self._data_cache.get(key)
+        if cached is None or cached[0] is not client:  # the client object is kept, so its id cannot be reused
+            x = client.x_train.to(device=self.device, dtype=self.spec.dtype)
+            if self.spec.channels_last and x.dim() == 4:
+                x = x.contiguous(memory_format=torch.channels_last)
+            cached = self._data_cache[key] = (client, x, client.y_train.to(self.device))
+        return cached[1], cached[2]
+
+    def epoch_generator(self, client_seed: int, epoch: int) -> torch.Generator:
+        return epoch_generator(client_seed, epoch)
+
+    def epoch_order(self, client_seed: int, epoch: int, n: int) -> tuple[torch.Generator, torch.Tensor]:
+        """The epoch's generator (it draws the dropout masks next) and its permutation, on the device."""
+        gen, perm = epoch_order(client_seed, epoch, n)
+        return gen, perm.to(self.device)
+
+    @abstractmethod
+    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int]) -> TrainResult:
+        """Train ``clients[i]`` from ``starts[i]`` (full vectors); never modifies ``starts``."""
+
+
+TRAINERS: Registry[type[Trainer]] = Registry("trainer")
+
+
+@TRAINERS.register("loop")
+class LoopTrainer(Trainer):
+    """The sequential path: one reused module, data pre-stacked on the device, index batches from a seeded
+    permutation, and the fused foreach optimiser step (same numbers as torch.optim.SGD/Adam).
+
+    ``TrainSpec.compile`` runs the forward and backward through ``torch.compile`` (inductor fuses the
+    element-wise work around the convolutions). It costs a one-off compilation per process (tens of
+    seconds cold, a few seconds from inductor's on-disk cache), so it pays only for long runs;
+    benchmarks/round_speed.py measures both. Numbers differ from eager in the last bits (fused kernels
+    round differently); a run is still deterministic and resumes bit for bit with the same setting.
+    """
+
+    def __init__(self, model: nn.Module, layout: ModelLayout, spec: TrainSpec, device: torch.device):
+        super().__init__(model, layout, spec, device)
+        if spec.channels_last:
+            self.model = self.model.to(memory_format=torch.channels_last)
+        names = {e.name for e in layout.params}
+        self.params = [p for n, p in self.model.named_parameters() if n in names]
+        self.forward: Callable[[torch.Tensor], torch.Tensor] = self.model
+        if spec.compile:
+            self.forward = torch.compile(self.model, dynamic=False)  # type: ignore[assignment]
+
+    def epoch_batches(self, client: ClientData, seed: int, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """The epoch's mini-batches: rows of the pre-stacked tensors in the order of a seeded permutation;
+        the same generator then draws the dropout masks."""
+        x, y = self.client_tensors(client)
+        gen, perm = self.epoch_order(seed, epoch, len(y))
+        for m in self.dropouts:
+            m.mask_source = uniform_source(gen)
+        B = self.spec.batch_size
+        for lo in range(0, len(y), B):
+            idx = perm[lo:lo + B]
+            yield x[idx], y[idx]
+
+    def train_client(self, start: torch.Tensor, client: ClientData, seed: int) -> tuple[torch.Tensor, np.ndarray]:
+        """E local epochs of one client from the full vector ``start``: (new full vector, every step's loss)."""
+        model, spec = self.model, self.spec
+        self.layout.load(model, start)
+        state = OptimizerState()
+        losses: list[torch.Tensor] = []
+        for epoch in range(spec.local_epochs):
+            for xb, yb in self.epoch_batches(client, seed, epoch):
+                with autocast_context(spec, self.device):
+                    loss = F.cross_entropy(self.forward(xb), yb)
+                grads = torch.autograd.grad(loss, self.params)
+                optimizer_step(spec.optimizer, self.params, list(grads), state)
+                losses.append(loss.detach())
+        for m in self.dropouts:
+            m.mask_source = None
+        return self.layout.flatten(model), torch.stack(losses).to(torch.float64).cpu().numpy()
+
+    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int]) -> TrainResult:
+        self.model.train()
+        out = torch.empty(starts.shape, dtype=self.spec.dtype, device=self.device)
+        all_losses: list[np.ndarray] = []
+        for i, (client, seed) in enumerate(zip(clients, client_seeds)):
+            out[i], losses = self.train_client(starts[i], client, seed)
+            all_losses.append(losses)
+        return TrainResult(out, all_losses)
+
+
+@TRAINERS.register("vmap")
+class VmapTrainer(Trainer):
+    """All clients' parameters stacked (n, ...) and trained together with ``torch.func``
+    (``functional_call`` + ``vmap`` + ``grad``), DESIGN §5 step 2.
+
+    * Unequal client sizes: at global step t the *active set* is the clients that still have a t-th step;
+      it is split by that step's batch size (an epoch's last batch may be short), never padded.
+    * BatchNorm: per-client stacked running statistics, updated functionally (returned as aux output).
+    * Dropout: masks are drawn outside ``vmap`` from each client's generator in the loop trainer's order
+      and passed in, so both trainers use identical masks.
+    * Clients are processed in chunks whose estimated memory fits ``memory_budget_mb``.
+    """
+
+    def __init__(self, model: nn.Module, layout: ModelLayout, spec: TrainSpec, device: torch.device):
+        super().__init__(model, layout, spec, device)
+        from torch.func import functional_call, grad, vmap
+
+        self.model.train()
+        self._functional_call = functional_call
+        self._grad_fn = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0, 0, 0), randomness="error")
+        self._feature_shapes: list[tuple[int, ...]] | None = None
+        self._activation_numel = 0
+        # integer buffers (BN num_batches_tracked) are passed as throw-away per-client copies: BN increments
+        # them in place, which grad() refuses on captured tensors; with fixed momentum they are unused.
+        self._int_buffers = {n: b for n, b in self.model.named_buffers() if b is not None and not b.is_floating_point()}
+
+    def _loss(self, params, buffers, x, y, masks):
+        buffers = {k: v.clone() for k, v in buffers.items()}  # BN updates these in place: keep it functional
+        for m, u in zip(self.dropouts, masks):
+            m.mask = u
+        try:
+            with autocast_context(self.spec, self.device):
+                logits = self._functional_call(self.model, (params, buffers), (x,))
+            loss = F.cross_entropy(logits, y)
+        finally:
+            for m in self.dropouts:
+                m.mask = None
+        return loss, (loss.detach(), buffers)
+
+    def _probe(self, x: torch.Tensor) -> None:
+        """Record dropout input shapes and activation sizes per sample (one forward of 2 samples)."""
+        shapes: dict[int, tuple[int, ...]] = {}
+        total = [0]
+        hooks = [m.register_forward_pre_hook(lambda mod, inp: shapes.__setitem__(id(mod), tuple(inp[0].shape[1:])))
+                 for m in self.dropouts]
+        for m in self.model.modules():
+            if not list(m.children()):
+                hooks.append(m.register_forward_hook(lambda mod, inp, out: total.__setitem__(0, total[0] + out[0].numel())))
+        was = self.model.training
+        self.model.eval()
+        with torch.no_grad():
+            self.model(x[:2])
+        self.model.train(was)
+        for h in hooks:
+            h.remove()
+        self._feature_shapes = [shapes[id(m)] for m in self.dropouts]
+        self._activation_numel = total[0]
+
+    def chunk_size(self) -> int:
+        elt = torch.finfo(self.spec.dtype).bits // 8
+        per_client = self.layout.n_full * elt * 6 + self._activation_numel * self.spec.batch_size * elt * 4
+        return max(1, int(self.spec.memory_budget_mb * 2 ** 20 // max(per_client, 1)))
+
+    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int]) -> TrainResult:
+        out = starts.to(device=self.device, dtype=self.spec.dtype).clone()
+        if self._feature_shapes is None:
+            self._probe(self.client_tensors(clients[0])[0])
+        losses: list[np.ndarray] = []
+        size = self.chunk_size()
+        for lo in range(0, len(clients), size):
+            hi = min(lo + size, len(clients))
+            losses += self._train_chunk(out[lo:hi], clients[lo:hi], client_seeds[lo:hi])
+        return TrainResult(out, losses)
+
+    def _schedule(self, client: ClientData, seed: int) -> list[tuple[torch.Generator, torch.Tensor]]:
+        """Per step: (the epoch's generator, the batch's row indices), in the loop trainer's order."""
+        steps = []
+        n, B = client.n_train, self.spec.batch_size
+        for epoch in range(self.spec.local_epochs):
+            gen, perm = self.epoch_order(seed, epoch, n)
+            steps += [(gen, perm[lo:lo + B]) for lo in range(0, n, B)]
+        return steps
+
+    def _train_chunk(self, mat: torch.Tensor, clients: Sequence[ClientData], seeds: Sequence[int]) -> list[np.ndarray]:
+        k = len(clients)
+        params, buffers = self.layout.split_rows(mat)
+        names = list(params)
+        state = OptimizerState(exp_avg=None)
+        zeros = lambda: [torch.zeros_like(params[n]) for n in names]  # noqa: E731
+        if self.spec.optimizer.kind == "sgd" and self.spec.optimizer.momentum != 0:
+            state.momentum = zeros()  # 0 * momentum + g == g exactly: same as torch's clone on step 1
+        if self.spec.optimizer.kind == "adam":
+            state.exp_avg, state.exp_avg_sq = zeros(), zeros()
+        schedules = [self._schedule(c, s) for c, s in zip(clients, seeds)]
+        data = [self.client_tensors(c) for c in clients]
+        losses: list[list[torch.Tensor]] = [[] for _ in range(k)]
+        for t in range(max(len(s) for s in schedules)):
+            active = [i for i in range(k) if len(schedules[i]) > t]
+            groups: dict[int, list[int]] = {}
+            for i in active:
+                groups.setdefault(len(schedules[i][t][1]), []).append(i)
+            for rows_list in groups.values():
+                self._step(t, rows_list, k, params, buffers, names, state, schedules, data, losses)
+        return [torch.stack(ls).to(torch.float64).cpu().numpy() for ls in losses]
+
+    def _step(self, t, rows_list, k, params, buffers, names, state, schedules, data, losses) -> None:
+        full = rows_list == list(range(k))
+        rows = torch.tensor(rows_list, device=self.device)
+        x = torch.stack([data[i][0][schedules[i][t][1]] for i in rows_list])
+        y = torch.stack([data[i][1][schedules[i][t][1]] for i in rows_list])
+        b = x.shape[1]
+        masks = [torch.stack([uniform_source(schedules[i][t][0])((b, *shape), x.dtype, self.device) for i in rows_list])
+                 for shape in (self._feature_shapes or [])]
+        if full:
+            p_sub, b_sub, s_sub = params, buffers, state
+        else:
+            p_sub = {n: v.index_select(0, rows) for n, v in params.items()}
+            b_sub = {n: v.index_select(0, rows) for n, v in buffers.items()}
+            s_sub = state.select(rows)
+        b_all = dict(b_sub)
+        b_all.update({n: v.expand(len(rows_list), *v.shape).clone() for n, v in self._int_buffers.items()})
+        grads, (loss, new_buffers) = self._grad_fn(p_sub, b_all, x, y, masks)
+        new_buffers = {n: v for n, v in new_buffers.items() if n not in self._int_buffers}
+        s_sub.step = t
+        with torch.no_grad():
+            optimizer_step(self.spec.optimizer, [p_sub[n] for n in names], [grads[n] for n in names], s_sub)
+            if full:
+                for n, v in new_buffers.items():
+                    buffers[n].copy_(v)
+            else:
+                for n in names:
+                    params[n].index_copy_(0, rows, p_sub[n])
+                for n, v in new_buffers.items():
+                    buffers[n].index_copy_(0, rows, v)
+                state.scatter(rows, s_sub)
+        for j, i in enumerate(rows_list):
+            losses[i].append(loss[j])
+
+
+def resolve_trainer(name: str, device: torch.device) -> type[Trainer]:
+    """``auto`` = loop on CPU, vmap on CUDA (DESIGN §5)."""
+    if name == "auto":
+        name = "vmap" if device.type == "cuda" else "loop"
+    return TRAINERS.get(name, field="engine.trainer")

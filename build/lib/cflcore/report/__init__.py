@@ -1,0 +1,20 @@
+"""The aggregate report (DESIGN §10). Reads Parquet only. (Evaluation of runs is cflcore.evaluate.)
+
+* :func:`build_report` — the ``report`` stage (tables, paper comparison, figures, index, missing runs);
+* :func:`run_specs_from_config` — the runs a validated config expects, with their standard paths.
+"""
+from importlib import import_module
+from typing import Any
+
+# Lazy exports: the evaluate job must not pay for matplotlib/scipy.stats imports of the report job.
+_EXPORTS = {"build_report": "build", "LoadedRun": "runs", "MissingRun": "runs",
+            "RunSpec": "runs", "load_run": "runs", "run_specs_from_config": "runs"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(name)
+
+
+__all__ = ["build_report", "LoadedRun", "MissingRun", "RunSpec", "load_run", "run_specs_from_config"]

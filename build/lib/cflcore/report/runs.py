@@ -1,0 +1,149 @@
+"""The runs a report expects, and loading them: a run whose files are absent or unreadable becomes a
+:class:`MissingRun` with a one-line reason (a failed job under ``--keep-going``), never an exception."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from ..errors import CflError
+from ..io import parquet_metadata, read_json, read_parquet
+
+OK_STATUSES = {"ok", "done", "success", "succeeded", "complete", "completed", "finished"}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One expected run (scenario × algorithm) and the paths of its files."""
+
+    dataset: str
+    split: str
+    clients: int
+    seed: int
+    algorithm: str
+    eval_dir: Path
+    run_dir: Path
+    manifest: Path
+    log: Path | None = None
+    status: Path | None = None
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.dataset}/{self.split}/n{self.clients}/s{self.seed}/{self.algorithm}"
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """A run's evaluation tables, its server log (temperature) and split manifest."""
+
+    spec: RunSpec
+    clustering: pd.DataFrame
+    personalisation: pd.DataFrame
+    server: pd.DataFrame | None
+    manifest: Mapping[str, Any]
+    whatif: pd.DataFrame | None = None  # eval/.../whatif.parquet (cflcore.evaluate.whatif), when the run has one
+    whatif_meta: Mapping[str, Any] | None = None  # its Parquet metadata (run_clustering_round, ...)
+
+
+@dataclass(frozen=True)
+class MissingRun:
+    spec: RunSpec
+    reason: str
+
+
+def run_specs_from_config(cfg: Mapping[str, Any], results_dir: str | Path | None = None) -> list[RunSpec]:
+    """Every run the (validated) config expects, with the standard paths of DESIGN §2 (a variant with a
+    ``splits:`` list only on those splits)."""
+    from ..config import scenario_id, study_runs
+
+    results = Path(results_dir if results_dir is not None else cfg.get("results_dir", "results"))
+    specs = []
+    for scen, algorithm in study_runs(cfg):
+        sid = scenario_id(**scen)
+        run = f"{sid}/{algorithm}"
+        specs.append(RunSpec(
+            **scen, algorithm=algorithm,
+            eval_dir=results / "eval" / run, run_dir=results / "runs" / run,
+            manifest=results / "splits" / sid / "manifest.json",
+            log=results / "logs" / "train" / f"{run}.log", status=results / "runs" / run / "status.json",
+        ))
+    return specs
+
+
+def last_log_line(path: Path | None) -> str | None:
+    """The last non-empty line of a log file (None when absent or empty)."""
+    if path is None or not Path(path).is_file():
+        return None
+    lines = [ln.strip() for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else None
+
+
+def failed_status_reason(path: Path | None) -> str | None:
+    """The reason recorded in a run's status.json when its status is not a success (None otherwise)."""
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        status = read_json(path)
+    except CflError as e:
+        return str(e)
+    if not isinstance(status, dict) or str(status.get("status", "")).lower() in OK_STATUSES:
+        return None
+    for key in ("reason", "error", "message"):
+        if status.get(key):
+            return " ".join(str(status[key]).split())[:300]
+    return f"status {status.get('status')!r}"
+
+
+def missing_reason(spec: RunSpec) -> str:
+    """One-line reason: status.json's, else the log's last line, else which files are absent."""
+    reason = failed_status_reason(spec.status)
+    if reason:
+        return reason
+    if (Path(spec.run_dir) / "history.parquet").exists():
+        return "no eval files (training finished; the evaluate job did not)"
+    return last_log_line(spec.log) or "no run files"
+
+
+def load_run(spec: RunSpec) -> LoadedRun | MissingRun:
+    """Read a run's eval tables, server.parquet (optional) and manifest, or say why it is missing."""
+    clustering_path = Path(spec.eval_dir) / "clustering.parquet"
+    personalisation_path = Path(spec.eval_dir) / "personalisation.parquet"
+    if not clustering_path.exists() or not personalisation_path.exists():
+        return MissingRun(spec, missing_reason(spec))
+    try:
+        metadata = parquet_metadata(clustering_path)
+        if metadata.get("status") == "failed":
+            return MissingRun(spec, str(metadata.get("reason") or "run failed"))
+        clustering = read_parquet(clustering_path).to_pandas()
+        if clustering.empty:
+            return MissingRun(spec, missing_reason(spec))
+        personalisation = read_parquet(personalisation_path).to_pandas()
+        server_path = Path(spec.run_dir) / "server.parquet"
+        server = read_parquet(server_path).to_pandas() if server_path.exists() else None
+        manifest = read_json(spec.manifest) if Path(spec.manifest).exists() else {}
+    except CflError as e:
+        return MissingRun(spec, str(e))
+    whatif, whatif_meta = load_whatif(Path(spec.eval_dir) / "whatif.parquet")
+    return LoadedRun(spec, clustering, personalisation, server, manifest, whatif, whatif_meta)
+
+
+def load_whatif(path: Path) -> tuple[pd.DataFrame | None, dict[str, Any] | None]:
+    """A run's whatif.parquet and its metadata; (None, None) when absent, failed, empty or unreadable
+    (the what-if heatmap then leaves the run out; the run's other results still count)."""
+    if not path.exists():
+        return None, None
+    try:
+        metadata = parquet_metadata(path)
+        frame = read_parquet(path).to_pandas()
+    except CflError:
+        return None, None
+    if metadata.get("status") == "failed" or frame.empty:
+        return None, None
+    return frame, metadata
+
+
+def load_runs(specs: Sequence[RunSpec]) -> tuple[list[LoadedRun], list[MissingRun]]:
+    loaded = [load_run(s) for s in specs]
+    return [r for r in loaded if isinstance(r, LoadedRun)], [r for r in loaded if isinstance(r, MissingRun)]

@@ -1,0 +1,267 @@
+"""One function per pipeline stage, shared by the Snakemake scripts and the ``cfl`` command line.
+
+Each takes the canonical settings a rule passes through ``params:`` (plain dicts) and explicit paths,
+so running a stage by hand and running it under Snakemake execute the same code on the same inputs.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import CflError
+from .io import read_json, write_json
+
+log = logging.getLogger("cflcore")
+
+RUN_OUTPUTS = ("history.parquet", "server.parquet", "gram.parquet", "divergence.parquet", "models.pt", "status.json")
+
+
+def prepare_dataset(settings: Mapping[str, Any], out_path: str | Path) -> None:
+    from .data import prepare_dataset as _prepare
+
+    _prepare(settings["loader"], dict(settings), out_path)
+
+
+def make_split(dataset_path: str | Path, settings: Mapping[str, Any], n_clients: int, seed: int,
+               out_dir: str | Path, name: str = "split") -> dict[str, Any]:
+    from .data.splits import make_split as _make_split
+
+    return _make_split(dataset_path, dict(settings), int(n_clients), int(seed), out_dir, field=f"splits.{name}")
+
+
+def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str, Any], seed: int,
+          out_dir: str | Path, on_failure: str = "fail") -> dict[str, Any]:
+    """Train one run. With ``on_failure='record'`` a failure inside training (e.g. a diverging loss)
+    is written to ``status.json`` (and empty run files) instead of raised, so that the other runs and
+    the report go on; the next Snakemake invocation forgets and retries it."""
+    from .data.store import load_federated
+    from .fl.run import train_run
+
+    out_dir = Path(out_dir)
+    t0 = time.time()
+    fed = load_federated(dataset_path, split_dir)
+    try:
+        train_run(fed, dict(settings), int(seed), out_dir, log=log)
+    except CflError as e:
+        if on_failure != "record":
+            raise
+        log.error("run failed: %s", e)
+        _write_failed_run(out_dir, str(e))
+        return {"status": "failed", "reason": str(e)}
+    _ensure_divergence(out_dir)
+    status = {"status": "ok", "seconds": round(time.time() - t0, 3)}
+    write_json(status, out_dir / "status.json")
+    return status
+
+
+def _ensure_divergence(out_dir: Path) -> None:
+    """Methods that compute no divergence matrix get an empty (zero-row) ``divergence.parquet``,
+    so every run has the same declared outputs."""
+    import pyarrow as pa
+
+    from .io import write_parquet
+
+    path = out_dir / "divergence.parquet"
+    if not path.exists():
+        write_parquet(pa.table({"round": pa.array([], pa.int32()), "i": pa.array([], pa.int32()),
+                                "j": pa.array([], pa.int32()), "value": pa.array([], pa.float64())}), path,
+                      metadata={"computed": False})
+
+
+def _write_failed_run(out_dir: Path, reason: str) -> None:
+    """Empty (zero-row) run files plus a status.json naming the reason: never a table of NaNs."""
+    import pyarrow as pa
+
+    from .io import torch_save, write_parquet
+
+    for name in RUN_OUTPUTS:
+        if name.endswith(".parquet"):
+            write_parquet(pa.table({"round": pa.array([], pa.int32())}), out_dir / name,
+                          metadata={"status": "failed", "reason": reason})
+    torch_save({"format": "cflcore.models/1", "status": "failed", "reason": reason}, out_dir / "models.pt")
+    write_json({"status": "failed", "reason": reason}, out_dir / "status.json")
+
+
+def run_status(run_dir: str | Path) -> dict[str, Any]:
+    p = Path(run_dir) / "status.json"
+    if not p.exists():
+        return {"status": "missing", "reason": "no run files"}
+    try:
+        return read_json(p)
+    except CflError as e:
+        return {"status": "missing", "reason": str(e)}
+
+
+def forget_failed_runs(results_dir: str | Path) -> list[Path]:
+    """Delete the outputs of runs whose status.json says ``failed`` so that they are retried.
+    Checkpoints are kept (a retried run resumes). Returns the run directories forgotten."""
+    forgotten = []
+    root = Path(results_dir) / "runs"
+    if not root.exists():
+        return forgotten
+    for status in root.glob("*/*/*/*/*/status.json"):
+        try:
+            failed = json.loads(status.read_text()).get("status") == "failed"
+        except (OSError, json.JSONDecodeError):
+            failed = True
+        if failed:
+            for name in RUN_OUTPUTS:
+                (status.parent / name).unlink(missing_ok=True)
+            forgotten.append(status.parent)
+            log.warning("retrying failed run %s", status.parent)
+    return forgotten
+
+
+def evaluate(run_dir: str | Path, manifest_path: str | Path, out_dir: str | Path,
+             settings: Mapping[str, Any]) -> None:
+    from .evaluate.clustering import evaluate_run
+
+    evaluate_run(run_dir, manifest_path, out_dir, score_rounds=settings.get("score_rounds"))
+
+
+def whatif(run_dir: str | Path, manifest_path: str | Path, out_path: str | Path,
+           settings: Mapping[str, Any], seed: int) -> None:
+    """Replay the configured clusterers on every recorded round of one run (cflcore.evaluate.whatif);
+    ``settings`` = cflcore.config.whatif_settings."""
+    from .evaluate.whatif import whatif_run
+
+    t0 = time.time()
+    frame = whatif_run(run_dir, manifest_path, out_path, settings, int(seed))
+    log.info("whatif: %d rows (clusterer x round) in %.2f s", len(frame), time.time() - t0)
+
+
+def evaluate_late_clients(run_dir: str | Path, manifest_path: str | Path, out_path: str | Path) -> None:
+    """late_clients.parquet of a run with late-joining clients (000 §6.2; cflcore.evaluate.late_clients)."""
+    from .evaluate.late_clients import evaluate_late_clients as _evaluate_late
+
+    _evaluate_late(run_dir, manifest_path, out_path)
+
+
+def explain(dataset_path: str | Path, split_dir: str | Path, run_dir: str | Path,
+            settings: Mapping[str, Any], seed: int, out_dir: str | Path, device: str = "auto") -> None:
+    from .data.store import load_federated
+    from .explain import explain_run, write_empty_explain
+    from .fl.artifacts import load_run_models
+    from .fl.run import resolve_device
+
+    status = run_status(run_dir)
+    if status.get("status") != "ok":
+        write_empty_explain(out_dir, reason=f"run {status.get('status')}: {status.get('reason', '')}")
+        return
+    dev = resolve_device(device)
+    fed = load_federated(dataset_path, split_dir)
+    models = load_run_models(Path(run_dir) / "models.pt", device=dev)
+    explain_run(models, fed, dict(settings), int(seed), out_dir)
+
+
+def clean_dir(path: str | Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """What the report stage needs from the config (the rule passes the same dict as a param)."""
+    from .config import algorithm_splits, late_client_runs, scenario_id, study_runs
+    from .report.front_page import front_page_context
+
+    only = (cfg["study"].get("explain") or {}).get("clients")
+    explain_on = bool(cfg.get("explain", {}).get("enabled", True))
+    explain_runs = [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg) if explain_on and (not only or s["clients"] in only)]
+    results = str(cfg["results_dir"]).rstrip("/")
+    return {"results_dir": results, "study": cfg["study"],
+            "algorithm_splits": algorithm_splits(cfg), "late_runs": late_client_runs(cfg),
+            "explain_runs": explain_runs, "grid_clients": cfg.get("explain", {}).get("grid_clients"),
+            "front_page": front_page_context(cfg),
+            "benchmarks": {"root": f"{results}/benchmarks", "jobs": benchmark_jobs(cfg, explain_runs)}}
+
+
+def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str, list[str]]:
+    """rule -> the wildcards paths of the config's jobs upstream of the report (their benchmark files are
+    ``results/benchmarks/<rule>/<path>.tsv``; the report's own time is measured by the report itself)."""
+    from .config import late_client_runs, scenario_id, study_runs, whatif_runs
+
+    runs = [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg)]
+    scenarios = sorted({r.rsplit("/", 1)[0] for r in runs})
+    replayed = set(whatif_runs(cfg))  # rule evaluate (scores and what-if replay); the others evaluate_no_whatif
+    return {"prepare_dataset": sorted({s.split("/", 1)[0] for s in scenarios}), "split": scenarios,
+            "train": runs, "evaluate": [r for r in runs if r in replayed],
+            "evaluate_no_whatif": [r for r in runs if r not in replayed],
+            "evaluate_late_clients": late_client_runs(cfg), "explain": explain_runs}
+
+
+def report(cfg: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
+    return report_runs(report_plan(cfg), out_dir)
+
+
+EXPLAIN_FIGURE_KINDS = ("saliency_grid", "insdel_box", "cd")
+
+
+def _report_specs(plan: Mapping[str, Any]) -> list:
+    from .report.runs import run_specs_from_config
+
+    return run_specs_from_config({"study": plan["study"], "results_dir": str(plan["results_dir"]),
+                                  "algorithm_splits": plan.get("algorithm_splits") or {}})
+
+
+def explain_report_figures(plan: Mapping[str, Any], out_dir: str | Path,
+                           kinds: tuple[str, ...] = EXPLAIN_FIGURE_KINDS) -> None:
+    """The explain figures of the plan's explained runs (``kinds`` of :data:`EXPLAIN_FIGURE_KINDS`) into
+    ``out_dir/figures/<kind>``; every kind's folder exists afterwards (the report rule declares them)."""
+    from .report.explain_figures import cd_figures, insdel_boxplot_figures, saliency_grid_figures
+
+    results, figs = Path(plan["results_dir"]), Path(out_dir) / "figures"
+    refs = []
+    for run in plan["explain_runs"]:
+        dataset, split, n, s, algorithm = run.split("/")
+        refs.append({"dataset": dataset, "split": split, "clients": int(n[1:]), "seed": int(s[1:]),
+                     "algorithm": algorithm, "explain_dir": results / "explain" / run})
+    for kind in EXPLAIN_FIGURE_KINDS:
+        (figs / kind).mkdir(parents=True, exist_ok=True)
+    if not refs:
+        return
+    if "saliency_grid" in kinds:
+        saliency_grid_figures(refs, figs / "saliency_grid", plan.get("grid_clients"))
+    if "insdel_box" in kinds:
+        insdel_boxplot_figures(refs, figs / "insdel_box")
+    if "cd" in kinds:
+        cd_figures(refs, figs / "cd")
+
+
+def report_runs(plan: Mapping[str, Any], out_dir: str | Path, workers: int = 1) -> dict[str, Any]:
+    """Tables and figures of every run the plan expects; explain figures for its explained runs. With
+    ``workers >= 2`` (and as many CPUs) and at least ``cflcore.report.parallel.MIN_RUNS`` runs, a second process
+    draws the what-if heatmaps and the insertion/deletion figures meanwhile (:func:`report_worker`); the files
+    are the same."""
+    from .report.build import build_report
+    from .report.parallel import MIN_RUNS as PARALLEL_MIN_RUNS
+    from .report.parallel import ReportWorker, usable_workers
+
+    out_dir = Path(out_dir)
+    specs = _report_specs(plan)
+    kwargs = {"context": plan.get("front_page"), "late_runs": plan.get("late_runs") or [],
+              "benchmarks": plan.get("benchmarks")}
+    # build_report ends with the benchmark tables, so that the report's own row covers all of its work
+    if usable_workers(workers) < 2 or len(specs) < PARALLEL_MIN_RUNS:
+        explain_report_figures(plan, out_dir)
+        return build_report(specs, out_dir, **kwargs)
+    worker = ReportWorker(plan, out_dir)
+    try:
+        explain_report_figures(plan, out_dir, kinds=("saliency_grid",))
+        return build_report(specs, out_dir, whatif_entries=worker.entries, **kwargs)
+    finally:
+        worker.close()
+
+
+def report_worker(plan: Mapping[str, Any], out_dir: str | Path) -> list[dict[str, Any]]:
+    """The report's second process (:func:`report_runs` with ``workers >= 2``): the what-if heatmaps (their index
+    entries are returned) and the insertion/deletion box plots and CD diagrams."""
+    from .report.build import write_whatif_figures
+    from .report.runs import load_runs
+
+    loaded, _ = load_runs(_report_specs(plan))
+    entries = write_whatif_figures(loaded, Path(out_dir))
+    explain_report_figures(plan, out_dir, kinds=("insdel_box", "cd"))
+    return entries

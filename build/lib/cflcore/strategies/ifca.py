@@ -1,0 +1,72 @@
+"""IFCA: Iterative Federated Clustering Algorithm (Ghosh et al. 2020; the baseline of 002 and 004).
+
+k models from k different seeded initialisations (``make_init(i)``). Every round, before local
+training, each sampled client evaluates every model on its own training data (the engine's batched
+``evaluate`` hook) and picks the one with the lowest loss (ties: the smallest cluster id); it trains that
+model, and each model is aggregated over the clients that chose it: the returned partition IS the
+choice. Unsampled clients keep their last choice. A model that no client holds any more disappears
+from the partition, and the engine drops it (it cannot be chosen again).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import torch
+
+from ..errors import CflError
+from ..fl.strategy import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
+                           StrategyResult, register_strategy)
+from ._common import labels_tensor
+
+
+def argmin_loss_choice(losses: np.ndarray, model_ids: list[int]) -> np.ndarray:
+    """The model id of the lowest loss per row (first = smallest id on ties, ids sorted)."""
+    losses = np.asarray(losses, dtype=np.float64)
+    losses = np.where(np.isfinite(losses), losses, np.inf)
+    return np.asarray(model_ids, dtype=np.int64)[np.argmin(losses, axis=1)]
+
+
+@register_strategy("ifca")
+class IterativeClustering(Strategy):
+    params_schema = {
+        "k": {"description": "number of cluster models: 'oracle' (true number) or an int",
+              "default": 3, "oneOf": [{"const": "oracle"}, {"type": "integer", "minimum": 1}]},
+    }
+
+    def setup(self, ctx: StrategyContext) -> None:
+        super().setup(ctx)
+        k = self.params["k"]
+        if k == "oracle":
+            if ctx.n_true_clusters is None:
+                raise CflError("ifca.k: 'oracle' needs the number of true clusters; give an int")
+            k = ctx.n_true_clusters
+        self.k = int(k)
+        self.last_losses: dict[int, list[float]] = {}
+
+    def initial_models(self, init: torch.Tensor, make_init: Callable[[int], torch.Tensor]) -> dict[int, torch.Tensor]:
+        """k independent seeded initialisations (model 0 is the engine's own init)."""
+        return {0: init, **{i: make_init(i) for i in range(1, self.k)}}
+
+    def configure(self, rnd: int, clients: np.ndarray, evaluate: EvaluateFn,
+                  models: Mapping[int, torch.Tensor]) -> dict[int, StartSpec]:
+        ids = sorted(int(c) for c in models)
+        clients = np.asarray(clients, dtype=np.int64)
+        losses = np.asarray(evaluate({c: models[c] for c in ids}, [int(q) for q in clients]))
+        choice = argmin_loss_choice(losses, ids)
+        labels = self.assignment.labels.copy()
+        labels[clients] = choice
+        self.assignment = ClusterAssignment(labels)
+        self.last_losses = {int(q): [float(v) for v in row] for q, row in zip(clients, losses)}
+        return {int(q): int(c) for q, c in zip(clients, choice)}
+
+    def aggregate(self, updates: RoundUpdates) -> StrategyResult:
+        sizes = {str(int(c)): int(n) for c, n in zip(*np.unique(self.assignment.labels, return_counts=True))}
+        return StrategyResult(self.assignment, {"cluster_sizes": sizes})
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"labels": labels_tensor(self.assignment.labels), "k": int(self.k)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.assignment = ClusterAssignment(np.asarray(state["labels"]))
+        self.k = int(state["k"])

@@ -1,0 +1,260 @@
+"""Louvain CFL (002): community detection on a client similarity graph, recomputed every round.
+
+Aggregation (002 Algorithm 1): the client graph of known clients is updated with this round's
+pairwise distances (trusted distance, eq. 2, or cosine), turned into similarities by min–max
+normalisation (eq. 3) and cubed (``exponent``, §IV-A); Louvain communities (networkx, seeded per round)
+give the partition; each community model is the mean of its members' models (eq. 1),
+which the engine's FedAvg aggregation computes. Cluster ids are kept stable across rounds by matching
+communities to the previous partition (Hungarian on overlaps); ``inherit`` seeds every community's
+model from the previous cluster most of its members came from.
+
+Attribution (002 Algorithm 2, ``configure``/``personalised``): ``avg`` = the global model, the mean of
+the community models (Alg. 1, l. 7); ``1nn`` = the community model nearest to the client's last local
+model; ``wnn`` = the k = 3 nearest community models mixed with weights u = softmax(−β·trusted) (eq. 4,
+β = 1). Eq. 4 as printed also multiplies by 1/|N_q|, which would make the weights sum to 1/k and shrink
+the model towards zero; the u are already normalised, so the mix uses u alone (a convex mix). A client
+never seen before gets the global model (Alg. 2, l. 4).
+
+Partial participation: edges are updated only between co-sampled clients (older edges stay, "a subset
+of the client distances", 002 §IV-B); never-seen clients sit in cluster 0 (the initial model) until
+their first round. Client-to-community distances are measured at aggregation time against the
+community means of the sampled members (eq. 1) — the community models the engine computes with FedAvg
+(server SGD, lr 1); communities without a sampled member that round are not candidates for 1NN/WNN.
+
+Layers (eq. 2 is a product over layers): ``layer_sizes`` (parameter counts per layer, in flat order),
+else ``ctx.layer_sizes`` if the engine provides it, else the whole vector is ONE layer and trusted
+distance reduces to ‖w_a − w_b‖ / ‖w_a‖. Eq. 2 is asymmetric; the graph uses the mean of both
+directions. Models come from ``RoundUpdates.params`` (start + delta): when the engine did not keep the
+start vectors (they exceed ``engine.memory_budget_mb``) the run stops with a ConfigError naming the
+budget needed; distances between deltas are not the method's distances and are never substituted.
+
+Resolution (002 §IV-B): "Low-resolution values lead to numerous small clusters, while high values lead
+to a limited number of large clusters", the convention of python-louvain's ``best_partition``
+(Lambiotte's Markov time r, modularity Σ_c [r·L_c/m − (d_c/2m)²]). networkx's ``resolution`` γ
+multiplies the null-model term instead (Σ_c [L_c/m − γ(d_c/2m)²]: γ > 1 gives smaller communities), and
+the two objectives are proportional for γ = 1/r. ``resolution`` here follows 002 and is passed to
+networkx as 1/resolution; 002's default and ours is 1.0, where both conventions agree.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from ..clustering.graph import community_labels, normalised_similarity
+from ..clustering.partition import inherit_by_overlap, match_cluster_ids
+from ..errors import ConfigError
+from ..fl.strategy import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
+                           StrategyResult, register_strategy)
+from ._common import labels_tensor
+
+NEWCOMER = 0  # cluster of clients never sampled yet (they start from the global model)
+_CHUNK = 1 << 20
+
+
+def layer_slices(layer_sizes: Sequence[int]) -> list[slice]:
+    bounds = np.concatenate([[0], np.cumsum(np.asarray(layer_sizes, dtype=np.int64))])
+    return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _layer_pairwise(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Squared pairwise distances (n × n) and squared norms (n,) of the rows of one layer, in float64.
+    Rows are centred per column block before the Gram product: distances are translation-invariant and
+    centring avoids the cancellation of ‖a‖² + ‖b‖² − 2ab for nearly equal models."""
+    n, p = x.shape
+    gram = torch.zeros(n, n, dtype=torch.float64, device=x.device)
+    sq_norm = torch.zeros(n, dtype=torch.float64, device=x.device)
+    for start in range(0, p, _CHUNK):
+        block = x[:, start:start + _CHUNK].to(torch.float64)
+        sq_norm += (block * block).sum(dim=1)
+        block = block - block.mean(dim=0, keepdim=True)
+        gram += block @ block.T
+    diag = torch.diagonal(gram)
+    sq_dist = torch.clamp(diag[:, None] + diag[None, :] - 2.0 * gram, min=0.0)
+    sq_dist.fill_diagonal_(0.0)
+    return sq_dist.cpu().numpy(), sq_norm.cpu().numpy()
+
+
+def _relative(distance: np.ndarray, norm: np.ndarray) -> np.ndarray:
+    """‖a − b‖ / ‖a‖ row-wise; a zero-norm reference keeps the absolute distance (no division by 0)."""
+    safe = np.where(norm > 0, norm, 1.0)
+    return distance / safe[:, None]
+
+
+def trusted_distance_matrix(models: torch.Tensor, layers: Sequence[slice]) -> np.ndarray:
+    """Pairwise trusted distance (002 eq. 2), symmetrised: ½ (t(a, b) + t(b, a)),
+    t(a, b) = Π_l (1 + ‖w_{a,l} − w_{b,l}‖ / ‖w_{a,l}‖) − 1."""
+    n = models.shape[0]
+    log_prod = np.zeros((n, n))
+    for sl in layers:
+        sq_dist, sq_norm = _layer_pairwise(models[:, sl])
+        log_prod += np.log1p(_relative(np.sqrt(sq_dist), np.sqrt(sq_norm)))
+    directed = np.expm1(log_prod)
+    sym = 0.5 * (directed + directed.T)
+    np.fill_diagonal(sym, 0.0)
+    return sym
+
+
+def trusted_to_references(models: torch.Tensor, references: torch.Tensor, layers: Sequence[slice]) -> np.ndarray:
+    """t(w_q, W_c) of every model (rows) to every reference (community model), (n × K) — 002 eq. 2, 4."""
+    n, k = models.shape[0], references.shape[0]
+    log_prod = np.zeros((n, k))
+    for sl in layers:
+        sq_dist = torch.zeros(n, k, dtype=torch.float64, device=models.device)
+        sq_norm = torch.zeros(n, dtype=torch.float64, device=models.device)
+        for start in range(sl.start, sl.stop, _CHUNK):
+            stop = min(start + _CHUNK, sl.stop)
+            a = models[:, start:stop].to(torch.float64)
+            b = references[:, start:stop].to(torch.float64)
+            sq_norm += (a * a).sum(dim=1)
+            sq_dist += torch.cdist(a, b).pow(2)
+        log_prod += np.log1p(_relative(np.sqrt(sq_dist.cpu().numpy()), np.sqrt(sq_norm.cpu().numpy())))
+    return np.expm1(log_prod)
+
+
+def cosine_distance_matrix(models: torch.Tensor) -> np.ndarray:
+    from ..clustering.divergence import cosine_divergence_matrix
+
+    return cosine_divergence_matrix(models, "float64")
+
+
+def require_models(updates: RoundUpdates) -> torch.Tensor:
+    """The clients' new models (002 compares models, eq. 2), or a ConfigError when the engine dropped the
+    start vectors because they exceed ``engine.memory_budget_mb``."""
+    if updates.start is None:
+        needed = updates.deltas.numel() * updates.deltas.element_size()
+        needed_mb = int(math.ceil(needed / 2 ** 20))
+        raise ConfigError(f"engine.memory_budget_mb: louvain needs the clients' models, and this round's "
+                          f"{updates.deltas.shape[0]} start vectors take {needed_mb} MB, more than the budget; "
+                          f"allowed: engine.memory_budget_mb >= {needed_mb}")
+    return updates.params
+
+
+def wnn_weights(distances: Mapping[int, float], k: int, beta: float) -> dict[int, float]:
+    """002 eq. 4: the k nearest communities N_q, u_{q,j} = exp(−β d_j) / Σ_{l∈N_q} exp(−β d_l)."""
+    nearest = sorted(distances.items(), key=lambda kv: (kv[1], kv[0]))[:k]
+    ids = [c for c, _ in nearest]
+    d = np.array([v for _, v in nearest], dtype=np.float64)
+    logits = -beta * (d - d.min())  # shift for stability; cancels in the ratio
+    u = np.exp(logits) / np.exp(logits).sum()
+    return {int(c): float(w) for c, w in zip(ids, u)}
+
+
+@register_strategy("louvain")
+class LouvainCommunities(Strategy):
+    params_schema = {
+        "attribution": {"enum": ["avg", "1nn", "wnn"], "default": "1nn"},
+        "resolution": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
+                       "description": "002's convention: higher = fewer, larger communities (networkx gets 1/resolution)"},
+        "exponent": {"type": "number", "exclusiveMinimum": 0, "default": 3},
+        "k": {"type": "integer", "minimum": 1, "default": 3, "description": "neighbours of WNN (eq. 4)"},
+        "beta": {"type": "number", "minimum": 0, "default": 1.0, "description": "WNN temperature (eq. 4)"},
+        "distance": {"enum": ["trusted", "cosine"], "default": "trusted"},
+        "layer_sizes": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "default": None},
+    }
+
+    def setup(self, ctx: StrategyContext) -> None:
+        super().setup(ctx)
+        sizes = self.params["layer_sizes"] or getattr(ctx, "layer_sizes", None) or [ctx.n_params]
+        if int(np.sum(sizes)) != ctx.n_params:
+            raise ConfigError(f"louvain.layer_sizes: sums to {int(np.sum(sizes))}, the model has "
+                              f"{ctx.n_params} parameters; allowed: sizes summing to {ctx.n_params} or null")
+        self.layers = layer_slices(sizes)
+        n = ctx.n_clients
+        self.distance = np.full((n, n), np.nan)
+        self.seen = np.zeros(n, dtype=bool)
+        self.client_distance: dict[int, dict[int, float]] = {}
+        self.communities: list[int] = []
+        self.next_id = NEWCOMER + 1
+
+    # ----- aggregation (002 Algorithm 1) -----------------------------------------------------------
+    def aggregate(self, updates: RoundUpdates) -> StrategyResult:
+        clients = np.asarray(updates.clients, dtype=np.int64)
+        models = require_models(updates)
+        if self.params["distance"] == "trusted":
+            pairwise = trusted_distance_matrix(models, self.layers)
+        else:
+            pairwise = cosine_distance_matrix(models)
+        self.distance[np.ix_(clients, clients)] = pairwise  # updateClientGraph (l. 2)
+        self.seen[clients] = True
+        seen = np.flatnonzero(self.seen)
+        sim = normalised_similarity(self.distance[np.ix_(seen, seen)], float(self.params["exponent"]))
+        seed = int(self.ctx.generator(updates.round, 0x10BA).integers(2**31 - 1))
+        local = community_labels(sim, float(self.params["resolution"]), seed)  # l. 3
+        groups = [seen[local == c] for c in range(int(local.max()) + 1)]
+        previous = self.assignment.labels
+        ids, self.next_id = match_cluster_ids(previous, groups, self.next_id, reserved=[NEWCOMER])
+        labels = np.full(self.ctx.n_clients, NEWCOMER, dtype=np.int64)
+        for g, c in zip(groups, ids):
+            labels[g] = c
+        self.assignment = ClusterAssignment(labels)
+        self.communities = sorted(int(c) for c in ids)
+        self._measure_client_distances(models, clients, labels)
+        diagnostics = {"n_communities": len(self.communities), "n_seen": int(self.seen.sum())}
+        return StrategyResult(self.assignment, diagnostics, divergence=pairwise,
+                              inherit=inherit_by_overlap(previous, labels))
+
+    def _measure_client_distances(self, models: torch.Tensor, clients: np.ndarray, labels: np.ndarray) -> None:
+        """Trusted distance of each sampled client's model to each community model (eq. 1 mean of the
+        sampled members), kept for 1NN / WNN attribution next round."""
+        if self.params["attribution"] == "avg":
+            return
+        present = [c for c in self.communities if np.any(labels[clients] == c)]
+        if not present:
+            return
+        device = models.device
+        means = torch.stack([models[torch.as_tensor(np.flatnonzero(labels[clients] == c), device=device)]
+                             .to(torch.float64).mean(dim=0) for c in present])
+        if self.params["distance"] == "trusted":
+            dist = trusted_to_references(models, means, self.layers)
+        else:
+            from ..clustering.divergence import cosine_similarity_from_gram
+
+            both = torch.cat([models.to(torch.float64), means])
+            sim = cosine_similarity_from_gram(both @ both.T)
+            dist = 1.0 - sim[: len(clients), len(clients):]
+        for row, q in enumerate(clients):
+            self.client_distance[int(q)] = {c: float(dist[row, j]) for j, c in enumerate(present)}
+
+    # ----- attribution (002 Algorithm 2) -------------------------------------------------------------
+    def start_spec(self, client: int, available: Sequence[int]) -> StartSpec:
+        """The model client ``client`` starts from / is evaluated with (Alg. 2, l. 4–12)."""
+        available = [c for c in self.communities if c in set(available)]
+        if not available:
+            return int(self.assignment.labels[client])
+        global_mix = {c: 1.0 / len(available) for c in available}
+        known = {c: d for c, d in self.client_distance.get(int(client), {}).items() if c in available}
+        mode = self.params["attribution"]
+        if mode == "avg" or not known:
+            spec: StartSpec = global_mix
+        elif mode == "1nn":
+            spec = min(known.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        else:
+            spec = wnn_weights(known, int(self.params["k"]), float(self.params["beta"]))
+        if isinstance(spec, dict) and len(spec) == 1:
+            return int(next(iter(spec)))
+        return spec
+
+    def configure(self, rnd: int, clients: np.ndarray, evaluate: EvaluateFn,
+                  models: Mapping[int, torch.Tensor]) -> dict[int, StartSpec]:
+        return {int(q): self.start_spec(int(q), list(models)) for q in clients}
+
+    def personalised(self, models: Mapping[int, torch.Tensor]) -> dict[int, StartSpec]:
+        return {q: self.start_spec(q, list(models)) for q in range(self.ctx.n_clients)}
+
+    # ----- checkpointing -----------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"labels": labels_tensor(self.assignment.labels), "distance": torch.as_tensor(self.distance),
+                "seen": torch.as_tensor(self.seen), "communities": list(self.communities),
+                "client_distance": {int(q): {int(c): float(d) for c, d in v.items()} for q, v in self.client_distance.items()},
+                "next_id": int(self.next_id)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.assignment = ClusterAssignment(np.asarray(state["labels"]))
+        self.distance = np.asarray(state["distance"], dtype=np.float64).copy()
+        self.seen = np.asarray(state["seen"], dtype=bool).copy()
+        self.communities = [int(c) for c in state["communities"]]
+        self.client_distance = {int(q): {int(c): float(d) for c, d in v.items()} for q, v in state["client_distance"].items()}
+        self.next_id = int(state["next_id"])

@@ -1,0 +1,136 @@
+"""SCL: Clustered Federated Learning of Sattler et al. (2021), the baseline of 000 (§4.2, App. A.2).
+
+Every round, each cluster C with more than two (sampled) members splits in two when
+``round + 1 > cooldown`` (``round`` is the engine's 0-based index: the authors' loop counts
+``c_round = 1, 2, …`` and splits only when ``c_round > 20``, so ``cooldown`` is the number of rounds
+that never split; cooldown 0 allows a split in the first round), ``‖mean_{i∈C} Δ_i‖ < ε1`` (the norm
+of the cluster's MEAN update: the cluster is near a stationary point) and ``max_{i∈C} ‖Δ_i‖ > ε2`` (some client still moves: the clients disagree).
+The bipartition is complete-linkage agglomerative clustering (sklearn, ``metric="precomputed"``) on
+−cosine similarity, as in the authors' code. Repeated over rounds this is the recursive bi-partitioning.
+
+Client ids stay GLOBAL: the published code and FL-bench map the bipartition's local indices back
+wrongly, putting a client in two clusters after a second split; here a split only relabels the
+members of the split cluster, so every client is in exactly one cluster by construction.
+Partial participation: the split uses the sampled members; unsampled members follow the larger child.
+Table 4 of 000: ε1 = 0.35, ε2 = 1.0, cooldown 30 (MNIST).
+
+Diagnostics (every round, columns of server.parquet): ``eps1``, ``eps2``, and per cluster with a sampled
+member ``mean_update_norms`` {cluster: ‖mean Δ‖} and ``max_update_norms`` {cluster: max ‖Δ‖} (JSON), with
+their largest values as scalars; the report's ``split_traces`` figure draws them against ε1/ε2.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from ..clustering.divergence import cosine_similarity_from_gram, gram_matrix
+from ..errors import ConfigError
+from ..fl.strategy import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
+from ._common import as_int_list, labels_tensor
+
+
+def bipartition(similarity: np.ndarray) -> np.ndarray:
+    """Two groups by complete-linkage agglomerative clustering on −similarity (Sattler et al.)."""
+    from sklearn.cluster import AgglomerativeClustering
+
+    model = AgglomerativeClustering(n_clusters=2, metric="precomputed", linkage="complete")
+    return model.fit_predict(-np.asarray(similarity, dtype=np.float64)).astype(np.int64)
+
+
+def update_norms(deltas: torch.Tensor) -> tuple[float, float]:
+    """(‖mean Δ‖, max ‖Δ‖) of a cluster's updates, in float64."""
+    d = deltas.to(torch.float64)
+    return float(torch.linalg.vector_norm(d.mean(dim=0))), float(torch.linalg.vector_norm(d, dim=1).max())
+
+
+def split_allowed(rnd: int, cooldown: int) -> bool:
+    """Sattler et al.'s ``c_round > cooldown`` with the 1-based ``c_round = rnd + 1`` of 0-based ``rnd``."""
+    return rnd + 1 > cooldown
+
+
+@register_strategy("scl")
+class SattlerClustering(Strategy):
+    params_schema = {
+        "eps1": {"type": "number", "exclusiveMinimum": 0, "default": 0.35,
+                 "description": "split when the norm of the cluster's mean update is below eps1"},
+        "eps2": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
+                 "description": "... and the largest client update norm is above eps2 (eps2 >= eps1)"},
+        "cooldown": {"type": "integer", "minimum": 0, "default": 20,
+                     "description": "the first `cooldown` rounds never split: 1-based round > cooldown "
+                                    "(authors' code: c_round > 20)"},
+        "max_clusters": {"type": ["integer", "null"], "minimum": 1, "default": None},
+        "precision": {"enum": ["float32", "float64"], "default": "float32"},
+    }
+
+    @classmethod
+    def check_params(cls, params: Mapping[str, Any], field: str) -> None:
+        e1, e2 = float(params.get("eps1", 0.35)), float(params.get("eps2", 1.0))
+        if e2 < e1:
+            raise ConfigError(f"{field}.eps2: {e2} is smaller than eps1 = {e1}; allowed: eps2 >= eps1")
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.check_params(self.params, "scl")
+
+    def setup(self, ctx: StrategyContext) -> None:
+        super().setup(ctx)
+        self.next_id = 1
+        self.last_events: list[dict[str, Any]] = []  # the splits of the latest aggregate() (with members; not state)
+
+    def aggregate(self, updates: RoundUpdates) -> StrategyResult:
+        p = self.params
+        clients = np.asarray(updates.clients, dtype=np.int64)
+        labels = self.assignment.labels.copy()
+        sim = cosine_similarity_from_gram(gram_matrix(updates.deltas, p["precision"])).astype(np.float64)
+        mean_norms: dict[int, float] = {}
+        max_norms: dict[int, float] = {}
+        events: list[dict[str, Any]] = []
+        n_clusters = len(np.unique(labels))
+        for cluster in np.unique(self.assignment.labels):
+            rows = np.flatnonzero(self.assignment.labels[clients] == cluster)  # rows of this round's tensors
+            if rows.size == 0:
+                continue
+            mean_norm, max_norm = update_norms(updates.deltas[torch.as_tensor(rows, device=updates.deltas.device)])
+            mean_norms[int(cluster)], max_norms[int(cluster)] = mean_norm, max_norm
+            allowed = p["max_clusters"] is None or n_clusters < int(p["max_clusters"])
+            if (split_allowed(updates.round, int(p["cooldown"])) and rows.size > 2 and mean_norm < float(p["eps1"])
+                    and max_norm > float(p["eps2"]) and allowed):
+                side = bipartition(sim[np.ix_(rows, rows)])
+                if np.unique(side).size < 2:
+                    continue
+                members = np.flatnonzero(self.assignment.labels == cluster)  # GLOBAL ids
+                sampled = clients[rows]
+                child_ids = (self.next_id, self.next_id + 1)
+                self.next_id += 2
+                sizes = [int(np.sum(side == s)) for s in (0, 1)]
+                larger = 0 if sizes[0] >= sizes[1] else 1
+                labels[members] = child_ids[larger]  # unsampled members follow the larger child
+                for s in (0, 1):
+                    labels[sampled[side == s]] = child_ids[s]
+                n_clusters += 1
+                events.append({"round": int(updates.round), "parent": int(cluster), "children": list(child_ids),
+                               "members": [as_int_list(np.flatnonzero(labels == c)) for c in child_ids]})
+        self.assignment = ClusterAssignment(labels)
+        self.last_events = events
+        inherit = {c: e["parent"] for e in events for c in e["children"]}
+        diagnostics = {
+            "eps1": float(p["eps1"]),
+            "eps2": float(p["eps2"]),
+            "largest_mean_update_norm": max(mean_norms.values()) if mean_norms else None,
+            "largest_max_update_norm": max(max_norms.values()) if max_norms else None,
+            "mean_update_norms": {str(k): v for k, v in mean_norms.items()},
+            "max_update_norms": {str(k): v for k, v in max_norms.items()},
+            "n_splits": len(events),
+            "split_events": [{k: v for k, v in e.items() if k != "members"} for e in events],
+        }
+        return StrategyResult(self.assignment, diagnostics, inherit=inherit)
+
+    def state_dict(self) -> dict[str, Any]:
+        # every field is read by a later round: tests/test_resume.py fails when load_state_dict drops one
+        return {"labels": labels_tensor(self.assignment.labels), "next_id": int(self.next_id)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.assignment = ClusterAssignment(np.asarray(state["labels"]))
+        self.next_id = int(state["next_id"])
