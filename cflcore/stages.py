@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from .defaults import with_config_defaults
 from .errors import CflError
 from .io import read_json, write_json
 
@@ -168,12 +169,13 @@ def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     from .report.front_page import front_page_context
 
     only = (cfg["study"].get("explain") or {}).get("clients")
-    explain_on = bool(cfg.get("explain", {}).get("enabled", True))
+    explain = with_config_defaults("explain", with_config_defaults("", cfg)["explain"])
+    explain_on = bool(explain["enabled"])
     explain_runs = [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg) if explain_on and (not only or s["clients"] in only)]
     results = str(cfg["results_dir"]).rstrip("/")
     return {"results_dir": results, "study": cfg["study"],
             "algorithm_splits": algorithm_splits(cfg), "late_runs": late_client_runs(cfg),
-            "explain_runs": explain_runs, "grid_clients": cfg.get("explain", {}).get("grid_clients"),
+            "explain_runs": explain_runs, "grid_clients": explain["grid_clients"],
             "front_page": front_page_context(cfg),
             "benchmarks": {"root": f"{results}/benchmarks", "jobs": benchmark_jobs(cfg, explain_runs)}}
 

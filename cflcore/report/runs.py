@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from ..defaults import with_config_defaults
 from ..errors import CflError
 from ..io import parquet_metadata, read_json, read_parquet
 
@@ -58,7 +59,7 @@ def run_specs_from_config(cfg: Mapping[str, Any], results_dir: str | Path | None
     ``splits:`` list only on those splits)."""
     from ..config import scenario_id, study_runs
 
-    results = Path(results_dir if results_dir is not None else cfg.get("results_dir", "results"))
+    results = Path(results_dir if results_dir is not None else with_config_defaults("", cfg)["results_dir"])
     specs = []
     for scen, algorithm in study_runs(cfg):
         sid = scenario_id(**scen)
