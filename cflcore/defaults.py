@@ -5,7 +5,7 @@ into settings built by hand (the command line's and the tests' partial dicts).""
 from __future__ import annotations
 
 import copy
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -17,7 +17,7 @@ def schema_defaults(properties: Mapping[str, Any]) -> dict[str, Any]:
     return {k: copy.deepcopy(sub["default"]) for k, sub in properties.items() if "default" in sub}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema() -> dict[str, Any]:
     import yaml
 

@@ -22,7 +22,7 @@ import ast
 import hashlib
 import json
 import os
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -233,7 +233,7 @@ def _package_key(root: Path) -> str:
 PLAN_FORMAT = "cflcore.provenance/1"
 
 
-@lru_cache(maxsize=None)
+@cache
 def stage_plans(root: Path = PKG) -> dict[str, StagePlan]:
     """:func:`_stage_plans`, remembered in ``<root>/__pycache__/`` (beside the bytecode) under
     :func:`_package_key`: parsing the package costs ~1 s on a busy 2-core machine, at every Snakemake parse,
@@ -276,7 +276,7 @@ def stage_modules(stage: str, root: Path = PKG) -> list[str]:
     return [path for path, _ in stage_sources(stage, root)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def code_version(stage: str, root: Path = PKG) -> str:
     """A short SHA-256 over the sources ``stage`` runs (:func:`stage_sources`); computed once per process
     (every Snakemake parse calls it for each rule)."""

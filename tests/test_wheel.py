@@ -1,6 +1,7 @@
 """A wheel that works (issue 24 §2): the built wheel holds every file the code loads, so an installed (not
 editable) package validates the default config."""
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -15,9 +16,14 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_built_wheel_validates_the_default_config(tmp_path):
-    out = tmp_path / "dist"
+    # built from a copy: setuptools writes build/ and *.egg-info/ into the source tree
+    src, out = tmp_path / "src", tmp_path / "dist"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(Path(REPO) / name, src / name)
+    shutil.copytree(Path(REPO) / "cflcore", src / "cflcore", ignore=shutil.ignore_patterns("__pycache__"))
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                            "-w", str(out), REPO], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                            "-w", str(out), str(src)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert build.returncode == 0, build.stderr[-3000:]
     (wheel,) = out.glob("cfl_pipeline-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())

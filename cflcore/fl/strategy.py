@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence, Union
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -25,7 +25,7 @@ import torch
 from ..plugin import Plugin
 from ..registry import Registry
 
-StartSpec = Union[int, Mapping[int, float]]
+StartSpec = int | Mapping[int, float]
 """A cluster id, or a convex combination of cluster models ``{cluster_id: weight}``."""
 
 

@@ -52,7 +52,6 @@ import torch
 from ..clustering.clusterers import CLUSTERERS, FEATURES, ClusteringInput, build_clusterer, run_clusterer, union_params_schema
 from ..clustering.divergence import temperature
 from ..clustering.partition import inherit_by_overlap
-from ..errors import ConfigError
 from ..fl.strategy import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
 from ._common import LazySchema, divergence_numpy, labels_tensor
