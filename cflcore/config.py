@@ -24,6 +24,7 @@ import yaml
 
 from .defaults import config_defaults, schema_defaults, with_config_defaults
 from .errors import ConfigError
+from .layout import scenario_id
 from .registry import check_declared, declared_names
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
@@ -448,11 +449,6 @@ def whatif_runs(cfg: Mapping[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # Scenarios and runs
 # ---------------------------------------------------------------------------------------------
-def scenario_id(dataset: str, split: str, clients: int, seed: int) -> str:
-    """``{dataset}/{split}/n{clients}/s{seed}`` (DESIGN §2)."""
-    return f"{dataset}/{split}/n{clients}/s{seed}"
-
-
 def scenarios(cfg: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     s = cfg["study"]
     for d in s["datasets"]:
