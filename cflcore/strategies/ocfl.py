@@ -110,13 +110,14 @@ class OneShotClustering(Strategy):
 
     @classmethod
     def check_params(cls, params: Mapping[str, Any], field: str) -> None:
+        params = cls.with_defaults(params, field)  # also when called on a partial entry
         CLUSTERERS.get(params["clusterer"], field=f"{field}.clusterer").check_params(params, field)
         check_late_clients_value(params["late_clients"], f"{field}.late_clients")
 
     @classmethod
     def check_population(cls, params: Mapping[str, Any], n_clients: int, field: str) -> None:
         """``late_clients`` must leave at least two founding clients among ``n_clients`` (config validation)."""
-        resolve_late_count(params["late_clients"], n_clients, f"{field}.late_clients")
+        resolve_late_count(cls.with_defaults(params, field)["late_clients"], n_clients, f"{field}.late_clients")
 
     @classmethod
     def replay_clusterer(cls, params: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -66,6 +66,7 @@ class SattlerClustering(Strategy):
 
     @classmethod
     def check_params(cls, params: Mapping[str, Any], field: str) -> None:
+        params = cls.with_defaults(params, field)  # also when called on a partial entry
         e1, e2 = float(params["eps1"]), float(params["eps2"])
         if e2 < e1:
             raise ConfigError(f"{field}.eps2: {e2} is smaller than eps1 = {e1}; allowed: eps2 >= eps1")
