@@ -19,12 +19,12 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-import jsonschema
 import yaml
 
 from .defaults import config_defaults, schema_defaults, with_config_defaults
 from .errors import ConfigError
 from .layout import scenario_id
+from .plugin import schema_check
 from .registry import check_declared, declared_names
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
@@ -62,20 +62,6 @@ def deep_update(base: dict[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     return base
 
 
-def _path(err: jsonschema.ValidationError) -> str:
-    return ".".join(str(p) for p in err.absolute_path) or "<config>"
-
-
-def _describe(err: jsonschema.ValidationError) -> str:
-    field = _path(err)
-    if err.validator == "enum":
-        return f"{field}: {err.instance!r} is not allowed; allowed: {', '.join(map(str, err.validator_value))}"
-    if err.validator == "additionalProperties":
-        allowed = sorted((err.schema.get("properties") or {}).keys())
-        return f"{field}: {err.message}; allowed: {', '.join(allowed)}"
-    return f"{field}: {err.message}"
-
-
 def _fill_defaults(schema: Mapping[str, Any], inst: Any) -> None:
     """Fill ``default`` values of the schema into ``inst`` (objects only, recursively)."""
     if not isinstance(inst, dict):
@@ -90,16 +76,6 @@ def _fill_defaults(schema: Mapping[str, Any], inst: Any) -> None:
         for key, val in inst.items():
             if key not in (schema.get("properties") or {}):
                 _fill_defaults(extra, val)
-
-
-def schema_check(instance: Any, schema: Mapping[str, Any], prefix: str = "") -> None:
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(instance), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
-    if errors:
-        msg = _describe(errors[0])
-        if prefix and not errors[0].absolute_path:  # an error on the object itself: "<prefix>: ...", not "<prefix>.<config>"
-            raise ConfigError(f"{prefix.rstrip('.')}{msg[len('<config>'):]}")
-        raise ConfigError(f"{prefix}{msg}")
 
 
 def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, Any]:

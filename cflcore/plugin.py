@@ -13,10 +13,41 @@ whose ``default`` values are the only place its defaults are written. This base 
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from .defaults import schema_defaults
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import jsonschema
+
+
+def _path(err: "jsonschema.ValidationError") -> str:
+    return ".".join(str(p) for p in err.absolute_path) or "<config>"
+
+
+def _describe(err: "jsonschema.ValidationError") -> str:
+    field = _path(err)
+    if err.validator == "enum":
+        return f"{field}: {err.instance!r} is not allowed; allowed: {', '.join(map(str, err.validator_value))}"
+    if err.validator == "additionalProperties":
+        allowed = sorted((err.schema.get("properties") or {}).keys())
+        return f"{field}: {err.message}; allowed: {', '.join(allowed)}"
+    return f"{field}: {err.message}"
+
+
+def schema_check(instance: Any, schema: Mapping[str, Any], prefix: str = "") -> None:
+    """Validate ``instance`` against ``schema``: the first error (shallowest path first) as one ConfigError line
+    naming the dotted field (``prefix`` + path) and, where the schema says, the allowed values."""
+    import jsonschema  # where an entry is validated (config validation), not where a plug-in is built
+
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
+    if errors:
+        msg = _describe(errors[0])
+        if prefix and not errors[0].absolute_path:  # an error on the object itself: "<prefix>: ...", not "<prefix>.<config>"
+            raise ConfigError(f"{prefix.rstrip('.')}{msg[len('<config>'):]}")
+        raise ConfigError(f"{prefix}{msg}")
 
 
 class Plugin:
@@ -45,8 +76,6 @@ class Plugin:
     def validate_params(cls, params: Mapping[str, Any], field: str) -> dict[str, Any]:
         """Config validation of one entry: the JSON schema (unknown keys, types, ranges; one-line errors naming
         ``<field>.<key>``), then the defaults, then :meth:`check_params`. Returns the entry with defaults."""
-        from .config import schema_check
-
         schema_check(dict(params), {"type": "object", "additionalProperties": False,
                                     "properties": dict(cls.params_schema)}, prefix=f"{field}.")
         full = cls.with_defaults(params, field)
