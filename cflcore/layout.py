@@ -159,9 +159,14 @@ def benchmarks_dir(results: str) -> str:
     return f"{results}/benchmarks"
 
 
+def benchmark_in(root: str, rule: str, path: str) -> str:
+    """A job's benchmark file under the benchmarks folder ``root`` (:func:`benchmarks_dir`)."""
+    return f"{root}/{rule}/{path}.tsv"
+
+
 def benchmark_file(results: str, rule: str, path: str) -> str:
     """A job's Snakemake benchmark file (``path`` as for :func:`log_file`)."""
-    return f"{benchmarks_dir(results)}/{rule}/{path}.tsv"
+    return benchmark_in(benchmarks_dir(results), rule, path)
 
 
 def report_dir(results: str) -> str:
