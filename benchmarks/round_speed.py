@@ -501,7 +501,7 @@ def main() -> None:
             rounds["engine-bf16+compile"] = EngineRound(fed, args.seed, args.threads, precision="bf16", compile_=True)
         parts: dict[str, dict[str, list[float]]] = {k: {"training": [], "server": [], "evaluation": []} for k in rounds}
 
-        def variant(name: str) -> Callable[[], None]:
+        def variant(name: str, rounds: dict = rounds, parts: dict = parts) -> Callable[[], None]:
             def call() -> None:
                 rounds[name]()
                 for part, s in rounds[name].parts.items():

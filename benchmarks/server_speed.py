@@ -375,9 +375,11 @@ def bench_clusterers(rec: harness.Recorder, sizes: list[int], n_params: int, rep
         deltas = planted_deltas(split, n_params, seed=n, noise=0.5)
         truth = planted_labels(split)
         gamma = cosine_divergence_matrix(deltas).astype("float64")
-        variants: dict[str, Callable[[], object]] = {"Γ only": lambda: cosine_divergence_matrix(deltas).astype("float64")}
+        variants: dict[str, Callable[[], object]] = {
+            "Γ only": lambda deltas=deltas: cosine_divergence_matrix(deltas).astype("float64")}
         for name, params in CLUSTERERS.items():
-            variants[name] = (lambda c=build_clusterer(params):
+            # defaults bind this size's clusterer and matrices (the timed calls run before the loop moves on)
+            variants[name] = (lambda c=build_clusterer(params), gamma=gamma, deltas=deltas:  # noqa: B008
                               run_clusterer(c, ClusteringInput(gamma, deltas, seed=0, n_true_clusters=3)))
         res = harness.time_side_by_side(variants, repeats if n < 1000 else 1)
         rec.record(f"clusterers N={n} P={n_params}", res)

@@ -23,23 +23,27 @@ from typing import Any, Sequence
 import yaml
 
 from . import config as cc
-from . import stages
+from . import layout, stages
 from .errors import CflError, ConfigError
 from .logutil import setup_logging
 
 
 def _paths(cfg: dict[str, Any], a: argparse.Namespace) -> dict[str, Path]:
-    res = Path(cfg["results_dir"])
-    out: dict[str, Path] = {"results": res}
+    """The stage's paths in the Snakemake layout (cflcore.layout)."""
+    res = str(cfg["results_dir"]).rstrip("/")
+    out: dict[str, Path] = {"results": Path(res), "report": Path(layout.report_dir(res))}
     if getattr(a, "dataset", None):
-        out["dataset"] = res / "data" / f"{a.dataset}.parquet"
+        out["dataset"] = Path(layout.dataset_file(res, a.dataset))
     if getattr(a, "split", None):
-        scen = cc.scenario_id(a.dataset, a.split, a.clients, a.seed)
-        out["split"] = res / "splits" / scen
+        scen = layout.scenario_id(a.dataset, a.split, a.clients, a.seed)
+        out["split"] = Path(layout.split_dir(res, scen))
+        out["manifest"] = Path(layout.split_file(res, scen, "manifest.json"))
         if getattr(a, "algorithm", None):
-            out["run"] = res / "runs" / scen / a.algorithm
-            out["eval"] = res / "eval" / scen / a.algorithm
-            out["explain"] = res / "explain" / scen / a.algorithm
+            run = layout.run_id(a.dataset, a.split, a.clients, a.seed, a.algorithm)
+            out["run"] = Path(layout.run_dir(res, run))
+            out["eval"] = Path(layout.eval_dir(res, run))
+            out["whatif"] = Path(layout.eval_file(res, run, layout.WHATIF_OUTPUT))
+            out["explain"] = Path(layout.explain_dir(res, run))
     return out
 
 
@@ -113,10 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
     p = _paths(cfg, a)
     if a.cmd == "validate":
-        runs = [(cc.scenario_id(**s), alg) for s, alg in cc.study_runs(cfg)]
+        runs = [layout.run_id(**s, algorithm=alg) for s, alg in cc.study_runs(cfg)]
         print(f"config OK: {len(runs)} runs")
-        for scen, alg in runs:
-            print(f"  {scen}/{alg}")
+        for run in runs:
+            print(f"  {run}")
         return 0
     if a.cmd == "data":
         stages.prepare_dataset(cc.data_settings(cfg, a.dataset), p["dataset"])
@@ -132,15 +136,15 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
                           p["run"], on_failure="fail")
         log.info("run status: %s", st)
     elif a.cmd == "evaluate":
-        stages.evaluate(p["run"], p["split"] / "manifest.json", p["eval"], cfg["report"])
+        stages.evaluate(p["run"], p["manifest"], p["eval"], cfg["report"])
     elif a.cmd == "whatif":
-        stages.whatif(p["run"], p["split"] / "manifest.json", p["eval"] / "whatif.parquet",
+        stages.whatif(p["run"], p["manifest"], p["whatif"],
                       cc.whatif_settings(cfg, a.dataset, a.algorithm), a.seed)
     elif a.cmd == "explain":
         stages.explain(p["dataset"], p["split"], p["run"], cc.explain_settings(cfg, a.dataset), a.seed,
                        p["explain"], device=cfg["device"])
     elif a.cmd == "report":
-        stages.report(cfg, p["results"] / "report")
+        stages.report(cfg, p["report"])
     return 0
 
 

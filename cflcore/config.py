@@ -19,10 +19,12 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-import jsonschema
 import yaml
 
+from .defaults import config_defaults, schema_defaults, with_config_defaults
 from .errors import ConfigError
+from .layout import scenario_id
+from .plugin import schema_check
 from .registry import check_declared, declared_names
 from .sweeps import INDEX_KEY, expand_sweeps
 
@@ -104,20 +106,6 @@ def deep_update(base: dict[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     return base
 
 
-def _path(err: jsonschema.ValidationError) -> str:
-    return ".".join(str(p) for p in err.absolute_path) or "<config>"
-
-
-def _describe(err: jsonschema.ValidationError) -> str:
-    field = _path(err)
-    if err.validator == "enum":
-        return f"{field}: {err.instance!r} is not allowed; allowed: {', '.join(map(str, err.validator_value))}"
-    if err.validator == "additionalProperties":
-        allowed = sorted((err.schema.get("properties") or {}).keys())
-        return f"{field}: {err.message}; allowed: {', '.join(allowed)}"
-    return f"{field}: {err.message}"
-
-
 def _fill_defaults(schema: Mapping[str, Any], inst: Any) -> None:
     """Fill ``default`` values of the schema into ``inst`` (objects only, recursively)."""
     if not isinstance(inst, dict):
@@ -134,20 +122,12 @@ def _fill_defaults(schema: Mapping[str, Any], inst: Any) -> None:
                 _fill_defaults(extra, val)
 
 
-def schema_check(instance: Any, schema: Mapping[str, Any], prefix: str = "") -> None:
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(instance), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
-    if errors:
-        msg = _describe(errors[0])
-        if prefix and not errors[0].absolute_path:  # an error on the object itself: "<prefix>: ...", not "<prefix>.<config>"
-            raise ConfigError(f"{prefix.rstrip('.')}{msg[len('<config>'):]}")
-        raise ConfigError(f"{prefix}{msg}")
-
-
 def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, Any]:
     """Validate a config dict and return a copy with defaults filled in (passes 1–3 of the module
     docstring; ``plugins=False`` stops after the name checks and imports no plug-in)."""
     cfg = copy.deepcopy(dict(cfg))
+    if isinstance(cfg.get("whatif"), dict):
+        cfg["whatif"].pop(OWN_CLUSTERERS_KEY, None)  # derived by pass 3, never given
     schema = load_schema()
     schema_check(cfg, schema)
     _fill_defaults(schema, cfg)
@@ -272,6 +252,7 @@ def _check_registries(cfg: dict[str, Any]) -> None:
             _check_variant({**cfg["algorithms"][aname], **override}, field)
     _check_cluster_counts(cfg)
     _check_population(cfg)
+    cfg["whatif"][OWN_CLUSTERERS_KEY] = _own_clusterers(cfg)
 
 
 def entry_field(cfg: Mapping[str, Any], section: str, name: str) -> str:
@@ -307,9 +288,16 @@ def _check_cluster_counts(cfg: Mapping[str, Any]) -> None:
             for key in CLUSTER_COUNT_KEYS:
                 value = params.get(key)
                 if isinstance(value, int) and not isinstance(value, bool) and value > smallest:
-                    oracle = "'oracle' or " if key == "k" and params.get("method") == "ocfl" else ""
                     raise ConfigError(f"{field}.{key}: {value} is not allowed with {smallest} clients (study.clients); "
-                                      f"allowed: {oracle}an integer from 1 to {smallest}")
+                                      f"allowed: {_named_values(params['method'], key)}an integer from 1 to {smallest}")
+
+
+def _named_values(method: str, key: str) -> str:
+    """``'oracle' or `` when the method's schema of ``key`` admits the constant ``oracle`` beside integers."""
+    from .fl.strategy import STRATEGIES
+
+    sub = STRATEGIES.get(method).params_schema.get(key, {})
+    return "".join(f"{alt['const']!r} or " for alt in sub.get("oneOf", []) + sub.get("anyOf", []) if "const" in alt)
 
 
 def _check_population(cfg: Mapping[str, Any]) -> None:
@@ -318,12 +306,10 @@ def _check_population(cfg: Mapping[str, Any]) -> None:
     from .fl.strategy import STRATEGIES
 
     for name in cfg["study"]["algorithms"]:
-        check = getattr(STRATEGIES.get(cfg["algorithms"][name]["method"]), "check_population", None)
-        if check is None:
-            continue
+        cls = STRATEGIES.get(cfg["algorithms"][name]["method"])
         for params, field in _variant_instances(cfg, name):
             for n in cfg["study"]["clients"]:
-                check(strategy_params(params), int(n), field)
+                cls.check_population(strategy_params(params), int(n), field)
 
 
 STUDY_KEYS = ("splits", "engine")
@@ -359,13 +345,7 @@ def _check_variant(variant: Mapping[str, Any], field: str, split_names: Sequence
     if "engine" in study_keys:
         engine_schema = load_schema()["properties"]["engine"]
         schema_check(study_keys["engine"], engine_schema, prefix=f"{field}.engine.")
-    params = strategy_params(variant)
-    sub = {"type": "object", "additionalProperties": False, "properties": cls.params_schema}
-    schema_check(params, sub, prefix=f"{field}.")
-    _fill_defaults(sub, params)
-    check = getattr(cls, "check_params", None)
-    if check is not None:
-        check(params, field=field)
+    params = cls.validate_params(strategy_params(variant), field)
     return {"method": variant["method"], **params, **study_keys}
 
 
@@ -428,7 +408,7 @@ def _check_whatif_params(whatif: Mapping[str, Any]) -> None:
         params = whatif_clusterer_params(entry, field)
         cls = CLUSTERERS.get(params["clusterer"], field=f"{field}.clusterer")
         if params["clusterer"] == "sklearn":
-            sklearn_estimator_class(str(params.get("estimator", "AgglomerativeClustering")), field=f"{field}.clusterer")
+            sklearn_estimator_class(str(_sklearn_estimator(params)), field=f"{field}.clusterer")
         properties = {**cls.params_schema, "clusterer": {"type": "string"},
                       "features": {"enum": list(WHATIF_REPLAYABLE_FEATURES)}}
         schema_check(params, {"type": "object", "additionalProperties": False, "properties": properties},
@@ -446,66 +426,70 @@ def _has_cluster_count(params: Mapping[str, Any]) -> bool:
         return False
     from .clustering.clusterers import sklearn_estimator_class
 
-    return "n_clusters" in sklearn_estimator_class(str(params.get("estimator", "AgglomerativeClustering")))().get_params()
+    return "n_clusters" in sklearn_estimator_class(str(_sklearn_estimator(params)))().get_params()
+
+
+def _sklearn_estimator(params: Mapping[str, Any]) -> str:
+    """The estimator class name of an ``sklearn`` clusterer entry (its schema's default when not given)."""
+    from .clustering.clusterers import CLUSTERERS
+
+    return str({**schema_defaults(CLUSTERERS.get("sklearn").params_schema), **params}["estimator"])
 
 
 def own_clusterer(variant: Mapping[str, Any]) -> dict[str, Any] | None:
     """The clusterer a run itself used, as clusterer parameters, when it can be replayed from recorded
-    matrices: OCFL's clusterer (000 Algorithm 1, l. 21) unless it clusters the deltas, and BCL's
-    average-linkage cut of Γ (Briggs et al.; cflcore.strategies.bcl.agglomerative_on_distance, which is
-    sklearn's AgglomerativeClustering with these arguments), SCL's first bipartition (complete linkage on
-    Γ into two, Sattler et al.; its later, recursive splits act on sub-clusters and are not replayed), and
-    Louvain CFL's communities of the normalised similarity graph of its recorded distance (002 eq. 3,
-    Algorithm 1 l. 3; full participation, where every client's distance is fresh). None otherwise."""
-    method = variant.get("method")
-    if method == "ocfl" and variant.get("features") in WHATIF_REPLAYABLE_FEATURES:
-        return {k: copy.deepcopy(v) for k, v in variant.items() if k != "method"}
-    if method == "bcl" and variant.get("distance_input", "divergence") == "divergence":
-        return {"clusterer": "sklearn", "estimator": "AgglomerativeClustering",
-                "clusterer_params": {"n_clusters": None, "metric": "precomputed", "linkage": "average",
-                                     "distance_threshold": float(variant.get("distance_threshold", 0.2))}}
-    if method == "scl":
-        return {"clusterer": "sklearn", "estimator": "AgglomerativeClustering",
-                "clusterer_params": {"n_clusters": 2, "metric": "precomputed", "linkage": "complete"}}
-    if method == "louvain":
-        return {"clusterer": "louvain", "similarity": "normalised", "exponent": float(variant.get("exponent", 3)),
-                "resolution": float(variant.get("resolution", 1.0))}
-    return None
+    matrices: its method's ``replay_clusterer`` hook (cflcore.fl.strategy.Strategy; each method's own file says
+    what it replays) on the variant's parameters with defaults. None when the method's clustering cannot be
+    replayed. Imports the strategy plug-ins: validation (pass 3) stores the result (:data:`OWN_CLUSTERERS_KEY`)."""
+    from .fl.strategy import STRATEGIES
+
+    cls = STRATEGIES.get(variant["method"])
+    return cls.replay_clusterer(cls.with_defaults(strategy_params(variant)))
+
+
+OWN_CLUSTERERS_KEY = "own_clusterers"
+"""``whatif.own_clusterers``: ``{"<dataset>/<algorithm>": own_clusterer(...)}``, derived by validation pass 3 (which
+imports the plug-ins anyway), so that building the what-if params at every Snakemake start imports none. Dropped
+and derived again whenever a config is validated."""
+
+
+def _own_clusterers(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    return {f"{d}/{a}": own_clusterer(run_settings(cfg, d, a)["algorithm"]) for d in cfg["datasets"] for a in cfg["algorithms"]}
 
 
 def whatif_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, Any]:
     """Everything a ``whatif`` job depends on besides its input files: the matrix choice, the resolved
     clusterer list and the run's own clusterer (``run:<name>``). ``enabled`` and ``algorithms`` (which
     runs get a job) are left out, so changing them adds or drops jobs without rerunning the others."""
-    whatif = cfg.get("whatif") or {}
+    whatif = with_config_defaults("whatif", cfg.get("whatif"))
+    k_max = config_defaults("whatif.clusterers[]")["k_max"]
     clusterers = [{"name": e["name"], "params": whatif_clusterer_params(e, f"whatif.clusterers[{i}]"),
-                   "select_k": e.get("select_k"), "k_max": int(e.get("k_max", 8)), "own": False}
-                  for i, e in enumerate(whatif.get("clusterers") or [])]
-    own = own_clusterer(run_settings(cfg, dataset, algorithm)["algorithm"]) if whatif.get("replay_own", True) else None
+                   "select_k": e.get("select_k"), "k_max": int(e["k_max"]) if "k_max" in e else k_max, "own": False}
+                  for i, e in enumerate(whatif["clusterers"] or [])]
+    own = None
+    if whatif["replay_own"]:
+        stored = whatif.get(OWN_CLUSTERERS_KEY)
+        key = f"{dataset}/{algorithm}"
+        own = stored[key] if stored and key in stored else own_clusterer(run_settings(cfg, dataset, algorithm)["algorithm"])
     if own is not None:
         label = "agglomerative" if own["clusterer"] == "sklearn" else own["clusterer"]
-        clusterers.append({"name": f"run:{label}", "params": own, "select_k": None, "k_max": 8, "own": True})
-    return {"matrix": whatif.get("matrix", "auto"), "clusterers": clusterers}
+        clusterers.append({"name": f"run:{label}", "params": own, "select_k": None, "k_max": k_max, "own": True})
+    return {"matrix": whatif["matrix"], "clusterers": clusterers}
 
 
 def whatif_runs(cfg: Mapping[str, Any]) -> list[str]:
     """``{scenario}/{algorithm}`` of every run that gets a ``whatif`` job: every run of the study (each
     records gram.parquet), or only the variants in ``whatif.algorithms``; none when disabled."""
-    whatif = cfg.get("whatif") or {}
-    if not whatif.get("enabled", True):
+    whatif = with_config_defaults("whatif", cfg.get("whatif"))
+    if not whatif["enabled"]:
         return []
-    only = whatif.get("algorithms")
+    only = whatif["algorithms"]
     return [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg) if only is None or a in only]
 
 
 # ---------------------------------------------------------------------------------------------
 # Scenarios and runs
 # ---------------------------------------------------------------------------------------------
-def scenario_id(dataset: str, split: str, clients: int, seed: int) -> str:
-    """``{dataset}/{split}/n{clients}/s{seed}`` (DESIGN §2)."""
-    return f"{dataset}/{split}/n{clients}/s{seed}"
-
-
 def dataset_splits(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
     """dataset -> the splits it is restricted to (``datasets.<name>.splits``, study-level; only datasets with
     one). A report plan carries this mapping itself."""
@@ -555,10 +539,10 @@ def data_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
     ds = dataset_settings(cfg, dataset)
     return {
         "loader": ds["loader"],
-        "test_fraction": ds.get("test_fraction", 0.2),
+        "test_fraction": with_config_defaults("datasets.*", ds)["test_fraction"],
         "max_train": ds.get("max_train"),
-        "data_root": str(cfg.get("data_root", "data")),
-        "download": bool(cfg.get("download", False)),
+        "data_root": str(with_config_defaults("", cfg)["data_root"]),
+        "download": bool(with_config_defaults("", cfg)["download"]),
     }
 
 
@@ -572,20 +556,20 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[s
     training = {k: v for k, v in ds.items()
                 if k not in ("loader", "test_fraction", "max_train", "explain_samples", "algorithm_params", "splits")}
     variant = {**cfg["algorithms"][algorithm], **(ds.get("algorithm_params") or {}).get(algorithm, {})}
-    engine = {**cfg.get("engine", {}), **(variant.get("engine") or {})}  # the variant's own engine overrides
+    engine = {**with_config_defaults("", cfg)["engine"], **(variant.get("engine") or {})}  # the variant's own engine overrides
     variant = {"method": variant["method"], **strategy_params(variant)}  # `splits:` is the study's, not the strategy's
     return {
         "training": training,
         "engine": engine,
         "algorithm": variant,
-        "device": cfg.get("device", "auto"),
+        "device": with_config_defaults("", cfg)["device"],
     }
 
 
 def explain_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
     """The explain block with the per-dataset sample size resolved (000 §5: 350; 180 for BloodMNIST)."""
-    ex = dict(cfg.get("explain", {}))
+    ex = dict(with_config_defaults("", cfg)["explain"])
     if ex.get("samples") is None:
-        ex["samples"] = int(dataset_settings(cfg, dataset).get("explain_samples", 350))
+        ex["samples"] = int(with_config_defaults("datasets.*", dataset_settings(cfg, dataset))["explain_samples"])
     ex["model"] = dataset_settings(cfg, dataset)["model"]
     return ex

@@ -55,7 +55,7 @@ def registered_in_source(path: Path, decorator: str) -> list[str]:
     return names
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def declared_names(kind: str) -> tuple[str, ...]:
     """The names registry ``kind`` will hold, read from the plug-in sources (no plug-in is imported)."""
     try:

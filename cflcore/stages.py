@@ -12,12 +12,13 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import layout
+from .defaults import with_config_defaults
 from .errors import CflError
 from .io import read_json, write_json
+from .layout import EXPLAIN_FIGURE_KINDS, RUN_OUTPUTS
 
 log = logging.getLogger("cflcore")
-
-RUN_OUTPUTS = ("history.parquet", "server.parquet", "gram.parquet", "divergence.parquet", "models.pt", "status.json")
 
 
 def prepare_dataset(settings: Mapping[str, Any], out_path: str | Path) -> None:
@@ -170,31 +171,33 @@ def clean_dir(path: str | Path) -> None:
 
 def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """What the report stage needs from the config (the rule passes the same dict as a param)."""
-    from .config import algorithm_splits, dataset_splits, late_client_runs, scenario_id, study_runs
+    from .config import algorithm_splits, dataset_splits, late_client_runs, study_runs
     from .report.front_page import front_page_context
 
     only = (cfg["study"].get("explain") or {}).get("clients")
-    explain_on = bool(cfg.get("explain", {}).get("enabled", True))
-    explain_runs = [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg) if explain_on and (not only or s["clients"] in only)]
+    explain = with_config_defaults("explain", with_config_defaults("", cfg)["explain"])
+    explain_on = bool(explain["enabled"])
+    explain_runs = [layout.run_id(**s, algorithm=a) for s, a in study_runs(cfg)
+                    if explain_on and (not only or s["clients"] in only)]
     results = str(cfg["results_dir"]).rstrip("/")
     return {"results_dir": results, "study": cfg["study"],
             "algorithm_splits": algorithm_splits(cfg), "dataset_splits": dataset_splits(cfg),
             "late_runs": late_client_runs(cfg),
-            "explain_runs": explain_runs, "grid_clients": cfg.get("explain", {}).get("grid_clients"),
+            "explain_runs": explain_runs, "grid_clients": explain["grid_clients"],
             "sweep_index": cfg.get("sweep_index") or {"algorithms": {}, "splits": {}},
             "front_page": front_page_context(cfg),
-            "benchmarks": {"root": f"{results}/benchmarks", "jobs": benchmark_jobs(cfg, explain_runs)}}
+            "benchmarks": {"root": layout.benchmarks_dir(results), "jobs": benchmark_jobs(cfg, explain_runs)}}
 
 
 def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str, list[str]]:
     """rule -> the wildcards paths of the config's jobs upstream of the report (their benchmark files are
     ``results/benchmarks/<rule>/<path>.tsv``; the report's own time is measured by the report itself)."""
-    from .config import late_client_runs, scenario_id, study_runs, whatif_runs
+    from .config import late_client_runs, study_runs, whatif_runs
 
-    runs = [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg)]
-    scenarios = sorted({r.rsplit("/", 1)[0] for r in runs})
+    runs = [layout.run_id(**s, algorithm=a) for s, a in study_runs(cfg)]
+    scenarios = sorted({layout.parse_run_id(r).scenario for r in runs})
     replayed = set(whatif_runs(cfg))  # rule evaluate (scores and what-if replay); the others evaluate_no_whatif
-    return {"prepare_dataset": sorted({s.split("/", 1)[0] for s in scenarios}), "split": scenarios,
+    return {"prepare_dataset": sorted({layout.parse_scenario_id(s).dataset for s in scenarios}), "split": scenarios,
             "train": runs, "evaluate": [r for r in runs if r in replayed],
             "evaluate_no_whatif": [r for r in runs if r not in replayed],
             "evaluate_late_clients": late_client_runs(cfg), "explain": explain_runs}
@@ -203,8 +206,6 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
 def report(cfg: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
     return report_runs(report_plan(cfg), out_dir)
 
-
-EXPLAIN_FIGURE_KINDS = ("saliency_grid", "insdel_box", "cd")
 
 
 def _report_specs(plan: Mapping[str, Any]) -> list:
@@ -216,17 +217,17 @@ def _report_specs(plan: Mapping[str, Any]) -> list:
 
 
 def explain_report_figures(plan: Mapping[str, Any], out_dir: str | Path,
-                           kinds: tuple[str, ...] = EXPLAIN_FIGURE_KINDS) -> None:
+                           kinds: tuple[str, ...] = tuple(EXPLAIN_FIGURE_KINDS)) -> None:
     """The explain figures of the plan's explained runs (``kinds`` of :data:`EXPLAIN_FIGURE_KINDS`) into
     ``out_dir/figures/<kind>``; every kind's folder exists afterwards (the report rule declares them)."""
     from .report.explain_figures import cd_figures, insdel_boxplot_figures, saliency_grid_figures
 
-    results, figs = Path(plan["results_dir"]), Path(out_dir) / "figures"
+    results, figs = str(plan["results_dir"]).rstrip("/"), Path(out_dir) / "figures"
     refs = []
     for run in plan["explain_runs"]:
-        dataset, split, n, s, algorithm = run.split("/")
-        refs.append({"dataset": dataset, "split": split, "clients": int(n[1:]), "seed": int(s[1:]),
-                     "algorithm": algorithm, "explain_dir": results / "explain" / run})
+        ref = layout.parse_run_id(run)
+        refs.append({"dataset": ref.dataset, "split": ref.split, "clients": ref.clients, "seed": ref.seed,
+                     "algorithm": ref.algorithm, "explain_dir": Path(layout.explain_dir(results, run))})
     for kind in EXPLAIN_FIGURE_KINDS:
         (figs / kind).mkdir(parents=True, exist_ok=True)
     if not refs:

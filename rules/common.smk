@@ -9,6 +9,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 import cflcore.config as cc
+import cflcore.layout as lay
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
 from cflcore.stages import failed_attempts, report_plan
@@ -50,17 +51,18 @@ wildcard_constraints:
     algorithm=SWEPT_NAME,
 
 
-SCENARIO = "{dataset}/{split}/n{clients}/s{seed}"
-RUN = "{dataset}/{split}/n{clients}/s{seed}/{algorithm}"
+# every path below comes from cflcore.layout (the run id, each output's path and name, the figure kinds)
+SCENARIO = lay.SCENARIO_PATTERN
+RUN = lay.RUN_PATTERN
 
 
 def scenario_list():
-    return [cc.scenario_id(**s) for s in cc.scenarios(config)]
+    return [lay.scenario_id(**s) for s in cc.scenarios(config)]
 
 
 def run_list():
     """Every run of the grid; a variant with a `splits:` list runs on those splits only."""
-    return [f"{cc.scenario_id(**s)}/{a}" for s, a in cc.study_runs(config)]
+    return [lay.run_id(**s, algorithm=a) for s, a in cc.study_runs(config)]
 
 
 def whatif_algorithm_constraint():
@@ -76,22 +78,14 @@ def explain_enabled():
 
 def explain_runs():
     only = (STUDY.get("explain") or {}).get("clients")
-    runs = [f"{cc.scenario_id(**s)}/{a}" for s, a in cc.study_runs(config) if not only or s["clients"] in only]
+    runs = [lay.run_id(**s, algorithm=a) for s, a in cc.study_runs(config) if not only or s["clients"] in only]
     return runs if explain_enabled() else []
 
 
-REPORT_DIR = f"{RESULTS}/report"
-REPORT_TABLES = [
-    "table1_clustering",
-    "table2_clustering_round",
-    "table_personalisation",
-    "paper_vs_run",
-    "table_late_clients",
-]
-# tables with CSV only (no Markdown / LaTeX twin)
-CSV_TABLES = ["sweep_scores", "paper_claims"]
-# where the study's time went (cflcore/report/benchmarks.py), from every job's benchmark file
-BENCHMARK_TABLES = ["benchmarks_by_rule", "critical_path", "benchmark_summary"]
+REPORT_DIR = lay.report_dir(RESULTS)
+REPORT_TABLES = list(lay.REPORT_TABLES)
+CSV_TABLES = list(lay.CSV_TABLES)  # tables with CSV only (no Markdown / LaTeX twin)
+BENCHMARK_TABLES = list(lay.BENCHMARK_TABLES)  # where the study's time went (cflcore/report/benchmarks.py)
 
 
 def all_targets():
@@ -125,7 +119,7 @@ def p_attempt(w):
     """Failed attempts of the run so far (read only): a recorded failure changes this param, so Snakemake's params
     rerun trigger plans the run again at the next invocation (cflcore.stages.failed_attempts). No parse writes
     or deletes anything under results/."""
-    return failed_attempts(f"{RESULTS}/runs/{w.dataset}/{w.split}/n{w.clients}/s{w.seed}/{w.algorithm}")
+    return failed_attempts(lay.run_dir(RESULTS, lay.run_id(w.dataset, w.split, w.clients, w.seed, w.algorithm)))
 
 
 def p_explain(w):
@@ -145,34 +139,19 @@ GPU = 1 if config["engine"].get("gpu") else 0
 
 
 # ---- report stage ---------------------------------------------------------------------------
-FIGURE_KINDS = {
-    "learning_gap": "PF1 / GF1 learning gap (000 Fig. 2)",
-    "temperature_mean": "Normalised temperature (000 Figs. 3-4)",
-    "temperature_runs": "Temperature per run (000 Figs. 10-14)",
-    "clustering_progress": "Clustering score per round (001 Fig. 1)",
-    "n_clusters": "Number of clusters per round",
-    "whatif_heatmap": "What-if clustering: ARI per clusterer and round (trigger vs earliest separable round)",
-    "late_clients": "Late-joining clients: PF1 of late vs founding clients (000 §6.2)",
-    "split_traces": "Split criteria per round: SCL update norms vs eps1/eps2, FedGWC MSE vs eps and DB",
-    "sweeps": "Factor sweeps: final scores against the swept values (002 Figs. 3-4)",
-    "round_envelopes": "Per-round scores, mean and std envelope over seeds (002 Fig. 5)",
-}
-EXPLAIN_KINDS = {
-    "saliency_grid": "Saliency grids (000 Fig. 5)",
-    "insdel_box": "Insertion / deletion AUC (000 Figs. 6-7)",
-    "cd": "Critical-difference diagrams (000 Figs. 8, 17)",
-}
+FIGURE_KINDS = lay.FIGURE_KINDS  # kind -> title
+EXPLAIN_KINDS = lay.EXPLAIN_FIGURE_KINDS
 
 
 def report_inputs(w):
     runs = run_list()
     files = {
-        "clustering": [f"{RESULTS}/eval/{r}/clustering.parquet" for r in runs],
-        "personalisation": [f"{RESULTS}/eval/{r}/personalisation.parquet" for r in runs],
+        "clustering": [lay.eval_file(RESULTS, r, "clustering.parquet") for r in runs],
+        "personalisation": [lay.eval_file(RESULTS, r, "personalisation.parquet") for r in runs],
     }
-    files["insdel"] = [f"{RESULTS}/explain/{r}/insdel.parquet" for r in explain_runs()]
-    files["whatif"] = [f"{RESULTS}/eval/{r}/whatif.parquet" for r in cc.whatif_runs(config)]
-    files["late_clients"] = [f"{RESULTS}/eval/{r}/late_clients.parquet" for r in cc.late_client_runs(config)]
+    files["insdel"] = [lay.explain_file(RESULTS, r, "insdel.parquet") for r in explain_runs()]
+    files["whatif"] = [lay.eval_file(RESULTS, r, lay.WHATIF_OUTPUT) for r in cc.whatif_runs(config)]
+    files["late_clients"] = [lay.eval_file(RESULTS, r, lay.LATE_CLIENTS_OUTPUT) for r in cc.late_client_runs(config)]
     return files
 
 

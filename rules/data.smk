@@ -3,11 +3,11 @@
 
 rule prepare_dataset:
     output:
-        f"{RESULTS}/data/{{dataset}}.parquet",
+        lay.dataset_file(RESULTS, "{dataset}"),
     log:
-        f"{RESULTS}/logs/prepare_dataset/{{dataset}}.log",
+        lay.log_file(RESULTS, "prepare_dataset", "{dataset}"),
     benchmark:
-        f"{RESULTS}/benchmarks/prepare_dataset/{{dataset}}.tsv"
+        lay.benchmark_file(RESULTS, "prepare_dataset", "{dataset}")
     threads: 1
     resources:
         mem_mb=4000,
@@ -21,14 +21,14 @@ rule prepare_dataset:
 
 rule split:
     input:
-        dataset=f"{RESULTS}/data/{{dataset}}.parquet",
+        dataset=lay.dataset_file(RESULTS, "{dataset}"),
     output:
-        assignments=f"{RESULTS}/splits/{SCENARIO}/assignments.parquet",
-        manifest=f"{RESULTS}/splits/{SCENARIO}/manifest.json",
+        assignments=lay.split_file(RESULTS, SCENARIO, "assignments.parquet"),
+        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
     log:
-        f"{RESULTS}/logs/split/{SCENARIO}.log",
+        lay.log_file(RESULTS, "split", SCENARIO),
     benchmark:
-        f"{RESULTS}/benchmarks/split/{SCENARIO}.tsv"
+        lay.benchmark_file(RESULTS, "split", SCENARIO)
     threads: 1
     resources:
         mem_mb=2000,

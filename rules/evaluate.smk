@@ -9,20 +9,20 @@
 # own clusterer) with the code versions of both stages: changing either reruns the run's evaluate job.
 rule evaluate:
     input:
-        history=f"{RESULTS}/runs/{RUN}/history.parquet",
-        server=f"{RESULTS}/runs/{RUN}/server.parquet",
-        gram=f"{RESULTS}/runs/{RUN}/gram.parquet",
-        divergence=f"{RESULTS}/runs/{RUN}/divergence.parquet",
-        status=f"{RESULTS}/runs/{RUN}/status.json",
-        manifest=f"{RESULTS}/splits/{SCENARIO}/manifest.json",
+        history=lay.run_file(RESULTS, RUN, "history.parquet"),
+        server=lay.run_file(RESULTS, RUN, "server.parquet"),
+        gram=lay.run_file(RESULTS, RUN, "gram.parquet"),
+        divergence=lay.run_file(RESULTS, RUN, "divergence.parquet"),
+        status=lay.run_file(RESULTS, RUN, "status.json"),
+        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
     output:
-        clustering=f"{RESULTS}/eval/{RUN}/clustering.parquet",
-        personalisation=f"{RESULTS}/eval/{RUN}/personalisation.parquet",
-        whatif=f"{RESULTS}/eval/{RUN}/whatif.parquet",
+        clustering=lay.eval_file(RESULTS, RUN, "clustering.parquet"),
+        personalisation=lay.eval_file(RESULTS, RUN, "personalisation.parquet"),
+        whatif=lay.eval_file(RESULTS, RUN, "whatif.parquet"),
     log:
-        f"{RESULTS}/logs/evaluate/{RUN}.log",
+        lay.log_file(RESULTS, "evaluate", RUN),
     benchmark:
-        f"{RESULTS}/benchmarks/evaluate/{RUN}.tsv"
+        lay.benchmark_file(RESULTS, "evaluate", RUN)
     wildcard_constraints:
         algorithm=whatif_algorithm_constraint(),
     group:
@@ -45,18 +45,18 @@ rule evaluate:
 # the scores only. Rule evaluate takes every run it matches.
 rule evaluate_no_whatif:
     input:
-        history=f"{RESULTS}/runs/{RUN}/history.parquet",
-        server=f"{RESULTS}/runs/{RUN}/server.parquet",
-        gram=f"{RESULTS}/runs/{RUN}/gram.parquet",
-        status=f"{RESULTS}/runs/{RUN}/status.json",
-        manifest=f"{RESULTS}/splits/{SCENARIO}/manifest.json",
+        history=lay.run_file(RESULTS, RUN, "history.parquet"),
+        server=lay.run_file(RESULTS, RUN, "server.parquet"),
+        gram=lay.run_file(RESULTS, RUN, "gram.parquet"),
+        status=lay.run_file(RESULTS, RUN, "status.json"),
+        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
     output:
-        clustering=f"{RESULTS}/eval/{RUN}/clustering.parquet",
-        personalisation=f"{RESULTS}/eval/{RUN}/personalisation.parquet",
+        clustering=lay.eval_file(RESULTS, RUN, "clustering.parquet"),
+        personalisation=lay.eval_file(RESULTS, RUN, "personalisation.parquet"),
     log:
-        f"{RESULTS}/logs/evaluate_no_whatif/{RUN}.log",
+        lay.log_file(RESULTS, "evaluate_no_whatif", RUN),
     benchmark:
-        f"{RESULTS}/benchmarks/evaluate_no_whatif/{RUN}.tsv"
+        lay.benchmark_file(RESULTS, "evaluate_no_whatif", RUN)
     group:
         "run"
     threads: 1
@@ -76,16 +76,16 @@ ruleorder: evaluate > evaluate_no_whatif
 # Late-joining clients (000 §6.2): only runs whose variant has `late_clients` (common.smk late_client_runs).
 rule evaluate_late_clients:
     input:
-        history=f"{RESULTS}/runs/{RUN}/history.parquet",
-        server=f"{RESULTS}/runs/{RUN}/server.parquet",
-        status=f"{RESULTS}/runs/{RUN}/status.json",
-        manifest=f"{RESULTS}/splits/{SCENARIO}/manifest.json",
+        history=lay.run_file(RESULTS, RUN, "history.parquet"),
+        server=lay.run_file(RESULTS, RUN, "server.parquet"),
+        status=lay.run_file(RESULTS, RUN, "status.json"),
+        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
     output:
-        late=f"{RESULTS}/eval/{RUN}/late_clients.parquet",
+        late=lay.eval_file(RESULTS, RUN, "late_clients.parquet"),
     log:
-        f"{RESULTS}/logs/evaluate_late_clients/{RUN}.log",
+        lay.log_file(RESULTS, "evaluate_late_clients", RUN),
     benchmark:
-        f"{RESULTS}/benchmarks/evaluate_late_clients/{RUN}.tsv"
+        lay.benchmark_file(RESULTS, "evaluate_late_clients", RUN)
     group:
         "run"
     threads: 1

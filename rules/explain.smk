@@ -3,19 +3,19 @@
 
 rule explain:
     input:
-        dataset=f"{RESULTS}/data/{{dataset}}.parquet",
-        assignments=f"{RESULTS}/splits/{SCENARIO}/assignments.parquet",
-        manifest=f"{RESULTS}/splits/{SCENARIO}/manifest.json",
-        models=f"{RESULTS}/runs/{RUN}/models.pt",
-        status=f"{RESULTS}/runs/{RUN}/status.json",
+        dataset=lay.dataset_file(RESULTS, "{dataset}"),
+        assignments=lay.split_file(RESULTS, SCENARIO, "assignments.parquet"),
+        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
+        models=lay.run_file(RESULTS, RUN, "models.pt"),
+        status=lay.run_file(RESULTS, RUN, "status.json"),
     output:
-        insdel=f"{RESULTS}/explain/{RUN}/insdel.parquet",
-        samples=f"{RESULTS}/explain/{RUN}/samples.parquet",
-        saliency=f"{RESULTS}/explain/{RUN}/saliency.npz",
+        insdel=lay.explain_file(RESULTS, RUN, "insdel.parquet"),
+        samples=lay.explain_file(RESULTS, RUN, "samples.parquet"),
+        saliency=lay.explain_file(RESULTS, RUN, "saliency.npz"),
     log:
-        f"{RESULTS}/logs/explain/{RUN}.log",
+        lay.log_file(RESULTS, "explain", RUN),
     benchmark:
-        f"{RESULTS}/benchmarks/explain/{RUN}.tsv"
+        lay.benchmark_file(RESULTS, "explain", RUN)
     group:
         "run"
     threads: 1

@@ -4,7 +4,7 @@
 # The report's landing page is report/workflow.rst (the Snakefile's `report:` directive); it includes
 # front_page.rst, written here: the headline table, the paper check with Kendall's tau, the departures.
 
-FRONT_TABLES = ["headline", "paper_ranking", "departures"]
+FRONT_TABLES = list(lay.FRONT_TABLES)
 
 
 rule report:
@@ -72,9 +72,9 @@ rule report:
         runs=report_runs_param(),
         code=code_version("report"),
     log:
-        f"{RESULTS}/logs/report/report.log",
+        lay.log_file(RESULTS, "report", "report"),
     benchmark:
-        f"{RESULTS}/benchmarks/report/report.tsv"
+        lay.benchmark_file(RESULTS, "report", "report")
     # the study's last job, alone on the machine: a second process draws half of the figures
     # (cflcore/report/parallel.py); with --cores 1 Snakemake gives it one thread and it draws them all
     threads: 2

@@ -8,20 +8,16 @@
 
 rule train:
     input:
-        dataset=f"{RESULTS}/data/{{dataset}}.parquet",
-        assignments=f"{RESULTS}/splits/{SCENARIO}/assignments.parquet",
-        manifest=f"{RESULTS}/splits/{SCENARIO}/manifest.json",
+        dataset=lay.dataset_file(RESULTS, "{dataset}"),
+        assignments=lay.split_file(RESULTS, SCENARIO, "assignments.parquet"),
+        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
     output:
-        history=f"{RESULTS}/runs/{RUN}/history.parquet",
-        server=f"{RESULTS}/runs/{RUN}/server.parquet",
-        gram=f"{RESULTS}/runs/{RUN}/gram.parquet",
-        divergence=f"{RESULTS}/runs/{RUN}/divergence.parquet",
-        models=f"{RESULTS}/runs/{RUN}/models.pt",
-        status=f"{RESULTS}/runs/{RUN}/status.json",
+        # history, server, gram, divergence, models, status: cflcore.layout.RUN_OUTPUTS, named by their stems
+        **lay.run_outputs(RESULTS, RUN),
     log:
-        f"{RESULTS}/logs/train/{RUN}.log",
+        lay.log_file(RESULTS, "train", RUN),
     benchmark:
-        f"{RESULTS}/benchmarks/train/{RUN}.tsv"
+        lay.benchmark_file(RESULTS, "train", RUN)
     priority: 1
     group:
         "run"

@@ -90,7 +90,7 @@ def test_sampling_prioritises_rarely_sampled_clients_and_is_deterministic():
     counts = a.counts
     assert counts.sum() == 300 and counts.max() - counts.min() <= 2  # uniform draws spread about ±4 (sd of Bin(100, .2))
     seen = set()
-    for r, s in enumerate(sel_a[:10]):
+    for s in sel_a[:10]:
         seen |= set(s)
     assert seen == set(range(15))  # every client within the first 10 rounds (3 per round)
 

@@ -12,7 +12,6 @@ from cflcore.evaluate.clustering import GroundTruth, RoundPartition, clustering_
 from cflcore.fl.artifacts import load_run_models
 from cflcore.fl.run import GLOBAL_COLUMNS, train_run
 from cflcore.fl.synthetic import synthetic_federated
-from cflcore.io import write_parquet
 from cflcore.metrics.personalisation import personalisation_scores
 
 LOG = logging.getLogger("test")

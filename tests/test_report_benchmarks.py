@@ -160,7 +160,8 @@ def test_every_rule_has_a_benchmark_in_the_layout_and_a_place_in_the_dependency_
         body = text[text.index(f"rule {rule}:"):]
         nxt = re.search(r"^rule \w+:", body[1:], flags=re.M)
         body = body[: nxt.start() + 1] if nxt else body
-        assert re.search(r'benchmark:\s*\n\s*f"\{RESULTS\}/benchmarks/' + rule + "/", body), rule
+        # the path comes from cflcore.layout.benchmark_file: results/benchmarks/<rule>/<wildcards>.tsv
+        assert re.search(r'benchmark:\s*\n\s*lay\.benchmark_file\(RESULTS, "' + rule + '", ', body), rule
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,5 +214,5 @@ def test_a_failing_report_worker_fails_the_report(tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "MIN_RUNS", 0)
     monkeypatch.setattr(parallel, "usable_workers", lambda requested: requested)
     monkeypatch.setattr(stages, "explain_report_figures", lambda *a, **k: None)  # not in this process
-    with pytest.raises(CflError, match="report worker failed: ValueError"):
+    with pytest.raises(CflError, match="report worker failed: CflError: .not/a/run. is not a run id"):
         stages.report_runs(plan, tmp_path / "out", workers=2)

@@ -103,7 +103,7 @@ def test_claims_without_the_runs_they_need_are_not_testable():
 def planted_004(gwc_rand: float = 1.0) -> pd.DataFrame:
     rows = []
     for seed in (0, 1):
-        def add(base, split, **values):
+        def add(base, split, seed=seed, **values):
             rows.append({"dataset": "d", "clients": 30, "seed": seed, "algorithm": base, "algorithm_base": base,
                          "split": split, "split_base": split, **values})
         for split in ("domains-noise", "domains-blur"):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 import numpy as np
 
 from ..errors import CflError, ConfigError
+from ..plugin import Plugin
 from ..registry import Registry
 from .graph import LEIDEN_INSTALL_HINT, community_labels, leiden_available, normalised_similarity
 from .partition import consecutive_labels
@@ -52,17 +53,15 @@ class ClusteringInput:
         return int(self.divergence.shape[0])
 
 
-class Clusterer(ABC):
-    """One clustering algorithm. ``params`` is the whole OCFL variant; a clusterer reads only its keys."""
+class Clusterer(Plugin, ABC):
+    """One clustering algorithm (a :class:`cflcore.plugin.Plugin`). ``params`` is the whole OCFL variant; a
+    clusterer reads only its keys."""
 
-    params_schema: ClassVar[dict[str, Any]] = {}
     default_features: ClassVar[str | None] = None  # None: the clusterer consumes Γ itself
-    registered_name: ClassVar[str] = "?"
+    plugin_kind: ClassVar[str] = "clusterer"
 
     def __init__(self, params: Mapping[str, Any]) -> None:
-        self.params = {k: params[k] for k in self.params_schema if k in params}
-        for k, sub in self.params_schema.items():
-            self.params.setdefault(k, sub.get("default"))
+        self.params = type(self).with_defaults({k: params[k] for k in self.params_schema if k in params})
         self.features = params.get("features") or self.default_features
 
     @classmethod
@@ -246,7 +245,7 @@ class LouvainClusterer(Clusterer):
     algorithm: ClassVar[str] = "louvain"
 
     def fit_labels(self, data: ClusteringInput) -> np.ndarray:
-        similarity = (normalised_similarity(data.divergence, float(self.params.get("exponent", 3)))
+        similarity = (normalised_similarity(data.divergence, float(self.params["exponent"]))
                       if self.params.get("similarity") == "normalised" else 1.0 - data.divergence)
         return community_labels(similarity, float(self.params["resolution"]), data.seed, self.algorithm)
 
@@ -257,12 +256,8 @@ class LeidenClusterer(LouvainClusterer):
     extra is installed, else a networkx backend implementing ``leiden_communities``; refused without either
     (cflcore.clustering.graph.leiden_backend)."""
 
-    params_schema = {}  # shares ``resolution`` with louvain
+    params_schema = {"resolution": LouvainClusterer.params_schema["resolution"]}  # louvain's, on the 1 − Γ graph
     algorithm = "leiden"
-
-    def __init__(self, params: Mapping[str, Any]) -> None:
-        super().__init__(params)
-        self.params["resolution"] = params.get("resolution", 1.0)
 
     @classmethod
     def check_params(cls, params: Mapping[str, Any], field: str) -> None:

@@ -46,6 +46,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pyarrow as pa
 
+from ..defaults import with_config_defaults
 from ..errors import ConfigError, DataError
 from ..io import write_parquet
 from ..registry import Registry
@@ -76,14 +77,16 @@ class LoaderSettings:
         unknown = sorted(set(settings) - known)
         if unknown:
             raise ConfigError(f"dataset settings: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(known))}")
-        tf = settings.get("test_fraction", 0.2)
+        # the schema's defaults (a dataset's test_fraction; the top level's data_root, download) under a dict by hand
+        settings = {**with_config_defaults("", {}), **with_config_defaults("datasets.*", {}), **settings}
+        tf = settings["test_fraction"]
         if not isinstance(tf, (int, float)) or isinstance(tf, bool) or not 0 < tf < 1:
             raise ConfigError(f"test_fraction: {tf!r} is not allowed; allowed: a number in (0, 1)")
         mt = settings.get("max_train")
         if mt is not None and (not isinstance(mt, int) or isinstance(mt, bool) or mt < 1):
             raise ConfigError(f"max_train: {mt!r} is not allowed; allowed: null or an integer >= 1")
         return cls(loader=str(settings.get("loader", "")), test_fraction=float(tf), max_train=mt,
-                   data_root=Path(settings.get("data_root", "data")), download=bool(settings.get("download", False)))
+                   data_root=Path(settings["data_root"]), download=bool(settings["download"]))
 
 
 @dataclass

@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from ..errors import ConfigError, DataError
 from ..io import read_json, read_parquet, stable_hash, write_json, write_parquet
+from ..plugin import Plugin
 from ..registry import Registry
 from .store import read_dataset_labels
 
@@ -234,38 +235,36 @@ def clusters_of(sizes: Sequence[int]) -> list[int]:
 SPLIT_GENERATORS: Registry[type["SplitGenerator"]] = Registry("split generator")
 
 
-class SplitGenerator:
-    """Base class: parameters with defaults, their checks, and ``generate`` (the per-client plan)."""
+class SplitGenerator(Plugin):
+    """Base class: parameters with defaults, their checks, and ``generate`` (the per-client plan).
+
+    A generator declares its own parameters' defaults in ``defaults`` (its checks are code:
+    :meth:`check_own_params`); :class:`cflcore.plugin.Plugin`'s ``params_schema`` is built from them, so the
+    defaults and the unknown-key check are the plug-in contract's."""
 
     defaults: ClassVar[dict[str, Any]] = {}
     common_defaults: ClassVar[dict[str, Any]] = {"samples_per_client": None, "local_test_fraction": 0.3}
+    plugin_kind: ClassVar[str] = "generator"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.params_schema = {"generator": {"type": "string"},
+                             **{k: {"default": v} for k, v in {**cls.common_defaults, **cls.defaults}.items()}}
 
     def __init__(self, params: Mapping[str, Any], field: str = "split"):
         self.field = field
-        self.params = self.normalise(params)
+        self.params = self.normalise(params, field)
 
     @classmethod
-    def allowed_keys(cls) -> dict[str, Any]:
-        return {**cls.common_defaults, **cls.defaults}
-
-    @classmethod
-    def normalise(cls, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Parameters with defaults filled in (``generator`` included)."""
-        out = {"generator": cls.registered_name}  # type: ignore[attr-defined]
-        for key, default in cls.allowed_keys().items():
-            out[key] = params.get(key, default)
-        return out
+    def normalise(cls, params: Mapping[str, Any], field: str | None = None) -> dict[str, Any]:
+        """Parameters with defaults filled in (``generator`` first, then the schema's order); unknown keys refused."""
+        full = cls.with_defaults(params, field)
+        return {"generator": cls.registered_name, **{k: full[k] for k in cls.params_schema if k != "generator"}}
 
     @classmethod
     def check_params(cls, params: Mapping[str, Any], field: str) -> None:
         """Unknown keys and out-of-range values raise a one-line ConfigError naming ``field.key``."""
-        allowed = set(cls.allowed_keys()) | {"generator"}
-        for key in params:
-            if key not in allowed:
-                name = cls.registered_name  # type: ignore[attr-defined]
-                raise ConfigError(f"{field}: unknown key {key!r} for generator {name}; "
-                                  f"allowed: {', '.join(sorted(allowed))}")
-        p = cls.normalise(params)
+        p = cls.normalise(params, field)
         check_samples(p["samples_per_client"], f"{field}.samples_per_client")
         check_number(p["local_test_fraction"], f"{field}.local_test_fraction", 0.0, 1.0, high_open=True)
         cls.check_own_params(p, field)

@@ -78,7 +78,7 @@ class WhatifClusterer:
 
     @classmethod
     def from_settings(cls, entry: Mapping[str, Any]) -> "WhatifClusterer":
-        return cls(str(entry["name"]), dict(entry["params"]), entry.get("select_k"), int(entry.get("k_max", 8)),
+        return cls(str(entry["name"]), dict(entry["params"]), entry.get("select_k"), int(entry["k_max"]),
                    bool(entry.get("own", False)))
 
 
@@ -309,12 +309,12 @@ def whatif_run(run_dir: str | Path, manifest_path: str | Path, out_path: str | P
     history = read_history(run_dir / "history.parquet")
     partitions = round_partitions(history, truth.n_clients)
     sampled = {p.round: p.sampled for p in partitions}
-    matrices = round_matrices(run_dir, sampled, str(settings.get("matrix", "auto")))
+    matrices = round_matrices(run_dir, sampled, str(settings["matrix"]))
     entries = [WhatifClusterer.from_settings(e) for e in settings["clusterers"]]
     frame = whatif_frame(entries, matrices, truth, {p.round: p.labels for p in partitions}, int(seed), fast)
     n_true = int(np.unique(truth.cluster_of_client[truth.cluster_of_client >= 0]).size)
     metadata = {"run_dir": str(run_dir), "run_clustering_round": run_clustering_round(partitions),
-                "n_true_clusters": n_true, "matrix": settings.get("matrix", "auto"), "seed": int(seed),
+                "n_true_clusters": n_true, "matrix": settings["matrix"], "seed": int(seed),
                 "round_base": "round: 0-based, as history.parquet"}
     write_parquet(frame, out_path, metadata=metadata)
     return frame

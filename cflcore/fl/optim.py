@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..defaults import with_config_defaults
 from ..errors import ConfigError
 
 
@@ -31,11 +32,12 @@ class ClientOptimizer:
 
     @classmethod
     def from_training(cls, training: dict) -> "ClientOptimizer":
+        training = with_config_defaults("datasets.*", training)  # the schema's defaults under a dict built by hand
         return cls(kind=training.get("optimizer", "sgd"), lr=float(training["lr"]),
-                   momentum=float(training.get("momentum", 0.0) or 0.0),
-                   weight_decay=float(training.get("weight_decay", 0.0) or 0.0),
-                   betas=tuple(float(b) for b in training.get("betas", (0.9, 0.999))),  # type: ignore[arg-type]
-                   eps=float(training.get("eps", 1e-8)))
+                   momentum=float(training["momentum"] or 0.0),
+                   weight_decay=float(training["weight_decay"] or 0.0),
+                   betas=tuple(float(b) for b in training["betas"]),  # type: ignore[arg-type]
+                   eps=float(training["eps"]))
 
 
 @dataclass

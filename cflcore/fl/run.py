@@ -45,6 +45,7 @@ import pyarrow as pa
 import torch
 
 from ..data.federated import FederatedData
+from ..defaults import with_config_defaults
 from ..errors import CflError, ConfigError, TrainingDiverged
 from ..io import canonical_json, stable_hash, write_parquet
 from ..models import build_model, check_compatible
@@ -242,7 +243,7 @@ class Engine:
     def run_round(self, state: EngineState, rnd: int, n_rounds: int) -> None:
         t0 = time.perf_counter()
         eng, fed = self.settings["engine"], self.fed
-        sampled = sample_clients(self.seed, rnd, fed.n_clients, float(eng.get("participation", 1.0)))
+        sampled = sample_clients(self.seed, rnd, fed.n_clients, float(eng["participation"]))
         sampled = np.asarray(self.strategy.select_clients(rnd, sampled), dtype=np.int64)
         if sampled.size == 0 or np.any(np.diff(sampled) <= 0) or sampled[0] < 0 or sampled[-1] >= fed.n_clients:
             raise CflError(f"strategy {self.strategy.registered_name!r}: select_clients() must return sorted, distinct "
@@ -262,7 +263,7 @@ class Engine:
         shared_starts, shared_news = self.shared_part(starts), self.shared_part(news)
         deltas = shared_news - shared_starts
         n_samples = np.array([fed.clients[int(c)].n_train for c in sampled])
-        keep_start = deltas.numel() * deltas.element_size() <= int(eng.get("memory_budget_mb", 2048)) * 2 ** 20
+        keep_start = deltas.numel() * deltas.element_size() <= int(eng["memory_budget_mb"]) * 2 ** 20
         previous = ClusterAssignment(state.labels)
         updates = RoundUpdates(rnd, sampled, deltas, shared_starts if keep_start else None,
                                list(result.step_losses), n_samples, evaluate, previous)
@@ -280,7 +281,7 @@ class Engine:
                 state.client_local[int(c)] = news[row, self.part.local].clone()
         temp, gram = temperature(deltas)
         self.record_matrices(state, rnd, sampled, gram, res.divergence)
-        do_eval = rnd % int(eng.get("eval_every", 1)) == 0 or rnd == n_rounds - 1
+        do_eval = rnd % int(eng["eval_every"]) == 0 or rnd == n_rounds - 1
         rows = self.evaluate_round(state, rnd, sampled, result.step_losses, do_eval, labels, absent)
         state.history.extend(rows)
         train_losses = [r["train_loss"] for r in rows if r["train_loss"] is not None]
@@ -316,7 +317,7 @@ class Engine:
         """Per-cluster FedOpt aggregation (DESIGN §5 step 4). Clusters without sampled members keep (or inherit)
         their model; clusters absent from ``labels`` are dropped. ``aggregate_as`` (client -> cluster) overrides
         the cluster whose aggregation a client's update joins this round (StrategyResult.aggregate_as)."""
-        weighted = self.settings["engine"].get("aggregation", "unweighted") == "weighted"
+        weighted = self.settings["engine"]["aggregation"] == "weighted"
         member_of = labels.copy()
         for client, cluster in (aggregate_as or {}).items():
             member_of[int(client)] = int(cluster)
@@ -547,35 +548,35 @@ def config_hash(settings: Mapping[str, Any], seed: int, fed: FederatedData) -> s
 
 
 def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log: logging.Logger) -> tuple[Engine, EngineState]:
-    training, eng = dict(settings["training"]), dict(settings.get("engine", {}))
-    device = resolve_device(str(settings.get("device", "auto")))
-    torch.set_num_threads(int(eng.get("threads", 1)))
+    # the schema's defaults under settings built by hand (a validated config's run settings carry them all)
+    training, eng = with_config_defaults("datasets.*", settings["training"]), with_config_defaults("engine", settings.get("engine"))
+    device = resolve_device(str(with_config_defaults("", settings)["device"]))
+    torch.set_num_threads(int(eng["threads"]))
     model_name = training["model"]
     c, h, w = fed.shape
     check_compatible(model_name, (c, h, w), fed.n_classes, **dict(training.get("model_kwargs") or {}))
     spec = TrainSpec(ClientOptimizer.from_training(training), int(training["batch_size"]), int(training["local_epochs"]),
-                     str(eng.get("precision", "fp32")), bool(eng.get("channels_last", False)), int(eng.get("memory_budget_mb", 2048)),
-                     bool(eng.get("compile", False)), float(eng.get("proximal_mu", 0.0)))
+                     str(eng["precision"]), bool(eng["channels_last"]), int(eng["memory_budget_mb"]), bool(eng["compile"]),
+                     float(eng["proximal_mu"]))
     dtype = torch.float64 if spec.precision == "fp64" else torch.float32
     model_kwargs = {"in_channels": c, "image_size": [h, w], "n_classes": fed.n_classes, **dict(training.get("model_kwargs") or {})}
     make = lambda i: _init_model(model_name, model_kwargs, derive_seed(seed, _STREAM_INIT, i))  # noqa: E731
     template = make(0)
     layout = ModelLayout.of(template)
-    part = layout.partition(bool(eng.get("bn_buffers_in_delta", True)), eng.get("bn_stats", "aggregate") == "local")
+    part = layout.partition(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")
     init_full = layout.flatten(template).to(device=device, dtype=dtype)
-    trainer = resolve_trainer(str(eng.get("trainer", "auto")), device)(make(0), layout, spec, device)
+    trainer = resolve_trainer(str(eng["trainer"]), device)(make(0), layout, spec, device)
     evaluator = Evaluator(make(0), layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
     strategy = build_strategy(settings["algorithm"])
     strategy.setup(StrategyContext(fed.n_clients, int(len(part.shared)), int(seed), device,
-                                   float(eng.get("participation", 1.0)), fed.n_true_clusters, dtype,
-                                   layout.layer_sizes(bool(eng.get("bn_buffers_in_delta", True)),
-                                                      eng.get("bn_stats", "aggregate") == "local")))
+                                   float(eng["participation"]), fed.n_true_clusters, dtype,
+                                   layout.layer_sizes(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")))
     make_init = lambda i: layout.flatten(make(i)).to(device=device, dtype=dtype)[part.shared]  # noqa: E731
     models = {int(k): v.to(device=device, dtype=dtype).clone() for k, v in strategy.initial_models(init_full[part.shared].clone(), make_init).items()}
     state = EngineState(0, models, {k: init_full[part.extra].clone() for k in models}, {},
                         {i: init_full[part.local].clone() for i in range(fed.n_clients)} if len(part.local) else {},
                         np.asarray(strategy.assignment.labels, dtype=np.int64))
-    engine = Engine(fed.to(device), dict(settings), int(seed), device, strategy, layout, part, trainer, evaluator,
+    engine = Engine(fed.to(device), {**settings, "engine": eng}, int(seed), device, strategy, layout, part, trainer, evaluator,
                     ServerOptimizer.from_engine(eng), model_name, model_kwargs, template, dtype, log)
     return engine, state
 
@@ -588,7 +589,7 @@ def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.P
     out_dir = Path(out_dir)
     engine, state = build_engine(fed, settings, seed, log)
     n_rounds = int(settings["training"]["rounds"])
-    every = int(settings.get("engine", {}).get("checkpoint_every", 5))
+    every = int(engine.settings["engine"]["checkpoint_every"])
     chash = config_hash(settings, seed, fed)
     ck = load_latest(out_dir, chash, log)
     if ck is not None:

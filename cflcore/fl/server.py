@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..defaults import with_config_defaults
 from ..errors import ConfigError
 
 ServerState = dict[str, torch.Tensor]
@@ -36,9 +37,10 @@ class ServerOptimizer:
 
     @classmethod
     def from_engine(cls, engine: dict) -> "ServerOptimizer":
-        return cls(engine.get("server_optimizer", "sgd"), float(engine.get("server_lr", 1.0)),
-                   tuple(float(b) for b in engine.get("server_betas", (0.9, 0.99))),  # type: ignore[arg-type]
-                   float(engine.get("server_eps", 1e-3)), float(engine.get("server_momentum", 0.0)))
+        engine = with_config_defaults("engine", engine)  # the schema's defaults under a dict built by hand
+        return cls(engine["server_optimizer"], float(engine["server_lr"]),
+                   tuple(float(b) for b in engine["server_betas"]),  # type: ignore[arg-type]
+                   float(engine["server_eps"]), float(engine["server_momentum"]))
 
     @property
     def is_fedavg(self) -> bool:

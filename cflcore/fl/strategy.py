@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence, Union
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 import torch
 
+from ..plugin import Plugin
 from ..registry import Registry
 
-StartSpec = Union[int, Mapping[int, float]]
+StartSpec = int | Mapping[int, float]
 """A cluster id, or a convex combination of cluster models ``{cluster_id: weight}``."""
 
 
@@ -118,21 +119,29 @@ class StrategyResult:
     cluster id absent from ``assignment`` discards the update."""
 
 
-class Strategy(ABC):
+class Strategy(Plugin, ABC):
     """Base class of every CFL method. Constructor holds hyper-parameters (scikit-learn style);
     ``setup`` receives the run's context; everything learned lives in ``state_dict()``.
 
     ``params_schema`` is a JSON-schema ``properties`` mapping for the method's config entries; the
-    config validator checks every algorithm variant against it, so a plug-in carries its own schema.
+    config validator checks every algorithm variant against it, so a plug-in carries its own schema
+    (the plug-in contract, :class:`cflcore.plugin.Plugin`: defaults, unknown keys, the optional hooks
+    ``check_params``, ``check_population`` and :meth:`replay_clusterer`).
     """
 
-    params_schema: ClassVar[dict[str, Any]] = {}
-    registered_name: ClassVar[str] = "?"
+    plugin_kind: ClassVar[str] = "method"
 
     def __init__(self, **params: Any) -> None:
-        """Hold the hyper-parameters: the ``params_schema`` defaults, updated by ``params``."""
-        self.params = {k: v["default"] for k, v in self.params_schema.items() if "default" in v}
-        self.params.update(params)
+        """Hold the hyper-parameters: the ``params_schema`` defaults, updated by ``params`` (unknown keys refused)."""
+        self.params = type(self).with_defaults(params)
+
+    @classmethod
+    def replay_clusterer(cls, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Optional hook: the clusterer that re-runs this method's clustering on a run's recorded matrices (Γ, Gram),
+        as ``cflcore.clustering`` clusterer parameters (``{clusterer: <name>, ...}``) for the what-if replay
+        (``run:<clusterer>``), given the variant's parameters with defaults; None (the default) when the method's
+        clustering cannot be replayed from those matrices."""
+        return None
 
     # ----- lifecycle ---------------------------------------------------------------------------
     def setup(self, ctx: StrategyContext) -> None:

@@ -35,8 +35,10 @@ def synthetic_federated(n_clients: int = 6, n_train: int | Sequence[int] = 40, n
         classes = np.arange(n_classes)[np.arange(n_classes) % n_clusters == true_clusters[i]]
         y_tr = rng.choice(classes, size=sizes[i])
         y_te = rng.choice(classes, size=n_test)
-        idx_tr = np.arange(next_idx, next_idx + sizes[i]); next_idx += sizes[i]
-        idx_te = np.arange(next_idx, next_idx + n_test); next_idx += n_test
+        idx_tr = np.arange(next_idx, next_idx + sizes[i])
+        next_idx += sizes[i]
+        idx_te = np.arange(next_idx, next_idx + n_test)
+        next_idx += n_test
         clients.append(ClientData(_images(rng, y_tr, shape, n_classes, signal), torch.from_numpy(y_tr.astype(np.int64)),
                                   _images(rng, y_te, shape, n_classes, signal), torch.from_numpy(y_te.astype(np.int64)),
                                   idx_tr, idx_te))

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from .. import layout
 from ..io import atomic_path
 
 RULE_UPSTREAM: dict[str, tuple[str, ...]] = {
@@ -139,8 +140,8 @@ def current_process_record(rule: str, job: str) -> BenchmarkJob | None:
 
 
 def benchmark_path(root: str | os.PathLike, rule: str, job: str) -> Path:
-    """The workflow's layout: ``<root>/<rule>/<job>.tsv`` (root = ``results/benchmarks``)."""
-    return Path(root) / rule / f"{job}.tsv"
+    """The workflow's layout (cflcore.layout): ``<root>/<rule>/<job>.tsv`` (root = ``results/benchmarks``)."""
+    return Path(layout.benchmark_in(str(root), rule, job))
 
 
 def read_benchmarks(root: str | os.PathLike, jobs: Mapping[str, Iterable[str]]) -> tuple[list[BenchmarkJob], list[str]]:

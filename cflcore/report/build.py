@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import layout
 from ..io import write_json
 from . import figures as fg
 from . import tables as tb
@@ -41,8 +42,7 @@ from .sweeps import round_frame, sweep_summary, write_sweep_outputs
 from .traces import split_trace_figures
 
 CAPTION_DIR = "report/captions"
-FIGURE_KINDS = ("learning_gap", "temperature_mean", "temperature_runs", "clustering_progress", "n_clusters",
-                "whatif_heatmap", "split_traces", "sweeps", "round_envelopes")
+FIGURE_KINDS = tuple(layout.FIGURE_KINDS)  # the report rule declares each folder (cflcore.layout)
 # our columns compared with the paper's (paper.METRIC_MAP)
 COMPARISON_METRICS = ["ari", "ami", "homogeneity", "clustering_round", "pf1", "gf1", "pf1_final", "gf1_final"]
 

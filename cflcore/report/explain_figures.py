@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .. import layout  # noqa: E402
 from ..errors import CflError  # noqa: E402
 from ..explain.attribution import display_map  # noqa: E402
 from ..explain.framework import METRICS, MODES, run_summary  # noqa: E402
@@ -51,11 +52,11 @@ class ExplainRunRef:
 
     @property
     def scenario(self) -> str:
-        return f"{self.dataset}/{self.split}/n{self.clients}/s{self.seed}"
+        return layout.scenario_id(self.dataset, self.split, self.clients, self.seed)
 
     @property
     def name(self) -> str:
-        return f"{self.scenario}/{self.algorithm}"
+        return layout.run_id(self.dataset, self.split, self.clients, self.seed, self.algorithm)
 
 
 def as_run_ref(run: ExplainRunRef | Mapping[str, Any]) -> ExplainRunRef:

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from . import tables as tb
+from ..defaults import with_config_defaults
 from .paper import DATASET_ALIASES, paper_algorithm, paper_dataset, paper_fig2, paper_table1, paper_table3
 
 FRONT_PAGE = "front_page.rst"
@@ -162,9 +163,10 @@ def training_departure(dataset: str, settings: Mapping[str, Any], engine: Mappin
         equal = (np.isclose(float(ours), float(paper)) if isinstance(paper, (int, float)) and ours is not None
                  else str(ours).lower() == str(paper).lower())
         (same if equal else diffs).append((key, ours, paper))
-    server_lr = engine.get("server_lr", 1.0)
-    if not np.isclose(float(server_lr), float(row["server_lr"])) or engine.get("server_optimizer", "sgd") != "sgd":
-        diffs.append(("server", f"{engine.get('server_optimizer', 'sgd')} lr {_fmt(server_lr)}", f"sgd lr {_fmt(row['server_lr'])}"))
+    engine = with_config_defaults("engine", engine)
+    server_lr = engine["server_lr"]
+    if not np.isclose(float(server_lr), float(row["server_lr"])) or engine["server_optimizer"] != "sgd":
+        diffs.append(("server", f"{engine['server_optimizer']} lr {_fmt(server_lr)}", f"sgd lr {_fmt(row['server_lr'])}"))
     if not diffs:
         return Departure(f"Training ({dataset})", "as 000 Table 3", "000 Table 3", "None: same local training.")
     ours = ", ".join(f"{k} {_fmt(o)}" for k, o, _ in diffs)
@@ -198,12 +200,13 @@ def split_departures(splits: Mapping[str, Mapping[str, Any]]) -> list[Departure]
 
 def engine_departures(engine: Mapping[str, Any]) -> list[Departure]:
     out = []
-    participation = float(engine.get("participation", 1.0) or 1.0)
+    engine = with_config_defaults("engine", engine)
+    participation = float(engine["participation"] or 1.0)
     if participation < 1.0:
         out.append(Departure("Participation", f"{participation:g} of the clients per round", "every client, every round",
                              "Fewer updates per round: the divergence matrix and temperature see a subset, so "
                              "clustering rounds and scores are noisier than the paper's."))
-    aggregation = engine.get("aggregation", "unweighted")
+    aggregation = engine["aggregation"]
     if aggregation != "unweighted":
         out.append(Departure("Aggregation", str(aggregation), "unweighted mean (000)",
                              "Large clients weigh more in each cluster model: PF1 of small clients may drop."))

@@ -8,6 +8,8 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from .. import layout
+from ..defaults import with_config_defaults
 from ..errors import CflError
 from ..io import parquet_metadata, read_json, read_parquet
 
@@ -31,7 +33,7 @@ class RunSpec:
 
     @property
     def run_id(self) -> str:
-        return f"{self.dataset}/{self.split}/n{self.clients}/s{self.seed}/{self.algorithm}"
+        return layout.run_id(self.dataset, self.split, self.clients, self.seed, self.algorithm)
 
 
 @dataclass(frozen=True)
@@ -56,18 +58,17 @@ class MissingRun:
 def run_specs_from_config(cfg: Mapping[str, Any], results_dir: str | Path | None = None) -> list[RunSpec]:
     """Every run the (validated) config expects, with the standard paths of DESIGN §2 (a variant with a
     ``splits:`` list only on those splits)."""
-    from ..config import scenario_id, study_runs
+    from ..config import study_runs
 
-    results = Path(results_dir if results_dir is not None else cfg.get("results_dir", "results"))
+    results = str(results_dir if results_dir is not None else with_config_defaults("", cfg)["results_dir"]).rstrip("/")
     specs = []
     for scen, algorithm in study_runs(cfg):
-        sid = scenario_id(**scen)
-        run = f"{sid}/{algorithm}"
+        sid, run = layout.scenario_id(**scen), layout.run_id(**scen, algorithm=algorithm)
         specs.append(RunSpec(
             **scen, algorithm=algorithm,
-            eval_dir=results / "eval" / run, run_dir=results / "runs" / run,
-            manifest=results / "splits" / sid / "manifest.json",
-            log=results / "logs" / "train" / f"{run}.log", status=results / "runs" / run / "status.json",
+            eval_dir=Path(layout.eval_dir(results, run)), run_dir=Path(layout.run_dir(results, run)),
+            manifest=Path(layout.split_file(results, sid, "manifest.json")),
+            log=Path(layout.log_file(results, "train", run)), status=Path(layout.run_file(results, run, "status.json")),
         ))
     return specs
 

@@ -52,6 +52,16 @@ class BriggsClustering(Strategy):
                                           "as in the published OCFL code, cosine similarity 1 − Γ (a bug)"},
     }
 
+    @classmethod
+    def replay_clusterer(cls, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Briggs et al.'s average-linkage cut of Γ (:func:`agglomerative_on_distance`, which is sklearn's
+        AgglomerativeClustering with these arguments); not replayable on the similarity the published code used."""
+        if params["distance_input"] != "divergence":
+            return None
+        return {"clusterer": "sklearn", "estimator": "AgglomerativeClustering",
+                "clusterer_params": {"n_clusters": None, "metric": "precomputed", "linkage": "average",
+                                     "distance_threshold": float(params["distance_threshold"])}}
+
     def setup(self, ctx: StrategyContext) -> None:
         super().setup(ctx)
         self.clustered = False

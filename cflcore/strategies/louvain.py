@@ -175,6 +175,13 @@ class LouvainCommunities(Strategy):
         "layer_sizes": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "default": None},
     }
 
+    @classmethod
+    def replay_clusterer(cls, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The communities of the normalised similarity graph of the recorded distance (002 eq. 3, Algorithm 1
+        l. 3; with full participation every client's distance is fresh)."""
+        return {"clusterer": "louvain", "similarity": "normalised", "exponent": float(params["exponent"]),
+                "resolution": float(params["resolution"])}
+
     def setup(self, ctx: StrategyContext) -> None:
         super().setup(ctx)
         sizes = self.params["layer_sizes"] or getattr(ctx, "layer_sizes", None) or [ctx.n_params]

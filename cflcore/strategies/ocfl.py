@@ -41,6 +41,8 @@ with its cluster. Late clients never join when OCFL never clusters. Diagnostics 
 """
 from __future__ import annotations
 
+import copy
+
 import math
 from typing import Any, Mapping
 
@@ -50,7 +52,6 @@ import torch
 from ..clustering.clusterers import CLUSTERERS, FEATURES, ClusteringInput, build_clusterer, run_clusterer, union_params_schema
 from ..clustering.divergence import temperature
 from ..clustering.partition import inherit_by_overlap
-from ..errors import ConfigError
 from ..fl.strategy import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
 from ._common import LazySchema, divergence_numpy, labels_tensor
@@ -109,24 +110,26 @@ class OneShotClustering(Strategy):
 
     @classmethod
     def check_params(cls, params: Mapping[str, Any], field: str) -> None:
-        name = params.get("clusterer", "hdbscan")
-        CLUSTERERS.get(name, field=f"{field}.clusterer").check_params(params, field)
-        check_late_clients_value(params.get("late_clients", 0), f"{field}.late_clients")
+        params = cls.with_defaults(params, field)  # also when called on a partial entry
+        CLUSTERERS.get(params["clusterer"], field=f"{field}.clusterer").check_params(params, field)
+        check_late_clients_value(params["late_clients"], f"{field}.late_clients")
 
     @classmethod
     def check_population(cls, params: Mapping[str, Any], n_clients: int, field: str) -> None:
         """``late_clients`` must leave at least two founding clients among ``n_clients`` (config validation)."""
-        resolve_late_count(params.get("late_clients", 0), n_clients, f"{field}.late_clients")
+        resolve_late_count(cls.with_defaults(params, field)["late_clients"], n_clients, f"{field}.late_clients")
+
+    @classmethod
+    def replay_clusterer(cls, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        """OCFL's own clusterer (000 Algorithm 1, l. 21) on the recorded Γ, unless it clusters the deltas (which no
+        run records): the variant's parameters are its clusterer's parameters."""
+        if params["features"] == "deltas":
+            return None
+        return copy.deepcopy(dict(params))
 
     def __init__(self, **params: Any) -> None:
-        full = {k: v.get("default") for k, v in type(self).params_schema.items()}
-        full.update(params)
-        unknown = set(params) - set(type(self).params_schema)
-        if unknown:
-            raise ConfigError(f"ocfl: unknown parameter(s) {', '.join(sorted(unknown))}; "
-                              f"allowed: {', '.join(sorted(type(self).params_schema))}")
-        super().__init__(**full)
-        self.clusterer = build_clusterer(full)
+        super().__init__(**params)
+        self.clusterer = build_clusterer(self.params)
 
     def setup(self, ctx: StrategyContext) -> None:
         super().setup(ctx)

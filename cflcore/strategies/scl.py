@@ -66,9 +66,17 @@ class SattlerClustering(Strategy):
 
     @classmethod
     def check_params(cls, params: Mapping[str, Any], field: str) -> None:
-        e1, e2 = float(params.get("eps1", 0.35)), float(params.get("eps2", 1.0))
+        params = cls.with_defaults(params, field)  # also when called on a partial entry
+        e1, e2 = float(params["eps1"]), float(params["eps2"])
         if e2 < e1:
             raise ConfigError(f"{field}.eps2: {e2} is smaller than eps1 = {e1}; allowed: eps2 >= eps1")
+
+    @classmethod
+    def replay_clusterer(cls, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        """SCL's first bipartition: complete linkage on Γ into two (Sattler et al.); its later, recursive splits
+        act on sub-clusters and are not replayed."""
+        return {"clusterer": "sklearn", "estimator": "AgglomerativeClustering",
+                "clusterer_params": {"n_clusters": 2, "metric": "precomputed", "linkage": "complete"}}
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)

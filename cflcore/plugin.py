@@ -1,0 +1,92 @@
+"""The one contract of every config-facing plug-in: strategies (``cflcore.fl.strategy.Strategy``), clusterers
+(``cflcore.clustering.clusterers.Clusterer``) and split generators (``cflcore.data.splits.SplitGenerator``).
+
+A plug-in declares its parameters once, as a JSON-schema ``properties`` mapping (:attr:`Plugin.params_schema`)
+whose ``default`` values are the only place its defaults are written. This base class
+* fills those defaults and rejects unknown keys (:meth:`Plugin.with_defaults`; cheap, no jsonschema: a train
+  job builds its strategy with it);
+* validates a config entry against the schema, then fills and runs the plug-in's own checks
+  (:meth:`Plugin.validate_params`; config validation, pass 3);
+* declares the optional hooks a plug-in may override in its own file: :meth:`Plugin.check_params` (cross-field
+  checks), :meth:`Plugin.check_population` (checks against a scenario's client count) and, for strategies,
+  ``replay_clusterer`` (``cflcore.fl.strategy.Strategy``: how the what-if replay re-runs its clustering).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+from .defaults import schema_defaults
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import jsonschema
+
+
+def _path(err: "jsonschema.ValidationError") -> str:
+    return ".".join(str(p) for p in err.absolute_path) or "<config>"
+
+
+def _describe(err: "jsonschema.ValidationError") -> str:
+    field = _path(err)
+    if err.validator == "enum":
+        return f"{field}: {err.instance!r} is not allowed; allowed: {', '.join(map(str, err.validator_value))}"
+    if err.validator == "additionalProperties":
+        allowed = sorted((err.schema.get("properties") or {}).keys())
+        return f"{field}: {err.message}; allowed: {', '.join(allowed)}"
+    return f"{field}: {err.message}"
+
+
+def schema_check(instance: Any, schema: Mapping[str, Any], prefix: str = "") -> None:
+    """Validate ``instance`` against ``schema``: the first error (shallowest path first) as one ConfigError line
+    naming the dotted field (``prefix`` + path) and, where the schema says, the allowed values."""
+    import jsonschema  # where an entry is validated (config validation), not where a plug-in is built
+
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
+    if errors:
+        msg = _describe(errors[0])
+        if prefix and not errors[0].absolute_path:  # an error on the object itself: "<prefix>: ...", not "<prefix>.<config>"
+            raise ConfigError(f"{prefix.rstrip('.')}{msg[len('<config>'):]}")
+        raise ConfigError(f"{prefix}{msg}")
+
+
+class Plugin:
+    """Base of the config-facing plug-ins (module docstring). ``plugin_kind`` names the kind in messages."""
+
+    params_schema: ClassVar[Mapping[str, Any]] = {}
+    registered_name: ClassVar[str] = "?"
+    plugin_kind: ClassVar[str] = "plug-in"
+
+    @classmethod
+    def allowed_keys(cls) -> list[str]:
+        return sorted(cls.params_schema)
+
+    @classmethod
+    def with_defaults(cls, params: Mapping[str, Any], field: str | None = None) -> dict[str, Any]:
+        """``params`` over the schema defaults; an unknown key is a ConfigError naming ``<field>`` and the
+        allowed keys."""
+        unknown = sorted(set(params) - set(cls.params_schema))
+        if unknown:
+            where = field or cls.registered_name
+            raise ConfigError(f"{where}: unknown key {unknown[0]!r} for {cls.plugin_kind} {cls.registered_name}; "
+                              f"allowed: {', '.join(cls.allowed_keys())}")
+        return {**schema_defaults(cls.params_schema), **params}
+
+    @classmethod
+    def validate_params(cls, params: Mapping[str, Any], field: str) -> dict[str, Any]:
+        """Config validation of one entry: the JSON schema (unknown keys, types, ranges; one-line errors naming
+        ``<field>.<key>``), then the defaults, then :meth:`check_params`. Returns the entry with defaults."""
+        schema_check(dict(params), {"type": "object", "additionalProperties": False,
+                                    "properties": dict(cls.params_schema)}, prefix=f"{field}.")
+        full = cls.with_defaults(params, field)
+        cls.check_params(full, field)
+        return {**params, **{k: v for k, v in full.items() if k not in params}}  # the entry's keys first, as written
+
+    @classmethod
+    def check_params(cls, params: Mapping[str, Any], field: str) -> None:
+        """Cross-field checks of an entry with its defaults filled; raise ConfigError naming ``<field>.<key>``.
+        Default: none."""
+
+    @classmethod
+    def check_population(cls, params: Mapping[str, Any], n_clients: int, field: str) -> None:
+        """Checks of an entry (defaults filled) against a scenario's number of clients. Default: none."""

@@ -1,0 +1,70 @@
+"""One run layout (issue 24 §4): cflcore.layout formats and parses run ids and builds every output path; the
+paths are the ones the workflow always used."""
+import ast
+from pathlib import Path
+
+import pytest
+
+from cflcore import layout
+from cflcore.errors import CflError
+from conftest import REPO
+
+SWEPT = ("mnist5k", "ocfl@overlap=true,alpha=0.5", 15, 3, "louvain--resolution=0.5,k=1.5")
+
+
+def test_run_ids_round_trip_with_sweep_names():
+    run = layout.run_id(*SWEPT)
+    assert run == "mnist5k/ocfl@overlap=true,alpha=0.5/n15/s3/louvain--resolution=0.5,k=1.5"
+    ref = layout.parse_run_id(run)
+    assert (ref.dataset, ref.split, ref.clients, ref.seed, ref.algorithm) == SWEPT
+    assert ref.run == run and ref.scenario == "mnist5k/ocfl@overlap=true,alpha=0.5/n15/s3"
+    assert layout.parse_scenario_id(ref.scenario).algorithm is None
+    for bad in ("mnist5k/nb/n15/s3", "mnist5k/nb/15/s3/bnc", "mnist5k/nb/n15/s3/bnc/x", "mnist5k/nb/nX/s3/bnc"):
+        with pytest.raises(CflError, match="is not a run id; allowed: {dataset}/{split}/n{clients}/s{seed}/{algorithm}"):
+            layout.parse_run_id(bad)
+
+
+def test_paths_are_the_workflows():
+    r, run, scen = "results", "d/s/n6/s0/a", "d/s/n6/s0"
+    assert layout.dataset_file(r, "d") == "results/data/d.parquet"
+    assert layout.split_file(r, scen, "manifest.json") == "results/splits/d/s/n6/s0/manifest.json"
+    assert layout.run_outputs(r, run) == {n.split(".")[0]: f"results/runs/d/s/n6/s0/a/{n}" for n in layout.RUN_OUTPUTS}
+    assert set(layout.run_outputs(r, run)) == {"history", "server", "gram", "divergence", "models", "status"}
+    assert layout.eval_file(r, run, layout.WHATIF_OUTPUT) == "results/eval/d/s/n6/s0/a/whatif.parquet"
+    assert layout.explain_file(r, run, "insdel.parquet") == "results/explain/d/s/n6/s0/a/insdel.parquet"
+    assert layout.log_file(r, "train", run) == "results/logs/train/d/s/n6/s0/a.log"
+    assert layout.benchmark_file(r, "split", scen) == "results/benchmarks/split/d/s/n6/s0.tsv"
+    assert layout.report_dir(r) == "results/report"
+    # the path functions take Snakemake's wildcard patterns as they take ids
+    assert layout.run_file(r, layout.RUN_PATTERN, "models.pt") == \
+        "results/runs/{dataset}/{split}/n{clients}/s{seed}/{algorithm}/models.pt"
+    assert sorted(Path("/x/runs").glob(layout.run_status_glob())) == []  # a glob with one * per id segment
+    assert layout.run_status_glob() == "*/*/*/*/*/status.json"
+
+
+def test_every_figure_kind_has_a_caption():
+    captions = Path(REPO) / "report" / "captions"
+    for kind in layout.FIGURE_KINDS:
+        assert (captions / f"{kind}.rst").is_file(), kind
+    for kind in layout.EXPLAIN_FIGURE_KINDS:
+        assert (captions / f"explain_{kind}.rst").is_file(), kind
+    for table in (*layout.REPORT_TABLES, *layout.FRONT_TABLES, *layout.BENCHMARK_TABLES):
+        assert (captions / f"{table}.rst").is_file(), table
+
+
+def test_no_run_path_is_built_outside_the_layout():
+    """No module of cflcore but the layout spells a results sub-folder into a path or parses a run id by hand."""
+    offenders = []
+    for path in sorted((Path(REPO) / "cflcore").rglob("*.py")):
+        if path.name == "layout.py" and path.parent.name == "cflcore":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.JoinedStr):
+                text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+                if any(f"/{d}/" in text or text.startswith(f"{d}/") for d in ("runs", "eval", "explain", "splits")) \
+                        or "/n{" in ast.unparse(node):
+                    offenders.append(f"{path.name}:{node.lineno}")
+            if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant)
+                    and node.right.value in ("runs", "eval", "explain", "splits")):
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == []
