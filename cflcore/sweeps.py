@@ -80,7 +80,7 @@ def sweep_values(spec: Any, field: str) -> list[tuple[str, Any]]:
 
 def _set_value(entry: dict[str, Any], key: str, value: Any) -> None:
     if key.startswith(ENGINE_PREFIX):
-        entry.setdefault("engine", {})[key[len(ENGINE_PREFIX):]] = copy.deepcopy(value)
+        entry["engine"] = {**(entry.get("engine") or {}), key[len(ENGINE_PREFIX):]: copy.deepcopy(value)}
     else:
         entry[key] = copy.deepcopy(value)
 
@@ -128,7 +128,7 @@ def expand_sweeps(cfg: dict[str, Any], engine_options: Collection[str] = ()) -> 
     Checks here need no plug-in: keys are names (dotted only for ``engine.<option>``, which must be an engine
     option), lists non-empty, values nameable. Each expanded variant is then validated like any other by the
     later passes (a value out of range names the expanded variant's field)."""
-    index = cfg.setdefault(INDEX_KEY, {"algorithms": {}, "splits": {}})
+    index = cfg[INDEX_KEY] = cfg.get(INDEX_KEY) or {"algorithms": {}, "splits": {}}
     engine_options = set(engine_options)
     for section, allow_engine in (("algorithms", True), ("splits", False)):
         renamed: dict[str, list[str]] = {}
