@@ -16,6 +16,8 @@
 # directive); it includes front_page.rst, written by report_tables: at a glance, the headline table, the
 # paper check with Kendall's tau, the departures.
 
+from snakemake.io import report as report_file  # `report` opening a line is the Snakefile keyword
+
 from cflcore.report.labels import figure_labels
 
 
@@ -72,7 +74,7 @@ def report_table(name):
         if name == "missing_runs"
         else f"{REPORT_DIR}/tables/{name}.csv"
     )
-    return report(
+    return report_file(
         path,
         caption=f"../report/captions/{name}.rst",
         category="Tables",
@@ -91,17 +93,19 @@ def report_figures(part):
     """The part's figure folders, each a subcategory of Figures (Explainability for the explain part); every
     PNG labelled from its file name."""
     explain = part == "explain"
-    return [
-        report(
-            directory(f"{REPORT_DIR}/figures/{kind}"),
-            patterns=["{name}.png"],
-            caption=f"../report/captions/{'explain_' if explain else ''}{kind}.rst",
-            category="Explainability" if explain else "Figures",
-            subcategory=(EXPLAIN_KINDS if explain else FIGURE_KINDS)[kind],
-            labels=lambda w, kind=kind: figure_labels(kind, w.name, STUDY),
+    folders = []
+    for kind in PART_FIGURES[part]:
+        folders.append(
+            report_file(
+                directory(f"{REPORT_DIR}/figures/{kind}"),
+                patterns=["{name}.png"],
+                caption=f"../report/captions/{'explain_' if explain else ''}{kind}.rst",
+                category="Explainability" if explain else "Figures",
+                subcategory=(EXPLAIN_KINDS if explain else FIGURE_KINDS)[kind],
+                labels=lambda w, kind=kind: figure_labels(kind, w.name, STUDY),
+            )
         )
-        for kind in PART_FIGURES[part]
-    ]
+    return folders
 
 
 def evaluated_runs(w):
