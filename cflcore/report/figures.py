@@ -237,9 +237,9 @@ def round_heatmap_figure(frame: pd.DataFrame, title: str, value: str, label: str
     n_rounds = max((g.shape[1] for g in grids.values()), default=1)
     n_rows = [max(g.shape[0], 1) for g in grids.values()] or [1]
     n_seeds = int(frame["seed"].nunique()) if "seed" in frame.columns and len(frame) else 1
-    width = min(2.6 + 0.42 * n_rounds, 18.0)
-    fig, axes = plt.subplots(len(n_rows), 1, squeeze=False, figsize=(width, sum(0.9 + 0.26 * n for n in n_rows)),
-                             gridspec_kw={"height_ratios": n_rows})
+    width = min(max(5.5, 2.6 + 0.45 * n_rounds), 18.0)
+    fig, axes = plt.subplots(len(n_rows), 1, squeeze=False, figsize=(width, 0.5 + sum(0.9 + 0.26 * n for n in n_rows)),
+                             gridspec_kw={"height_ratios": n_rows}, layout="constrained")
     values = frame[value].to_numpy(dtype=np.float64, na_value=np.nan) if len(frame) else np.zeros(0)
     finite = values[np.isfinite(values)]
     low = vmin if vmin is not None else (float(finite.min()) if finite.size else 0.0)
@@ -254,7 +254,7 @@ def round_heatmap_figure(frame: pd.DataFrame, title: str, value: str, label: str
         if grid.shape[1] <= ANNOTATE_MAX_ROUNDS:
             for (a, r), v in np.ndenumerate(data):
                 if np.isfinite(v):
-                    ax.text(r, a, f"{v:.{digits}f}", ha="center", va="center", fontsize=6,
+                    ax.text(r, a, f"{v:.{digits}f}", ha="center", va="center", fontsize=7,
                             color="black" if (v - low) / (high - low) > 0.6 else "white")
         rounds = [int(r) + 1 for r in grid.columns]
         step = max(1, len(rounds) // 25)
@@ -263,7 +263,7 @@ def round_heatmap_figure(frame: pd.DataFrame, title: str, value: str, label: str
         ax.set_title(split, fontsize=9)
         ax.set_xlabel("round", fontsize=8)
     if image is not None:
-        fig.colorbar(image, ax=list(axes[:, 0]), shrink=0.9, label=label)
+        fig.colorbar(image, ax=list(axes[:, 0]), shrink=max(0.25, 0.9 / len(grids)), label=label)
     seeds = f" (mean over {n_seeds} seeds)" if n_seeds > 1 else ""
     fig.suptitle(title + seeds)
     return fig

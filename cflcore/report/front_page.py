@@ -336,7 +336,7 @@ def _rst_escape(text: str) -> str:
     return str(text).replace("\\", "\\\\").replace("*", "\\*").replace("`", "\\`").replace("|", "\\|")
 
 
-def csv_table(frame: pd.DataFrame, title: str, best: pd.DataFrame | None = None) -> str:
+def csv_table(frame: pd.DataFrame, title: str, best: pd.DataFrame | None = None, css: str = "front-page") -> str:
     """An RST ``csv-table`` directive with the frame's columns as header; cells where ``best`` (a boolean frame
     of the same shape) is True are bold and starred (:data:`BEST_MARK`)."""
     buffer = io.StringIO()
@@ -347,7 +347,7 @@ def csv_table(frame: pd.DataFrame, title: str, best: pd.DataFrame | None = None)
         writer.writerow([f"**{_rst_escape(v)} {BEST_MARK}**" if marks[i, j] else _rst_escape(v) for j, v in enumerate(row)])
     lines = buffer.getvalue().splitlines()
     body = "\n".join(f"   {line}" for line in lines[1:])
-    return (f".. csv-table:: {title}\n   :header: {lines[0]}\n   :class: front-page\n\n{body}\n"
+    return (f".. csv-table:: {title}\n   :header: {lines[0]}\n   :class: {css}\n\n{body}\n"
             if len(lines) > 1 else f"*{title}: no rows.*\n")
 
 
@@ -501,7 +501,7 @@ def glance_rst(headline: pd.DataFrame, splits: Sequence[str] = ()) -> str:
              "clustering round" + (f" ({legend})" if legend else "") + ".\n\n"]
     for (dataset, clients), rows in _groups(glance):
         cells, best = glance_frame(rows)
-        parts.append(csv_table(cells, f"At a glance: {dataset}, {clients} clients", best) + "\n")
+        parts.append(csv_table(cells, f"At a glance: {dataset}, {clients} clients", best, "front-page glance") + "\n")
     if glance.empty:
         parts.append("*No runs.*\n\n")
     return "".join(parts)
