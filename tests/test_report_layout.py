@@ -123,10 +123,11 @@ def test_clustering_progress_is_a_method_by_round_heatmap_per_split():
 
 
 def test_round_scores_of_every_seed(tmp_path):
+    from test_evaluate import write_synthetic_run
+
     from cflcore.evaluate import evaluate_run
     from cflcore.report.build import round_scores
     from cflcore.report.runs import load_runs
-    from test_evaluate import write_synthetic_run
 
     specs = []
     for seed, at in ((0, 2), (1, 3)):
@@ -248,8 +249,9 @@ def test_the_parts_and_their_index(tmp_path):
 
 
 def test_critical_path_runs_through_the_report_parts(tmp_path):
-    from cflcore.report import benchmarks as bm
     from test_report_benchmarks import write_tsv
+
+    from cflcore.report import benchmarks as bm
 
     root = tmp_path / "benchmarks"
     for rule, job, s in [("train", "d/sp/n4/s0/a", 10.0), ("evaluate", "d/sp/n4/s0/a", 1.0),

@@ -24,18 +24,23 @@ Layout of ``out_dir`` (``results/report/``)::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..io import write_json
 from . import figures as fg
 from . import tables as tb
-from .benchmarks import REPORT_JOB, write_benchmark_tables
-from .front_page import FRONT_PAGE, glance_frame, glance_table, ranking_frame, write_front_page
-from .paper import paper_split, paper_vs_run, ranking_agreement
+from .front_page import (
+    FRONT_PAGE,
+    glance_frame,
+    glance_table,
+    ranking_frame,
+    write_front_page,
+)
 from .late_clients import write_late_clients
+from .paper import paper_split, paper_vs_run, ranking_agreement
+from .parts import write_index
 from .runs import LoadedRun, MissingRun, RunSpec, load_runs
 from .traces import split_trace_figures
 
@@ -298,22 +303,6 @@ def runs_summary(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], missing:
             "missing": [{"run": m.spec.run_id, "reason": m.reason} for m in missing]}
 
 
-def write_index(out_dir: Path, runs: Mapping[str, Any], entries: Sequence[Mapping[str, Any]],
-                benchmarks: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The benchmark tables (when ``benchmarks`` is given: ``{"root": results/benchmarks, "jobs": {rule: [wildcards
-    paths]}}``, stages.report_plan; written here, last, so that the job's own row covers its work), then
-    ``index.json`` and ``index.csv`` listing every file of ``entries`` and these tables."""
-    out_dir = Path(out_dir)
-    entries = list(entries)
-    if benchmarks is not None:
-        tables = write_benchmark_tables(benchmarks["root"], benchmarks["jobs"], out_dir / "tables", current=REPORT_JOB)
-        entries += [_entry(kind, path, out_dir) for kind, path in tables["files"].items()]
-    index = {**runs, "files": entries}
-    tb.write_text(pd.DataFrame(entries).to_csv(index=False), out_dir / "index.csv")
-    write_json(index, out_dir / "index.json")
-    return index
-
-
 def build_report(runs: Sequence[RunSpec], out_dir: str | Path, context: Mapping[str, Any] | None = None,
                  late_runs: Sequence[str] = (), benchmarks: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Write every table and figure for the expected ``runs`` into ``out_dir`` in this process; return the index.
@@ -322,7 +311,7 @@ def build_report(runs: Sequence[RunSpec], out_dir: str | Path, context: Mapping[
     "missing" in the tables; they never stop the report. ``context`` (:func:`front_page.front_page_context`
     of the config) feeds the front page's departures. ``late_runs`` (run ids with late-joining clients,
     000 §6.2) get the late-client table and figure (report/late_clients.py). ``benchmarks``: see
-    :func:`write_index`. The workflow writes the same files in separate jobs (cflcore/report/parts.py).
+    :func:`parts.write_index`. The workflow writes the same files in separate jobs (cflcore/report/parts.py).
     """
     out_dir = Path(out_dir)
     loaded, missing = load_runs(runs)

@@ -16,14 +16,18 @@ redraws the explain figures, not the tables); ``cfl report`` runs them one after
 """
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..errors import CflError
-from ..io import read_json, write_json
+from ..io import atomic_path, read_json, write_json
+from .benchmarks import REPORT_JOB, write_benchmark_tables
 
-# This module is imported when the Snakefile is parsed (stages.benchmark_jobs names the part rules): the
-# report's modules (pandas, matplotlib, scipy) are imported inside the functions that draw.
+# This module is imported when the Snakefile is parsed (stages.benchmark_jobs names the part rules) and by the
+# gathering job: the report's modules (pandas, matplotlib, scipy) are imported inside the functions that draw.
+INDEX_COLUMNS = ["kind", "path", "format", "caption", "dataset", "clients"]
 
 PARTS = ("tables", "figures", "whatif", "late_clients", "explain")
 EXPLAIN_FIGURE_KINDS = ("saliency_grid", "insdel_box", "cd")
@@ -50,7 +54,11 @@ def explain_figures(plan: Mapping[str, Any], out_dir: Path) -> list[dict[str, An
     """The explain figures of the plan's explained runs into ``out_dir/figures/<kind>``; every kind's folder
     exists afterwards (the rule declares them)."""
     from .build import _entry
-    from .explain_figures import cd_figures, insdel_boxplot_figures, saliency_grid_figures
+    from .explain_figures import (
+        cd_figures,
+        insdel_boxplot_figures,
+        saliency_grid_figures,
+    )
 
     results, figs = Path(plan["results_dir"]), out_dir / "figures"
     refs = []
@@ -74,7 +82,14 @@ def write_part(plan: Mapping[str, Any], part: str, out_dir: str | Path) -> dict[
     if part not in PARTS:
         raise CflError(f"unknown report part {part!r}; allowed: {', '.join(PARTS)}")
     from . import tables as tb
-    from .build import CAPTION_DIR, runs_summary, write_figures, write_missing, write_tables, write_whatif_figures
+    from .build import (
+        CAPTION_DIR,
+        runs_summary,
+        write_figures,
+        write_missing,
+        write_tables,
+        write_whatif_figures,
+    )
     from .late_clients import write_late_clients
     from .runs import load_runs
 
@@ -101,11 +116,36 @@ def write_part(plan: Mapping[str, Any], part: str, out_dir: str | Path) -> dict[
     return record
 
 
+def index_entry(kind: str, path: Path, out_dir: Path, caption: str) -> dict[str, Any]:
+    return {"kind": kind, "path": str(Path(path).relative_to(out_dir)), "format": Path(path).suffix.lstrip("."),
+            "caption": caption, "dataset": None, "clients": None}
+
+
+def write_index(out_dir: str | Path, runs: Mapping[str, Any], entries: Sequence[Mapping[str, Any]],
+                benchmarks: Mapping[str, Any] | None = None, caption_dir: str = "report/captions") -> dict[str, Any]:
+    """The benchmark tables (when ``benchmarks`` is given: ``{"root": results/benchmarks, "jobs": {rule: [wildcards
+    paths]}}``, stages.report_plan; written here, last, so that the job's own row covers its work), then
+    ``index.json`` and ``index.csv`` listing every file of ``entries`` and these tables (standard library only:
+    the gathering job draws nothing)."""
+    out_dir = Path(out_dir)
+    entries = [dict(e) for e in entries]
+    if benchmarks is not None:
+        tables = write_benchmark_tables(benchmarks["root"], benchmarks["jobs"], out_dir / "tables", current=REPORT_JOB)
+        entries += [index_entry(kind, path, out_dir, f"{caption_dir}/{kind}.rst") for kind, path in tables["files"].items()]
+    index = {**runs, "files": entries}
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=INDEX_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({k: ("" if v is None else v) for k, v in e.items()} for e in entries)
+    with atomic_path(out_dir / "index.csv") as tmp:
+        tmp.write_text(text.getvalue())
+    write_json(index, out_dir / "index.json")
+    return index
+
+
 def gather(plan: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
     """Rule ``report``: every part's entries, the benchmark tables (last: the job measures its own row) and
     ``index.json`` / ``index.csv``."""
-    from .build import write_index
-
     out_dir = Path(out_dir)
     records = {part: read_json(part_index(out_dir, part)) for part in PARTS}
     entries = [entry for part in PARTS for entry in records[part]["entries"]]
