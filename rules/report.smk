@@ -19,6 +19,16 @@
 from snakemake.io import report as report_file  # `report` opening a line is the Snakefile keyword
 
 from cflcore.report.labels import figure_labels
+from cflcore.report.parts import part_plan
+
+REPORT_PLAN = report_plan(config)
+
+
+def part_param(part):
+    """The part of the report's plan (stages.report_plan) this part reads, as canonical JSON: a config change
+    reruns only the parts it concerns (cflcore.report.parts.PLAN_KEYS)."""
+    return canonical_json(part_plan(REPORT_PLAN, part))
+
 
 
 # table -> (subcategory, labels): the tables' place in the HTML report
@@ -155,7 +165,7 @@ rule report_tables:
         ],
         wide=wide_versions(WIDE_TABLES),
     params:
-        runs=report_runs_param(),
+        runs=part_param("tables"),
         part="tables",
         code=code_version("report"),
     log:
@@ -177,7 +187,7 @@ rule report_figures:
         part=f"{REPORT_DIR}/parts/figures.json",
         figures=report_figures("figures"),
     params:
-        runs=report_runs_param(),
+        runs=part_param("figures"),
         part="figures",
         code=code_version("report"),
     log:
@@ -199,7 +209,7 @@ rule report_whatif:
         part=f"{REPORT_DIR}/parts/whatif.json",
         figures=report_figures("whatif"),
     params:
-        runs=report_runs_param(),
+        runs=part_param("whatif"),
         part="whatif",
         code=code_version("report"),
     log:
@@ -223,7 +233,7 @@ rule report_late_clients:
         wide=wide_versions(["table_late_clients"]),
         figures=report_figures("late_clients"),
     params:
-        runs=report_runs_param(),
+        runs=part_param("late_clients"),
         part="late_clients",
         code=code_version("report"),
     log:
@@ -245,7 +255,7 @@ rule report_explain:
         part=f"{REPORT_DIR}/parts/explain.json",
         figures=report_figures("explain"),
     params:
-        runs=report_runs_param(),
+        runs=part_param("explain"),
         part="explain",
         code=code_version("report"),
     log:
@@ -280,7 +290,7 @@ rule report:
             for t, label in BENCHMARK_LABELS.items()
         ],
     params:
-        runs=report_runs_param(),
+        runs=part_param("index"),
         code=code_version("report"),
     log:
         f"{RESULTS}/logs/report/report.log",

@@ -149,7 +149,7 @@ def learning_gap_figure(personalisation: pd.DataFrame, title: str) -> plt.Figure
     ax.set_ylim(0, 1.02)
     ax.set_title(title)
     if splits:
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="best")
     return fig
 
 

@@ -498,7 +498,7 @@ def glance_rst(headline: pd.DataFrame, splits: Sequence[str] = ()) -> str:
              "Final-round PF1 and ARI of every method (rows) on every split (columns), means over seeds. In each "
              f"column the best value is **bold and starred ({BEST_MARK})**; ties at the {GLANCE_DIGITS} decimals shown "
              "are all marked. The headline table below gives the ± std over seeds, the mean over rounds and the "
-             "clustering round" + (f" ({legend})" if legend else "") + ".\n\n"]
+             "clustering round." + (f" Splits: {legend}." if legend else "") + "\n\n"]
     for (dataset, clients), rows in _groups(glance):
         cells, best = glance_frame(rows)
         parts.append(csv_table(cells, f"At a glance: {dataset}, {clients} clients", best, "front-page glance") + "\n")

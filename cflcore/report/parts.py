@@ -33,6 +33,19 @@ PARTS = ("tables", "figures", "whatif", "late_clients", "explain")
 EXPLAIN_FIGURE_KINDS = ("saliency_grid", "insdel_box", "cd")
 
 
+RUN_KEYS = ("results_dir", "study", "algorithm_splits")
+PLAN_KEYS = {"tables": (*RUN_KEYS, "front_page"), "figures": RUN_KEYS, "whatif": RUN_KEYS,
+             "late_clients": (*RUN_KEYS, "late_runs"), "explain": ("results_dir", "explain_runs", "grid_clients"),
+             "index": ("benchmarks",)}
+"""What each part reads of the plan (stages.report_plan); ``index`` is rule ``report`` (:func:`gather`)."""
+
+
+def part_plan(plan: Mapping[str, Any], part: str) -> dict[str, Any]:
+    """The part of ``plan`` that ``part`` reads: the rule's param, so that a config change reruns only the parts
+    it concerns (e.g. a departure's setting the tables and front page, not the figures)."""
+    return {key: plan.get(key) for key in PLAN_KEYS[part]}
+
+
 def part_rule(part: str) -> str:
     """The Snakemake rule that writes ``part`` (rules/report.smk)."""
     return f"report_{part}"
