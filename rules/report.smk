@@ -16,7 +16,8 @@
 # directive); it includes front_page.rst, written by report_tables: at a glance, the headline table, the
 # paper check with Kendall's tau, the departures.
 
-from snakemake.io import report as report_file  # `report` opening a line is the Snakefile keyword
+# a line opening with `report` is the Snakefile keyword: the report() flag goes by another name in functions
+from snakemake.io import report as report_file
 
 from cflcore.report.labels import figure_labels
 from cflcore.report.parts import part_plan
@@ -30,20 +31,34 @@ def part_param(part):
     return canonical_json(part_plan(REPORT_PLAN, part))
 
 
-
 # table -> (subcategory, labels): the tables' place in the HTML report
 REPORT_TABLE_LABELS = {
-    "at_a_glance": ("Front page", {"table": "at a glance: final PF1 and ARI, best marked"}),
-    "headline": ("Front page", {"table": "headline: final and mean PF1, GF1, ARI, clustering round"}),
+    "at_a_glance": (
+        "Front page",
+        {"table": "at a glance: final PF1 and ARI, best marked"},
+    ),
+    "headline": (
+        "Front page",
+        {"table": "headline: final and mean PF1, GF1, ARI, clustering round"},
+    ),
     "paper_ranking": ("Front page", {"table": "Kendall's tau against 000's ranking"}),
     "departures": ("Front page", {"table": "departures by design"}),
-    "paper_vs_run": ("Paper check", {"table": "000 Tables 1-2 and Figure 2 beside ours"}),
+    "paper_vs_run": (
+        "Paper check",
+        {"table": "000 Tables 1-2 and Figure 2 beside ours"},
+    ),
     "table1_clustering": ("Paper tables", {"table": "000 Table 1: clustering scores"}),
-    "table2_clustering_round": ("Paper tables", {"table": "000 Table 2: clustering round"}),
+    "table2_clustering_round": (
+        "Paper tables",
+        {"table": "000 Table 2: clustering round"},
+    ),
     "table_personalisation": ("Paper tables", {"table": "PF1, GF1, learning gap"}),
     "run_scores": ("Runs", {"table": "one row per run (every seed)"}),
     "missing_runs": ("Runs", {"table": "missing runs and their reasons"}),
-    "table_late_clients": ("Late-joining clients", {"table": "late vs founding clients (000 §6.2)"}),
+    "table_late_clients": (
+        "Late-joining clients",
+        {"table": "late vs founding clients (000 §6.2)"},
+    ),
 }
 # tables with Markdown and LaTeX versions beside the CSV
 WIDE_TABLES = [
@@ -122,7 +137,9 @@ def evaluated_runs(w):
     runs = run_list()
     return {
         "clustering": [f"{RESULTS}/eval/{r}/clustering.parquet" for r in runs],
-        "personalisation": [f"{RESULTS}/eval/{r}/personalisation.parquet" for r in runs],
+        "personalisation": [
+            f"{RESULTS}/eval/{r}/personalisation.parquet" for r in runs
+        ],
     }
 
 
@@ -164,10 +181,6 @@ rule report_tables:
             if t not in ("table_late_clients",)
         ],
         wide=wide_versions(WIDE_TABLES),
-    params:
-        runs=part_param("tables"),
-        part="tables",
-        code=code_version("report"),
     log:
         f"{RESULTS}/logs/report/report_tables.log",
     benchmark:
@@ -176,6 +189,10 @@ rule report_tables:
     resources:
         mem_mb=2000,
         runtime=30,
+    params:
+        runs=part_param("tables"),
+        part="tables",
+        code=code_version("report"),
     script:
         "../workflow_scripts/report_part.py"
 
@@ -186,10 +203,6 @@ rule report_figures:
     output:
         part=f"{REPORT_DIR}/parts/figures.json",
         figures=report_figures("figures"),
-    params:
-        runs=part_param("figures"),
-        part="figures",
-        code=code_version("report"),
     log:
         f"{RESULTS}/logs/report/report_figures.log",
     benchmark:
@@ -198,6 +211,10 @@ rule report_figures:
     resources:
         mem_mb=3000,
         runtime=30,
+    params:
+        runs=part_param("figures"),
+        part="figures",
+        code=code_version("report"),
     script:
         "../workflow_scripts/report_part.py"
 
@@ -208,10 +225,6 @@ rule report_whatif:
     output:
         part=f"{REPORT_DIR}/parts/whatif.json",
         figures=report_figures("whatif"),
-    params:
-        runs=part_param("whatif"),
-        part="whatif",
-        code=code_version("report"),
     log:
         f"{RESULTS}/logs/report/report_whatif.log",
     benchmark:
@@ -220,6 +233,10 @@ rule report_whatif:
     resources:
         mem_mb=2000,
         runtime=30,
+    params:
+        runs=part_param("whatif"),
+        part="whatif",
+        code=code_version("report"),
     script:
         "../workflow_scripts/report_part.py"
 
@@ -232,10 +249,6 @@ rule report_late_clients:
         table=report_table("table_late_clients"),
         wide=wide_versions(["table_late_clients"]),
         figures=report_figures("late_clients"),
-    params:
-        runs=part_param("late_clients"),
-        part="late_clients",
-        code=code_version("report"),
     log:
         f"{RESULTS}/logs/report/report_late_clients.log",
     benchmark:
@@ -244,6 +257,10 @@ rule report_late_clients:
     resources:
         mem_mb=2000,
         runtime=30,
+    params:
+        runs=part_param("late_clients"),
+        part="late_clients",
+        code=code_version("report"),
     script:
         "../workflow_scripts/report_part.py"
 
@@ -254,10 +271,6 @@ rule report_explain:
     output:
         part=f"{REPORT_DIR}/parts/explain.json",
         figures=report_figures("explain"),
-    params:
-        runs=part_param("explain"),
-        part="explain",
-        code=code_version("report"),
     log:
         f"{RESULTS}/logs/report/report_explain.log",
     benchmark:
@@ -266,6 +279,10 @@ rule report_explain:
     resources:
         mem_mb=3000,
         runtime=30,
+    params:
+        runs=part_param("explain"),
+        part="explain",
+        code=code_version("report"),
     script:
         "../workflow_scripts/report_part.py"
 
@@ -289,9 +306,6 @@ rule report:
             )
             for t, label in BENCHMARK_LABELS.items()
         ],
-    params:
-        runs=part_param("index"),
-        code=code_version("report"),
     log:
         f"{RESULTS}/logs/report/report.log",
     benchmark:
@@ -300,5 +314,8 @@ rule report:
     resources:
         mem_mb=1000,
         runtime=10,
+    params:
+        runs=part_param("index"),
+        code=code_version("report"),
     script:
         "../workflow_scripts/report.py"
