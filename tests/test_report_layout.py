@@ -201,10 +201,11 @@ def test_figure_labels_from_file_names():
 
 
 def test_every_report_output_is_registered_with_labels():
-    """rules/report.smk: every report() flag carries a category and labels (so the HTML report can filter)."""
+    """rules/report*.smk: every report() flag carries a category and labels (so the HTML report can filter)."""
     import re
 
-    text = (Path(__file__).resolve().parents[1] / "rules" / "report.smk").read_text()
+    rules = Path(__file__).resolve().parents[1] / "rules"
+    text = (rules / "report.smk").read_text() + (rules / "report_common.smk").read_text()
     bodies = []
     for m in re.finditer(r"\breport(?:_file)?\(\n", text):  # a call opening a line: the flag, not the rule
         depth, i = 1, m.end()
