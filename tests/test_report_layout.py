@@ -263,3 +263,35 @@ def test_critical_path_runs_through_the_report_parts(tmp_path):
     assert not missing
     path = bm.critical_path(records)
     assert [j.rule for j in path] == ["train", "explain", "report_explain", "report"]
+
+
+def test_cflcore_has_no_import_circle():
+    """Every import statement of cflcore (module level and inside functions) as a graph: no cycle. The report's
+    former second-process worker (report/parallel.py <-> stages.py) was one; the report parts must not make
+    another (report/parts.py -> build.py -> index.py, never back)."""
+    import ast
+
+    import networkx as nx
+
+    root = Path(__file__).resolve().parents[1] / "cflcore"
+
+    def name_of(path: Path) -> str:
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    modules = {name_of(p): p for p in root.rglob("*.py")}
+    graph = nx.DiGraph()
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                targets = [module, *(f"{module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            graph.add_edges_from((name, t) for t in targets if t in modules and t != name)
+    assert graph.has_edge("cflcore.report.parts", "cflcore.report.build")  # the graph sees lazy imports
+    assert list(nx.simple_cycles(graph)) == []

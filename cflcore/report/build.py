@@ -40,7 +40,7 @@ from .front_page import (
 )
 from .late_clients import write_late_clients
 from .paper import paper_split, paper_vs_run, ranking_agreement
-from .parts import write_index
+from .index import write_index
 from .runs import LoadedRun, MissingRun, RunSpec, load_runs
 from .traces import split_trace_figures
 
@@ -311,7 +311,7 @@ def build_report(runs: Sequence[RunSpec], out_dir: str | Path, context: Mapping[
     "missing" in the tables; they never stop the report. ``context`` (:func:`front_page.front_page_context`
     of the config) feeds the front page's departures. ``late_runs`` (run ids with late-joining clients,
     000 §6.2) get the late-client table and figure (report/late_clients.py). ``benchmarks``: see
-    :func:`parts.write_index`. The workflow writes the same files in separate jobs (cflcore/report/parts.py).
+    :func:`index.write_index`. The workflow writes the same files in separate jobs (cflcore/report/parts.py).
     """
     out_dir = Path(out_dir)
     loaded, missing = load_runs(runs)
