@@ -6,8 +6,11 @@
 # side and reruns only those whose inputs changed, so the report no longer starts a second interpreter of
 # its own (the former cflcore/report/parallel.py, which also closed the only import circle, report/parallel.py
 # <-> stages.py): with 2 cores the parts run two at a time, a new explain result redraws only the explain
-# figures, and a new what-if replay only the heatmaps. The price is one interpreter start per part (about
-# 1-2 s of CPU each, measured in the commit that made this change).
+# figures, and a new what-if replay only the heatmaps; each part's param is only the part of the plan it
+# reads (cflcore.report.parts.PLAN_KEYS). The price is one interpreter start per part: on the tiny study
+# (config/tiny.yaml, AMD EPYC, 2 busy cores) the parts took 1.5 (tables), 5.4 (figures), 4.0 (what-if),
+# 1.5 (late clients), 10.6 (explain) and 0.4 (gathering) s of CPU, 23.4 s in all, against 18.2 s for the
+# former single report job (Snakemake's benchmark files, results/report/tables/benchmarks_by_rule.csv).
 #
 # Tables are single files, figures one folder per kind (their number depends on the grid); every one is
 # registered with report() under a category, a subcategory and labels (cflcore/report/labels.py: dataset,
