@@ -38,7 +38,7 @@ STAGE_ENTRIES: dict[str, tuple[str, ...]] = {
     "whatif": ("whatif",),
     "late_clients": ("evaluate_late_clients",),
     "explain": ("explain",),
-    "report": ("report_runs", "report_worker"),
+    "report": ("report_part", "report_index"),
 }
 ENTRY_MODULE = f"{PACKAGE}.stages"
 ADAPTER_MODULES = (f"{PACKAGE}.logutil",)  # workflow_scripts/*.py: ``run_job(log, lambda: stages.<entry>(...))``

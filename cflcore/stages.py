@@ -16,7 +16,7 @@ from . import layout
 from .defaults import with_config_defaults
 from .errors import CflError
 from .io import read_json, write_json
-from .layout import EXPLAIN_FIGURE_KINDS, RUN_OUTPUTS
+from .layout import RUN_OUTPUTS
 
 log = logging.getLogger("cflcore")
 
@@ -190,9 +190,11 @@ def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str, list[str]]:
-    """rule -> the wildcards paths of the config's jobs upstream of the report (their benchmark files are
-    ``results/benchmarks/<rule>/<path>.tsv``; the report's own time is measured by the report itself)."""
+    """rule -> the wildcards paths of the config's jobs upstream of rule ``report`` (their benchmark files are
+    ``results/benchmarks/<rule>/<path>.tsv``; a rule without wildcards, e.g. ``report_tables``, has one job named
+    after it; the ``report`` job's own time is measured by itself)."""
     from .config import late_client_runs, study_runs, whatif_runs
+    from .report.parts import PARTS, part_rule
 
     runs = [layout.run_id(**s, algorithm=a) for s, a in study_runs(cfg)]
     scenarios = sorted({layout.parse_run_id(r).scenario for r in runs})
@@ -200,78 +202,26 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
     return {"prepare_dataset": sorted({layout.parse_scenario_id(s).dataset for s in scenarios}), "split": scenarios,
             "train": runs, "evaluate": [r for r in runs if r in replayed],
             "evaluate_no_whatif": [r for r in runs if r not in replayed],
-            "evaluate_late_clients": late_client_runs(cfg), "explain": explain_runs}
+            "evaluate_late_clients": late_client_runs(cfg), "explain": explain_runs,
+            **{part_rule(p): [part_rule(p)] for p in PARTS}}
 
 
 def report(cfg: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
-    return report_runs(report_plan(cfg), out_dir)
+    """The whole report in this process (``cfl report``): every part, then the index (cflcore.report.parts)."""
+    from .report.parts import build_all
+
+    return build_all(report_plan(cfg), out_dir)
 
 
+def report_part(plan: Mapping[str, Any], part: str, out_dir: str | Path) -> dict[str, Any]:
+    """One part of the report (rules ``report_<part>``; cflcore.report.parts.PARTS)."""
+    from .report.parts import write_part
 
-def _report_specs(plan: Mapping[str, Any]) -> list:
-    from .report.runs import run_specs_from_config
-
-    return run_specs_from_config({"study": plan["study"], "results_dir": str(plan["results_dir"]),
-                                  "algorithm_splits": plan.get("algorithm_splits") or {},
-                                  "dataset_splits": plan.get("dataset_splits") or {}})
+    return write_part(plan, part, out_dir)
 
 
-def explain_report_figures(plan: Mapping[str, Any], out_dir: str | Path,
-                           kinds: tuple[str, ...] = tuple(EXPLAIN_FIGURE_KINDS)) -> None:
-    """The explain figures of the plan's explained runs (``kinds`` of :data:`EXPLAIN_FIGURE_KINDS`) into
-    ``out_dir/figures/<kind>``; every kind's folder exists afterwards (the report rule declares them)."""
-    from .report.explain_figures import cd_figures, insdel_boxplot_figures, saliency_grid_figures
+def report_index(plan: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
+    """Rule ``report``: the parts' index entries, the per-rule benchmark tables, index.json."""
+    from .report.parts import gather
 
-    results, figs = str(plan["results_dir"]).rstrip("/"), Path(out_dir) / "figures"
-    refs = []
-    for run in plan["explain_runs"]:
-        ref = layout.parse_run_id(run)
-        refs.append({"dataset": ref.dataset, "split": ref.split, "clients": ref.clients, "seed": ref.seed,
-                     "algorithm": ref.algorithm, "explain_dir": Path(layout.explain_dir(results, run))})
-    for kind in EXPLAIN_FIGURE_KINDS:
-        (figs / kind).mkdir(parents=True, exist_ok=True)
-    if not refs:
-        return
-    if "saliency_grid" in kinds:
-        saliency_grid_figures(refs, figs / "saliency_grid", plan.get("grid_clients"))
-    if "insdel_box" in kinds:
-        insdel_boxplot_figures(refs, figs / "insdel_box")
-    if "cd" in kinds:
-        cd_figures(refs, figs / "cd")
-
-
-def report_runs(plan: Mapping[str, Any], out_dir: str | Path, workers: int = 1) -> dict[str, Any]:
-    """Tables and figures of every run the plan expects; explain figures for its explained runs. With
-    ``workers >= 2`` (and as many CPUs) and at least ``cflcore.report.parallel.MIN_RUNS`` runs, a second process
-    draws the what-if heatmaps and the insertion/deletion figures meanwhile (:func:`report_worker`); the files
-    are the same."""
-    from .report.build import build_report
-    from .report.parallel import MIN_RUNS as PARALLEL_MIN_RUNS
-    from .report.parallel import ReportWorker, usable_workers
-
-    out_dir = Path(out_dir)
-    specs = _report_specs(plan)
-    kwargs = {"context": plan.get("front_page"), "late_runs": plan.get("late_runs") or [],
-              "benchmarks": plan.get("benchmarks"), "sweep_index": plan.get("sweep_index")}
-    # build_report ends with the benchmark tables, so that the report's own row covers all of its work
-    if usable_workers(workers) < 2 or len(specs) < PARALLEL_MIN_RUNS:
-        explain_report_figures(plan, out_dir)
-        return build_report(specs, out_dir, **kwargs)
-    worker = ReportWorker(plan, out_dir)
-    try:
-        explain_report_figures(plan, out_dir, kinds=("saliency_grid",))
-        return build_report(specs, out_dir, whatif_entries=worker.entries, **kwargs)
-    finally:
-        worker.close()
-
-
-def report_worker(plan: Mapping[str, Any], out_dir: str | Path) -> list[dict[str, Any]]:
-    """The report's second process (:func:`report_runs` with ``workers >= 2``): the what-if heatmaps (their index
-    entries are returned) and the insertion/deletion box plots and CD diagrams."""
-    from .report.build import write_whatif_figures
-    from .report.runs import load_runs
-
-    loaded, _ = load_runs(_report_specs(plan))
-    entries = write_whatif_figures(loaded, Path(out_dir))
-    explain_report_figures(plan, out_dir, kinds=("insdel_box", "cd"))
-    return entries
+    return gather(plan, out_dir)

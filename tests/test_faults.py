@@ -138,4 +138,5 @@ def test_paper_grid_plans_400_runs(tmp_path):
     p = sm(wd, "-n", "--cores", "2", "--quiet", "rules", "--configfile", "config/paper.yaml")
     jobs = planned_jobs(p.stdout + p.stderr)
     assert {k: v for k, v in jobs.items() if k != "all"} == {
-        "prepare_dataset": 5, "split": 40, "train": 400, "evaluate": 400, "explain": 200, "report": 1}
+        "prepare_dataset": 5, "split": 40, "train": 400, "evaluate": 400, "explain": 200, "report": 1,
+        **{f"report_{part}": 1 for part in ("tables", "figures", "whatif", "late_clients", "explain")}}

@@ -120,7 +120,7 @@ def test_missing_runs_listed_with_reasons(study):
 def test_index_lists_every_written_file_and_figures_are_valid(study):
     index = json.loads((study["out"] / "index.json").read_text())
     kinds = {e["kind"] for e in index["files"]}
-    assert {"table1_clustering", "table2_clustering_round", "table_personalisation", "paper_vs_run", "learning_gap",
+    assert {"table1_clustering", "table2_clustering_round", "table_personalisation", "paper_vs_run", "at_a_glance", "learning_gap",
             "temperature_mean", "temperature_runs", "clustering_progress", "n_clusters", "missing_runs"} <= kinds
     for entry in index["files"]:
         path = study["out"] / entry["path"]
@@ -194,9 +194,11 @@ def test_normalise_band_and_minimum_helpers():
 def test_figure_functions_write_png_and_pdf(tmp_path):
     curves = {"p": [fg.Curve("s0", np.arange(5), fg.normalise([3, 2, 1, 2, 3]), 3)]}
     personal = pd.DataFrame({"algorithm": ["a", "b"], "split": ["x", "x"], "pf1_mean": [0.9, 0.8], "gf1_mean": [0.5, 0.6]})
+    rounds = pd.DataFrame({"split": "x", "algorithm": "a", "seed": 0, "round": np.arange(5), "ari": [0, 0, 1, 1, 1.0],
+                           "n_clusters": [1, 1, 3, 3, 3.0]})
     for name, fig in {"band": fg.temperature_band_figure(curves, "t"), "runs": fg.temperature_runs_figure(curves, "t"),
-                      "gap": fg.learning_gap_figure(personal, "t"), "ari": fg.score_progress_figure(curves, "t"),
-                      "k": fg.n_clusters_figure(curves, "t")}.items():
+                      "gap": fg.learning_gap_figure(personal, "t"), "ari": fg.score_progress_figure(rounds, "t"),
+                      "k": fg.n_clusters_figure(rounds, "t"), "lines": fg.series_figure(curves, "t", "ARI")}.items():
         png, pdf = fg.save_figure(fig, tmp_path / name)
         assert png.stat().st_size > 1000 and pdf.read_bytes()[:5] == b"%PDF-"
 
@@ -229,7 +231,7 @@ def test_front_page_holds_headline_and_paper_check_and_renders(study):
     from docutils.core import publish_parts
 
     text = (study["out"] / "front_page.rst").read_text()
-    sections = ["Headline\n---", "Paper check (000 Tables 1–2, Figure 2)\n---", "Does the ranking of the methods agree?",
+    sections = ["At a glance\n---", "Headline\n---", "Paper check (000 Tables 1–2, Figure 2)\n---", "Does the ranking of the methods agree?",
                 "Departures by design, and what they do to the comparison\n---"]
     assert [text.index(s) for s in sections] == sorted(text.index(s) for s in sections)
     assert f".. csv-table:: mnist5k, {CLIENTS} clients\n" in text

@@ -525,8 +525,11 @@ def test_changing_the_whatif_list_reruns_only_evaluate_and_report(tmp_path):
                                         {"name": "optics", "clusterer": "sklearn.cluster.OPTICS",
                                          "clusterer_params": {"metric": "precomputed", "min_samples": 2}}]}
     # the what-if replay is part of each run's evaluate job (one process for both stages)
-    assert sorted(planned_rules(sm(changed, "-n"))) == ["evaluate", "evaluate", "report"]
+    # and the report's parts reading the eval files (tables, figures, what-if heatmaps), not report_explain (off)
+    assert sorted(planned_rules(sm(changed, "-n"))) == ["evaluate", "evaluate", "report", "report_figures",
+                                                        "report_tables", "report_whatif"]
     # the run's own clusterer is part of the params: an OCFL parameter change reruns its train and evaluate
     changed_algo = copy.deepcopy(cfg)
     changed_algo["algorithms"]["ocfl-km"]["k"] = 2
-    assert sorted(planned_rules(sm(changed_algo, "-n"))) == ["evaluate", "report", "train"]
+    assert sorted(planned_rules(sm(changed_algo, "-n"))) == ["evaluate", "report", "report_figures", "report_tables",
+                                                             "report_whatif", "train"]

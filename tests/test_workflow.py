@@ -83,8 +83,15 @@ def test_tiny_study_through_report_and_html(workflow_dir):
     assert (headline["n_seeds"] == 1).all() and (headline["n_missing"] == 0).all()
     assert headline.loc["bnc", "ari_final_mean"] == 0.0 and headline.loc["bnc", "n_clustered"] == 0
     assert (headline.loc[["ocfl-km", "ocfl-hdb"], "ari_final_mean"] == 1.0).all()
+    # at a glance: the OCFL variants share the best final ARI (1.00, both marked); BNC's single cluster is not
+    glance = pd.read_csv(tables / "at_a_glance.csv").set_index("algorithm")
+    assert glance["ari_final_best"].to_dict() == {"bnc": False, "ocfl-km": True, "ocfl-hdb": True}
+    assert glance["pf1_final_best"].sum() >= 1
     by_rule = pd.read_csv(tables / "benchmarks_by_rule.csv").set_index("rule")
     assert by_rule.loc["train", "jobs"] == 3 and by_rule.loc["all jobs", "jobs"] == by_rule.drop("all jobs")["jobs"].sum()
+    # the report is written in parts, one job each (rules/report.smk), then gathered
+    assert {"report_tables", "report_figures", "report_whatif", "report_late_clients", "report_explain",
+            "report"} <= set(by_rule.index)
     for kind in ("learning_gap", "temperature_mean", "temperature_runs", "clustering_progress", "n_clusters",
                  "saliency_grid", "insdel_box", "cd"):
         pngs = list((wd / "results/report/figures" / kind).glob("*.png"))
@@ -96,6 +103,10 @@ def test_tiny_study_through_report_and_html(workflow_dir):
         assert name in html, name
     # the landing page is the front page (report/workflow.rst includes front_page.rst), not the rule graph
     assert "Headline" in html and "Paper check" in html
+    assert "At a glance" in html and html.index("At a glance") < html.index("Headline")
+    # figures and tables carry labels to filter by (report() labels=, cflcore/report/labels.py)
+    assert '"labels": {"dataset": "digits", "clients": 6}' in html  # e.g. figures/clustering_progress/digits_n6.png
+    assert '"labels": {"dataset": "digits", "split": "nonoverlap-balanced", "clients": 6, "seed": 0}' in html
     # a rerun with no change plans nothing
     p = run_sm(workflow_dir, "-n", "--cores", "2", "--configfile", "config/tiny.yaml")
     assert "Nothing to be done" in p.stdout + p.stderr

@@ -1,6 +1,5 @@
-"""Snakemake adapter: rule report -> cflcore.stages.report_runs (tables, figures, and front_page.rst with
-the config's departures, which report/workflow.rst includes as the HTML report's landing page); with 2
-threads a second process draws part of the figures."""
+"""Snakemake adapter: rule report -> cflcore.stages.report_index (the parts' index entries gathered into
+index.json, and the per-rule benchmark tables, the report job's own row measured by itself)."""
 import json
 from pathlib import Path
 
@@ -9,4 +8,4 @@ from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821
 plan = json.loads(sm.params.runs)
-run_job(sm.log[0], lambda: stages.report_runs(plan, Path(sm.output.index).parent, workers=sm.threads))
+run_job(sm.log[0], lambda: stages.report_index(plan, Path(sm.output.index).parent))

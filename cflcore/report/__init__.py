@@ -1,6 +1,7 @@
 """The aggregate report (DESIGN §10). Reads Parquet only. (Evaluation of runs is cflcore.evaluate.)
 
-* :func:`build_report` — the ``report`` stage (tables, paper comparison, figures, index, missing runs);
+* :func:`build_report` — the ``report`` stage in one process (tables, paper comparison, figures, index, missing
+  runs); the workflow runs it as separate jobs, one per part (:mod:`cflcore.report.parts`, rules/report.smk);
 * :func:`run_specs_from_config` — the runs a validated config expects, with their standard paths.
 """
 from importlib import import_module

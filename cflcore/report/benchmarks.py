@@ -48,10 +48,16 @@ RULE_UPSTREAM: dict[str, tuple[str, ...]] = {
     "evaluate_no_whatif": ("train",),
     "evaluate_late_clients": ("train",),
     "explain": ("train",),
-    "report": ("evaluate", "evaluate_no_whatif", "evaluate_late_clients", "explain"),
+    "report_tables": ("evaluate", "evaluate_no_whatif"),
+    "report_figures": ("evaluate", "evaluate_no_whatif"),
+    "report_whatif": ("evaluate",),
+    "report_late_clients": ("evaluate_late_clients",),
+    "report_explain": ("explain",),
+    "report": ("report_tables", "report_figures", "report_whatif", "report_late_clients", "report_explain"),
 }
 """rule -> the rules whose outputs its jobs read (transitive inputs, e.g. explain -> split, are implied)."""
-AGGREGATING_RULES = frozenset({"report"})
+AGGREGATING_RULES = frozenset({"report_tables", "report_figures", "report_whatif", "report_late_clients",
+                               "report_explain", "report"})
 """Rules whose one job reads every job of its upstream rules."""
 ALL_JOBS = "all jobs"
 REPORT_JOB = ("report", "report")
@@ -185,11 +191,30 @@ def _is_prefix(parent: str, child: str) -> bool:
     return child == parent or child.startswith(parent + "/")
 
 
+def recorded_upstream(rule: str, recorded: Iterable[str], upstream: Mapping[str, Sequence[str]] = RULE_UPSTREAM,
+                      aggregating: Iterable[str] = AGGREGATING_RULES, seen: tuple[str, ...] = ()) -> list[tuple[str, bool]]:
+    """The nearest upstream rules of ``rule`` with a record: a direct upstream rule without any is looked
+    through to its own upstream rules. Each with whether an aggregating rule was looked through (its jobs
+    are then all parents, as for an aggregating ``rule``)."""
+    recorded, aggregating = set(recorded), frozenset(aggregating)
+    out: list[tuple[str, bool]] = []
+    for up in upstream.get(rule, ()):
+        if up in seen:
+            continue
+        if up in recorded:
+            out.append((up, False))
+        else:
+            out += [(r, through or up in aggregating)
+                    for r, through in recorded_upstream(up, recorded, upstream, aggregating, (*seen, rule))]
+    return out
+
+
 def critical_path(jobs: Sequence[BenchmarkJob], upstream: Mapping[str, Sequence[str]] = RULE_UPSTREAM,
                   aggregating: Iterable[str] = AGGREGATING_RULES) -> list[BenchmarkJob]:
     """The chain of jobs, upstream first, with the largest sum of wall seconds: each job's parents are the jobs
     of its upstream rules whose wildcards path is a prefix of its own (every job of them for an aggregating
-    rule). Jobs without a record are absent, so the chain runs through the jobs that have one."""
+    rule). Jobs without a record are absent, so the chain runs through the jobs that have one (an upstream
+    rule without records is looked through, :func:`recorded_upstream`)."""
     aggregating = frozenset(aggregating)
     by_rule: dict[str, list[BenchmarkJob]] = {}
     for job in jobs:
@@ -197,9 +222,10 @@ def critical_path(jobs: Sequence[BenchmarkJob], upstream: Mapping[str, Sequence[
     finish: dict[BenchmarkJob, float] = {}
     best_parent: dict[BenchmarkJob, BenchmarkJob | None] = {}
     for rule in rule_order(by_rule, upstream):
+        sources = recorded_upstream(rule, by_rule, upstream, aggregating)
         for job in sorted(by_rule[rule], key=lambda j: j.job):
-            parents = [p for u in upstream.get(rule, ()) for p in by_rule.get(u, ())
-                       if rule in aggregating or _is_prefix(p.job, job.job)]
+            parents = [p for u, through in sources for p in by_rule[u]
+                       if rule in aggregating or through or _is_prefix(p.job, job.job)]
             parent = max(parents, key=lambda p: (finish[p], p.rule, p.job), default=None)
             best_parent[job] = parent
             finish[job] = job.wall_s + (finish[parent] if parent is not None else 0.0)

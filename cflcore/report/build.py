@@ -6,6 +6,7 @@ Layout of ``out_dir`` (``results/report/``)::
     tables/table2_clustering_round.{csv,md,tex}  000 Table 2
     tables/table_personalisation.{csv,md,tex}    PF1, GF1, learning gap, balanced accuracies
     tables/headline.{csv,md,tex}                 final and mean PF1, GF1, ARI and the clustering round (front page)
+    tables/at_a_glance.{csv,md,tex}              final PF1 and ARI per method × split, best per column (front page)
     tables/paper_vs_run.{csv,md,tex}             published 000 Tables 1–2 and Figure 2 PF1/GF1 beside ours
     tables/paper_ranking.{csv,md,tex}            Kendall's τ per split: do the methods come in the paper's order?
     tables/departures.csv                        departures by design and what they do to the comparison
@@ -23,19 +24,25 @@ Layout of ``out_dir`` (``results/report/``)::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .. import layout
-from ..io import write_json
 from . import figures as fg
 from . import tables as tb
-from .benchmarks import REPORT_JOB, write_benchmark_tables
-from .front_page import FRONT_PAGE, ranking_frame, write_front_page
-from .paper import paper_split, paper_vs_run, ranking_agreement
+from .front_page import (
+    FRONT_PAGE,
+    claims_checks,
+    glance_frame,
+    glance_table,
+    ranking_frame,
+    write_front_page,
+)
 from .late_clients import write_late_clients
+from .paper import paper_split, paper_vs_run, ranking_agreement
+from .index import write_index
 from .runs import LoadedRun, MissingRun, RunSpec, load_runs
 from .claims import ClaimData, check_claims
 from .sweeps import round_frame, sweep_summary, write_sweep_outputs
@@ -47,9 +54,10 @@ FIGURE_KINDS = tuple(layout.FIGURE_KINDS)  # the report rule declares each folde
 COMPARISON_METRICS = ["ari", "ami", "homogeneity", "clustering_round", "pf1", "gf1", "pf1_final", "gf1_final"]
 
 
-def _entry(kind: str, path: Path, out_dir: Path, dataset: str | None = None, clients: int | None = None) -> dict[str, Any]:
+def _entry(kind: str, path: Path, out_dir: Path, dataset: str | None = None, clients: int | None = None,
+           caption: str | None = None) -> dict[str, Any]:
     return {"kind": kind, "path": str(path.relative_to(out_dir)), "format": path.suffix.lstrip("."),
-            "caption": f"{CAPTION_DIR}/{kind}.rst", "dataset": dataset, "clients": clients}
+            "caption": f"{CAPTION_DIR}/{caption or kind}.rst", "dataset": dataset, "clients": clients}
 
 
 def split_name_map(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun]) -> dict[str, str | None]:
@@ -93,6 +101,10 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     for stem, (tidy, wide) in {"table1_clustering": (t1, t1_wide), "table2_clustering_round": (t2, t2_wide),
                                "table_personalisation": (tp, tp_wide), "headline": (th, th_wide)}.items():
         entries += [_entry(stem, p, out_dir) for p in tb.write_table(tidy, wide, stem, table_dir, captions[stem])]
+    glance = glance_table(th)
+    caption = (f"Final-round PF1 and ARI per method and split (means over seeds); {tb.BEST_NOTE}.")
+    entries += [_entry("at_a_glance", p, out_dir) for p in tb.write_table(glance, _glance_wide(glance), "at_a_glance",
+                                                                           table_dir, caption)]
     comparison, ranking = paper_check(specs, loaded, summary, groups)
     caption = ("Published values of 000 Tables 1-2 and Figure 2 (PF1/GF1) beside this study's "
                "(mnist5k is compared with the paper's MNIST; *-published variants with their base method's row).")
@@ -108,8 +120,21 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
                           report_cfg.get("claim_notes"))
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))
-    paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims)
+    paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims_checks(claims))
     return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]
+
+
+def _glance_wide(glance: pd.DataFrame) -> pd.DataFrame:
+    """The compact view for Markdown / LaTeX: rows dataset × clients × method, the best cells starred."""
+    parts = []
+    for (dataset, clients), rows in glance.groupby(["dataset", "clients"], sort=False):
+        cells, best = glance_frame(rows)
+        marked = cells.where(~best.to_numpy(), cells.astype(str) + f" {tb.BEST_MARK}")
+        parts.append(marked.assign(dataset=dataset, clients=clients))
+    if not parts:
+        return pd.DataFrame(columns=["dataset", "clients", "method"])
+    wide = pd.concat(parts, ignore_index=True).fillna("")
+    return wide[["dataset", "clients", *[c for c in wide.columns if c not in ("dataset", "clients")]]]
 
 
 def _paper_wide(comparison: pd.DataFrame) -> pd.DataFrame:
@@ -135,13 +160,23 @@ def _temperature_curve(run: LoadedRun) -> fg.Curve | None:
     return fg.Curve(f"s{run.spec.seed}", server["round"].to_numpy(dtype=np.int64), fg.normalise(values), marker)
 
 
-def _score_curve(runs: Sequence[LoadedRun], column: str, label: str) -> fg.Curve | None:
-    """Mean over seeds of a per-round clustering column."""
-    series = [r.clustering[r.clustering["kind"] == "round"].set_index("round")[column].astype("float64") for r in runs]
-    if not series:
-        return None
-    mean = pd.concat(series, axis=1).mean(axis=1)
-    return fg.Curve(label, mean.index.to_numpy(dtype=np.int64), mean.to_numpy(dtype=np.float64))
+ROUND_SCORES = ["ari", "n_clusters"]
+
+
+def round_scores(runs: Sequence[LoadedRun]) -> pd.DataFrame:
+    """Per run (every seed) and round, the clustering scores of :data:`ROUND_SCORES`: columns dataset, clients,
+    split, algorithm, seed, round (0-based) and the scores (the ``round`` rows of clustering.parquet)."""
+    columns = [*tb.GROUP_KEYS, "seed", "round", *ROUND_SCORES]
+    parts = []
+    for run in runs:
+        rows = run.clustering[run.clustering["kind"] == "round"]
+        s = run.spec
+        parts.append(pd.DataFrame({"dataset": s.dataset, "clients": s.clients, "split": s.split,
+                                   "algorithm": s.algorithm, "seed": s.seed,
+                                   "round": rows["round"].to_numpy(dtype=np.int64),
+                                   **{c: pd.to_numeric(rows[c], errors="coerce").to_numpy(dtype=np.float64)
+                                      for c in ROUND_SCORES}}, columns=columns))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
 
 
 def write_figures(loaded: Sequence[LoadedRun], personal: pd.DataFrame, out_dir: Path) -> list[dict[str, Any]]:
@@ -162,24 +197,20 @@ def write_figures(loaded: Sequence[LoadedRun], personal: pd.DataFrame, out_dir: 
             if len(rows):
                 save(fg.learning_gap_figure(rows, f"{dataset}, {clients} clients"), "learning_gap", tag, dataset, clients)
             runs_panels: dict[str, list[fg.Curve]] = {}
-            score_panels: dict[str, list[fg.Curve]] = {}
-            count_panels: dict[str, list[fg.Curve]] = {}
             for split in dict.fromkeys(r.spec.split for r in runs_dc):
                 runs_s = [r for r in runs_dc if r.spec.split == split]
-                score_panels[split], count_panels[split] = [], []
                 for algorithm in dict.fromkeys(r.spec.algorithm for r in runs_s):
-                    runs_a = [r for r in runs_s if r.spec.algorithm == algorithm]
-                    curves = [c for c in map(_temperature_curve, runs_a) if c is not None]
+                    curves = [c for c in map(_temperature_curve, [r for r in runs_s if r.spec.algorithm == algorithm])
+                              if c is not None]
                     if curves:
                         runs_panels[f"{split} / {algorithm}"] = curves
-                    score_panels[split].append(_score_curve(runs_a, "ari", algorithm))
-                    count_panels[split].append(_score_curve(runs_a, "n_clusters", algorithm))
             if runs_panels:
                 save(fg.temperature_runs_figure(runs_panels, f"Temperature per run: {dataset}, {clients} clients"),
                      "temperature_runs", tag, dataset, clients)
-            save(fg.score_progress_figure(score_panels, f"ARI per round: {dataset}, {clients} clients"),
+            scores = round_scores(runs_dc)
+            save(fg.score_progress_figure(scores, f"ARI per round: {dataset}, {clients} clients"),
                  "clustering_progress", tag, dataset, clients)
-            save(fg.n_clusters_figure(count_panels, f"Clusters per round: {dataset}, {clients} clients"),
+            save(fg.n_clusters_figure(scores, f"Clusters per round: {dataset}, {clients} clients"),
                  "n_clusters", tag, dataset, clients)
         bands = temperature_bands(runs_d)
         if bands:
@@ -275,36 +306,32 @@ def write_missing(missing: Sequence[MissingRun], out_dir: Path) -> dict[str, Any
     return _entry("missing_runs", tb.write_text(frame.to_csv(index=False), out_dir / "missing_runs.csv"), out_dir)
 
 
+def runs_summary(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], missing: Sequence[MissingRun]) -> dict[str, Any]:
+    """The index's account of the runs: expected, loaded, missing (with their reasons)."""
+    return {"n_expected": len(specs), "n_loaded": len(loaded), "n_missing": len(missing),
+            "missing": [{"run": m.spec.run_id, "reason": m.reason} for m in missing]}
+
+
 def build_report(runs: Sequence[RunSpec], out_dir: str | Path, context: Mapping[str, Any] | None = None,
-                 late_runs: Sequence[str] = (), whatif_entries: Callable[[], list[dict[str, Any]]] | None = None,
-                 benchmarks: Mapping[str, Any] | None = None, sweep_index: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Write every table and figure for the expected ``runs`` into ``out_dir``; return the index.
+                 late_runs: Sequence[str] = (), benchmarks: Mapping[str, Any] | None = None,
+                 sweep_index: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Write every table and figure for the expected ``runs`` into ``out_dir`` in this process; return the index.
 
     Runs without evaluation files are listed in ``missing_runs.csv`` with their reason and shown as
     "missing" in the tables; they never stop the report. ``context`` (:func:`front_page.front_page_context`
     of the config) feeds the front page's departures. ``late_runs`` (run ids with late-joining clients,
-    000 §6.2) get the late-client table and figure (report/late_clients.py). ``whatif_entries``: when another
-    process draws the what-if heatmaps (cflcore.report.parallel), the call that waits for it and returns their
-    index entries; None draws them here. ``benchmarks`` (``{"root": results/benchmarks, "jobs": {rule: [wildcards
-    paths]}}``, stages.report_plan): the per-rule benchmark table and the critical path (report/benchmarks.py),
-    written last so that the report's own row covers its work.
+    000 §6.2) get the late-client table and figure (report/late_clients.py). ``benchmarks``: see
+    :func:`index.write_index`. The workflow writes the same files in separate jobs (cflcore/report/parts.py).
     """
     out_dir = Path(out_dir)
     loaded, missing = load_runs(runs)
     entries = write_tables(runs, loaded, out_dir, context, sweep_index)
+    entries.append(write_missing(missing, out_dir))
     personal, _ = tb.personalisation_table(tb.run_summaries(loaded), tb.expected_groups(runs))
     entries += write_figures(loaded, personal, out_dir)
     entries += write_sweep_outputs(loaded, sweep_index or {}, out_dir,  # factor sweeps, seed envelopes
                                    lambda kind, path, dataset, clients: _entry(kind, path, out_dir, dataset, clients))
     late = set(late_runs)
     entries += write_late_clients([r for r in runs if r.run_id in late], out_dir, CAPTION_DIR)
-    entries.append(write_missing(missing, out_dir))
-    entries += write_whatif_figures(loaded, out_dir) if whatif_entries is None else whatif_entries()
-    if benchmarks is not None:
-        tables = write_benchmark_tables(benchmarks["root"], benchmarks["jobs"], out_dir / "tables", current=REPORT_JOB)
-        entries += [_entry(kind, path, out_dir) for kind, path in tables["files"].items()]
-    index = {"n_expected": len(runs), "n_loaded": len(loaded), "n_missing": len(missing),
-             "missing": [{"run": m.spec.run_id, "reason": m.reason} for m in missing], "files": entries}
-    tb.write_text(pd.DataFrame(entries).to_csv(index=False), out_dir / "index.csv")
-    write_json(index, out_dir / "index.json")
-    return index
+    entries += write_whatif_figures(loaded, out_dir)
+    return write_index(out_dir, runs_summary(runs, loaded, missing), entries, benchmarks)

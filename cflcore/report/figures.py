@@ -7,8 +7,10 @@
   per key (the report keys them by clients × algorithm), the median clustering round dotted red.
 * :func:`temperature_runs_figure` — 000 Figs. 10–14: per run the normalised temperature, the clustering
   round (red dotted) and the pre-clustering local minimum (grey dotted, only when the curve descended first).
-* :func:`score_progress_figure` — 001 Fig. 1: a clustering score (ARI by default) per round.
-* :func:`n_clusters_figure` — number of clusters per round.
+* :func:`score_progress_figure` — 001 Fig. 1 as a heatmap: per split a method × round grid of a clustering
+  score (ARI by default), the mean over seeds printed in each cell. 001 draws one line per method; with the
+  default study's 11 methods per panel the lines hid each other, so the grid replaces them (issue 21 §5).
+* :func:`n_clusters_figure` — the number of clusters per round, the same method × round grid.
 * :func:`whatif_heatmap_figure` — issue 12 §1: per run a clusterer × round heatmap of the ARI of every
   what-if clusterer (cflcore.evaluate.whatif), the run's clustering round (OCFL: where the temperature
   trigger fired) as a red frame, each clusterer's earliest round with ARI ≥ 0.99 as a white dot.
@@ -29,6 +31,7 @@ import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from ..io import atomic_path  # noqa: E402
+from .palette import style_map  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -126,17 +129,18 @@ def _finish(fig: plt.Figure, title: str) -> plt.Figure:
 
 
 def learning_gap_figure(personalisation: pd.DataFrame, title: str) -> plt.Figure:
-    """Segments GF1 → PF1 per algorithm (x) and split (offset and colour); columns pf1_mean, gf1_mean."""
+    """Segments GF1 → PF1 per algorithm (x) and split (offset and style, :func:`palette.style_map`); columns
+    pf1_mean, gf1_mean (one row per algorithm × split: the means over seeds)."""
     algorithms = list(dict.fromkeys(personalisation["algorithm"]))
     splits = list(dict.fromkeys(personalisation["split"]))
     fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(algorithms) + 2), 3.6))
     width = 0.7 / max(len(splits), 1)
-    colours = plt.get_cmap("tab10")
+    styles = style_map(splits)
     for s, split in enumerate(splits):
         rows = personalisation[personalisation["split"] == split]
         for _, row in rows.iterrows():
             x = algorithms.index(row["algorithm"]) - 0.35 + width * (s + 0.5)
-            ax.plot([x, x], [row["gf1_mean"], row["pf1_mean"]], color=colours(s), lw=3, solid_capstyle="butt",
+            ax.plot([x, x], [row["gf1_mean"], row["pf1_mean"]], lw=3, solid_capstyle="butt", **styles[split].line(),
                     label=split if row["algorithm"] == rows["algorithm"].iloc[0] else None)
             ax.plot([x], [row["pf1_mean"]], marker="_", color="black", ms=10)
             ax.plot([x], [row["gf1_mean"]], marker="_", color="grey", ms=10)
@@ -145,7 +149,7 @@ def learning_gap_figure(personalisation: pd.DataFrame, title: str) -> plt.Figure
     ax.set_ylim(0, 1.02)
     ax.set_title(title)
     if splits:
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="best")
     return fig
 
 
@@ -171,9 +175,10 @@ def temperature_band_figure(panels: Mapping[str, Sequence[Curve]], title: str) -
 def temperature_runs_figure(panels: Mapping[str, Sequence[Curve]], title: str) -> plt.Figure:
     """One panel per key (e.g. split × algorithm), one line per run with its clustering and minimum rounds."""
     fig, axes = _panel_axes(len(panels), (3.6, 2.8))
+    styles = style_map(c.label for curves in panels.values() for c in curves)
     for ax, (name, curves) in zip(axes, panels.items()):
         for curve in curves:
-            line, = ax.plot(curve.rounds + 1, curve.values, lw=1, label=curve.label)
+            ax.plot(curve.rounds + 1, curve.values, lw=1, label=curve.label, **styles[curve.label].line())
             position = None
             if curve.marker_round is not None and curve.marker_round in set(curve.rounds.tolist()):
                 position = int(np.flatnonzero(curve.rounds == curve.marker_round)[0])
@@ -189,11 +194,15 @@ def temperature_runs_figure(panels: Mapping[str, Sequence[Curve]], title: str) -
     return _finish(fig, title)
 
 
-def _series_figure(panels: Mapping[str, Sequence[Curve]], title: str, ylabel: str, ylim: tuple | None) -> plt.Figure:
+def series_figure(panels: Mapping[str, Sequence[Curve]], title: str, ylabel: str, ylim: tuple | None = None) -> plt.Figure:
+    """One panel per key, one step line per curve; a curve label keeps its style (:func:`palette.style_map`)
+    in every panel, so no two series of a panel share a colour however many there are."""
     fig, axes = _panel_axes(len(panels), (4, 3))
+    styles = style_map(c.label for curves in panels.values() for c in curves)
     for ax, (name, curves) in zip(axes, panels.items()):
         for curve in curves:
-            ax.plot(curve.rounds + 1, curve.values, lw=1.2, label=curve.label, drawstyle="steps-post")
+            ax.plot(curve.rounds + 1, curve.values, lw=1.2, ms=3, label=curve.label, drawstyle="steps-post",
+                    **styles[curve.label].line(marker=len(styles) > 10))
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("round")
         ax.set_ylabel(ylabel)
@@ -204,14 +213,79 @@ def _series_figure(panels: Mapping[str, Sequence[Curve]], title: str, ylabel: st
     return _finish(fig, title)
 
 
-def score_progress_figure(panels: Mapping[str, Sequence[Curve]], title: str, score: str = "ARI") -> plt.Figure:
-    """A clustering score per round, one line per algorithm (001 Fig. 1)."""
-    return _series_figure(panels, title, score, (-0.05, 1.05))
+ROUND_COLUMNS = ("split", "algorithm", "round")
+ANNOTATE_MAX_ROUNDS = 30  # above this many rounds a cell is too narrow for its printed value
 
 
-def n_clusters_figure(panels: Mapping[str, Sequence[Curve]], title: str) -> plt.Figure:
-    """Number of clusters per round, one line per algorithm."""
-    return _series_figure(panels, title, "clusters", None)
+def round_grid(frame: pd.DataFrame, value: str) -> dict[str, pd.DataFrame]:
+    """Per split (first-seen order), the algorithm × round grid (0-based round columns) of the mean of ``value``
+    over the frame's rows: one row per seed (or a single run) and round. NaN where an algorithm lacks a round."""
+    out = {}
+    for split, part in frame.groupby("split", sort=False):
+        grid = part.pivot_table(index="algorithm", columns="round", values=value, aggfunc="mean", sort=False,
+                                dropna=False)
+        out[str(split)] = grid.reindex(index=list(dict.fromkeys(part["algorithm"]))).sort_index(axis=1)
+    return out
+
+
+def round_heatmap_figure(frame: pd.DataFrame, title: str, value: str, label: str, vmin: float | None = None,
+                         vmax: float | None = None, digits: int = 2, cmap: str = "viridis") -> plt.Figure:
+    """One panel per split, stacked: rows = algorithms, columns = rounds (1-based labels), colour = the mean
+    over seeds of ``value`` (columns ``split``, ``algorithm``, ``round`` 0-based, ``value``; ``seed`` optional, one
+    row per seed), printed in the cell while there are at most :data:`ANNOTATE_MAX_ROUNDS` rounds. Grey = no value."""
+    grids = round_grid(frame, value)
+    n_rounds = max((g.shape[1] for g in grids.values()), default=1)
+    n_rows = [max(g.shape[0], 1) for g in grids.values()] or [1]
+    n_seeds = int(frame["seed"].nunique()) if "seed" in frame.columns and len(frame) else 1
+    width = min(max(5.5, 2.6 + 0.45 * n_rounds), 18.0)
+    fig, axes = plt.subplots(len(n_rows), 1, squeeze=False, figsize=(width, 0.5 + sum(0.9 + 0.26 * n for n in n_rows)),
+                             gridspec_kw={"height_ratios": n_rows}, layout="constrained")
+    values = frame[value].to_numpy(dtype=np.float64, na_value=np.nan) if len(frame) else np.zeros(0)
+    finite = values[np.isfinite(values)]
+    low = vmin if vmin is not None else (float(finite.min()) if finite.size else 0.0)
+    high = vmax if vmax is not None else (float(finite.max()) if finite.size else 1.0)
+    high = high if high > low else low + 1.0
+    colours = plt.get_cmap(cmap).with_extremes(bad="0.85")
+    image = None
+    for ax, (split, grid) in zip(axes[:, 0], grids.items()):
+        data = grid.to_numpy(dtype=np.float64, na_value=np.nan)
+        image = ax.imshow(np.ma.masked_invalid(data), vmin=low, vmax=high, cmap=colours, aspect="auto",
+                          interpolation="nearest")
+        if grid.shape[1] <= ANNOTATE_MAX_ROUNDS:
+            for (a, r), v in np.ndenumerate(data):
+                if np.isfinite(v):
+                    ax.text(r, a, f"{v:.{digits}f}", ha="center", va="center", fontsize=7,
+                            color="black" if (v - low) / (high - low) > 0.6 else "white")
+        rounds = [int(r) + 1 for r in grid.columns]
+        step = max(1, len(rounds) // 25)
+        ax.set_xticks(range(0, len(rounds), step), [str(r) for r in rounds[::step]], fontsize=7)
+        ax.set_yticks(range(grid.shape[0]), list(grid.index), fontsize=7)
+        ax.set_title(split, fontsize=9)
+        ax.set_xlabel("round", fontsize=8)
+    if image is not None:
+        fig.colorbar(image, ax=list(axes[:, 0]), shrink=max(0.25, 0.9 / len(grids)), label=label)
+    seeds = f" (mean over {n_seeds} seeds)" if n_seeds > 1 else ""
+    fig.suptitle(title + seeds)
+    return fig
+
+
+def score_progress_figure(frame: pd.DataFrame, title: str, score: str = "ari", label: str = "ARI") -> plt.Figure:
+    """A clustering score per method × round, one panel per split (001 Fig. 1 as a heatmap, see the module)."""
+    return round_heatmap_figure(frame, title, score, label, vmin=0.0, vmax=1.0)
+
+
+def n_clusters_figure(frame: pd.DataFrame, title: str) -> plt.Figure:
+    """Number of clusters per method × round, one panel per split (mean over seeds, one decimal)."""
+    return round_heatmap_figure(frame, title, "n_clusters", "clusters", vmin=1.0, digits=1 if _fractional(frame) else 0)
+
+
+def _fractional(frame: pd.DataFrame) -> bool:
+    """Whether some split × algorithm × round mean of ``n_clusters`` over seeds is not an integer."""
+    if frame.empty:
+        return False
+    means = frame.groupby(list(ROUND_COLUMNS), sort=False)["n_clusters"].mean().to_numpy(dtype=np.float64)
+    means = means[np.isfinite(means)]
+    return bool(np.any(means != np.round(means)))
 
 
 @dataclass(frozen=True)

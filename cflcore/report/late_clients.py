@@ -24,6 +24,7 @@ from ..errors import CflError  # noqa: E402
 from ..io import parquet_metadata, read_parquet  # noqa: E402
 from . import figures as fg  # noqa: E402
 from . import tables as tb  # noqa: E402
+from .palette import style_map  # noqa: E402
 from .runs import RunSpec  # noqa: E402
 
 FILE = "late_clients.parquet"
@@ -101,16 +102,17 @@ def late_figure(curves: pd.DataFrame, summary: pd.DataFrame, title: str) -> plt.
     """One panel per split: founding (solid) and late (dashed) PF1 per round, joining round dotted."""
     splits = list(dict.fromkeys(curves["split"]))
     fig, axes = plt.subplots(1, len(splits), figsize=(4.2 * len(splits), 3.2), squeeze=False, sharey=True)
+    styles = style_map(curves["algorithm"])  # one colour per algorithm; the line style is the role
     for ax, split in zip(axes[0], splits):
         part = curves[curves["split"] == split]
-        for i, algorithm in enumerate(dict.fromkeys(part["algorithm"])):
-            colour = f"C{i}"
+        for algorithm in dict.fromkeys(part["algorithm"]):
+            colour, marker = styles[algorithm].color, styles[algorithm].marker
             runs = summary[(summary["split"] == split) & (summary["algorithm"] == algorithm)]
             accuracy = runs["attach_accuracy"].mean()
             for role, style in (("founding", "-"), ("late", "--")):
                 mean = part[(part["algorithm"] == algorithm) & (part["role"] == role)].groupby("round")["pf1"].mean()
                 label = f"{algorithm} {role}" + (f" (attach acc. {accuracy:.2f})" if role == "late" and np.isfinite(accuracy) else "")
-                ax.plot(mean.index, mean.to_numpy(), style, color=colour, marker="o", ms=3, label=label)
+                ax.plot(mean.index, mean.to_numpy(), style, color=colour, marker=marker, ms=3, label=label)
             for join in runs["join_round"].dropna().unique():
                 ax.axvline(join - 1, color=colour, ls=":", lw=1)
         ax.set_title(split, fontsize=9)

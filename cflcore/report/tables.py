@@ -29,6 +29,8 @@ HEADLINE_METRICS = ["pf1_final", "pf1", "gf1_final", "gf1", "ari_final", "ari", 
 PUBLISHED_SUFFIX = "-published"
 PUBLISHED_MARK = "†"
 PUBLISHED_NOTE = "published bug reproduced"
+BEST_MARK = "★"
+BEST_NOTE = f"{BEST_MARK} = the best of its column (highest at the two decimals shown; ties all marked)"
 
 
 def is_published_variant(algorithm: str) -> bool:

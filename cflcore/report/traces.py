@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .figures import Curve, _finish, _panel_axes
+from .palette import style_map
 from .runs import LoadedRun
 
 SCL_COLUMNS = ("mean_update_norms", "max_update_norms", "eps1", "eps2")
@@ -131,14 +132,15 @@ def run_panels(run: LoadedRun) -> list[TracePanel]:
 def trace_figure(panels: Sequence[TracePanel], title: str) -> plt.Figure:
     """A grid of trace panels: curves with markers, dashed grey thresholds, red dotted split rounds."""
     fig, axes = _panel_axes(len(panels), (4, 3))
-    colours = plt.get_cmap("tab10")
     for ax, panel in zip(axes, panels):
-        names = list(dict.fromkeys(c.label.split("cluster ")[-1] for c in panel.curves))
+        # one colour (and marker) per cluster (palette.style_map); the line style is the panel's (mean / max)
+        clusters = style_map(c.label.split("cluster ")[-1] for c in panel.curves)
         for i, curve in enumerate(panel.curves):
             style = panel.styles[i] if i < len(panel.styles) else "-"
-            colour = colours(names.index(curve.label.split("cluster ")[-1]) % 10)
+            cluster = clusters[curve.label.split("cluster ")[-1]]
             values = np.where(curve.values > 0, curve.values, np.nan) if panel.log_y else curve.values
-            ax.plot(curve.rounds + 1, values, ls=style, marker="o", ms=2.5, lw=1, color=colour, label=curve.label)
+            ax.plot(curve.rounds + 1, values, ls=style, marker=cluster.marker, ms=2.5, lw=1, color=cluster.color,
+                    label=curve.label)
         for k, (label, value) in enumerate(panel.thresholds):
             if math.isfinite(value) and (value > 0 or not panel.log_y):
                 ax.axhline(value, color="black" if k == 0 else "grey", ls=(0, (4, 2)), lw=1, label=f"{label} = {value:g}")
