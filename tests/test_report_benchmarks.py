@@ -161,4 +161,4 @@ def test_every_rule_has_a_benchmark_in_the_layout_and_a_place_in_the_dependency_
         nxt = re.search(r"^rule \w+:", body[1:], flags=re.M)
         body = body[: nxt.start() + 1] if nxt else body
         # the path is results/benchmarks/<rule>/<wildcards>.tsv, through cflcore.layout.benchmark_file or spelt out
-        assert re.search(r'benchmark:\s*\n\s*(lay\.benchmark_file\(RESULTS, "' + rule + '", |f"\{RESULTS\}/benchmarks/' + rule + "/)", body), rule
+        assert re.search(r'benchmark:\s*\n\s*(lay\.benchmark_file\(RESULTS, "' + rule + '", |f"\\{RESULTS\\}/benchmarks/' + rule + "/)", body), rule

@@ -72,12 +72,14 @@ def explain_figures(plan: Mapping[str, Any], out_dir: Path) -> list[dict[str, An
         saliency_grid_figures,
     )
 
-    results, figs = Path(plan["results_dir"]), out_dir / "figures"
+    from .. import layout
+
+    results, figs = str(plan["results_dir"]).rstrip("/"), out_dir / "figures"
     refs = []
     for run in plan["explain_runs"]:
-        dataset, split, n, s, algorithm = run.split("/")
-        refs.append({"dataset": dataset, "split": split, "clients": int(n[1:]), "seed": int(s[1:]),
-                     "algorithm": algorithm, "explain_dir": results / "explain" / run})
+        ref = layout.parse_run_id(run)
+        refs.append({"dataset": ref.dataset, "split": ref.split, "clients": ref.clients, "seed": ref.seed,
+                     "algorithm": ref.algorithm, "explain_dir": Path(layout.explain_dir(results, run))})
     for kind in EXPLAIN_FIGURE_KINDS:
         (figs / kind).mkdir(parents=True, exist_ok=True)
     if not refs:
