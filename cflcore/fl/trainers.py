@@ -120,8 +120,11 @@ class Trainer(ABC):
         return gen, perm.to(self.device)
 
     @abstractmethod
-    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int]) -> TrainResult:
-        """Train ``clients[i]`` from ``starts[i]`` (full vectors); never modifies ``starts``."""
+    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
+              out: torch.Tensor | None = None) -> TrainResult:
+        """Train ``clients[i]`` from ``starts[i]`` (full vectors). The new vectors go into ``out`` when given
+        (it may be ``starts`` itself: the engine's round buffer is trained in place, cflcore.fl.deltas) and
+        ``TrainResult.params`` is then ``out``; without ``out``, ``starts`` is never modified."""
 
 
 TRAINERS: Registry[type[Trainer]] = Registry("trainer")
@@ -178,9 +181,11 @@ class LoopTrainer(Trainer):
             m.mask_source = None
         return self.layout.flatten(model), torch.stack(losses).to(torch.float64).cpu().numpy()
 
-    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int]) -> TrainResult:
+    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
+              out: torch.Tensor | None = None) -> TrainResult:
         self.model.train()
-        out = torch.empty(starts.shape, dtype=self.spec.dtype, device=self.device)
+        if out is None:
+            out = torch.empty(starts.shape, dtype=self.spec.dtype, device=self.device)
         all_losses: list[np.ndarray] = []
         for i, (client, seed) in enumerate(zip(clients, client_seeds)):
             out[i], losses = self.train_client(starts[i], client, seed)
@@ -251,8 +256,12 @@ class VmapTrainer(Trainer):
         per_client = self.layout.n_full * elt * 6 + self._activation_numel * self.spec.batch_size * elt * 4
         return max(1, int(self.spec.memory_budget_mb * 2 ** 20 // max(per_client, 1)))
 
-    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int]) -> TrainResult:
-        out = starts.to(device=self.device, dtype=self.spec.dtype).clone()
+    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
+              out: torch.Tensor | None = None) -> TrainResult:
+        if out is None:
+            out = starts.to(device=self.device, dtype=self.spec.dtype).clone()
+        elif out is not starts:
+            out.copy_(starts)
         if self._feature_shapes is None:
             self._probe(self.client_tensors(clients[0])[0])
         losses: list[np.ndarray] = []

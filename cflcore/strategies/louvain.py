@@ -144,6 +144,7 @@ def wnn_weights(distances: Mapping[int, float], k: int, beta: float) -> dict[int
 
 @register_strategy("louvain")
 class LouvainCommunities(Strategy):
+    needs_start_vectors = True  # eq. 2 compares the clients' models (start + delta), not their deltas
     params_schema = {
         "attribution": {"enum": ["avg", "1nn", "wnn"], "default": "1nn"},
         "resolution": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
