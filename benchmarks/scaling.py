@@ -10,18 +10,38 @@ that only exercises its code path (the vmap trainer is the CUDA default, and thi
 its first round is checked against the loop trainer's (same seed; float32, atol 1e-4 on the parameters).
 
 Server step (ocfl-cnn, 000's MNIST network, 25.4M parameters): everything the engine does in a round except
-local training: building the N start vectors, the deltas, OCFL's Γ and temperature (float32 Gram product;
-``min_round`` keeps it from clustering so Γ is computed every round, as before the one-shot clustering),
-the engine's float64 Gram matrix for server.parquet / gram.parquet, FedAvg aggregation and the records.
-It is measured by running ``Engine.run_round`` with the trainer replaced by a stub that returns start +
-a fixed direction per client (the stub's own time is subtracted), on tiny client data (no evaluation in
-the timed rounds), one warm-up round first, each N in a fresh subprocess whose peak resident memory
-(getrusage ru_maxrss) is the memory figure. Inside the same rounds the divergence term (OCFL's float32
-Gram → Γ → T and the engine's float64 Gram → T) is timed by wrapping cflcore.strategies.ocfl.divergence_numpy
-and cflcore.fl.run.temperature; the rest of the server step is N·P memory traffic (copies of the vectors).
+local training: writing the N start vectors into the round buffer, turning it into the deltas and back,
+OCFL's Γ and temperature (float32 Gram product; ``min_round`` keeps it from clustering so Γ is computed every
+round, as before the one-shot clustering), the engine's float64 Gram matrix for server.parquet /
+gram.parquet, FedAvg aggregation and the records. It is measured by running ``Engine.run_round`` with the
+trainer replaced by a stub that adds a fixed direction per client in place (its own time is subtracted), on
+tiny client data (no evaluation in the timed rounds), one warm-up round first, each N in a fresh subprocess
+whose peak resident memory (getrusage ru_maxrss) is the memory figure. Inside the same rounds the Gram
+products (RoundUpdates.gram: OCFL's float32 one and the engine's float64 one) are timed by wrapping that
+method. The floor (issue 22) is measured in the same subprocess right after the rounds: one read pass over
+the N × P deltas (torch.sum) plus the Gram product's 2·N²·P flops at the sgemm rate measured there and then
+(2048² torch.mm); the script prints server step / floor and peak RSS against the deltas' N × P × 4 bytes.
+Before the timed children, the lean step is checked against the old computation on fresh tensors (FedAvg
+model, float64 Gram, temperature, OCFL's float32 Γ: bit-identical, EquivalenceError otherwise).
 
-Memory: the round holds about five N × P float32 copies (starts, trained vectors, deltas, and FedAvg's
-per-cluster index_select copies of the trained and start vectors): N = 30 needs ~16 GB, N = 120 ~60 GB.
+Where the time and the memory went (issue 22; profiled at 5d5cc75 with /usr/bin/time -v and torch.profiler,
+N = 15 and 30, AMD EPYC, 1 thread): the round allocated five fresh N × P float32 matrices (the stacked
+starts, the trainer's output, the deltas, and FedAvg's index_select copies of the trained and start
+vectors): peak 8.5 GiB at N = 15 (1.42 GiB of deltas) and 15.6 GiB at N = 30, i.e. ~485 MB·N + 1.5 GB; the
+kernel zeroing their fresh pages every round made 2 min 40 s of system time against 1 min 24 s of user time;
+and the Gram product ran twice (OCFL's float32 Γ, the engine's float64 Gram). Now (cflcore/fl/deltas.py,
+cflcore/fl/run.py): one N × P buffer allocated once and reused by every round; the trainer writes into it;
+it becomes the deltas in place and, after the strategy, the trained vectors again bit for bit (the few
+positions where start + delta does not round back are kept aside exactly); FedAvg reads it in place when a
+cluster holds every row; start vectors are kept only for strategies with ``needs_start_vectors`` (Louvain);
+each Gram product runs once per round and precision on RoundUpdates and is shared by the engine and the
+strategy. What remains is the two Gram products: OCFL's default ``precision: float32`` and the engine's
+recorded float64 Gram are different products, and both must stay as they were for the outputs to stay
+bit-identical; a strategy at ``precision: float64`` shares the engine's single product. MKL runs this thin
+(N × P)·(P × N) shape far below its square-sgemm rate, which is what keeps the step above its floor.
+
+Memory: one N × P float32 buffer plus the float64 Gram's up-cast column block (N × 2^21 × 8 bytes), the
+exact fix-ups and the model copies (see the printed "peak RSS = fixed + x × the deltas").
 An N whose predicted peak exceeds ``--max-mem-gb`` (default 85 % of MemAvailable) is not run as a round:
   * its divergence term is timed alone on an N × P matrix (one copy) when that fits and N ≤ --alone-max-n
     (default 60), else extrapolated;
@@ -76,7 +96,7 @@ LOG = logging.getLogger("bench.scaling")
 FIGURE = harness.ROOT / "docs" / "figures" / "scaling.png"
 SUMMARY_COLUMNS = ("run_id", "n_clients", "trainer", "train_model", "train_s", "round_s", "server_model", "n_params",
                    "server_s", "divergence_s", "server_extrapolated", "divergence_extrapolated", "peak_rss_mb", "rss_before_mb", "cnn_train_s",
-                   "floor_s", "deltas_mb", "cpu", "torch", "threads")
+                   "floor_s", "deltas_mb", "train_from", "cpu", "torch", "threads")
 TIME_TARGET, MEMORY_TARGET = 3.0, 1.5  # issue 22: server step <= 3x its floor; peak <= fixed + 1.5x the deltas
 
 
@@ -526,6 +546,9 @@ def main() -> None:
     ap.add_argument("--server-extra-sizes", type=int, nargs="*", default=None,
                     help="extra small N measured for the server step only, to support the fits (default none)")
     ap.add_argument("--no-cnn-training", action="store_true", help="skip timing one ocfl-cnn client's local training")
+    ap.add_argument("--reuse-training", type=Path, default=None,
+                    help="take the tinyvgg training curve (train_s, round_s per N) from an earlier summary CSV instead of "
+                         "timing it (for a busy machine; the CSV's run id is kept in the train_from column)")
     ap.add_argument("--round-max-n", type=int, default=10 ** 9,
                     help="time whole server rounds only up to this N (beyond: the divergence term alone, else extrapolated)")
     ap.add_argument("--alone-max-n", type=int, default=None,
@@ -561,7 +584,17 @@ def main() -> None:
         print(f"vmap trainer == loop trainer after one round at N={sizes[0]} (max |diff| {diff:.1e}, atol 1e-4)")
     print(f"\ntraining: tinyvgg, {args.trainer} trainer, {'60/20' if args.quick else '300/130'} samples per client, batch 32, "
           f"3 local epochs, BNC, evaluation every round; {args.repeats} timed round(s) per N after one warm-up round")
-    train = training_curve(rec, sizes, args.trainer, args.repeats, args.quick, args.seed, args.threads)
+    train_from = ""
+    if args.reuse_training:
+        with args.reuse_training.open(newline="") as fh:
+            old = {int(r["n_clients"]): r for r in csv.DictReader(fh) if r["train_s"]}
+        train = {n: (Result(f"{args.trainer}: round", [float(old[n]["round_s"])]),
+                     Result(f"{args.trainer}: local training", [float(old[n]["train_s"])])) for n in sizes}
+        train_from = next(iter(old.values()))["run_id"]
+        print(f"  training curve NOT re-timed: taken from {args.reuse_training} (run {train_from}, cpu "
+              f"{next(iter(old.values()))['cpu']}, torch {next(iter(old.values()))['torch']})")
+    else:
+        train = training_curve(rec, sizes, args.trainer, args.repeats, args.quick, args.seed, args.threads)
 
     cnn_train_s = None
     if not args.no_cnn_training:
@@ -707,7 +740,7 @@ def main() -> None:
                         "peak_rss_mb": f"{server[n]['peak_rss_mb']:.0f}", "rss_before_mb": f"{server[n]['rss_before_mb']:.0f}",
                         "cnn_train_s": f"{cnn_train_s * n:.4g}" if cnn_train_s else "",
                         "floor_s": f"{server[n]['floor_s']:.4g}" if "floor_s" in server[n] else "",
-                        "deltas_mb": f"{n * n_params * 4 / 2 ** 20:.0f}", "cpu": harness.cpu_model(),
+                        "deltas_mb": f"{n * n_params * 4 / 2 ** 20:.0f}", "train_from": train_from, "cpu": harness.cpu_model(),
                         "torch": torch.__version__, "threads": torch.get_num_threads()})
     print(f"\nfigure: {figure}\nsummary: {summary}")
 

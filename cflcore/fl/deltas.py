@@ -32,6 +32,11 @@ class ExactFix:
         return int(sum(int(i.numel()) for i in self.index))
 
 
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    """The raw bits of a float tensor as integers of the same width (a bitwise comparison)."""
+    return x.view({8: torch.int64, 4: torch.int32, 2: torch.int16}[x.element_size()])
+
+
 def to_deltas_(buffer: torch.Tensor, start_of: Callable[[int], torch.Tensor], block: int = BLOCK) -> ExactFix:
     """Rows θ_i of ``buffer`` become Δ_i = θ_i − start_of(i), in place; returns what :func:`restore_` needs."""
     fix = ExactFix()
@@ -41,7 +46,7 @@ def to_deltas_(buffer: torch.Tensor, start_of: Callable[[int], torch.Tensor], bl
         for a in range(0, row.numel(), block):
             new, s = row[a:a + block], start[a:a + block]
             delta = new - s
-            bad = torch.ne(s + delta, new).nonzero().squeeze(1)  # NaN never compares equal: kept exactly too
+            bad = torch.ne(_bits(s + delta), _bits(new)).nonzero().squeeze(1)  # bitwise: -0.0 and NaN kept too
             if bad.numel():
                 index.append(bad + a)
                 values.append(new.index_select(0, bad))

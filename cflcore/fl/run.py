@@ -53,7 +53,7 @@ from .layout import ModelLayout, Partition
 from .optim import ClientOptimizer
 from .server import ServerOptimizer, aggregate_cluster, weighted_mean
 from .strategy import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext, build_strategy
-from .trainers import TrainSpec, derive_seed, resolve_trainer
+from .trainers import TrainSpec, bf16_warning, derive_seed, resolve_trainer
 
 KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/test_resume.py)
 _STREAM_SAMPLE, _STREAM_TRAIN, _STREAM_INIT = 0x5A, 0x7A, 0x1A
@@ -570,6 +570,8 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
                      str(eng.get("precision", "fp32")), bool(eng.get("channels_last", False)), int(eng.get("memory_budget_mb", 2048)),
                      bool(eng.get("compile", False)))
     dtype = torch.float64 if spec.precision == "fp64" else torch.float32
+    if spec.precision == "bf16" and (warning := bf16_warning(device)):
+        log.warning(warning)
     model_kwargs = {"in_channels": c, "image_size": [h, w], "n_classes": fed.n_classes, **dict(training.get("model_kwargs") or {})}
     make = lambda i: _init_model(model_name, model_kwargs, derive_seed(seed, _STREAM_INIT, i))  # noqa: E731
     template = make(0)

@@ -1,0 +1,35 @@
+"""The engine's round buffer: trained vectors -> deltas -> trained vectors in place, bit for bit (issue 22),
+and RoundUpdates' shared Gram product."""
+import numpy as np
+import torch
+
+from cflcore.clustering.divergence import gram_matrix
+from cflcore.fl.deltas import restore_, to_deltas_
+from cflcore.fl.strategy import ClusterAssignment, RoundUpdates
+
+
+def test_round_trip_is_exact_where_start_plus_delta_does_not_round_back():
+    gen = torch.Generator().manual_seed(0)
+    starts = [torch.randn(5000, generator=gen) * 1e-2, torch.randn(5000, generator=gen)]
+    news = torch.randn(3, 5000, generator=gen) * 1e-3  # weights that shrank towards zero: s + (n - s) often != n
+    news[0, :3] = torch.tensor([float("nan"), float("inf"), -0.0])
+    buffer = news.clone()
+    fix = to_deltas_(buffer, lambda i: starts[i % 2], block=777)  # blocks not dividing P
+    expected = torch.stack([news[i] - starts[i % 2] for i in range(3)])
+    assert torch.equal(buffer[1:], expected[1:]) and torch.equal(buffer[0, 3:], expected[0, 3:])
+    naive = torch.stack([starts[i % 2] + expected[i] for i in range(3)])
+    assert fix.count > 0 and not torch.equal(naive[1:], news[1:])  # the naive sum would NOT give the trained values
+    restore_(buffer, lambda i: starts[i % 2], fix, block=777)
+    assert buffer.view(torch.int32).equal(news.view(torch.int32))  # bit for bit, NaN, inf and -0.0 included
+
+
+def test_round_updates_compute_each_gram_product_once():
+    deltas = torch.randn(4, 300, generator=torch.Generator().manual_seed(1))
+    up = RoundUpdates(0, np.arange(4), deltas, None, [np.ones(1)] * 4, np.ones(4), lambda m, c: np.zeros(0),
+                      ClusterAssignment.single(4))
+    g32, g64 = up.gram("float32"), up.gram("float64")
+    assert up.gram("float32") is g32 and up.gram("float64") is g64
+    assert torch.equal(g32, gram_matrix(deltas, "float32")) and torch.equal(g64, gram_matrix(deltas, "float64"))
+    gamma = up.divergence("float32")
+    gamma[0, 1] = 99.0  # a fresh array each time: the cached Gram matrix is untouched
+    assert up.divergence("float32")[0, 1] != 99.0
