@@ -33,3 +33,24 @@ def test_round_updates_compute_each_gram_product_once():
     gamma = up.divergence("float32")
     gamma[0, 1] = 99.0  # a fresh array each time: the cached Gram matrix is untouched
     assert up.divergence("float32")[0, 1] != 99.0
+
+
+def test_engine_keeps_start_vectors_only_for_strategies_that_need_them_and_reuses_its_buffer():
+    import logging
+
+    from cflcore.fl.run import build_engine
+    from cflcore.fl.synthetic import synthetic_federated
+
+    fed = synthetic_federated(n_clients=4, n_train=16, n_test=8, n_orch=16)
+    for method, kept in (("bnc", False), ("louvain", True)):
+        settings = {"training": {"model": "tinyvgg", "optimizer": "sgd", "lr": 0.05, "batch_size": 8, "local_epochs": 1,
+                                 "rounds": 2}, "engine": {"eval_every": 10}, "algorithm": {"method": method}, "device": "cpu"}
+        engine, state = build_engine(fed, settings, 0, logging.getLogger("test"))
+        seen = []
+        real = engine.strategy.aggregate
+        engine.strategy.aggregate = lambda up: seen.append((up.start is not None, up.deltas.data_ptr())) or real(up)
+        engine.run_round(state, 0, 2)
+        buffer = engine.buffer
+        engine.run_round(state, 1, 2)
+        assert [s for s, _ in seen] == [kept, kept]
+        assert engine.buffer is buffer and seen[0][1] == seen[1][1] == buffer.data_ptr()  # one buffer, both rounds
