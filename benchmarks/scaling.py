@@ -627,6 +627,8 @@ def main() -> None:
                          "peak_rss_mb": out["peak_rss_mb"], "rss_before_mb": out["rss_before_mb"], "floor_s": out["floor_s"]}
             ratio = res.median / out["floor_s"]
             mem_x = (out["peak_rss_mb"] - out["rss_before_mb"]) / deltas_mb
+            models_mb = 2 * p_cnn * 4 / 2 ** 20  # cluster models made in the round: configure's copy and FedAvg's new one
+            mem_ex = (out["peak_rss_mb"] - out["rss_before_mb"] - models_mb) / deltas_mb
             print(f"  N={n:>4}: server step {res.median:7.2f} s (min/max {res.min:.2f}/{res.max:.2f}; of which the Gram "
                   f"products {dres.median:.2f} s), peak RSS {out['peak_rss_mb'] / 1024:5.2f} GiB "
                   f"(before the first round {out['rss_before_mb'] / 1024:.2f} GiB); {out['exact_fixes']:,} exact fix-ups\n"
@@ -634,8 +636,9 @@ def main() -> None:
                   f"{out['gram_floor_s']:.2f} s ({out['sgemm_gflops']:.0f} GFLOP/s): server step = {ratio:.1f}x the floor "
                   f"(target <= {TIME_TARGET:g}x: {'met' if ratio <= TIME_TARGET else 'NOT met'})\n"
                   f"          peak RSS = fixed {out['rss_before_mb'] / 1024:.2f} GiB + {mem_x:.2f} x the deltas "
-                  f"({deltas_mb / 1024:.2f} GiB = N x P x 4 B) (target <= {MEMORY_TARGET:g}x: "
-                  f"{'met' if mem_x <= MEMORY_TARGET else 'NOT met'})", flush=True)
+                  f"({deltas_mb / 1024:.2f} GiB = N x P x 4 B); without the round's two cluster-model copies "
+                  f"({models_mb / 1024:.2f} GiB) {mem_ex:.2f} x (target <= {MEMORY_TARGET:g}x: "
+                  f"{'met' if mem_ex <= MEMORY_TARGET else 'NOT met'})", flush=True)
             continue
         server[n] = {"round": False, "div_measured": False}
         msg = (f"  N={n:>4}: the round's predicted peak {predicted:.1f} GiB > budget {budget:.1f} GiB: not run" if predicted > budget
