@@ -48,7 +48,7 @@ def test_engine_keeps_start_vectors_only_for_strategies_that_need_them_and_reuse
         engine, state = build_engine(fed, settings, 0, logging.getLogger("test"))
         seen = []
         real = engine.strategy.aggregate
-        engine.strategy.aggregate = lambda up: seen.append((up.start is not None, up.deltas.data_ptr())) or real(up)
+        engine.strategy.aggregate = lambda up, seen=seen, real=real: seen.append((up.start is not None, up.deltas.data_ptr())) or real(up)
         engine.run_round(state, 0, 2)
         buffer = engine.buffer
         engine.run_round(state, 1, 2)
