@@ -54,3 +54,15 @@ def test_engine_keeps_start_vectors_only_for_strategies_that_need_them_and_reuse
         engine.run_round(state, 1, 2)
         assert [s for s, _ in seen] == [kept, kept]
         assert engine.buffer is buffer and seen[0][1] == seen[1][1] == buffer.data_ptr()  # one buffer, both rounds
+
+
+def test_float64_gram_with_a_reused_block_equals_the_per_block_upcast(monkeypatch):
+    from cflcore.clustering import divergence
+
+    monkeypatch.setattr(divergence, "_CHUNK", 1000)
+    x = torch.randn(5, 3500, generator=torch.Generator().manual_seed(2)) * 1e-3
+    expected = torch.zeros(5, 5, dtype=torch.float64)
+    for start in range(0, 3500, 1000):  # the old code: a fresh up-cast copy per block
+        block = x[:, start:start + 1000].to(torch.float64)
+        expected += block @ block.T
+    assert torch.equal(divergence.gram_matrix(x, "float64"), 0.5 * (expected + expected.T))
