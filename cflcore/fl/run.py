@@ -3,12 +3,16 @@
 One round: sample clients (seeded by (seed, round) only) -> strategy.configure says each client's start
 model -> the trainer trains all sampled clients -> strategy.aggregate returns the partition -> per-cluster
 server-optimiser aggregation -> evaluation -> rows for history/server/gram/divergence -> checkpoint.
+Memory (issue 22): one (N × P) round buffer, allocated once, holds the start rows, is trained in place,
+becomes the deltas the strategy reads and then the trained vectors again, bit for bit (cflcore.fl.deltas);
+each Gram product runs once per round and precision (RoundUpdates.gram), shared with the strategy.
 
 Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
 
 * ``trainer`` auto|loop|vmap (cflcore.fl.trainers); ``precision`` fp32|bf16 (autocast, fp32 master
   weights; evaluation autocast too)|fp64; ``channels_last`` (worth it on CPU for conv nets: about 1.5-1.8x
-  for tinyvgg); ``memory_budget_mb`` (vmap chunking, and whether start vectors are kept in RoundUpdates);
+  for tinyvgg); ``memory_budget_mb`` (vmap chunking, and whether start vectors are kept in RoundUpdates for a strategy
+  with ``needs_start_vectors``, i.e. Louvain);
   ``threads`` (torch.set_num_threads); ``compile`` (loop trainer through torch.compile: faster steps after a
   one-off compilation, so only for long runs; see cflcore.fl.trainers.LoopTrainer).
 * ``server_optimizer`` sgd|adam|yogi, ``server_lr``, ``server_betas``, ``server_eps`` (cflcore.fl.server);
