@@ -727,6 +727,9 @@ def main() -> None:
         texts.append(f"the divergence term's N² part alone ({b2:.2g}·N² s) overtakes tinyvgg training (~{c:.2g}·N s) at N ≈ {c / b2:,.0f}"
                      + (f" and ocfl-cnn training ({cnn_train_s:.2g}·N s) at N ≈ {cnn_train_s / b2:,.0f}" if cnn_train_s else "")
                      + " (from the N² probe)")
+    if train_from:
+        texts.append(f"training curve NOT re-timed: from run {train_from} ({args.reuse_training.name}); "
+                     "the server step was measured in this run")
     for t in texts:
         print("  " + t)
 
