@@ -10,18 +10,43 @@ that only exercises its code path (the vmap trainer is the CUDA default, and thi
 its first round is checked against the loop trainer's (same seed; float32, atol 1e-4 on the parameters).
 
 Server step (ocfl-cnn, 000's MNIST network, 25.4M parameters): everything the engine does in a round except
-local training: building the N start vectors, the deltas, OCFL's Γ and temperature (float32 Gram product;
-``min_round`` keeps it from clustering so Γ is computed every round, as before the one-shot clustering),
-the engine's float64 Gram matrix for server.parquet / gram.parquet, FedAvg aggregation and the records.
-It is measured by running ``Engine.run_round`` with the trainer replaced by a stub that returns start +
-a fixed direction per client (the stub's own time is subtracted), on tiny client data (no evaluation in
-the timed rounds), one warm-up round first, each N in a fresh subprocess whose peak resident memory
-(getrusage ru_maxrss) is the memory figure. Inside the same rounds the divergence term (OCFL's float32
-Gram → Γ → T and the engine's float64 Gram → T) is timed by wrapping cflcore.strategies.ocfl.divergence_numpy
-and cflcore.fl.run.temperature; the rest of the server step is N·P memory traffic (copies of the vectors).
+local training: writing the N start vectors into the round buffer, turning it into the deltas and back,
+OCFL's Γ and temperature (float32 Gram product; ``min_round`` keeps it from clustering so Γ is computed every
+round, as before the one-shot clustering), the engine's float64 Gram matrix for server.parquet /
+gram.parquet, FedAvg aggregation and the records. It is measured by running ``Engine.run_round`` with the
+trainer replaced by a stub that adds a fixed direction per client in place (its own time is subtracted), on
+tiny client data (no evaluation in the timed rounds), one warm-up round first, each N in a fresh subprocess
+whose peak resident memory (getrusage ru_maxrss) is the memory figure. Inside the same rounds the Gram
+products (RoundUpdates.gram: OCFL's float32 one and the engine's float64 one) are timed by wrapping that
+method. The floor (issue 22) is measured in the same subprocess right after the rounds: one read pass over
+the N × P deltas (torch.sum) plus the Gram product's 2·N²·P flops at the sgemm rate measured there and then
+(2048² torch.mm); the script prints server step / floor and peak RSS against the deltas' N × P × 4 bytes.
+Before the timed children, the lean step is checked against the old computation on fresh tensors (FedAvg
+model, float64 Gram, temperature, OCFL's float32 Γ: bit-identical, EquivalenceError otherwise).
 
-Memory: the round holds about five N × P float32 copies (starts, trained vectors, deltas, and FedAvg's
-per-cluster index_select copies of the trained and start vectors): N = 30 needs ~16 GB, N = 120 ~60 GB.
+Where the time and the memory went (issue 22; profiled at 5d5cc75 with /usr/bin/time -v and torch.profiler,
+N = 15 and 30, AMD EPYC, 1 thread): the round allocated five fresh N × P float32 matrices (the stacked
+starts, the trainer's output, the deltas, and FedAvg's index_select copies of the trained and start
+vectors): peak 8.5 GiB at N = 15 (1.42 GiB of deltas) and 15.6 GiB at N = 30, i.e. ~485 MB·N + 1.5 GB; the
+kernel zeroing their fresh pages every round made 2 min 40 s of system time against 1 min 24 s of user time;
+and the Gram product ran twice (OCFL's float32 Γ, the engine's float64 Gram). Now (cflcore/fl/deltas.py,
+cflcore/fl/run.py): one N × P buffer allocated once and reused by every round; the trainer writes into it;
+it becomes the deltas in place and, after the strategy, the trained vectors again bit for bit (the few
+positions where start + delta does not round back are kept aside exactly); FedAvg reads it in place when a
+cluster holds every row; start vectors are kept only for strategies with ``needs_start_vectors`` (Louvain);
+each Gram product runs once per round and precision on RoundUpdates and is shared by the engine and the
+strategy. What remains is the two Gram products: OCFL's default ``precision: float32`` and the engine's
+recorded float64 Gram are different products, and both must stay as they were for the outputs to stay
+bit-identical; a strategy at ``precision: float64`` shares the engine's single product. MKL runs this thin
+(N × P)·(P × N) shape far below its square-sgemm rate, which is what keeps the step above its floor.
+torch.profiler of one lean round (N = 15, ocfl-cnn at 16x16 = 8.5M parameters, stub trainer, machine shared
+by ~9 busy processes): self CPU 29.4 s = aten::copy_ 50 % (mostly the float64 Gram's up-cast blocks, each a
+fresh N × 2^21 float64 allocation; plus writing the start rows and the deltas), aten::mm 24 % (the two Gram
+products), nonzero / ne / add / sub 20 % (the exact round trip). The up-cast now reuses one block
+(cflcore.clustering.divergence.gram_matrix: 3x faster on 15 × 8.5M here, bit-identical).
+
+Memory: one N × P float32 buffer plus the float64 Gram's up-cast column block (N × 2^21 × 8 bytes), the
+exact fix-ups and the model copies (see the printed "peak RSS = fixed + x × the deltas").
 An N whose predicted peak exceeds ``--max-mem-gb`` (default 85 % of MemAvailable) is not run as a round:
   * its divergence term is timed alone on an N × P matrix (one copy) when that fits and N ≤ --alone-max-n
     (default 60), else extrapolated;
@@ -76,7 +101,8 @@ LOG = logging.getLogger("bench.scaling")
 FIGURE = harness.ROOT / "docs" / "figures" / "scaling.png"
 SUMMARY_COLUMNS = ("run_id", "n_clients", "trainer", "train_model", "train_s", "round_s", "server_model", "n_params",
                    "server_s", "divergence_s", "server_extrapolated", "divergence_extrapolated", "peak_rss_mb", "rss_before_mb", "cnn_train_s",
-                   "cpu", "torch", "threads")
+                   "floor_s", "deltas_mb", "train_from", "cpu", "torch", "threads")
+TIME_TARGET, MEMORY_TARGET = 3.0, 1.5  # issue 22: server step <= 3x its floor; peak <= fixed + 1.5x the deltas
 
 
 def train_settings(model: str, trainer: str, threads: int, algorithm: dict[str, Any], eval_every: int = 1) -> dict:
@@ -166,9 +192,12 @@ class StubTrainer:
     directions: torch.Tensor  # (3, P)
     spent: float = 0.0
 
-    def train(self, starts, clients, client_seeds) -> TrainResult:
+    def train(self, starts, clients, client_seeds, out=None) -> TrainResult:
         t = time.perf_counter()
-        out = starts.clone()
+        if out is None:
+            out = starts.clone()
+        elif out is not starts:
+            out.copy_(starts)
         for i in range(out.shape[0]):
             out[i].add_(self.directions[i % 3], alpha=1e-3 * (1 + 0.01 * i))
         self.spent += time.perf_counter() - t
@@ -192,11 +221,12 @@ def server_child(n: int, image: int, repeats: int, seed: int, threads: int) -> d
     gen = torch.Generator().manual_seed(seed)
     stub = StubTrainer(torch.randn(3, p, generator=gen))
     engine.trainer = stub
-    # the N² divergence term inside the real round: OCFL's Γ (float32 Gram) and the engine's float64 Gram + T
+    # the N² divergence term inside the real round: the round's Gram products (RoundUpdates.gram: OCFL's
+    # float32 one for Γ, the engine's float64 one for T and gram.parquet)
     import cflcore.fl.run as run_module
-    import cflcore.strategies.ocfl as ocfl_module
+    from cflcore.fl.strategy import RoundUpdates
 
-    div = [0.0]
+    div, fixes = [0.0], []
 
     def timed(fn):
         def wrapper(*a, **k):
@@ -207,8 +237,15 @@ def server_child(n: int, image: int, repeats: int, seed: int, threads: int) -> d
                 div[0] += time.perf_counter() - t
         return wrapper
 
-    run_module.temperature = timed(run_module.temperature)  # type: ignore[assignment]
-    ocfl_module.divergence_numpy = timed(ocfl_module.divergence_numpy)  # type: ignore[assignment]
+    RoundUpdates.gram = timed(RoundUpdates.gram)  # type: ignore[method-assign]
+    to_deltas = run_module.to_deltas_
+
+    def counting(*a, **k):
+        fix = to_deltas(*a, **k)
+        fixes.append(fix.count)
+        return fix
+
+    run_module.to_deltas_ = counting  # type: ignore[assignment]
     before = rss_mb()
     engine.run_round(state, 0, 10 ** 6)  # warm-up round (evaluates: round 0 always does)
     seconds, div_seconds = [], []
@@ -220,8 +257,64 @@ def server_child(n: int, image: int, repeats: int, seed: int, threads: int) -> d
         div_seconds.append(div[0])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     temps = [r["temperature"] for r in state.server_rows]
+    floor = measure_floor(engine.buffer[:n], repeats)  # side by side, same process, after the rounds
     return {"n": n, "n_params": p, "server_s": seconds, "divergence_s": div_seconds, "peak_rss_mb": peak,
-            "rss_before_mb": before, "temperatures": temps}
+            "rss_before_mb": before, "temperatures": temps, "exact_fixes": fixes[-1], **floor}
+
+
+def sgemm_gflops(repeats: int = 5, n: int = 2048) -> float:
+    """Single-process sgemm rate (n x n torch.mm at the current thread count): the best of ``repeats``."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = min(harness.time_call(lambda: a @ b)[0] for _ in range(repeats))
+    return 2 * n ** 3 / best / 1e9
+
+
+def measure_floor(deltas: torch.Tensor, repeats: int) -> dict[str, float]:
+    """The server step's floor (issue 22): one read pass over the (N × P) deltas (torch.sum, best of
+    ``repeats`` + 2) plus the N² Gram product's 2·N²·P flops at the sgemm rate measured here and now."""
+    n, p = deltas.shape
+    read = min(harness.time_call(lambda: deltas.sum())[0] for _ in range(repeats + 2))
+    rate = sgemm_gflops()
+    gram = 2 * n * n * p / rate / 1e9
+    return {"floor_s": read + gram, "read_s": read, "gram_floor_s": gram, "sgemm_gflops": rate}
+
+
+def check_lean_equivalence(n: int, image: int, seed: int, threads: int) -> dict[str, Any]:
+    """The lean server step computes what the old one did (issue 22): two rounds of the ocfl-cnn engine with the
+    stub trainer against the old formulas on fresh tensors: deltas = trained − starts, the float64 Gram matrix
+    (gram.parquet) and its temperature, OCFL's float32 Γ and FedAvg = mean of the trained vectors. All must be
+    bit-identical (they are the same float operations on the same values); raises EquivalenceError otherwise."""
+    from cflcore.clustering.divergence import cosine_divergence_matrix, gram_matrix
+    from cflcore.fl.run import temperature
+
+    fed = synthetic_federated(n_clients=n, n_train=8, n_test=4, n_orch=16, shape=(1, image, image), n_classes=10, seed=seed)
+    engine, state = build_engine(fed, train_settings("ocfl-cnn", "loop", threads, {"method": "ocfl", "min_round": 10 ** 6},
+                                                     eval_every=10 ** 6), seed, LOG)
+    gen = torch.Generator().manual_seed(seed)
+    stub = StubTrainer(torch.randn(3, engine.layout.n_full, generator=gen) * 20)  # moves many weights across zero
+    engine.trainer = stub
+    checked = {"gram": 0, "fixes": 0}
+    for rnd in range(2):
+        starts = torch.stack([state.models[0]] * n)
+        news = stub.train(starts, fed.clients, list(range(n))).params
+        deltas = news - starts
+        fedavg = news.mean(dim=0)
+        gram64 = gram_matrix(deltas, "float64")
+        t_ref, _ = temperature(deltas)
+        gamma32 = cosine_divergence_matrix(deltas, "float32").astype(np.float64)
+        checked["fixes"] += int(torch.ne(starts + deltas, news).sum())
+        engine.run_round(state, rnd, 10 ** 6)
+        got = np.asarray(state.gram_rows[-n * n:], dtype=np.float64)[:, 3].reshape(n, n)
+        div = np.asarray(state.divergence_rows[-n * n:], dtype=np.float64)[:, 3].reshape(n, n)
+        for what, ok in (("FedAvg model", torch.equal(state.models[0], fedavg)),
+                         ("float64 Gram (gram.parquet)", np.array_equal(got, gram64.numpy())),
+                         ("temperature (server.parquet)", state.server_rows[-1]["temperature"] == t_ref),
+                         ("OCFL float32 Γ (divergence.parquet)", np.array_equal(div, gamma32))):
+            if not ok:
+                raise harness.EquivalenceError(f"lean server step, round {rnd}: {what} differs from the old computation")
+        checked["gram"] += 1
+    return checked
 
 
 def ocfl_cnn_params(image: int) -> int:
@@ -236,7 +329,7 @@ def divergence_child(n: int, image: int, repeats: int, seed: int, threads: int) 
     same two calls the round makes: OCFL's divergence_numpy and the engine's temperature), for N whose whole
     round does not fit in memory (the round holds about five n × P copies, this one plus a float64 block)."""
     import cflcore.fl.run as run_module
-    import cflcore.strategies.ocfl as ocfl_module
+    import cflcore.strategies._common as ocfl_module  # OCFL's Γ: divergence_numpy
 
     p = ocfl_cnn_params(image)
     gen = torch.Generator().manual_seed(seed)
@@ -262,7 +355,7 @@ def gram_probe(ns: Sequence[int], p_small: int, repeats: int, seed: int) -> dict
     """The divergence term's two calls on (n, p_small) updates for growing n: at a small P the n² part (the Gram
     products' 2·n²·P flops each) can be resolved at n far beyond what fits at P = 25M; cost ∝ P at fixed n."""
     import cflcore.fl.run as run_module
-    import cflcore.strategies.ocfl as ocfl_module
+    import cflcore.strategies._common as ocfl_module  # OCFL's Γ: divergence_numpy
 
     gen = torch.Generator().manual_seed(seed)
     full = torch.randn(max(ns), p_small, generator=gen)
@@ -458,6 +551,9 @@ def main() -> None:
     ap.add_argument("--server-extra-sizes", type=int, nargs="*", default=None,
                     help="extra small N measured for the server step only, to support the fits (default none)")
     ap.add_argument("--no-cnn-training", action="store_true", help="skip timing one ocfl-cnn client's local training")
+    ap.add_argument("--reuse-training", type=Path, default=None,
+                    help="take the tinyvgg training curve (train_s, round_s per N) from an earlier summary CSV instead of "
+                         "timing it (for a busy machine; the CSV's run id is kept in the train_from column)")
     ap.add_argument("--round-max-n", type=int, default=10 ** 9,
                     help="time whole server rounds only up to this N (beyond: the divergence term alone, else extrapolated)")
     ap.add_argument("--alone-max-n", type=int, default=None,
@@ -493,7 +589,17 @@ def main() -> None:
         print(f"vmap trainer == loop trainer after one round at N={sizes[0]} (max |diff| {diff:.1e}, atol 1e-4)")
     print(f"\ntraining: tinyvgg, {args.trainer} trainer, {'60/20' if args.quick else '300/130'} samples per client, batch 32, "
           f"3 local epochs, BNC, evaluation every round; {args.repeats} timed round(s) per N after one warm-up round")
-    train = training_curve(rec, sizes, args.trainer, args.repeats, args.quick, args.seed, args.threads)
+    train_from = ""
+    if args.reuse_training:
+        with args.reuse_training.open(newline="") as fh:
+            old = {int(r["n_clients"]): r for r in csv.DictReader(fh) if r["train_s"]}
+        train = {n: (Result(f"{args.trainer}: round", [float(old[n]["round_s"])]),
+                     Result(f"{args.trainer}: local training", [float(old[n]["train_s"])])) for n in sizes}
+        train_from = next(iter(old.values()))["run_id"]
+        print(f"  training curve NOT re-timed: taken from {args.reuse_training} (run {train_from}, cpu "
+              f"{next(iter(old.values()))['cpu']}, torch {next(iter(old.values()))['torch']})")
+    else:
+        train = training_curve(rec, sizes, args.trainer, args.repeats, args.quick, args.seed, args.threads)
 
     cnn_train_s = None
     if not args.no_cnn_training:
@@ -504,24 +610,40 @@ def main() -> None:
 
     budget = args.max_mem_gb or 0.85 * mem_available_gb()
     p_cnn = ocfl_cnn_params(image)
+    eq = check_lean_equivalence(max(4, min(sizes)), 8 if not args.quick else 8, args.seed, args.threads)
+    print(f"\nlean server step == the old computation (ocfl-cnn 8x8, stub trainer, {eq['gram']} rounds; FedAvg model, float64 "
+          f"Gram, temperature, OCFL's float32 Γ): bit-identical; {eq['fixes']} trained values needed the exact fix-up")
     print(f"\nserver step: ocfl-cnn {image}x{image} ({p_cnn / 1e6:.1f}M params), OCFL (Γ + T every round) + float64 Gram + "
           f"FedAvg; stub trainer; one subprocess per N; memory budget {budget:.1f} GiB")
     server: dict[int, dict[str, Any]] = {}
     for n in server_sizes:
         rounds = [m for m in server if server[m]["round"]]
         # a priori: five n × P float32 copies on top of ~1.6 GB (torch, model copies); then from the measurements
-        predicted = (predict_peak_mb(server, rounds, n) if rounds else 5 * n * p_cnn * 4 / 2 ** 20 + 1600) / 1024
+        # a priori: one n × P float32 buffer (plus a little) on top of ~1.6 GB (torch, model copies)
+        predicted = (predict_peak_mb(server, rounds, n) if rounds else 1.25 * n * p_cnn * 4 / 2 ** 20 + 1600) / 1024
         base_gb = min((server[m]["rss_before_mb"] for m in rounds), default=1600) / 1024
         if predicted <= budget and n <= args.round_max_n:
             out = run_child(["--_server-child", str(n), "--repeats", str(args.repeats), *common])
             res, dres = Result("server step", out["server_s"]), Result("divergence term", out["divergence_s"])
             rec.record(f"ocfl-cnn({image}x{image}) server step N={n}", [res, dres])
             check_temperatures(n, out["temperatures"])
+            deltas_mb = n * p_cnn * 4 / 2 ** 20
             server[n] = {"round": True, "div_measured": True, "server_s": res.median, "div_s": dres.median,
-                         "peak_rss_mb": out["peak_rss_mb"], "rss_before_mb": out["rss_before_mb"]}
-            print(f"  N={n:>4}: server step {res.median:7.2f} s (min/max {res.min:.2f}/{res.max:.2f}; of which the "
-                  f"divergence term {dres.median:.2f} s), peak RSS {out['peak_rss_mb'] / 1024:5.1f} GiB "
-                  f"(before the first round {out['rss_before_mb'] / 1024:.1f} GiB)", flush=True)
+                         "peak_rss_mb": out["peak_rss_mb"], "rss_before_mb": out["rss_before_mb"], "floor_s": out["floor_s"]}
+            ratio = res.median / out["floor_s"]
+            mem_x = (out["peak_rss_mb"] - out["rss_before_mb"]) / deltas_mb
+            models_mb = 2 * p_cnn * 4 / 2 ** 20  # cluster models made in the round: configure's copy and FedAvg's new one
+            mem_ex = (out["peak_rss_mb"] - out["rss_before_mb"] - models_mb) / deltas_mb
+            print(f"  N={n:>4}: server step {res.median:7.2f} s (min/max {res.min:.2f}/{res.max:.2f}; of which the Gram "
+                  f"products {dres.median:.2f} s), peak RSS {out['peak_rss_mb'] / 1024:5.2f} GiB "
+                  f"(before the first round {out['rss_before_mb'] / 1024:.2f} GiB); {out['exact_fixes']:,} exact fix-ups\n"
+                  f"          floor {out['floor_s']:.2f} s = read pass {out['read_s']:.2f} s + Gram at sgemm rate "
+                  f"{out['gram_floor_s']:.2f} s ({out['sgemm_gflops']:.0f} GFLOP/s): server step = {ratio:.1f}x the floor "
+                  f"(target <= {TIME_TARGET:g}x: {'met' if ratio <= TIME_TARGET else 'NOT met'})\n"
+                  f"          peak RSS = fixed {out['rss_before_mb'] / 1024:.2f} GiB + {mem_x:.2f} x the deltas "
+                  f"({deltas_mb / 1024:.2f} GiB = N x P x 4 B); without the round's two cluster-model copies "
+                  f"({models_mb / 1024:.2f} GiB) {mem_ex:.2f} x (target <= {MEMORY_TARGET:g}x: "
+                  f"{'met' if mem_ex <= MEMORY_TARGET else 'NOT met'})", flush=True)
             continue
         server[n] = {"round": False, "div_measured": False}
         msg = (f"  N={n:>4}: the round's predicted peak {predicted:.1f} GiB > budget {budget:.1f} GiB: not run" if predicted > budget
@@ -588,6 +710,11 @@ def main() -> None:
         mem = f"{ms:.0f}·N + {mi:.0f} MB"
     print(f"  fits: rest of the server step {ra:.3g}·N + {rb:.3g} s (rounds at N = {rounds}); divergence term "
           f"{a2:.3g}·N + {b2:.3g}·N² s (N = {divs}); peak memory {mem}")
+    n_big = 120
+    big_mb = server[n_big]["peak_rss_mb"] if n_big in server and server[n_big]["round"] else predict_peak_mb(server, rounds, n_big)
+    big_how = "measured" if n_big in server and server[n_big]["round"] else f"EXTRAPOLATED from the fit at N = {rounds}"
+    print(f"  N = {n_big} at P = {p_cnn:,}: peak RSS {big_mb / 1024:.1f} GiB = {big_mb * 2 ** 20 / 1e9:.1f} GB ({big_how}); "
+          f"deltas alone {n_big * p_cnn * 4 / 1e9:.1f} GB; {'fits' if big_mb * 2 ** 20 <= 24e9 else 'does NOT fit'} in 24 GB")
     c, d = linear_fit(sizes, train_s)
     texts = [crossing("server step", "tinyvgg training", sizes, train_s, serv_s, server, (a, b, c, d)),
              crossing("divergence term", "tinyvgg training", sizes, train_s, div_s, server, (a2, b2, c, d), "div_measured")]
@@ -600,6 +727,9 @@ def main() -> None:
         texts.append(f"the divergence term's N² part alone ({b2:.2g}·N² s) overtakes tinyvgg training (~{c:.2g}·N s) at N ≈ {c / b2:,.0f}"
                      + (f" and ocfl-cnn training ({cnn_train_s:.2g}·N s) at N ≈ {cnn_train_s / b2:,.0f}" if cnn_train_s else "")
                      + " (from the N² probe)")
+    if train_from:
+        texts.append(f"training curve NOT re-timed: from run {train_from} ({args.reuse_training.name}); "
+                     "the server step was measured in this run")
     for t in texts:
         print("  " + t)
 
@@ -619,7 +749,9 @@ def main() -> None:
                         "server_extrapolated": int(not server[n]["round"]),
                         "divergence_extrapolated": int(not server[n]["div_measured"]),
                         "peak_rss_mb": f"{server[n]['peak_rss_mb']:.0f}", "rss_before_mb": f"{server[n]['rss_before_mb']:.0f}",
-                        "cnn_train_s": f"{cnn_train_s * n:.4g}" if cnn_train_s else "", "cpu": harness.cpu_model(),
+                        "cnn_train_s": f"{cnn_train_s * n:.4g}" if cnn_train_s else "",
+                        "floor_s": f"{server[n]['floor_s']:.4g}" if "floor_s" in server[n] else "",
+                        "deltas_mb": f"{n * n_params * 4 / 2 ** 20:.0f}", "train_from": train_from, "cpu": harness.cpu_model(),
                         "torch": torch.__version__, "threads": torch.get_num_threads()})
     print(f"\nfigure: {figure}\nsummary: {summary}")
 

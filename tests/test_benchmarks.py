@@ -133,3 +133,62 @@ def test_round_speed_quick(tmp_path):
     assert {"reference", "plain", "engine", "engine-bf16", "- eval batch 64 (1024)"} <= variants
     assert "ceiling with these kernels: reference training time / kernel time =" in proc.stdout
     assert "per round, all conv layers: oneDNN channels_last" in proc.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# bf16 without surprises (issue 22)
+# ---------------------------------------------------------------------------------------------
+def _loss_ascent_when(which: str):
+    """A deliberately broken autocast_context: with ``precision == which`` training climbs the loss."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from cflcore.fl import trainers
+
+    real = trainers.autocast_context
+
+    @contextlib.contextmanager
+    def ctx(spec, device):
+        with real(spec, device):
+            if spec.precision != which:
+                yield
+                return
+            honest = trainers.F
+            trainers.F = SimpleNamespace(cross_entropy=lambda *a, **k: -honest.cross_entropy(*a, **k))
+            try:
+                yield
+            finally:
+                trainers.F = honest
+
+    return ctx
+
+
+def test_bf16_accuracy_gate_is_one_sided_and_catches_a_broken_bf16_path(monkeypatch):
+    """round_speed's bf16 gate: a bf16 path that computes something else (gradient ascent) fails it; bf16
+    better than fp32 passes (one-sided); the tolerance is the one-sided 99 % binomial bound."""
+    import round_speed
+
+    from cflcore.fl import trainers
+
+    assert round_speed.accuracy_tolerance(0.96, 1000) == pytest.approx(2.326 * (2 * 0.96 * 0.04 / 1000) ** 0.5, rel=1e-3)
+    monkeypatch.setattr(trainers, "autocast_context", _loss_ascent_when("bf16"))
+    with pytest.raises(harness.EquivalenceError, match="below fp32"):
+        round_speed.check_bf16_accuracy(1, True, epochs=2, lr=0.01)
+    gap, tol = round_speed.bf16_gate(0.959, 0.964, 1000)  # the issue's run: bf16 0.50 points better
+    assert gap == pytest.approx(-0.5) and gap <= tol  # passes: one-sided
+    gap, tol = round_speed.bf16_gate(0.959, 0.939, 1000)  # 2 points worse: inside the 99 % bound (2.06)
+    assert gap <= tol
+    gap, tol = round_speed.bf16_gate(0.959, 0.929, 1000)  # 3 points worse: fails
+    assert gap > tol
+
+
+def test_bf16_warning_names_the_missing_cpu_feature():
+    import torch
+
+    from cflcore.fl.trainers import bf16_warning
+
+    line = bf16_warning(torch.device("cpu"), {"avx2", "fma"})
+    assert line is not None and "amx_bf16" in line and "avx512_bf16" in line and "\n" not in line
+    assert bf16_warning(torch.device("cpu"), {"avx2", "avx512_bf16"}) is None
+    assert bf16_warning(torch.device("cpu"), {"amx_bf16"}) is None
+    assert bf16_warning(torch.device("cuda"), set()) is None

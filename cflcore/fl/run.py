@@ -3,12 +3,16 @@
 One round: sample clients (seeded by (seed, round) only) -> strategy.configure says each client's start
 model -> the trainer trains all sampled clients -> strategy.aggregate returns the partition -> per-cluster
 server-optimiser aggregation -> evaluation -> rows for history/server/gram/divergence -> checkpoint.
+Memory (issue 22): one (N × P) round buffer, allocated once, holds the start rows, is trained in place,
+becomes the deltas the strategy reads and then the trained vectors again, bit for bit (cflcore.fl.deltas);
+each Gram product runs once per round and precision (RoundUpdates.gram), shared with the strategy.
 
 Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
 
 * ``trainer`` auto|loop|vmap (cflcore.fl.trainers); ``precision`` fp32|bf16 (autocast, fp32 master
   weights; evaluation autocast too)|fp64; ``channels_last`` (worth it on CPU for conv nets: about 1.5-1.8x
-  for tinyvgg); ``memory_budget_mb`` (vmap chunking, and whether start vectors are kept in RoundUpdates);
+  for tinyvgg); ``memory_budget_mb`` (vmap chunking, and whether start vectors are kept in RoundUpdates for a strategy
+  with ``needs_start_vectors``, i.e. Louvain);
   ``threads`` (torch.set_num_threads); ``compile`` (loop trainer through torch.compile: faster steps after a
   one-off compilation, so only for long runs; see cflcore.fl.trainers.LoopTrainer).
 * ``server_optimizer`` sgd|adam|yogi, ``server_lr``, ``server_betas``, ``server_eps``, ``server_momentum``
@@ -51,12 +55,13 @@ from ..io import canonical_json, stable_hash, write_parquet
 from ..models import build_model, check_compatible
 from .artifacts import save_run_models
 from .checkpoint import load_latest, save_checkpoint
+from .deltas import restore_, to_deltas_
 from .evaluation import Evaluator, Scores
 from .layout import ModelLayout, Partition
 from .optim import ClientOptimizer
 from .server import ServerOptimizer, aggregate_cluster, weighted_mean
 from .strategy import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext, build_strategy
-from .trainers import TrainSpec, derive_seed, resolve_trainer
+from .trainers import TrainSpec, bf16_warning, derive_seed, resolve_trainer
 
 KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/test_resume.py)
 # test hook: raise TrainingDiverged after that round, once per attempt (a recorded failure, tests/test_faults.py)
@@ -110,6 +115,18 @@ def temperature(deltas: torch.Tensor, p: float = 2.0) -> tuple[float | None, tor
 
     gram = gram_matrix(deltas, "float64")
     if deltas.shape[0] < 2:
+        return None, gram
+    return divergence_temperature(cosine_divergence_from_gram(gram), p), gram
+
+
+def round_temperature(updates: RoundUpdates, p: float = 2.0) -> tuple[float | None, torch.Tensor]:
+    """:func:`temperature` of a round from its shared float64 Gram matrix (RoundUpdates.gram): the same
+    numbers, and no second product when the strategy asked for the float64 Gram too."""
+    from ..clustering.divergence import cosine_divergence_from_gram
+    from ..clustering.divergence import temperature as divergence_temperature
+
+    gram = updates.gram("float64")
+    if gram.shape[0] < 2:
         return None, gram
     return divergence_temperature(cosine_divergence_from_gram(gram), p), gram
 
@@ -171,6 +188,7 @@ class Engine:
     template: torch.nn.Module
     dtype: torch.dtype
     log: logging.Logger
+    buffer: torch.Tensor | None = None  # the round buffer (round_buffer), reused across rounds
 
     # ----- vectors ----------------------------------------------------------------------------
     def shared_part(self, matrix: torch.Tensor) -> torch.Tensor:
@@ -195,6 +213,27 @@ class Engine:
         if len(self.part.local):
             full[self.part.local] = local if local is not None else state.client_local[int(client)]  # type: ignore[arg-type]
         return full
+
+    def start_rows(self, state: EngineState, specs: Sequence[StartSpec], clients: np.ndarray):
+        """``start_of(row)``: the full start vector of the row's client, rebuilt on demand (no N × P start matrix).
+        A cluster's model itself (no copy) when everything is shared, else :meth:`full_vector`."""
+        plain = len(self.part.shared) == self.layout.n_full
+
+        def start_of(row: int) -> torch.Tensor:
+            spec = specs[row]
+            if plain and not isinstance(spec, Mapping):
+                return state.models[int(spec)]
+            return self.full_vector(state, spec, int(clients[row]))
+
+        return start_of
+
+    def round_buffer(self, n: int) -> torch.Tensor:
+        """The (n, n_full) round buffer: one allocation reused by every round (rows of the largest n so far),
+        so no round pays for fresh pages; the trainer writes into it and the deltas live in it."""
+        if self.buffer is None or self.buffer.shape[0] < n:
+            self.buffer = None  # free the old one first
+            self.buffer = torch.empty(n, self.layout.n_full, dtype=self.dtype, device=self.device)
+        return self.buffer[:n]
 
     def mean_local(self, state: EngineState, clients: Sequence[int]) -> torch.Tensor | None:
         """FedBN: mean BN tensors of ``clients`` (used for a cluster's orchestrator evaluation and models.pt)."""
@@ -251,23 +290,38 @@ class Engine:
         evaluate = self.make_evaluate(state)
         specs = self.strategy.configure(rnd, sampled, evaluate, {c: m.clone() for c, m in state.models.items()})
         self.check_specs(specs, sampled, state, "configure")
-        starts = torch.stack([self.full_vector(state, specs[int(c)], int(c)) for c in sampled])
-        result = self.trainer.train(starts, [fed.clients[int(c)] for c in sampled],
-                                    [derive_seed(self.seed, _STREAM_TRAIN, rnd, int(c)) for c in sampled])
+        start_of = self.start_rows(state, [specs[int(c)] for c in sampled], sampled)
+        buffer = self.round_buffer(len(sampled))
+        for row in range(len(sampled)):
+            buffer[row].copy_(start_of(row))
+        result = self.trainer.train(buffer, [fed.clients[int(c)] for c in sampled],
+                                    [derive_seed(self.seed, _STREAM_TRAIN, rnd, int(c)) for c in sampled], buffer)
         for c, losses in zip(sampled, result.step_losses):
             bad = ~np.isfinite(losses)
             if bad.any():
                 raise TrainingDiverged(f"round {rnd}: client {int(c)} training loss became {losses[bad][0]} at local step "
                                        f"{int(np.flatnonzero(bad)[0])}; lower datasets.*.lr or check that client's data")
-        news = result.params.to(self.dtype)
-        shared_starts, shared_news = self.shared_part(starts), self.shared_part(news)
-        deltas = shared_news - shared_starts
+        if result.params is not buffer:  # a trainer that does not write in place (tests, plug-ins)
+            buffer.copy_(result.params.to(self.dtype))
+        news = buffer  # the trained vectors, until to_deltas_ below and again after restore_
         n_samples = np.array([fed.clients[int(c)].n_train for c in sampled])
-        keep_start = deltas.numel() * deltas.element_size() <= int(eng["memory_budget_mb"]) * 2 ** 20
+        in_place = len(self.part.shared) == self.layout.n_full
+        shared_start = lambda row: self.shared_part(start_of(row)[None])[0]  # noqa: E731
+        keep_start = (self.strategy.needs_start_vectors and len(sampled) * len(self.part.shared) * buffer.element_size()
+                      <= int(eng["memory_budget_mb"]) * 2 ** 20)
+        starts = torch.stack([shared_start(r) for r in range(len(sampled))]) if keep_start else None
+        if in_place:  # the usual case: the buffer itself becomes the deltas (cflcore.fl.deltas)
+            fix = to_deltas_(buffer, start_of)
+            deltas = buffer
+        else:  # BN tensors outside the deltas: the shared columns are a copy anyway
+            deltas = self.shared_part(news) - torch.stack([shared_start(r) for r in range(len(sampled))])
         previous = ClusterAssignment(state.labels)
-        updates = RoundUpdates(rnd, sampled, deltas, shared_starts if keep_start else None,
-                               list(result.step_losses), n_samples, evaluate, previous)
+        updates = RoundUpdates(rnd, sampled, deltas, starts, list(result.step_losses), n_samples, evaluate, previous)
         res = self.strategy.aggregate(updates)
+        temp, gram = round_temperature(updates)  # the same Gram product a float64 strategy used (one per round)
+        del updates, deltas, starts
+        if in_place:
+            restore_(buffer, start_of, fix)  # bit for bit the trained vectors again
         labels = np.asarray(res.assignment.labels, dtype=np.int64)
         if labels.shape != (fed.n_clients,):
             raise CflError(f"strategy {self.strategy.registered_name!r}: assignment has shape {labels.shape}, expected ({fed.n_clients},)")
@@ -275,11 +329,10 @@ class Engine:
         if np.isin(sampled, absent).any():
             raise CflError(f"strategy {self.strategy.registered_name!r}: clients {sampled[np.isin(sampled, absent)].tolist()} "
                            f"trained in round {rnd} but absent_clients() says they are not in the federation")
-        self.aggregate(state, res.inherit, labels, sampled, shared_starts, news, n_samples, res.aggregate_as)
+        self.aggregate(state, res.inherit, labels, sampled, shared_start, news, n_samples, res.aggregate_as)
         if len(self.part.local):
             for row, c in enumerate(sampled):
                 state.client_local[int(c)] = news[row, self.part.local].clone()
-        temp, gram = temperature(deltas)
         self.record_matrices(state, rnd, sampled, gram, res.divergence)
         do_eval = rnd % int(eng["eval_every"]) == 0 or rnd == n_rounds - 1
         rows = self.evaluate_round(state, rnd, sampled, result.step_losses, do_eval, labels, absent)
@@ -312,11 +365,13 @@ class Engine:
                                f"existing clusters: {sorted(state.models)}")
 
     def aggregate(self, state: EngineState, inherit: Mapping[int, int], labels: np.ndarray, sampled: np.ndarray,
-                  shared_starts: torch.Tensor, news: torch.Tensor, n_samples: np.ndarray,
+                  shared_start, news: torch.Tensor, n_samples: np.ndarray,
                   aggregate_as: Mapping[int, int] | None = None) -> None:
         """Per-cluster FedOpt aggregation (DESIGN §5 step 4). Clusters without sampled members keep (or inherit)
         their model; clusters absent from ``labels`` are dropped. ``aggregate_as`` (client -> cluster) overrides
-        the cluster whose aggregation a client's update joins this round (StrategyResult.aggregate_as)."""
+        the cluster whose aggregation a client's update joins this round (StrategyResult.aggregate_as).
+        ``news`` is the round buffer of trained vectors, read in place when a cluster holds every row;
+        ``shared_start(row)`` gives a row's start vector (only server optimisers other than FedAvg read it)."""
         weighted = self.settings["engine"]["aggregation"] == "weighted"
         member_of = labels.copy()
         for client, cluster in (aggregate_as or {}).items():
@@ -332,8 +387,9 @@ class Engine:
             if members:
                 rows = torch.tensor(members, device=self.device)
                 w = torch.tensor(n_samples[members], dtype=self.dtype, device=self.device) if weighted else None
-                members_new = news.index_select(0, rows)
-                models[c], server_state[c] = aggregate_cluster(self.server, shared_starts.index_select(0, rows),
+                members_new = news if len(members) == len(sampled) else news.index_select(0, rows)
+                member_starts = None if self.server.is_fedavg else torch.stack([shared_start(r) for r in members])
+                models[c], server_state[c] = aggregate_cluster(self.server, member_starts,
                                                                self.shared_part(members_new), w, sstate)
                 extra[c] = weighted_mean(members_new[:, self.part.extra], w)
             else:
@@ -559,6 +615,8 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
                      str(eng["precision"]), bool(eng["channels_last"]), int(eng["memory_budget_mb"]), bool(eng["compile"]),
                      float(eng["proximal_mu"]))
     dtype = torch.float64 if spec.precision == "fp64" else torch.float32
+    if spec.precision == "bf16" and (warning := bf16_warning(device)):
+        log.warning(warning)
     model_kwargs = {"in_channels": c, "image_size": [h, w], "n_classes": fed.n_classes, **dict(training.get("model_kwargs") or {})}
     make = lambda i: _init_model(model_name, model_kwargs, derive_seed(seed, _STREAM_INIT, i))  # noqa: E731
     template = make(0)

@@ -80,16 +80,38 @@ model (flat vector, keyed by any int) on each client's *training* data, in the o
 
 @dataclass
 class RoundUpdates:
-    """Everything the engine hands a strategy after local training (DESIGN §5 step 3)."""
+    """Everything the engine hands a strategy after local training (DESIGN §5 step 3).
+
+    ``deltas`` is the engine's one (N × P) round buffer: read it, never write it or keep a reference past
+    ``aggregate`` (the engine turns it back into the trained vectors afterwards). The Gram matrix ΔΔᵀ and
+    Γ are computed at most once per round and precision (:meth:`gram`, :meth:`divergence`) and shared by
+    the strategy and the engine (temperature, gram.parquet): strategies ask for them here instead of
+    multiplying the deltas themselves."""
 
     round: int
     clients: np.ndarray  # global ids of the clients sampled (and trained) this round, sorted
     deltas: torch.Tensor  # (len(clients), P): theta_after - theta_start, on the device
-    start: torch.Tensor | None  # (len(clients), P) start vectors, or None when too big to keep
+    start: torch.Tensor | None  # (len(clients), P) start vectors; None unless the strategy needs_start_vectors
     step_losses: list[np.ndarray]  # per client: training loss of every local step, in order
     n_samples: np.ndarray  # per client: number of local training samples
     evaluate: EvaluateFn
     previous: ClusterAssignment
+    _grams: dict[str, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
+
+    def gram(self, precision: str = "float32") -> torch.Tensor:
+        """ΔΔᵀ (n × n) in ``precision`` (cflcore.clustering.divergence.gram_matrix), computed once per round
+        and precision. Do not modify the returned tensor: it is shared."""
+        if precision not in self._grams:
+            from ..clustering.divergence import gram_matrix
+
+            self._grams[precision] = gram_matrix(self.deltas, precision)  # type: ignore[arg-type]
+        return self._grams[precision]
+
+    def divergence(self, precision: str = "float32") -> np.ndarray:
+        """Γ (000 Def. 6, eq. 8) of the deltas as a fresh float64 numpy array, from the shared :meth:`gram`."""
+        from ..clustering.divergence import cosine_divergence_from_gram
+
+        return cosine_divergence_from_gram(self.gram(precision)).astype(np.float64)
 
     @property
     def params(self) -> torch.Tensor:
@@ -130,6 +152,9 @@ class Strategy(Plugin, ABC):
     """
 
     plugin_kind: ClassVar[str] = "method"
+    needs_start_vectors: ClassVar[bool] = False
+    """Whether ``aggregate`` reads ``RoundUpdates.start`` / ``params`` (the clients' models, not only their
+    deltas). Only then does the engine keep an (N × P) matrix of start vectors next to the deltas."""
 
     def __init__(self, **params: Any) -> None:
         """Hold the hyper-parameters: the ``params_schema`` defaults, updated by ``params`` (unknown keys refused)."""

@@ -26,6 +26,34 @@ from .layout import ModelLayout
 from .optim import ClientOptimizer, OptimizerState, optimizer_step
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.float32, "fp64": torch.float64}
+BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")  # /proc/cpuinfo flags of native bf16 matrix / dot-product units
+
+
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str]:
+    """The CPU feature flags the kernel reports (empty where /proc/cpuinfo does not exist)."""
+    try:
+        with open(cpuinfo) as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
+
+
+def bf16_warning(device: torch.device, flags: set[str] | None = None) -> str | None:
+    """One line when ``engine.precision: bf16`` will run slower than fp32: on a CPU without native bf16 units
+    (neither of BF16_CPU_FLAGS; torch.backends.cpu.get_cpu_capability() names the vector ISA oneDNN uses),
+    oneDNN emulates bf16 matrix products (measured 8x slower than fp32 on an AVX2-only AMD EPYC, issue 22).
+    None on CUDA and on CPUs with the units. bf16 is not refused: the numbers are still valid."""
+    if device.type != "cpu":
+        return None
+    flags = cpu_flags() if flags is None else flags
+    if any(f in flags for f in BF16_CPU_FLAGS):
+        return None
+    return (f"engine.precision: bf16 on a CPU without native bf16 units ({' / '.join(BF16_CPU_FLAGS)} absent; "
+            f"vector ISA {torch.backends.cpu.get_cpu_capability()}): emulated, expect it several times slower "
+            f"than fp32; use precision: fp32 here")
 
 
 def derive_seed(*stream: int) -> int:
@@ -133,8 +161,11 @@ class Trainer(ABC):
         return gen, perm.to(self.device)
 
     @abstractmethod
-    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int]) -> TrainResult:
-        """Train ``clients[i]`` from ``starts[i]`` (full vectors); never modifies ``starts``."""
+    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
+              out: torch.Tensor | None = None) -> TrainResult:
+        """Train ``clients[i]`` from ``starts[i]`` (full vectors). The new vectors go into ``out`` when given
+        (it may be ``starts`` itself: the engine's round buffer is trained in place, cflcore.fl.deltas) and
+        ``TrainResult.params`` is then ``out``; without ``out``, ``starts`` is never modified."""
 
 
 TRAINERS: Registry[type[Trainer]] = Registry("trainer")
@@ -192,9 +223,11 @@ class LoopTrainer(Trainer):
             m.mask_source = None
         return self.layout.flatten(model), torch.stack(losses).to(torch.float64).cpu().numpy()
 
-    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int]) -> TrainResult:
+    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
+              out: torch.Tensor | None = None) -> TrainResult:
         self.model.train()
-        out = torch.empty(starts.shape, dtype=self.spec.dtype, device=self.device)
+        if out is None:
+            out = torch.empty(starts.shape, dtype=self.spec.dtype, device=self.device)
         all_losses: list[np.ndarray] = []
         for i, (client, seed) in enumerate(zip(clients, client_seeds)):
             out[i], losses = self.train_client(starts[i], client, seed)
@@ -265,8 +298,12 @@ class VmapTrainer(Trainer):
         per_client = self.layout.n_full * elt * 6 + self._activation_numel * self.spec.batch_size * elt * 4
         return max(1, int(self.spec.memory_budget_mb * 2 ** 20 // max(per_client, 1)))
 
-    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int]) -> TrainResult:
-        out = starts.to(device=self.device, dtype=self.spec.dtype).clone()
+    def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
+              out: torch.Tensor | None = None) -> TrainResult:
+        if out is None:
+            out = starts.to(device=self.device, dtype=self.spec.dtype).clone()
+        elif out is not starts:
+            out.copy_(starts)
         if self._feature_shapes is None:
             self._probe(self.client_tensors(clients[0])[0])
         losses: list[np.ndarray] = []

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..clustering.partition import consecutive_labels, inherit_by_overlap
 from ..fl.strategy import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
-from ._common import divergence_numpy, labels_tensor
+from ._common import labels_tensor
 
 
 def agglomerative_on_distance(divergence: np.ndarray, distance_threshold: float) -> np.ndarray:
@@ -69,7 +69,7 @@ class BriggsClustering(Strategy):
     def aggregate(self, updates: RoundUpdates) -> StrategyResult:
         if self.clustered or updates.round < int(self.params["round"]):
             return StrategyResult(self.assignment, {"clustered": False})
-        gamma = divergence_numpy(updates.deltas, self.params["precision"])
+        gamma = updates.divergence(self.params["precision"])  # the round's shared Gram product
         local = agglomerative_on_distance(published_similarity(gamma) if self.params["distance_input"] == "similarity"
                                           else gamma, float(self.params["distance_threshold"]))
         previous = self.assignment.labels

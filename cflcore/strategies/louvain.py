@@ -159,6 +159,7 @@ def wnn_weights(distances: Mapping[int, float], k: int, beta: float) -> dict[int
 
 @register_strategy("louvain")
 class LouvainCommunities(Strategy):
+    needs_start_vectors = True  # eq. 2 compares the clients' models (start + delta), not their deltas
     params_schema = {
         "attribution": {"enum": ["avg", "1nn", "wnn", "late"], "default": "1nn",
                         "description": "002 Alg. 2: avg = global model W_t, 1nn = nearest community, wnn = eq. 4 mix; "

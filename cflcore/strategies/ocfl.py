@@ -54,7 +54,7 @@ from ..clustering.divergence import temperature
 from ..clustering.partition import inherit_by_overlap
 from ..fl.strategy import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
-from ._common import LazySchema, divergence_numpy, labels_tensor
+from ._common import LazySchema, labels_tensor
 from ._late import (ATTACH_MODES, check_late_clients_value, choose_late_clients, mean_cosine_distance,
                     mean_unit_updates, nearest, resolve_late_count)
 
@@ -226,7 +226,7 @@ class OneShotClustering(Strategy):
                 diagnostics.update(extra)
             diagnostics.update(self.late_diagnostics(int(updates.round)))
             return StrategyResult(self.assignment, diagnostics, aggregate_as=aggregate_as)
-        gamma = divergence_numpy(updates.deltas, self.params["precision"])  # l. 16
+        gamma = updates.divergence(self.params["precision"])  # l. 16 (the round's shared Gram product)
         temp = temperature(gamma, float(self.params["p"]))  # l. 17–19
         self.temperatures.append(temp)
         window = int(self.params["window"])

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from ..clustering.divergence import cosine_similarity_from_gram, gram_matrix
+from ..clustering.divergence import cosine_similarity_from_gram
 from ..errors import ConfigError
 from ..fl.strategy import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
 from ._common import as_int_list, labels_tensor
@@ -91,7 +91,7 @@ class SattlerClustering(Strategy):
         p = self.params
         clients = np.asarray(updates.clients, dtype=np.int64)
         labels = self.assignment.labels.copy()
-        sim = cosine_similarity_from_gram(gram_matrix(updates.deltas, p["precision"])).astype(np.float64)
+        sim = cosine_similarity_from_gram(updates.gram(p["precision"])).astype(np.float64)  # the round's shared Gram
         mean_norms: dict[int, float] = {}
         max_norms: dict[int, float] = {}
         events: list[dict[str, Any]] = []
