@@ -73,7 +73,7 @@ def test_each_edit_reruns_exactly_the_stages_importing_it(package):
     assert changed_by["logutil.py"] == everything  # every adapter runs its stage through logutil.run_job
     assert "late_clients" in changed_by["metrics/external.py"]
     # each part reruns its own stages and never an upstream one
-    assert changed_by["fl/run.py"] == {"train", "explain", "report"}
+    assert changed_by["fl/run.py"] == {"train", "explain"}  # the report reads Parquet only (its parts import no engine)
     assert changed_by["strategies/ocfl.py"] >= {"train"} and not changed_by["strategies/ocfl.py"] & {
         "data", "splits", "evaluate", "whatif", "late_clients"}
     assert changed_by["report/figures.py"] == {"report"}
@@ -97,7 +97,7 @@ def test_editing_the_train_adapter_reruns_train_only(package):
         changed = {s for s, h in hashes(package, edited).items() if h != base[s]}
     finally:
         path.write_text(original)
-    assert changed == {"train", "report"}  # the report's worker process imports all of stages.py
+XX
 
 
 def test_a_new_import_joins_the_stage(package):
