@@ -97,7 +97,7 @@ def test_editing_the_train_adapter_reruns_train_only(package):
         changed = {s for s, h in hashes(package, edited).items() if h != base[s]}
     finally:
         path.write_text(original)
-XX
+    assert changed == {"train"}  # the report's parts run report_part / report_index only (no worker process)
 
 
 def test_a_new_import_joins_the_stage(package):
