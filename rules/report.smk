@@ -29,7 +29,7 @@ rule report_tables:
     output:
         part=f"{REPORT_DIR}/parts/tables.json",
         front_page=f"{REPORT_DIR}/front_page.rst",
-        tables=[report_table(t) for t in REPORT_TABLE_LABELS if t not in ("table_late_clients",)],
+        tables=[report_table(t) for t in REPORT_TABLE_LABELS if t not in ("table_late_clients", "sweep_scores")],
         wide=wide_versions(WIDE_TABLES),
     log:
         f"{RESULTS}/logs/report/report_tables.log",
@@ -53,6 +53,8 @@ rule report_figures:
     output:
         part=f"{REPORT_DIR}/parts/figures.json",
         figures=report_figures("figures"),
+        # the numbers behind the sweep figures (cflcore/report/sweeps.py)
+        sweep_scores=report_table("sweep_scores"),
     log:
         f"{RESULTS}/logs/report/report_figures.log",
     benchmark:

@@ -255,6 +255,7 @@ def write_whatif_figures(loaded: Sequence[LoadedRun], out_dir: Path) -> list[dic
     clusterer, the run's clustering round (OCFL: its temperature trigger) against the clusterer's earliest
     round with ARI ≥ 0.99, both 1-based, and the delay between them (issue 12 §1)."""
     fig_dir, entries, delays = out_dir / "figures" / "whatif_heatmap", [], []
+    fig_dir.mkdir(parents=True, exist_ok=True)  # a declared directory() output, even when no run has a replay
     scenarios = dict.fromkeys((r.spec.dataset, r.spec.split, r.spec.clients, r.spec.seed) for r in loaded)
     for dataset, split, clients, seed in scenarios:
         panels = {}
