@@ -74,6 +74,7 @@ PART_FIGURES = {
         "split_traces",
         "sweeps",
         "round_envelopes",
+        "fedgwc",
     ],
     "whatif": ["whatif_heatmap"],
     "late_clients": ["late_clients"],

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import matplotlib
@@ -191,3 +192,55 @@ def class_distribution_figure(label_histograms: np.ndarray, labels: np.ndarray, 
     ax.set_ylabel("share of the cluster's training samples")
     ax.legend(fontsize=7)
     return _finish(fig, title)
+
+
+def write_fedgwc_figures(loaded: Sequence[Any], out_dir: Path, entry: Any) -> list[dict[str, Any]]:
+    """004's figures into ``out_dir/figures/fedgwc/`` for every FedGWC run of the first seed of each scenario
+    group whose ``server.parquet`` records ``gwc_snapshots``: per run the P and W heatmaps and embedding of the
+    last split decision (Figs. 5, 6, 8: ``_matrices``), the embedding at every recorded snapshot (Fig. 3:
+    ``_embedding``) and the final clusters' class shares (Fig. 7: ``_classes``); per dataset × clients × split,
+    balanced accuracy per round of the FedGWC runs with their split rounds marked (Fig. 2: ``_accuracy``).
+    ``entry(kind, path, dataset, clients)`` makes an index entry."""
+    from .figures import save_figure
+
+    fig_dir = Path(out_dir) / "figures" / "fedgwc"
+    fig_dir.mkdir(parents=True, exist_ok=True)  # a declared directory() output
+    entries: list[dict[str, Any]] = []
+    first_seed: dict[tuple, int] = {}
+    for run in loaded:
+        key = (run.spec.dataset, run.spec.clients, run.spec.split)
+        first_seed[key] = min(first_seed.get(key, run.spec.seed), run.spec.seed)
+    curves: dict[tuple, dict[str, pd.DataFrame]] = {}
+    marks: dict[tuple, dict[str, list[int]]] = {}
+    for run in loaded:
+        s = run.spec
+        server = run.server
+        if server is None or "gwc_snapshots" not in server or s.seed != first_seed[(s.dataset, s.clients, s.split)]:
+            continue
+        snaps = matrix_snapshots(server)
+        truth = np.asarray(run.manifest.get("cluster_of_client") or [])
+        stem = f"{s.dataset}_n{s.clients}_{s.split}_s{s.seed}_{s.algorithm}"
+
+        def save(fig: plt.Figure, suffix: str, s: Any = s, stem: str = stem) -> None:
+            entries.extend(entry("fedgwc", p, s.dataset, s.clients) for p in save_figure(fig, fig_dir / f"{stem}_{suffix}"))
+
+        if snaps and truth.size:
+            decided = [snap for snap in snaps if snap.decided] or snaps
+            save(matrices_figure(decided[-1], truth, f"P and W, round {decided[-1].round + 1}: {stem}"), "matrices")
+            save(embedding_figure(snaps, truth, f"Spectral embedding per snapshot: {stem}"), "embedding")
+        history_path = Path(s.run_dir) / "history.parquet"
+        hist = run.manifest.get("label_histograms_train")
+        if history_path.is_file() and hist is not None:
+            history = pd.read_parquet(history_path, columns=["round", "client", "cluster", "local_bacc"])
+            last = history[history["round"] == history["round"].max()].sort_values("client")
+            save(class_distribution_figure(np.asarray(hist), last["cluster"].to_numpy(), f"Class shares per final cluster: {stem}"),
+                 "classes")
+            group = (s.dataset, s.clients, s.split)
+            curves.setdefault(group, {})[s.algorithm] = accuracy_by_round(history, "local_bacc")
+            marks.setdefault(group, {})[s.algorithm] = split_rounds(server)
+    for (dataset, clients, split), by_algorithm in curves.items():
+        fig = accuracy_rounds_figure(by_algorithm, marks[(dataset, clients, split)],
+                                     f"Balanced accuracy per round, split rounds dotted: {dataset}, {clients} clients, {split}")
+        entries.extend(entry("fedgwc", p, dataset, clients)
+                       for p in save_figure(fig, fig_dir / f"{dataset}_n{clients}_{split}_accuracy"))
+    return entries

@@ -50,10 +50,11 @@ def figure_labels(kind: str, stem: str, study: Mapping[str, Any]) -> dict[str, A
         if kind == "split_traces":
             labels["method"] = found[2] if found else ""
         return labels
-    if kind in ("sweeps", "round_envelopes"):  # <dataset>_n<clients>_<base variant>_<base split> / _<split>_<family>
+    if kind in ("sweeps", "round_envelopes", "fedgwc"):  # <dataset>_n<clients>_<base variant>_<base split> / _<split>_<family>
         found = _clients(stem, datasets)
         return {"dataset": found[0] if found else stem, "clients": found[1] if found else "",
-                "sweep" if kind == "sweeps" else "split and methods": found[2] if found else ""}
+                {"sweeps": "sweep", "round_envelopes": "split and methods", "fedgwc": "run and figure"}[kind]:
+                found[2] if found else ""}
     if kind == "temperature_mean":
         return {"dataset": "all datasets" if stem == "all_datasets" else stem}
     if kind == "insdel_box":

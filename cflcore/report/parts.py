@@ -5,7 +5,7 @@ Each part reads only what it draws and writes its files plus ``parts/<part>.json
 * ``tables`` — Tables 1–2, personalisation, headline, at a glance, the paper check, τ, ``run_scores.csv``,
   ``missing_runs.csv`` and the front page (report/build.py :func:`~cflcore.report.build.write_tables`);
 * ``figures`` — learning gap, temperature, clustering progress, clusters per round, split traces, the factor
-  sweeps and per-round seed envelopes (report/sweeps.py);
+  sweeps and per-round seed envelopes (report/sweeps.py), 004's FedGWC figures (report/fedgwc_figures.py);
 * ``whatif`` — the what-if heatmaps and ``whatif_delay.csv``;
 * ``late_clients`` — the late-joining clients' table and figure (000 §6.2);
 * ``explain`` — saliency grids, insertion/deletion box plots and CD diagrams of the explained runs.
@@ -107,6 +107,7 @@ def write_part(plan: Mapping[str, Any], part: str, out_dir: str | Path) -> dict[
     )
     from .late_clients import write_late_clients
     from .runs import load_runs
+    from .fedgwc_figures import write_fedgwc_figures
     from .sweeps import write_sweep_outputs
 
     out_dir = Path(out_dir)
@@ -125,9 +126,13 @@ def write_part(plan: Mapping[str, Any], part: str, out_dir: str | Path) -> dict[
             record["runs"] = runs_summary(specs, loaded, missing)
         elif part == "figures":
             personal, _ = tb.personalisation_table(tb.run_summaries(loaded), tb.expected_groups(specs))
-            record["entries"] = write_figures(loaded, personal, out_dir) + write_sweep_outputs(
-                loaded, plan.get("sweep_index") or {}, out_dir,  # factor sweeps and seed envelopes (report/sweeps.py)
-                lambda kind, path, dataset, clients: _entry(kind, path, out_dir, dataset, clients))
+            def entry(kind, path, dataset, clients):
+                return _entry(kind, path, out_dir, dataset, clients)
+
+            record["entries"] = (write_figures(loaded, personal, out_dir)
+                                 # factor sweeps and seed envelopes (report/sweeps.py), 004's FedGWC figures
+                                 + write_sweep_outputs(loaded, plan.get("sweep_index") or {}, out_dir, entry)
+                                 + write_fedgwc_figures(loaded, out_dir, entry))
         else:
             record["entries"] = write_whatif_figures(loaded, out_dir)
     write_json(record, part_index(out_dir, part))
