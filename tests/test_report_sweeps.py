@@ -115,7 +115,7 @@ def planted_004(gwc_rand: float = 1.0) -> pd.DataFrame:
         add("ifca", "mix-3", k=3, was=-0.2)
         add("fesem", "mix-3", k=3, was=0.1)
         for b, acc in ((0.1, 0.80), (0.5, 0.82), (2.0, 0.81)):
-            add("fedgwc-beta", "dirichlet-hard", beta=b, local_bacc=acc)
+            add("fedgwc-beta", "dirichlet-hard", beta=b, local_bacc=acc, n_clusters=2.0)
         for split, alpha, gwc, avg in (("dirichlet-hard", 0.05, 0.85, 0.60), ("dirichlet-soft", 1.0, 0.90, 0.88)):
             add("fedgwc", split, local_bacc=gwc, split_alpha=alpha)
             add("fedavg", split, local_bacc=avg, split_alpha=alpha)

@@ -341,6 +341,8 @@ def fedgwc_robust_to_beta(data: ClaimData) -> ClaimResult:
     betas = factor_values(data.runs, "fedgwc-beta", "beta")
     if len(betas) < 2:
         return result("004-beta", "004", where, text, "no β sweep in this study", None)
+    if not (select(data.runs, "fedgwc-beta")["n_clusters"] > 1).any():
+        return result("004-beta", "004", where, text, "FedGWC never split at any β: the sweep cannot show robustness", None)
     col = _bacc(data.runs)
     rows, spread = [], 0.0
     for split in dict.fromkeys(select(data.runs, "fedgwc-beta")["split_base"]):
