@@ -50,7 +50,8 @@ def test_used_as_a_module_with_its_own_config(tmp_path):
     (host / "Snakefile").write_text(HOST_SNAKEFILE.format(snakefile=cfl / "Snakefile"))
 
     plan = planned_jobs(sm(host, "-n", "--quiet", "rules"))
-    assert plan == {"prepare_dataset": 1, "split": 1, "train": 1, "evaluate": 1, "report": 1, "all": 1}
+    parts = {f"report_{p}": 1 for p in ("tables", "figures", "whatif", "late_clients", "explain")}  # report in parts
+    assert plan == {"prepare_dataset": 1, "split": 1, "train": 1, "evaluate": 1, **parts, "report": 1, "all": 1}
     sm(host, "--cores", "2")
     index = json.loads((host / "out" / "report" / "index.json").read_text())
     assert (index["n_loaded"], index["n_missing"]) == (1, 0)
