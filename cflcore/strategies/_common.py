@@ -35,3 +35,15 @@ def labels_tensor(labels: np.ndarray) -> torch.Tensor:
 
 def as_int_list(x: Any) -> list[int]:
     return [int(v) for v in np.asarray(x).reshape(-1)]
+
+
+def cluster_count(k: Any, n_true_clusters: int | None, method: str) -> int:
+    """A fixed number of cluster models (IFCA, FeSEM): an int, or ``'oracle'`` = the split's true number of
+    clusters (a ConfigError-style CflError when the context does not know it)."""
+    from ..errors import CflError
+
+    if k == "oracle":
+        if n_true_clusters is None:
+            raise CflError(f"{method}.k: 'oracle' needs the number of true clusters; give an int")
+        return int(n_true_clusters)
+    return int(k)

@@ -37,7 +37,7 @@ import torch
 from ..errors import CflError
 from ..fl.strategy import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
-from ._common import labels_tensor
+from ._common import cluster_count, labels_tensor
 
 _STREAM_INIT = 0xFE5
 
@@ -72,12 +72,7 @@ class FeSEM(Strategy):
 
     def setup(self, ctx: StrategyContext) -> None:
         super().setup(ctx)
-        k = self.params["k"]
-        if k == "oracle":
-            if ctx.n_true_clusters is None:
-                raise CflError("fesem.k: 'oracle' needs the number of true clusters; give an int")
-            k = ctx.n_true_clusters
-        self.k = int(k)
+        self.k = cluster_count(self.params["k"], ctx.n_true_clusters, "fesem")
         self.seeded = False
         self._sent: dict[int, torch.Tensor] = {}
 

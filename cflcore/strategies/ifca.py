@@ -14,10 +14,9 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import torch
 
-from ..errors import CflError
 from ..fl.strategy import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
-from ._common import labels_tensor
+from ._common import cluster_count, labels_tensor
 
 
 def argmin_loss_choice(losses: np.ndarray, model_ids: list[int]) -> np.ndarray:
@@ -36,12 +35,7 @@ class IterativeClustering(Strategy):
 
     def setup(self, ctx: StrategyContext) -> None:
         super().setup(ctx)
-        k = self.params["k"]
-        if k == "oracle":
-            if ctx.n_true_clusters is None:
-                raise CflError("ifca.k: 'oracle' needs the number of true clusters; give an int")
-            k = ctx.n_true_clusters
-        self.k = int(k)
+        self.k = cluster_count(self.params["k"], ctx.n_true_clusters, "ifca")
         self.last_losses: dict[int, list[float]] = {}
 
     def initial_models(self, init: torch.Tensor, make_init: Callable[[int], torch.Tensor]) -> dict[int, torch.Tensor]:
