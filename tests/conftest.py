@@ -12,6 +12,22 @@ torch.set_num_threads(1)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# The suite runs on two xdist workers (pyproject.toml: `-n 2 --dist loadgroup`). Each test module is one group, so
+# its module-scoped fixtures (a trained study, a SLURM cluster) are built once, in one worker; the modules sharing
+# the session's MNIST-5k study (`mnist_study` below) form one group, so each method trains once per session.
+MNIST_STUDY_MODULES = frozenset({"test_end_to_end", "test_resume", "test_louvain_late", "test_aggregators", "test_fesem",
+                                 "test_mobilenet_v1", "test_fedgwc_figures"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if any(item.iter_markers("xdist_group")):
+            continue
+        module = item.module.__name__ if getattr(item, "module", None) else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group("mnist_study" if module in MNIST_STUDY_MODULES else module))
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> str:
     return REPO
