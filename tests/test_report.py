@@ -493,3 +493,27 @@ def test_workflow_rst_includes_the_front_page(study):
     assert_headline_table_holds_the_known_values(html, study)
     missing = env.from_string(template).render(snakemake=SimpleNamespace(config=config), categories={}, files=[])
     assert ".. include::" not in missing and "not there yet" in missing
+
+
+def test_a_studys_own_departures_join_the_table():
+    """report.departures (002's and 004's configs): each row is listed after the computed ones, as written."""
+    import cflcore.config as cc
+    from cflcore.report.front_page import departures, front_page_context
+
+    repo = Path(__file__).resolve().parents[1]
+    for name, paper in (("louvain-002-offline.yaml", "(002)"), ("fedgwc-004-offline.yaml", "(004)")):
+        cfg = cc.load_config(repo / "config" / "config.yaml", repo / "config" / name)  # validated, sweeps expanded
+        context = {**front_page_context(cfg), "datasets": {}}  # no results here: skip the computed per-dataset rows
+        items = departures(context, pd.DataFrame(), pd.DataFrame())
+        own = [d for d in items if d.topic.endswith(paper)]
+        assert len(own) == len(cfg["report"]["departures"]) >= 4, name
+        assert items[-len(own):] == own and all(d.ours and d.paper and d.effect for d in own)
+
+
+def test_a_departure_without_its_effect_is_refused():
+    import cflcore.config as cc
+
+    repo = Path(__file__).resolve().parents[1]
+    bad = {"report": {"departures": [{"topic": "Data", "ours": "MNIST", "paper": "CIFAR-10"}]}}
+    with pytest.raises(cc.ConfigError, match=r"report\.departures.*effect"):
+        cc.load_config(repo / "config" / "config.yaml", overrides=bad)

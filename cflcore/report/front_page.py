@@ -63,7 +63,8 @@ class PaperCheck:
 
 @dataclass(frozen=True)
 class Departure:
-    """One departure from 000 by design and what it does to the comparison."""
+    """One departure by design (from 000, or from the study's own paper: ``report.departures``) and what it does
+    to the comparison."""
 
     topic: str
     ours: str
@@ -331,6 +332,8 @@ def departures(context: Mapping[str, Any] | None, headline: pd.DataFrame, compar
     out += bug_departures(context.get("algorithms") or {}, datasets, clients)
     out += method_departures(algorithms)
     out.append(metric_departure())
+    # the study's departures from its own paper (report.departures: 002's, 004's configs), as the config states them
+    out += [Departure(**d) for d in (context.get("report") or {}).get("departures") or ()]
     return out
 
 
