@@ -12,8 +12,11 @@ REPORT_PLAN = report_plan(config)
 
 def part_param(part):
     """The part of the report's plan (stages.report_plan) this part reads, as canonical JSON: a config change
-    reruns only the parts it concerns (cflcore.report.parts.PLAN_KEYS)."""
-    return canonical_json(part_plan(REPORT_PLAN, part))
+    reruns only the parts it concerns (cflcore.report.parts.PLAN_KEYS). A function of the wildcards, not the
+    string itself: Snakemake formats a string param with the wildcards, and config text may hold braces
+    (e.g. a departure's "class groups {0} and {1}")."""
+    value = canonical_json(part_plan(REPORT_PLAN, part))
+    return lambda wildcards: value
 
 
 # table -> (subcategory, labels): the tables' place in the HTML report

@@ -257,3 +257,19 @@ def test_a_dataset_runs_only_its_own_splits():
     assert "splits" not in cc.run_settings(cfg, "digits", "bnc")["training"]  # study-level, never a training param
     with pytest.raises(ConfigError, match=r"datasets.digits.splits\[0\]: unknown split 'nb'"):
         config(study={"datasets": ["mnist5k", "digits"]}, datasets={"digits": {"splits": ["nb"]}})
+
+
+@pytest.mark.parametrize("name, trainings", [("louvain-002-offline.yaml", 50), ("fedgwc-004-offline.yaml", 44)])
+def test_offline_studies_plan_their_grid(tmp_path, name, trainings):
+    """Each seed's offline study parses and plans its trainings and the report's six rules (its config text, e.g. a
+    departure's "{0}", reaches the report's params unformatted)."""
+    from test_workflow import planned_jobs
+
+    wd = copy_workflow(tmp_path / "wf")
+    p = subprocess.run(snakemake_cmd("-n", "--cores", "2", "--quiet", "rules", "--configfile", f"config/{name}"),
+                       cwd=wd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    jobs = planned_jobs(p.stdout + p.stderr)
+    assert jobs["train"] == trainings
+    assert all(jobs.get(r) == 1 for r in ("report_tables", "report_figures", "report_whatif", "report_late_clients",
+                                          "report_explain", "report")), jobs
