@@ -126,6 +126,12 @@ def p_explain(w):
     return canonical_json(cc.explain_settings(config, w.dataset))
 
 
+def p_evaluate_settings(w):
+    """The one key of the report block evaluation reads (score_rounds): the block's other keys are the report's,
+    so changing them reruns no evaluation."""
+    return canonical_json({"score_rounds": config["report"]["score_rounds"]})
+
+
 def p_whatif(w):
     """The what-if clusterer list and the run's own clusterer only (cc.whatif_settings)."""
     return canonical_json(cc.whatif_settings(config, w.dataset, w.algorithm))

@@ -32,7 +32,7 @@ rule evaluate:
         mem_mb=2000,
         runtime=lambda w, attempt: 20 * attempt,
     params:
-        settings=lambda w: canonical_json({"score_rounds": config["report"]["score_rounds"]}),  # the report block's other keys are the report's
+        settings=p_evaluate_settings,
         whatif=p_whatif,
         seed=lambda w: int(w.seed),
         code=code_version("evaluate"),
@@ -64,7 +64,7 @@ rule evaluate_no_whatif:
         mem_mb=2000,
         runtime=lambda w, attempt: 20 * attempt,
     params:
-        settings=lambda w: canonical_json({"score_rounds": config["report"]["score_rounds"]}),  # the report block's other keys are the report's
+        settings=p_evaluate_settings,
         code=code_version("evaluate"),
     script:
         "../workflow_scripts/evaluate.py"

@@ -24,13 +24,18 @@ def pytest_configure(config) -> None:
     PATH, so the plugin sees no SLURM straight away; the SLURM tests (`-m slurm`) use the real one."""
     if "not slurm" not in (config.option.markexpr or "") or os.environ.get("CFL_TEST_NO_SCONTROL_SHIM"):
         return
+    if os.environ.get("CFL_TEST_SCONTROL_SHIM"):  # an xdist worker: the controller's shim is on its PATH already
+        return
+    import shutil
     import tempfile
     from pathlib import Path
 
     shim = Path(tempfile.mkdtemp(prefix="cfl-no-slurm-"))
     (shim / "scontrol").write_text("#!/bin/sh\necho 'no SLURM in this test run' >&2\nexit 1\n")
     (shim / "scontrol").chmod(0o755)
+    os.environ["CFL_TEST_SCONTROL_SHIM"] = str(shim)
     os.environ["PATH"] = f"{shim}{os.pathsep}{os.environ.get('PATH', '')}"
+    config.add_cleanup(lambda: shutil.rmtree(shim, ignore_errors=True))
 
 
 @pytest.fixture(scope="session")
