@@ -176,6 +176,7 @@ def test_fedprox_gradient_is_the_proximal_objectives():
     assert torch.allclose(got.params[0], layout.flatten(model), rtol=0, atol=1e-12)
 
 
+@pytest.mark.kernels
 def test_fedprox_loop_equals_vmap_and_pulls_the_update_norm_down():
     """loop == vmap (float64) with the proximal term, and every client's update is shorter than without it."""
     norms = {}
@@ -248,6 +249,7 @@ def test_fairavg_is_the_uniform_mean_and_fedavg_the_sample_weighted_one(tmp_path
     assert (got["unweighted"] - got["weighted"]).abs().max() > 1e-4
 
 
+@pytest.mark.kernels
 def test_fedprox_on_mnist_keeps_every_client_closer_to_its_start(mnist_study):
     """Real MNIST-5k (NB, 15 clients, the default study's local Adam, 3 epochs) from one shared start: the
     proximal term shortens every client's update (Li et al. 2020: local models stay near the global one),

@@ -144,6 +144,7 @@ CHECKS = {"scl": check_scl, "bcl": check_bcl, "ocfl": check_ocfl, "louvain": che
           "fedgwc": check_fedgwc, "ifca": check_ifca}
 
 
+@pytest.mark.kernels
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_every_method_reaches_its_papers_outcome_on_mnist(mnist_study, algorithm):
     method = mnist_study.settings(algorithm)["algorithm"]["method"]

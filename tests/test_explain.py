@@ -504,6 +504,7 @@ def trained_models() -> dict[int, FlatCNN]:
     return {seed: trained_flat_cnn(seed) for seed in (1, 2)}
 
 
+@pytest.mark.kernels
 @pytest.mark.parametrize("seed", [1, 2])
 def test_trained_model_insertion_above_random_above_deletion(trained_models, seed):
     model = trained_models[seed]
@@ -519,6 +520,7 @@ def test_trained_model_insertion_above_random_above_deletion(trained_models, see
     assert float(hires.deletion_auc.mean()) < float(base.deletion_auc.mean()) - 0.2
 
 
+@pytest.mark.kernels
 def test_sanity_check_separates_trained_from_reinitialised(trained_models):
     model = trained_models[1]
     x, _ = shapes(16, torch.Generator().manual_seed(5))

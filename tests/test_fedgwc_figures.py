@@ -19,6 +19,7 @@ def gwc(mnist_study):
             "beta": mnist_study.settings("fedgwc")["algorithm"].get("beta", 0.5)}
 
 
+@pytest.mark.kernels
 def test_snapshots_are_recorded_where_alg2_decided(gwc):
     server, snaps = gwc["server"], ff.matrix_snapshots(gwc["server"])
     decided_rounds = sorted({int(r) for r, c in zip(server["round"], server["db_considered"]) if json.loads(c)})

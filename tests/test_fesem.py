@@ -47,6 +47,7 @@ def fesem_run(mnist_study, tmp_path_factory):
     return run
 
 
+@pytest.mark.kernels
 def test_fesem_recovers_the_three_clusters_on_mnist(mnist_study, fesem_run):
     """The k-means++ seeds land one per true cluster and the E-step keeps every client with its own
     cluster's centre: ARI 1.0 in every round (measured; a random 3-way partition scores about 0)."""

@@ -97,6 +97,7 @@ def late_run(mnist_study):
 
 
 @pytest.mark.slow
+@pytest.mark.kernels
 def test_late_on_mnist_clusters_once_and_keeps_its_communities(late_run):
     run, out = late_run
     history = pd.read_parquet(run / "history.parquet")

@@ -45,9 +45,15 @@ def test_runs_on_cifar_mnist_and_digits_shapes(shape):
 
 
 @pytest.mark.slow
+@pytest.mark.kernels
 def test_learns_real_mnist5k(mnist_study):
-    """A few epochs of local Adam on the pooled training data of the default study's first scenario (1,800
-    real MNIST-5k images), scored on its balanced orchestrator set: far above the 10 % of chance."""
+    """Eight epochs of local SGD with momentum on the pooled training data of the default study's first scenario
+    (1,800 real MNIST-5k images), scored on its balanced orchestrator set: far above the 10 % of chance.
+
+    The recipe converges on every instruction set, so the bar holds on any x86 CPU. Measured (seed 0; 2-core AMD
+    EPYC with AVX-512): 0.876 native, 0.894 with ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2``, 0.885 with
+    ``ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41``; seeds 0-4 natively 0.876-0.917. The earlier recipe
+    (3 epochs of Adam at 0.01) gave 0.666, 0.861 and 0.652: it had not converged, so the kernels' rounding decided."""
     from cflcore.data.store import load_federated
 
     fed = load_federated(mnist_study.data, mnist_study.split)
@@ -60,9 +66,9 @@ def test_learns_real_mnist5k(mnist_study):
         model = make()
     layout = ModelLayout.of(model)
     start = layout.flatten(model)[None]
-    spec = TrainSpec(ClientOptimizer("adam", 0.01), 32, 3)
+    spec = TrainSpec(ClientOptimizer("sgd", 0.02, momentum=0.9), 32, 8)
     trained = LoopTrainer(make(), layout, spec, CPU).train(start, [pooled], [derive_seed(0, 0)]).params[0]
     evaluator = Evaluator(make(), layout, CPU, torch.float32)
     before = evaluator.scores(start[0], fed.x_orch, fed.y_orch, 10)
     after = evaluator.scores(trained, fed.x_orch, fed.y_orch, 10)
-    assert after.acc >= 0.75 and before.acc <= 0.2, (before, after)  # measured: 0.861 from 0.100
+    assert after.acc >= 0.75 and before.acc <= 0.2, (before, after)  # measured above: 0.876-0.917 from 0.100
