@@ -566,6 +566,18 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[s
     }
 
 
+def run_plugins(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:
+    """The plug-ins a run's train job selects, registry kind -> name: its method and its model (its code hash covers
+    their modules and no other plug-in's, cflcore.provenance.code_version)."""
+    settings = run_settings(cfg, dataset, algorithm)
+    return {"method": str(settings["algorithm"]["method"]), "model": str(settings["training"]["model"])}
+
+
+def explain_plugins(cfg: Mapping[str, Any], dataset: str) -> dict[str, str]:
+    """The plug-ins an explain job selects: the dataset's model."""
+    return {"model": str(explain_settings(cfg, dataset)["model"])}
+
+
 def explain_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
     """The explain block with the per-dataset sample size resolved (000 §5: 350; 180 for BloodMNIST)."""
     ex = dict(with_config_defaults("", cfg)["explain"])

@@ -50,10 +50,10 @@ import torch
 
 from ..data.federated import FederatedData
 from ..defaults import with_config_defaults
-from ..errors import CflError, ConfigError, TrainingDiverged
+from ..errors import CflError, TrainingDiverged
 from ..io import canonical_json, stable_hash, write_parquet
 from ..models import build_model, check_compatible
-from .artifacts import save_run_models
+from .artifacts import resolve_device, save_run_models
 from .checkpoint import load_latest, save_checkpoint
 from .deltas import restore_, to_deltas_
 from .evaluation import Evaluator, Scores
@@ -85,17 +85,6 @@ SERVER_COLUMNS = ["round", "n_clusters", "clustered_now", "temperature", "mean_t
 # ---------------------------------------------------------------------------------------------
 # Small pure helpers
 # ---------------------------------------------------------------------------------------------
-def resolve_device(name: str) -> torch.device:
-    """``auto`` -> cuda if available else cpu; ``cuda`` without a GPU is an error."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise CflError("device: 'cuda' requested but no CUDA GPU is available; use device: auto or cpu")
-    if name not in ("cpu", "cuda"):
-        raise ConfigError(f"device: {name!r} is not allowed; allowed: auto, cpu, cuda")
-    return torch.device(name)
-
-
 def sample_clients(seed: int, rnd: int, n_clients: int, participation: float) -> np.ndarray:
     """Sorted ids of the clients taking part in round ``rnd``: depends only on (seed, round)."""
     if participation >= 1.0:
