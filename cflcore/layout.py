@@ -2,7 +2,7 @@
 every output, the output names and the report's figure kinds. The Snakemake rules, the ``cfl`` command line,
 :mod:`cflcore.stages` and :mod:`cflcore.report` all build their paths here.
 
-(Not :mod:`cflcore.fl.layout`, which lays out a model's parameters in a flat vector.)
+(A model's parameters as one flat vector are :mod:`cflcore.fl.flat_params`.)
 
 The path functions join strings, so they take concrete ids and Snakemake wildcard patterns alike:
 ``run_dir("results", RUN_PATTERN)`` is the rules' ``results/runs/{dataset}/{split}/n{clients}/s{seed}/{algorithm}``.

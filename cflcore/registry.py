@@ -28,7 +28,7 @@ T = TypeVar("T")
 
 PLUGIN_SOURCES: dict[str, tuple[str, str]] = {
     # kind (Registry.kind) -> (sub-package of cflcore whose modules register them, the decorator)
-    "method": ("strategies", "register_strategy"),  # cflcore.fl.strategy.STRATEGIES
+    "method": ("strategies", "register_strategy"),  # cflcore.strategies.base.STRATEGIES
     "clusterer": ("clustering", "register_clusterer"),  # cflcore.clustering.clusterers.CLUSTERERS
     "model": ("models", "MODELS.register"),  # cflcore.models.MODELS
     "dataset": ("data", "DATASETS.register"),  # cflcore.data.DATASETS

@@ -38,12 +38,13 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
     the report go on; the next Snakemake invocation retries it (:func:`failed_attempts`)."""
     from .data.store import load_federated
     from .fl.run import train_run
+    from .strategies import build_strategy
 
     out_dir = Path(out_dir)
     t0 = time.time()
     fed = load_federated(dataset_path, split_dir)
     try:
-        train_run(fed, dict(settings), int(seed), out_dir, log=log)
+        train_run(fed, dict(settings), int(seed), out_dir, log=log, strategy=build_strategy(settings["algorithm"]))
     except CflError as e:
         if on_failure != "record":
             raise

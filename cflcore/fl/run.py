@@ -57,10 +57,10 @@ from .artifacts import resolve_device, save_run_models
 from .checkpoint import load_latest, save_checkpoint
 from .deltas import restore_, to_deltas_
 from .evaluation import Evaluator, Scores
-from .layout import ModelLayout, Partition
+from ..strategies.base import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext
+from .flat_params import ModelLayout, Partition
 from .optim import ClientOptimizer
 from .server import ServerOptimizer, aggregate_cluster, weighted_mean
-from .strategy import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext, build_strategy
 from .trainers import TrainSpec, bf16_warning, derive_seed, resolve_trainer
 
 KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/test_resume.py)
@@ -592,7 +592,10 @@ def config_hash(settings: Mapping[str, Any], seed: int, fed: FederatedData) -> s
                         "n_clients": fed.n_clients, "shape": list(fed.shape), "n_classes": fed.n_classes})
 
 
-def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log: logging.Logger) -> tuple[Engine, EngineState]:
+def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log: logging.Logger, *,
+                 strategy: Strategy) -> tuple[Engine, EngineState]:
+    """The engine of one run and its state at round 0; ``strategy`` is the run's method, built by the caller
+    (cflcore.strategies.build_strategy), which the engine sets up for this federation."""
     # the schema's defaults under settings built by hand (a validated config's run settings carry them all)
     training, eng = with_config_defaults("datasets.*", settings["training"]), with_config_defaults("engine", settings.get("engine"))
     device = resolve_device(str(with_config_defaults("", settings)["device"]))
@@ -614,7 +617,6 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     init_full = layout.flatten(template).to(device=device, dtype=dtype)
     trainer = resolve_trainer(str(eng["trainer"]), device)(make(0), layout, spec, device)
     evaluator = Evaluator(make(0), layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
-    strategy = build_strategy(settings["algorithm"])
     strategy.setup(StrategyContext(fed.n_clients, int(len(part.shared)), int(seed), device,
                                    float(eng["participation"]), fed.n_true_clusters, dtype,
                                    layout.layer_sizes(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")))
@@ -629,12 +631,12 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
 
 
 def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.PathLike,
-              log: logging.Logger | None = None) -> None:
+              log: logging.Logger | None = None, *, strategy: Strategy) -> None:
     """Run all rounds of one scenario × algorithm and write history/server/gram(/divergence).parquet and
     models.pt into ``out_dir``; resumes from the newest matching checkpoint in ``out_dir/checkpoints``."""
     log = log or logging.getLogger("cflcore.fl")
     out_dir = Path(out_dir)
-    engine, state = build_engine(fed, settings, seed, log)
+    engine, state = build_engine(fed, settings, seed, log, strategy=strategy)
     n_rounds = int(settings["training"]["rounds"])
     every = int(engine.settings["engine"]["checkpoint_every"])
     chash = config_hash(settings, seed, fed)

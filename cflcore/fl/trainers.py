@@ -22,7 +22,7 @@ from ..data.federated import ClientData
 from ..errors import ConfigError
 from ..models._layers import dropout_modules
 from ..registry import Registry
-from .layout import ModelLayout
+from .flat_params import ModelLayout
 from .optim import ClientOptimizer, OptimizerState, optimizer_step
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.float32, "fp64": torch.float64}

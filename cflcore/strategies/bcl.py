@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..clustering.partition import consecutive_labels, inherit_by_overlap
-from ..fl.strategy import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
+from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
 from ._common import labels_tensor
 
 

@@ -1,8 +1,11 @@
-"""The small interface between the federated engine and a clustering strategy (DESIGN §5).
+"""The small interface between the federated engine and a clustering strategy, and the registry of strategies
+(DESIGN §5).
 
 Modelled on Flower's ``Strategy``: one class per federated method, ``configure`` before local training
 and ``aggregate`` after it. The engine owns the cluster models and the server optimiser; a strategy
-only decides *who belongs with whom* and *which model each client starts from*.
+only decides *who belongs with whom* and *which model each client starts from*. The engine imports this contract
+and nothing else of this package: the train stage builds the run's strategy (:func:`build_strategy`) and hands it
+to the engine.
 
 Conventions
 -----------

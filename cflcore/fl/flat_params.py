@@ -1,4 +1,4 @@
-"""Flat-vector views of a network's state (the engine's unit of exchange, cflcore/fl/strategy.py).
+"""Flat-vector views of a network's state (the engine's unit of exchange, cflcore/strategies/base.py).
 
 A *full* vector holds every trainable parameter, then every floating-point buffer (BatchNorm running
 mean/var), in ``named_parameters`` / ``named_buffers`` order. Integer buffers (``num_batches_tracked``)
