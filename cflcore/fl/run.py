@@ -1,4 +1,4 @@
-"""The federated engine (DESIGN §5): ``train_run`` runs every round of one scenario × algorithm.
+"""The federated engine (docs/architecture.md §5): ``train_run`` runs every round of one scenario × algorithm.
 
 One round: sample clients (seeded by (seed, round) only) -> strategy.configure says each client's start
 model -> the trainer trains all sampled clients -> strategy.aggregate returns the partition -> per-cluster
@@ -356,7 +356,7 @@ class Engine:
     def aggregate(self, state: EngineState, inherit: Mapping[int, int], labels: np.ndarray, sampled: np.ndarray,
                   shared_start, news: torch.Tensor, n_samples: np.ndarray,
                   aggregate_as: Mapping[int, int] | None = None) -> None:
-        """Per-cluster FedOpt aggregation (DESIGN §5 step 4). Clusters without sampled members keep (or inherit)
+        """Per-cluster FedOpt aggregation (docs/architecture.md §5 step 4). Clusters without sampled members keep (or inherit)
         their model; clusters absent from ``labels`` are dropped. ``aggregate_as`` (client -> cluster) overrides
         the cluster whose aggregation a client's update joins this round (StrategyResult.aggregate_as).
         ``news`` is the round buffer of trained vectors, read in place when a cluster holds every row;
