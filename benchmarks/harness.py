@@ -288,3 +288,12 @@ def log_log_crossing(xs: Sequence[float], a: Sequence[float], b: Sequence[float]
     if d and d[0] >= 0:
         return float(xs[0])
     return None
+
+
+def build_engine(fed: Any, settings: Mapping[str, Any], seed: int, log: Any) -> tuple[Any, Any]:
+    """cflcore's engine and its round-0 state, built as the train stage builds it: the run's strategy from its
+    settings (cflcore.stages.train), handed to the engine."""
+    from cflcore.fl import run as engine
+    from cflcore.strategies import build_strategy
+
+    return engine.build_engine(fed, settings, seed, log, strategy=build_strategy(settings["algorithm"]))

@@ -89,7 +89,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
 from cflcore.fl import run as run_mod  # noqa: E402
-from cflcore.fl.run import _STREAM_TRAIN, build_engine  # noqa: E402
+from cflcore.fl.run import _STREAM_TRAIN  # noqa: E402
+from harness import build_engine  # noqa: E402
 from cflcore.fl.synthetic import synthetic_federated  # noqa: E402
 from cflcore.fl.trainers import LoopTrainer, derive_seed, epoch_order  # noqa: E402
 from cflcore.models import build_model  # noqa: E402
@@ -338,7 +339,7 @@ def check_bf16_accuracy(threads: int, quick: bool, n_train: int | None = None, e
     from cflcore.data.federated import ClientData
     from cflcore.data.loaders import LoaderSettings, load_mnist5k
     from cflcore.fl.evaluation import Evaluator
-    from cflcore.fl.layout import ModelLayout
+    from cflcore.fl.flat_params import ModelLayout
     from cflcore.fl.optim import ClientOptimizer
     from cflcore.fl.trainers import TrainSpec
 

@@ -93,7 +93,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 from harness import Result, assert_close  # noqa: E402
 
-from cflcore.fl.run import build_engine  # noqa: E402
+from harness import build_engine  # noqa: E402
 from cflcore.fl.synthetic import synthetic_federated  # noqa: E402
 from cflcore.fl.trainers import TrainResult  # noqa: E402
 
@@ -224,7 +224,7 @@ def server_child(n: int, image: int, repeats: int, seed: int, threads: int) -> d
     # the N² divergence term inside the real round: the round's Gram products (RoundUpdates.gram: OCFL's
     # float32 one for Γ, the engine's float64 one for T and gram.parquet)
     import cflcore.fl.run as run_module
-    from cflcore.fl.strategy import RoundUpdates
+    from cflcore.strategies.base import RoundUpdates
 
     div, fixes = [0.0], []
 

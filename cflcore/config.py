@@ -294,7 +294,7 @@ def _check_cluster_counts(cfg: Mapping[str, Any]) -> None:
 
 def _named_values(method: str, key: str) -> str:
     """``'oracle' or `` when the method's schema of ``key`` admits the constant ``oracle`` beside integers."""
-    from .fl.strategy import STRATEGIES
+    from .strategies import STRATEGIES
 
     sub = STRATEGIES.get(method).params_schema.get(key, {})
     return "".join(f"{alt['const']!r} or " for alt in sub.get("oneOf", []) + sub.get("anyOf", []) if "const" in alt)
@@ -303,7 +303,7 @@ def _named_values(method: str, key: str) -> str:
 def _check_population(cfg: Mapping[str, Any]) -> None:
     """A plug-in's ``check_population(params, n_clients, field)`` hook (e.g. OCFL's ``late_clients`` must leave
     two founding clients) against every client count of the study."""
-    from .fl.strategy import STRATEGIES
+    from .strategies import STRATEGIES
 
     for name in cfg["study"]["algorithms"]:
         cls = STRATEGIES.get(cfg["algorithms"][name]["method"])
@@ -335,7 +335,7 @@ def algorithm_splits(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
 def _check_variant(variant: Mapping[str, Any], field: str, split_names: Sequence[str] | None = None) -> dict[str, Any]:
     """Validate one algorithm variant against its plug-in's ``params_schema``; return it with defaults.
     The study-level ``splits`` list is checked here against the defined split names and kept aside."""
-    from .fl.strategy import STRATEGIES
+    from .strategies import STRATEGIES
 
     cls = STRATEGIES.get(variant["method"], field=f"{field}.method")
     study_keys = {k: variant[k] for k in STUDY_KEYS if k in variant}
@@ -438,10 +438,10 @@ def _sklearn_estimator(params: Mapping[str, Any]) -> str:
 
 def own_clusterer(variant: Mapping[str, Any]) -> dict[str, Any] | None:
     """The clusterer a run itself used, as clusterer parameters, when it can be replayed from recorded
-    matrices: its method's ``replay_clusterer`` hook (cflcore.fl.strategy.Strategy; each method's own file says
+    matrices: its method's ``replay_clusterer`` hook (cflcore.strategies.base.Strategy; each method's own file says
     what it replays) on the variant's parameters with defaults. None when the method's clustering cannot be
     replayed. Imports the strategy plug-ins: validation (pass 3) stores the result (:data:`OWN_CLUSTERERS_KEY`)."""
-    from .fl.strategy import STRATEGIES
+    from .strategies import STRATEGIES
 
     cls = STRATEGIES.get(variant["method"])
     return cls.replay_clusterer(cls.with_defaults(strategy_params(variant)))
@@ -564,6 +564,18 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[s
         "algorithm": variant,
         "device": with_config_defaults("", cfg)["device"],
     }
+
+
+def run_plugins(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:
+    """The plug-ins a run's train job selects, registry kind -> name: its method and its model (its code hash covers
+    their modules and no other plug-in's, cflcore.provenance.code_version)."""
+    settings = run_settings(cfg, dataset, algorithm)
+    return {"method": str(settings["algorithm"]["method"]), "model": str(settings["training"]["model"])}
+
+
+def explain_plugins(cfg: Mapping[str, Any], dataset: str) -> dict[str, str]:
+    """The plug-ins an explain job selects: the dataset's model."""
+    return {"model": str(explain_settings(cfg, dataset)["model"])}
 
 
 def explain_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:

@@ -1,8 +1,8 @@
-"""The run layout under ``results_dir`` (DESIGN §2), in one place: the run id (format and parse), the path of
+"""The run layout under ``results_dir`` (docs/architecture.md §2), in one place: the run id (format and parse), the path of
 every output, the output names and the report's figure kinds. The Snakemake rules, the ``cfl`` command line,
 :mod:`cflcore.stages` and :mod:`cflcore.report` all build their paths here.
 
-(Not :mod:`cflcore.fl.layout`, which lays out a model's parameters in a flat vector.)
+(A model's parameters as one flat vector are :mod:`cflcore.fl.flat_params`.)
 
 The path functions join strings, so they take concrete ids and Snakemake wildcard patterns alike:
 ``run_dir("results", RUN_PATTERN)`` is the rules' ``results/runs/{dataset}/{split}/n{clients}/s{seed}/{algorithm}``.
@@ -55,7 +55,7 @@ EXPLAIN_FIGURE_KINDS = {  # captions: report/captions/explain_<kind>.rst
 
 # ---- run ids ---------------------------------------------------------------------------------------------------
 def scenario_id(dataset: str, split: str, clients: int | str, seed: int | str) -> str:
-    """``{dataset}/{split}/n{clients}/s{seed}`` (DESIGN §2)."""
+    """``{dataset}/{split}/n{clients}/s{seed}`` (docs/architecture.md §2)."""
     return SCENARIO_PATTERN.format(dataset=dataset, split=split, clients=clients, seed=seed)
 
 

@@ -1,4 +1,4 @@
-"""The one contract of every config-facing plug-in: strategies (``cflcore.fl.strategy.Strategy``), clusterers
+"""The one contract of every config-facing plug-in: strategies (``cflcore.strategies.base.Strategy``), clusterers
 (``cflcore.clustering.clusterers.Clusterer``) and split generators (``cflcore.data.splits.SplitGenerator``).
 
 A plug-in declares its parameters once, as a JSON-schema ``properties`` mapping (:attr:`Plugin.params_schema`)
@@ -9,7 +9,7 @@ whose ``default`` values are the only place its defaults are written. This base 
   (:meth:`Plugin.validate_params`; config validation, pass 3);
 * declares the optional hooks a plug-in may override in its own file: :meth:`Plugin.check_params` (cross-field
   checks), :meth:`Plugin.check_population` (checks against a scenario's client count) and, for strategies,
-  ``replay_clusterer`` (``cflcore.fl.strategy.Strategy``: how the what-if replay re-runs its clustering).
+  ``replay_clusterer`` (``cflcore.strategies.base.Strategy``: how the what-if replay re-runs its clustering).
 """
 from __future__ import annotations
 

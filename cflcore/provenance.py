@@ -1,20 +1,26 @@
-"""Source hashes per stage, passed as a Snakemake param so that editing the code a stage runs
-reruns exactly that stage's jobs (and their dependents), and editing anything else does not.
+"""Code hashes per job, passed as a Snakemake param so that editing the code a job runs reruns exactly that job (and
+its dependents), and editing anything else does not.
 
-A stage's sources are derived from its entry point's real imports, never listed by hand: the entry is
-a function of :mod:`cflcore.stages` (the one its ``workflow_scripts`` adapter calls), and its sources are
-* the parts of ``stages.py`` that function runs: its module-level statements and the module-level functions
-  the entry references, transitively (so editing ``stages.train`` reruns ``train`` only);
+A job's sources are derived from its entry point's real imports, never listed by hand: the entry is a function of
+:mod:`cflcore.stages` (the one its ``workflow_scripts`` adapter calls), and its sources are
+* the parts of ``stages.py`` that function runs: its module-level statements and the module-level functions the
+  entry references, transitively (so editing ``stages.train`` reruns ``train`` only);
 * :mod:`cflcore.logutil` (every adapter runs its stage through ``logutil.run_job``);
-* every ``cflcore`` module those import, transitively (a static walk of the syntax trees, :func:`module_graph`):
-  ``import a.b``, ``from . import m``, ``from .a import b`` (``b`` a submodule or a name), imports inside
-  functions too (a lazy import runs when its function does), not those under ``if TYPE_CHECKING:``. Importing
-  a submodule runs its packages' ``__init__``. Two dynamic imports of this package are followed as well:
-  a package's PEP 562 lazy exports (a module-level ``_EXPORTS = {name: submodule}`` read by its
-  ``__getattr__``) and a plug-in ``Registry(..., package="cflcore.x")`` (which imports every module of ``x``
-  whose name does not start with ``_``, :meth:`cflcore.registry.Registry._discover`);
+* every ``cflcore`` module those import, transitively (a static walk of the syntax trees): ``import a.b``,
+  ``from . import m``, ``from .a import b`` (``b`` a submodule or a name), imports inside functions too (a lazy
+  import runs when its function does), not those under ``if TYPE_CHECKING:``. Importing a submodule runs its
+  packages' ``__init__``. A package's PEP 562 lazy exports (a module-level ``_EXPORTS = {name: submodule}`` read by
+  its ``__getattr__``) are followed too;
+* the plug-ins the job selects: a ``Registry(kind, package="cflcore.x")`` imports, at a lookup by name, only the
+  module of ``x`` whose source registers that name (:meth:`cflcore.registry.Registry.get`). A job that names its
+  plug-in of that kind (a train job: its method and its model, :func:`code_version`'s ``plugins``) gets that module
+  and what it imports; a job that names none gets every module of ``x`` (what listing the registry imports);
 * the package data those modules load: a data directory of the package (one holding no Python module, e.g.
   ``schemas/``, ``reference/``) belongs to every module whose source names it in a string literal.
+
+What is hashed is what runs, not how it is written: a module's syntax tree without its docstrings and other bare
+string statements (``ast.dump``, which holds no line numbers and no comments), and a YAML or JSON data file's parsed
+content. A comment, a docstring or a blank line changes no hash. docs/architecture.md, "Provenance", tells the story.
 """
 from __future__ import annotations
 
@@ -24,7 +30,9 @@ import json
 import os
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
+
+from .registry import PLUGIN_SOURCES, registered_in_tree
 
 PKG = Path(__file__).resolve().parent
 PACKAGE = "cflcore"
@@ -42,6 +50,51 @@ STAGE_ENTRIES: dict[str, tuple[str, ...]] = {
 }
 ENTRY_MODULE = f"{PACKAGE}.stages"
 ADAPTER_MODULES = (f"{PACKAGE}.logutil",)  # workflow_scripts/*.py: ``run_job(log, lambda: stages.<entry>(...))``
+DATA_SUFFIXES_PARSED = (".yaml", ".yml", ".json")  # hashed by content, not by text (comments and layout aside)
+
+PackageGraph = dict[str, Any]
+"""The package as :func:`package_graph` reads it (plain JSON, cached on disk):
+``modules``: module -> {``path`` (relative to the package), ``digest`` (its normalised syntax tree), ``imports``
+(the package modules it imports), ``registries`` (the plug-in kinds of the registries it creates)};
+``data``: module -> [[path, digest], ...] of the package data it loads;
+``plugins``: kind -> {``modules`` (every module the registry's package discovery imports), ``declared``
+(name -> the module registering it)};
+``entries``: stage -> {``imports``, ``registries``, ``digest``} of the part of ``stages.py`` the stage runs."""
+
+
+class _StripStrings(ast.NodeTransformer):
+    """Removes docstrings and every other bare string statement: they document, they never run."""
+
+    def visit_Expr(self, node: ast.Expr) -> ast.Expr | None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return None
+        return node
+
+
+def normalised_dump(nodes: Iterable[ast.AST]) -> str:
+    """``ast.dump`` of ``nodes`` without docstrings: equal for sources that differ only in comments, docstrings,
+    blank lines or line breaks. The nodes are copied, never changed."""
+    import copy
+
+    kept = (_StripStrings().visit(copy.deepcopy(n)) for n in nodes)
+    return "\n".join(ast.dump(n) for n in kept if n is not None)
+
+
+def _digest(data: bytes | str) -> str:
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+def data_digest(path: Path) -> str:
+    """A data file's digest: YAML and JSON by their parsed content (canonical JSON), any other file by its bytes."""
+    if path.suffix in DATA_SUFFIXES_PARSED:
+        import yaml
+
+        try:
+            content = yaml.safe_load(path.read_text(encoding="utf-8"))
+            return _digest(json.dumps(content, sort_keys=True, default=str))
+        except (yaml.YAMLError, UnicodeDecodeError):
+            pass
+    return _digest(path.read_bytes())
 
 
 def _module_files(root: Path) -> dict[str, Path]:
@@ -75,7 +128,7 @@ def _is_type_checking(node: ast.If) -> bool:
 def _statements(nodes: list[ast.stmt]):
     """Every statement in ``nodes``, nested ones included (function and class bodies, branches, handlers),
     except the bodies of ``if TYPE_CHECKING:`` (annotations only, never executed). Imports are statements,
-    so expressions are not walked (a tenth of the time of ``ast.walk``: this runs at every Snakemake parse)."""
+    so expressions are not walked (a tenth of the time of ``ast.walk``)."""
     todo = list(nodes)
     while todo:
         n = todo.pop()
@@ -96,6 +149,17 @@ def _lazy_exports(tree: ast.Module) -> dict[str, str]:
     return {}
 
 
+def _registry_call(stmt: ast.stmt) -> tuple[str, str] | None:
+    """``X = Registry(kind, package="cflcore.x")`` -> (kind, "cflcore.x"); None for any other statement."""
+    call = getattr(stmt, "value", None) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+    if not (isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", "")) == "Registry"):
+        return None
+    kind = call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) else None
+    package = next((kw.value.value for kw in call.keywords if kw.arg == "package"
+                    and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)), None)
+    return (str(kind), package) if isinstance(kind, str) and package else None
+
+
 class _Package:
     """The parsed modules of the package at ``root`` and the import edges between them."""
 
@@ -105,12 +169,12 @@ class _Package:
         self.trees = {m: ast.parse(f.read_text(encoding="utf-8"), filename=str(f)) for m, f in self.files.items()}
         self.exports = {m: _lazy_exports(t) for m, t in self.trees.items()}
         self.data = _data_dirs(root)
-        self.edges: dict[str, set[str]] = {}  # module -> the modules it imports (filled on demand)
+        self.registries: dict[str, str] = {}  # kind -> package, of every Registry(kind, package=...) found
 
     def _is_package(self, module: str) -> bool:
         return self.files.get(module, Path()).name == "__init__.py"
 
-    def _with_parents(self, module: str) -> set[str]:
+    def with_parents(self, module: str) -> set[str]:
         """``module`` and the packages whose ``__init__`` importing it runs (the ones in this package)."""
         parts = module.split(".")
         return {".".join(parts[:i]) for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in self.files}
@@ -124,62 +188,47 @@ class _Package:
             target = node.module or ""
         if target.split(".")[0] != PACKAGE:
             return set()
-        found = self._with_parents(target)
+        found = self.with_parents(target)
         for alias in node.names:
             sub = f"{target}.{alias.name}"
             if sub in self.files:
-                found |= self._with_parents(sub)
+                found |= self.with_parents(sub)
             elif alias.name in self.exports.get(target, {}):
-                found |= self._with_parents(f"{target}.{self.exports[target][alias.name]}")
+                found |= self.with_parents(f"{target}.{self.exports[target][alias.name]}")
         return found
 
-    def _registry_package(self, stmt: ast.stmt) -> set[str]:
-        """``X = Registry(kind, package="cflcore.x")``: every module of ``cflcore.x`` (its discovery imports them)."""
-        call = getattr(stmt, "value", None) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
-        if not (isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", "")) == "Registry"):
-            return set()
+    def imports(self, module: str, nodes: list[ast.stmt]) -> tuple[set[str], set[str]]:
+        """The package modules that the statements ``nodes`` of ``module`` import directly, and the plug-in kinds
+        of the registries they create."""
         found: set[str] = set()
-        for kw in call.keywords:
-            if kw.arg == "package" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
-                prefix = f"{kw.value.value}."
-                found |= self._with_parents(kw.value.value)
-                found |= {m for m in self.files if m.startswith(prefix) and "." not in m[len(prefix):]
-                          and not m[len(prefix):].startswith("_")}
-        return found
-
-    def imports(self, module: str, nodes: list[ast.stmt]) -> set[str]:
-        """The package modules that the statements ``nodes`` of ``module`` import directly."""
-        found: set[str] = set()
+        kinds: set[str] = set()
         for node in _statements(nodes):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.split(".")[0] == PACKAGE:
-                        found |= self._with_parents(alias.name)
+                        found |= self.with_parents(alias.name)
             elif isinstance(node, ast.ImportFrom):
                 found |= self._resolve_from(module, node)
-            else:
-                found |= self._registry_package(node)
+            elif (registry := _registry_call(node)) is not None:
+                kinds.add(registry[0])
+                self.registries[registry[0]] = registry[1]
         found.discard(module)
-        return found
+        return found, kinds
 
-    def data_files(self, module: str) -> set[Path]:
+    def data_files(self, module: str) -> list[Path]:
         """The package data a module loads: the files of each data directory its source names in a string."""
         text = self.files[module].read_text(encoding="utf-8")
-        return {f for d, files in self.data.items() if f'"{d}"' in text or f"'{d}'" in text for f in files}
+        return sorted({f for d, files in self.data.items() if f'"{d}"' in text or f"'{d}'" in text for f in files})
 
-    def closure(self, modules: tuple[str, ...]) -> set[str]:
-        """``modules`` and every package module they import, transitively."""
-        seen: set[str] = set()
-        todo = list(modules)
-        while todo:
-            m = todo.pop()
-            if m in seen:
-                continue
-            seen.add(m)
-            if m not in self.edges:
-                self.edges[m] = self.imports(m, self.trees[m].body)
-            todo.extend(self.edges[m] - seen)
-        return seen
+    def plugins(self, kind: str, package: str) -> dict[str, Any]:
+        """The modules a registry's discovery imports (the package, and its modules not starting with ``_``) and the
+        module that registers each declared name (by the kind's decorator, :data:`cflcore.registry.PLUGIN_SOURCES`)."""
+        prefix = f"{package}."
+        members = sorted(m for m in self.files if m.startswith(prefix) and "." not in m[len(prefix):]
+                         and not m[len(prefix):].startswith("_"))
+        decorator = PLUGIN_SOURCES.get(kind, ("", ""))[1]
+        declared = {name: m for m in members for name in registered_in_tree(self.trees[m], decorator)} if decorator else {}
+        return {"modules": sorted(self.with_parents(package) | set(members)), "declared": declared}
 
 
 def _entry_nodes(tree: ast.Module, entries: tuple[str, ...]) -> list[ast.stmt]:
@@ -198,31 +247,31 @@ def _entry_nodes(tree: ast.Module, entries: tuple[str, ...]) -> list[ast.stmt]:
     return [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) or n.name in used]
 
 
-StagePlan = dict[str, Any]
-"""``{"files": [path relative to the package, ...], "entry_lines": [[first, last], ...] | None}``: the files a
-stage runs whole, and the line ranges of ``stages.py`` its entries run (None when it imports all of it)."""
-
-
-def _stage_plans(root: Path) -> dict[str, StagePlan]:
-    """The plan of every stage, from the syntax trees of the package at ``root`` (module docstring)."""
+def _package_graph(root: Path) -> PackageGraph:
+    """The :data:`PackageGraph` of the package at ``root``, from its syntax trees (module docstring)."""
     pkg = _Package(root)
-    plans = {}
-    for stage, entries in STAGE_ENTRIES.items():
-        nodes = _entry_nodes(pkg.trees[ENTRY_MODULE], entries)
-        direct = pkg.imports(ENTRY_MODULE, nodes) | (pkg._with_parents(ENTRY_MODULE) - {ENTRY_MODULE})
-        modules = pkg.closure(tuple(sorted(direct | set(ADAPTER_MODULES))))
-        files = {pkg.files[m] for m in modules} | {f for m in modules | {ENTRY_MODULE} for f in pkg.data_files(m)}
-        ranges = None
-        if ENTRY_MODULE not in modules:  # else the stage imports the whole of stages.py (e.g. the report's worker)
-            ranges = [[min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", ()))]), n.end_lineno]
-                      for n in nodes]
-        plans[stage] = {"files": sorted(str(f.relative_to(root)) for f in files), "entry_lines": ranges}
-    return plans
+    modules = {}
+    for m, tree in pkg.trees.items():
+        imports, kinds = pkg.imports(m, tree.body)
+        modules[m] = {"path": str(pkg.files[m].relative_to(root)), "digest": _digest(normalised_dump([tree])),
+                      "imports": sorted(imports), "registries": sorted(kinds)}
+    data = {m: [[str(f.relative_to(root)), data_digest(f)] for f in pkg.data_files(m)] for m in pkg.files}
+    entries = {}
+    for stage, names in STAGE_ENTRIES.items():
+        nodes = _entry_nodes(pkg.trees[ENTRY_MODULE], names)
+        imports, kinds = pkg.imports(ENTRY_MODULE, nodes)
+        entries[stage] = {"imports": sorted(imports | pkg.with_parents(ENTRY_MODULE) - {ENTRY_MODULE}),
+                          "registries": sorted(kinds), "digest": _digest(normalised_dump(nodes))}
+    plugins = {kind: pkg.plugins(kind, package) for kind, package in sorted(pkg.registries.items())}
+    return {"modules": modules, "data": {m: d for m, d in data.items() if d}, "plugins": plugins, "entries": entries}
+
+
+GRAPH_FORMAT = "cflcore.provenance/2"
 
 
 def _package_key(root: Path) -> str:
-    """SHA-256 over the path and content of every file of the package at ``root``: what the plans depend on."""
-    h = hashlib.sha256(f"{PLAN_FORMAT}\0".encode())
+    """SHA-256 over the path and content of every file of the package at ``root``: what the graph depends on."""
+    h = hashlib.sha256(f"{GRAPH_FORMAT}\0".encode())
     for f in sorted(root.rglob("*")):
         if f.is_file() and "__pycache__" not in f.parts:
             h.update(str(f.relative_to(root)).encode() + b"\0")
@@ -230,58 +279,104 @@ def _package_key(root: Path) -> str:
     return h.hexdigest()
 
 
-PLAN_FORMAT = "cflcore.provenance/1"
-
-
 @cache
-def stage_plans(root: Path = PKG) -> dict[str, StagePlan]:
-    """:func:`_stage_plans`, remembered in ``<root>/__pycache__/`` (beside the bytecode) under
+def package_graph(root: Path = PKG) -> PackageGraph:
+    """:func:`_package_graph`, remembered in ``<root>/__pycache__/`` (beside the bytecode) under
     :func:`_package_key`: parsing the package costs ~1 s on a busy 2-core machine, at every Snakemake parse,
     while hashing its files costs ~0.05 s. An unwritable package is parsed every time instead."""
     root = Path(root)
     key = _package_key(root)
-    cache = root / "__pycache__" / f"provenance-{key[:32]}.json"
+    cached = root / "__pycache__" / f"provenance-{key[:32]}.json"
     try:
-        return json.loads(cache.read_text())
+        return json.loads(cached.read_text())
     except (OSError, ValueError):
         pass
-    plans = _stage_plans(root)
+    graph = _package_graph(root)
     try:
-        cache.parent.mkdir(exist_ok=True)
-        for old in cache.parent.glob("provenance-*.json"):
+        cached.parent.mkdir(exist_ok=True)
+        for old in cached.parent.glob("provenance-*.json"):
             old.unlink(missing_ok=True)
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(plans, sort_keys=True))
-        os.replace(tmp, cache)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(graph, sort_keys=True))
+        os.replace(tmp, cached)
     except OSError:
         pass
-    return plans
+    return graph
 
 
-def stage_sources(stage: str, root: Path = PKG) -> list[tuple[str, bytes]]:
-    """(path relative to the package, content) of everything ``stage`` runs, sorted by path; ``stages.py``
-    contributes only the statements its entries run, unless the stage imports all of it."""
-    root = Path(root)
-    plan = stage_plans(root)[stage]
-    out = [(path, (root / path).read_bytes()) for path in plan["files"]]
-    if plan["entry_lines"] is not None:
-        entry = root / Path(*ENTRY_MODULE.split(".")[1:]).with_suffix(".py")
-        lines = entry.read_bytes().splitlines(keepends=True)
-        out.append((str(entry.relative_to(root)), b"".join(b"".join(lines[a - 1:b]) for a, b in plan["entry_lines"])))
+def _plugin_modules(graph: PackageGraph, kind: str, plugins: Mapping[str, str]) -> list[str]:
+    """The modules a registry of ``kind`` imports in a job that selects ``plugins`` (kind -> name): the one
+    registering the selected name, or, with no selection (or a name no source declares), all of them."""
+    known = graph["plugins"].get(kind, {"modules": [], "declared": {}})
+    module = known["declared"].get(plugins.get(kind, ""))
+    if module is None:
+        return known["modules"]
+    parts = module.split(".")
+    return [p for p in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if p in graph["modules"]]
+
+
+def modules_in(graph: PackageGraph, stage: str, plugins: Mapping[str, str]) -> list[str]:
+    """The package modules a job of ``stage`` that selects ``plugins`` runs, in ``graph``, sorted (:func:`job_modules`)."""
+    entry = graph["entries"][stage]
+    todo = [*entry["imports"], *ADAPTER_MODULES, *(m for k in entry["registries"] for m in _plugin_modules(graph, k, plugins))]
+    seen: set[str] = set()
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        node = graph["modules"][m]
+        todo.extend(node["imports"])
+        todo.extend(p for k in node["registries"] for p in _plugin_modules(graph, k, plugins))
+    return sorted(seen | {ENTRY_MODULE})
+
+
+def sources_in(graph: PackageGraph, stage: str, plugins: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(path relative to the package, digest) of everything a job of ``stage`` that selects ``plugins`` runs, and of
+    the package data it loads, in ``graph``, sorted by path (:func:`job_sources`)."""
+    modules = modules_in(graph, stage, plugins)
+    entry, entry_node = graph["entries"][stage], graph["modules"][ENTRY_MODULE]
+    out = {(graph["modules"][m]["path"], graph["modules"][m]["digest"]) for m in modules if m != ENTRY_MODULE}
+    imported_whole = any(ENTRY_MODULE in graph["modules"][m]["imports"] for m in modules if m != ENTRY_MODULE)
+    out.add((entry_node["path"], entry_node["digest"]) if imported_whole else (f"{entry_node['path']}#{stage}", entry["digest"]))
+    out |= {(path, digest) for m in modules for path, digest in graph["data"].get(m, [])}
     return sorted(out)
 
 
-def stage_modules(stage: str, root: Path = PKG) -> list[str]:
-    """The paths (relative to the package) whose content :func:`code_version` hashes for ``stage``."""
-    return [path for path, _ in stage_sources(stage, root)]
+def version_in(graph: PackageGraph, stage: str, plugins: Mapping[str, str] | None = None) -> str:
+    """A short SHA-256 over :func:`sources_in` (:func:`code_version`)."""
+    h = hashlib.sha256()
+    for path, digest in sources_in(graph, stage, dict(plugins or {})):
+        h.update(f"{path}\0{digest}\0".encode())
+    return h.hexdigest()[:16]
+
+
+def job_modules(stage: str, plugins: Mapping[str, str] | None = None, root: Path = PKG) -> list[str]:
+    """The package modules a job of ``stage`` that selects ``plugins`` (registry kind -> name, e.g.
+    ``{"method": "ocfl", "model": "tinyvgg"}``) runs, sorted; :data:`ENTRY_MODULE` stands for the part of it
+    the entry runs unless the job imports the whole of it."""
+    return modules_in(package_graph(Path(root)), stage, dict(plugins or {}))
+
+
+def job_sources(stage: str, plugins: Mapping[str, str] | None = None, root: Path = PKG) -> list[tuple[str, str]]:
+    """(path relative to the package, digest) of everything a job of ``stage`` runs (:func:`job_modules`) and the
+    package data it loads, sorted by path; ``stages.py`` contributes only the statements the entry runs, unless the
+    job imports all of it (``stages.py#<stage>`` then names that part)."""
+    return sources_in(package_graph(Path(root)), stage, dict(plugins or {}))
+
+
+def stage_modules(stage: str, plugins: Mapping[str, str] | None = None, root: Path = PKG) -> list[str]:
+    """The paths (relative to the package) whose content :func:`code_version` hashes for a job of ``stage``."""
+    return [path for path, _ in job_sources(stage, plugins, root)]
 
 
 @cache
-def code_version(stage: str, root: Path = PKG) -> str:
-    """A short SHA-256 over the sources ``stage`` runs (:func:`stage_sources`); computed once per process
-    (every Snakemake parse calls it for each rule)."""
-    h = hashlib.sha256()
-    for path, content in stage_sources(stage, Path(root)):
-        h.update(path.encode() + b"\0")
-        h.update(hashlib.sha256(content).digest())
-    return h.hexdigest()[:16]
+def _code_version(stage: str, plugins: tuple[tuple[str, str], ...], root: Path) -> str:
+    return version_in(package_graph(root), stage, dict(plugins))
+
+
+def code_version(stage: str, plugins: Mapping[str, str] | None = None, root: Path = PKG) -> str:
+    """A short SHA-256 over what a job of ``stage`` runs (:func:`job_sources`), for the plug-ins it selects
+    (registry kind -> name; a train job: ``{"method": ..., "model": ...}``); computed once per process and
+    selection (every Snakemake parse calls it for each job)."""
+    return _code_version(stage, tuple(sorted((plugins or {}).items())), Path(root))

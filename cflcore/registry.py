@@ -1,8 +1,9 @@
 """A tiny name -> class registry with package auto-discovery, and the static table of plug-in names.
 
 Plug-ins (strategies, datasets, models, trainers) register themselves with a decorator. A registry
-created with ``package=...`` imports every module of that package on first lookup, so adding a plug-in
-is one new file: no import list to edit.
+created with ``package=...`` finds its plug-ins in that package: a lookup by name imports the one module whose
+source registers the name (:func:`declared_modules`), listing the names imports every module of the package, so
+adding a plug-in is one new file: no import list to edit.
 
 :func:`declared_names` gives the names of every config-facing registry WITHOUT importing a plug-in
 (the strategy, model and data packages import torch and the engine): it reads the registration
@@ -27,7 +28,7 @@ T = TypeVar("T")
 
 PLUGIN_SOURCES: dict[str, tuple[str, str]] = {
     # kind (Registry.kind) -> (sub-package of cflcore whose modules register them, the decorator)
-    "method": ("strategies", "register_strategy"),  # cflcore.fl.strategy.STRATEGIES
+    "method": ("strategies", "register_strategy"),  # cflcore.strategies.base.STRATEGIES
     "clusterer": ("clustering", "register_clusterer"),  # cflcore.clustering.clusterers.CLUSTERERS
     "model": ("models", "MODELS.register"),  # cflcore.models.MODELS
     "dataset": ("data", "DATASETS.register"),  # cflcore.data.DATASETS
@@ -44,10 +45,10 @@ def _decorator_name(node: ast.expr) -> str:
     return ""
 
 
-def registered_in_source(path: Path, decorator: str) -> list[str]:
-    """Names registered in one module's source by ``@<decorator>("name")`` (parsed, never imported)."""
+def registered_in_tree(tree: ast.AST, decorator: str) -> list[str]:
+    """Names registered in one module's syntax tree by ``@<decorator>("name")``."""
     names = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node in ast.walk(tree):
         for deco in getattr(node, "decorator_list", []):
             if (isinstance(deco, ast.Call) and _decorator_name(deco.func) == decorator and deco.args
                     and isinstance(deco.args[0], ast.Constant) and isinstance(deco.args[0].value, str)):
@@ -55,15 +56,27 @@ def registered_in_source(path: Path, decorator: str) -> list[str]:
     return names
 
 
+def registered_in_source(path: Path, decorator: str) -> list[str]:
+    """Names registered in one module's source by ``@<decorator>("name")`` (parsed, never imported)."""
+    return registered_in_tree(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), decorator)
+
+
 @functools.cache
-def declared_names(kind: str) -> tuple[str, ...]:
-    """The names registry ``kind`` will hold, read from the plug-in sources (no plug-in is imported)."""
+def declared_modules(kind: str) -> dict[str, str]:
+    """Name -> the dotted module whose source registers it, for registry ``kind`` (no plug-in is imported)."""
     try:
         package, decorator = PLUGIN_SOURCES[kind]
     except KeyError:
         raise KeyError(f"no plug-in sources for registry kind {kind!r}; known: {', '.join(PLUGIN_SOURCES)}") from None
     root = Path(__file__).parent / package
-    return tuple(sorted({n for path in sorted(root.glob("*.py")) for n in registered_in_source(path, decorator)}))
+    return {name: f"{__package__}.{package}.{path.stem}"
+            for path in sorted(root.glob("*.py")) for name in registered_in_source(path, decorator)}
+
+
+@functools.cache
+def declared_names(kind: str) -> tuple[str, ...]:
+    """The names registry ``kind`` will hold, read from the plug-in sources (no plug-in is imported)."""
+    return tuple(sorted(declared_modules(kind)))
 
 
 def check_declared(kind: str, name: str, field: str) -> None:
@@ -103,12 +116,27 @@ class Registry(Generic[T]):
             if not mod.name.startswith("_"):
                 importlib.import_module(f"{self.package}.{mod.name}")
 
+    def _import_declaring(self, name: str) -> None:
+        """Import only the module whose source registers ``name`` (:func:`declared_modules`), so that a lookup runs
+        the code of the plug-in it asks for and no other (a run's code hash covers exactly that,
+        :mod:`cflcore.provenance`). A name no source declares is left to the full discovery."""
+        if self._discovered or self.kind not in PLUGIN_SOURCES:
+            return
+        if self.package != f"{__package__}.{PLUGIN_SOURCES[self.kind][0]}":
+            return
+        module = declared_modules(self.kind).get(name)
+        if module is not None:
+            importlib.import_module(module)
+
     def names(self) -> list[str]:
         self._discover()
         return sorted(self._items)
 
     def get(self, name: str, field: str | None = None) -> T:
-        self._discover()
+        if name not in self._items:
+            self._import_declaring(name)
+        if name not in self._items:
+            self._discover()
         try:
             return self._items[name]
         except KeyError:

@@ -12,11 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from . import layout
-from .defaults import with_config_defaults
 from .errors import CflError
 from .io import read_json, write_json
-from .layout import RUN_OUTPUTS
 
 log = logging.getLogger("cflcore")
 
@@ -41,12 +38,13 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
     the report go on; the next Snakemake invocation retries it (:func:`failed_attempts`)."""
     from .data.store import load_federated
     from .fl.run import train_run
+    from .strategies import build_strategy
 
     out_dir = Path(out_dir)
     t0 = time.time()
     fed = load_federated(dataset_path, split_dir)
     try:
-        train_run(fed, dict(settings), int(seed), out_dir, log=log)
+        train_run(fed, dict(settings), int(seed), out_dir, log=log, strategy=build_strategy(settings["algorithm"]))
     except CflError as e:
         if on_failure != "record":
             raise
@@ -77,11 +75,11 @@ def _write_failed_run(out_dir: Path, reason: str) -> None:
     """Empty (zero-row) run files plus a status.json naming the reason: never a table of NaNs."""
     import pyarrow as pa
 
+    from .fl.artifacts import RUN_TABLES
     from .io import torch_save, write_parquet
 
-    for name in RUN_OUTPUTS:
-        if name.endswith(".parquet"):
-            write_parquet(pa.table({"round": pa.array([], pa.int32())}), out_dir / name,
+    for name in RUN_TABLES:
+        write_parquet(pa.table({"round": pa.array([], pa.int32())}), out_dir / name,
                           metadata={"status": "failed", "reason": reason})
     torch_save({"format": "cflcore.models/1", "status": "failed", "reason": reason}, out_dir / "models.pt")
     write_json({"status": "failed", "reason": reason}, out_dir / "status.json")
@@ -153,7 +151,7 @@ def explain(dataset_path: str | Path, split_dir: str | Path, run_dir: str | Path
     from .data.store import load_federated
     from .explain import explain_run, write_empty_explain
     from .fl.artifacts import load_run_models
-    from .fl.run import resolve_device
+    from .fl.artifacts import resolve_device
 
     status = run_status(run_dir)
     if status.get("status") != "ok":
@@ -171,7 +169,9 @@ def clean_dir(path: str | Path) -> None:
 
 def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """What the report stage needs from the config (the rule passes the same dict as a param)."""
+    from . import layout
     from .config import algorithm_splits, dataset_splits, late_client_runs, study_runs
+    from .defaults import with_config_defaults
     from .report.front_page import front_page_context
 
     only = (cfg["study"].get("explain") or {}).get("clients")
@@ -193,6 +193,7 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
     """rule -> the wildcards paths of the config's jobs upstream of rule ``report`` (their benchmark files are
     ``results/benchmarks/<rule>/<path>.tsv``; a rule without wildcards, e.g. ``report_tables``, has one job named
     after it; the ``report`` job's own time is measured by itself)."""
+    from . import layout
     from .config import late_client_runs, study_runs, whatif_runs
     from .report.parts import PARTS, part_rule
 

@@ -122,6 +122,16 @@ def p_attempt(w):
     return failed_attempts(lay.run_dir(RESULTS, lay.run_id(w.dataset, w.split, w.clients, w.seed, w.algorithm)))
 
 
+def p_train_code(w):
+    """The hash of the code a train job runs: the engine, its own method and model (cflcore.provenance)."""
+    return code_version("train", cc.run_plugins(config, w.dataset, w.algorithm))
+
+
+def p_explain_code(w):
+    """The hash of the code an explain job runs: the explain stage and the dataset's model."""
+    return code_version("explain", cc.explain_plugins(config, w.dataset))
+
+
 def p_explain(w):
     return canonical_json(cc.explain_settings(config, w.dataset))
 

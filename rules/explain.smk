@@ -27,6 +27,6 @@ rule explain:
         settings=p_explain,
         seed=lambda w: int(w.seed),
         device=config["device"],
-        code=code_version("explain"),
+        code=p_explain_code,
     script:
         "../workflow_scripts/explain.py"

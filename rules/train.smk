@@ -34,6 +34,6 @@ rule train:
         on_failure=config["on_run_failure"],
         # a failed run (on_run_failure: record) is retried by the next invocation through this param
         attempt=p_attempt,
-        code=code_version("train"),
+        code=p_train_code,
     script:
         "../workflow_scripts/train.py"

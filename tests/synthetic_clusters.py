@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from cflcore.fl.strategy import ClusterAssignment, EvaluateFn, RoundUpdates
+from cflcore.strategies.base import ClusterAssignment, EvaluateFn, RoundUpdates
 
 
 def planted_labels(sizes: Sequence[int]) -> np.ndarray:

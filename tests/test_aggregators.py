@@ -12,9 +12,10 @@ import torch.nn.functional as F
 
 from cflcore.errors import ConfigError
 from cflcore.fl import run as run_module
-from cflcore.fl.layout import ModelLayout
+from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer
-from cflcore.fl.run import KILL_ENV, train_run
+from cflcore.fl.run import KILL_ENV
+from engine_runs import train_run
 from cflcore.fl.server import ServerOptimizer, aggregate_cluster
 from cflcore.fl.synthetic import synthetic_federated
 from cflcore.fl.trainers import LoopTrainer, TrainSpec, VmapTrainer, derive_seed

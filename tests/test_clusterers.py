@@ -99,7 +99,7 @@ def test_clusterer_recovers_planted_partition(planted, params):
 
 
 def test_hdbscan_min_samples_pinned_keeps_small_cluster(planted):
-    """DESIGN §6: the hdbscan package's default min_samples = min_cluster_size merges the 3-client cluster."""
+    """docs/architecture.md §6: the hdbscan package's default min_samples = min_cluster_size merges the 3-client cluster."""
     deltas, gamma, truth = planted
     data = ClusteringInput(gamma, deltas, seed=0)
     pinned = run_clusterer(build_clusterer({"clusterer": "hdbscan", "backend": "hdbscan"}), data)

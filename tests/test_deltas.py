@@ -5,7 +5,7 @@ import torch
 
 from cflcore.clustering.divergence import gram_matrix
 from cflcore.fl.deltas import restore_, to_deltas_
-from cflcore.fl.strategy import ClusterAssignment, RoundUpdates
+from cflcore.strategies.base import ClusterAssignment, RoundUpdates
 
 
 def test_round_trip_is_exact_where_start_plus_delta_does_not_round_back():
@@ -38,7 +38,7 @@ def test_round_updates_compute_each_gram_product_once():
 def test_engine_keeps_start_vectors_only_for_strategies_that_need_them_and_reuses_its_buffer():
     import logging
 
-    from cflcore.fl.run import build_engine
+    from engine_runs import build_engine
     from cflcore.fl.synthetic import synthetic_federated
 
     fed = synthetic_federated(n_clients=4, n_train=16, n_test=8, n_orch=16)

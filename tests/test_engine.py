@@ -10,12 +10,12 @@ import torch.nn.functional as F
 
 from cflcore.errors import CflError, ConfigError, TrainingDiverged
 from cflcore.fl.artifacts import load_run_models
-from cflcore.fl.run import (_STREAM_INIT, _STREAM_TRAIN, _init_model, build_engine, sample_clients, same_partition,
-                            temperature, train_run)
+from cflcore.fl.run import _STREAM_INIT, _STREAM_TRAIN, _init_model, sample_clients, same_partition, temperature
 from cflcore.fl.server import ServerOptimizer, aggregate_cluster
-from cflcore.fl.strategy import ClusterAssignment, Strategy, StrategyResult
+from cflcore.strategies.base import ClusterAssignment, Strategy, StrategyResult
 from cflcore.fl.synthetic import synthetic_federated
 from cflcore.fl.trainers import derive_seed
+from engine_runs import build_engine, train_run
 
 LOG = logging.getLogger("test")
 OUTPUTS = ("history.parquet", "server.parquet", "gram.parquet", "models.pt")

@@ -7,7 +7,7 @@ import torch
 from sklearn.metrics import adjusted_rand_score
 
 from synthetic_clusters import round_updates
-from cflcore.fl.strategy import ClusterAssignment, StrategyContext, build_strategy
+from cflcore.strategies.base import ClusterAssignment, StrategyContext, build_strategy
 from cflcore.strategies.fedgwc import cluster_sample_size, fedgw_cluster, gaussian_rewards
 
 CPU = torch.device("cpu")

@@ -17,8 +17,9 @@ from cflcore.config import run_settings, study_runs, validate_config
 from cflcore.errors import ConfigError
 from cflcore.evaluate.clustering import GroundTruth
 from cflcore.evaluate.late_clients import late_clients_frame, late_summary
-from cflcore.fl.run import KILL_ENV, train_run
-from cflcore.fl.strategy import StrategyContext, build_strategy
+from cflcore.fl.run import KILL_ENV
+from engine_runs import train_run
+from cflcore.strategies.base import StrategyContext, build_strategy
 from cflcore.fl.synthetic import synthetic_federated
 from cflcore.report.runs import run_specs_from_config
 from cflcore.strategies._late import choose_late_clients, mean_cosine_distance, mean_unit_updates, resolve_late_count
@@ -241,7 +242,9 @@ import json, logging, sys
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stdout)
 from cflcore.fl.synthetic import synthetic_federated
 from cflcore.fl.run import train_run
-train_run(synthetic_federated(n_clients=12, n_train=40), json.loads(sys.argv[2]), 0, sys.argv[1])
+from cflcore.strategies import build_strategy
+settings = json.loads(sys.argv[2])
+train_run(synthetic_federated(n_clients=12, n_train=40), settings, 0, sys.argv[1], strategy=build_strategy(settings["algorithm"]))
 """
 
 

@@ -7,7 +7,7 @@ from torch import nn
 
 from cflcore.data.federated import ClientData
 from cflcore.fl.evaluation import Evaluator
-from cflcore.fl.layout import ModelLayout
+from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer
 from cflcore.fl.trainers import LoopTrainer, TrainSpec, derive_seed
 from cflcore.models import build_model, check_compatible, count_parameters

@@ -11,7 +11,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from synthetic_clusters import planted_deltas, planted_labels, round_updates
 from cflcore.clustering.graph import leiden_available
-from cflcore.fl.strategy import StrategyContext, build_strategy
+from cflcore.strategies.base import StrategyContext, build_strategy
 from cflcore.strategies.ocfl import trigger_fires
 
 SIZES = [5, 5, 5]

@@ -13,7 +13,7 @@ from cflcore.clustering.clusterers import CLUSTERERS, Clusterer
 from cflcore.config import load_schema
 from cflcore.data.splits import SPLIT_GENERATORS, SplitGenerator
 from cflcore.errors import ConfigError
-from cflcore.fl.strategy import STRATEGIES, Strategy
+from cflcore.strategies.base import STRATEGIES, Strategy
 from cflcore.plugin import Plugin
 from conftest import REPO
 
@@ -120,7 +120,7 @@ import numpy as np
 
 from ..clustering.clusterers import ClusteringInput, build_clusterer, run_clusterer
 from ..errors import ConfigError
-from ..fl.strategy import ClusterAssignment, RoundUpdates, Strategy, StrategyResult, register_strategy
+from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyResult, register_strategy
 from ._common import divergence_numpy
 
 

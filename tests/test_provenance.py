@@ -1,40 +1,33 @@
-"""Code hashes from the real imports (issue 24 §1): each stage's ``code`` param hashes exactly the cflcore sources
-its entry point imports, so an edit reruns the stages that run the edited code and no other."""
+"""Code hashes from the real imports (issue 24 §1), as fine as the change (issue 28 §1): each job's ``code`` param
+hashes exactly the cflcore code it runs (a train job: the engine, its own method and model), as syntax trees without
+comments or docstrings, so an edit reruns the jobs that run the edited code and no other."""
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from cflcore import config as cc
 from cflcore import provenance
+from cflcore.registry import declared_modules
 from conftest import REPO
 
-EDIT = b"\n_PROVENANCE_TEST_EDIT = 1\n"  # a statement, so that it counts in stages.py too; imports unchanged
+EDIT = "\n_PROVENANCE_TEST_EDIT = 1\n"  # a statement, so that it counts in stages.py too; imports unchanged
 
 
-def hashes(root: Path, plans: dict) -> dict[str, str]:
-    """code_version of every stage for the package at ``root`` with the given plans (an appended statement
-    changes no import, so the plans of the unedited package hold)."""
-    import hashlib
-
-    out = {}
-    for stage in provenance.STAGE_ENTRIES:
-        h = hashlib.sha256()
-        for path, content in _sources(root, plans[stage]):
-            h.update(path.encode() + b"\0")
-            h.update(hashlib.sha256(content).digest())
-        out[stage] = h.hexdigest()[:16]
-    return out
+def fresh(root: Path) -> None:
+    """Forget what this process remembered of the package (an edit in a test is a new package to the hashes)."""
+    provenance.package_graph.cache_clear()
+    provenance._code_version.cache_clear()
 
 
-def _sources(root: Path, plan: dict):
-    out = [(p, (root / p).read_bytes()) for p in plan["files"]]
-    if plan["entry_lines"] is not None:
-        lines = (root / "stages.py").read_bytes().splitlines(keepends=True)
-        out.append(("stages.py", b"".join(b"".join(lines[a - 1:b]) for a, b in plan["entry_lines"])))
-    return sorted(out)
+def stage_hashes(graph: dict) -> dict[str, str]:
+    """Every stage's hash without a plug-in selection (each registry brings all its plug-ins)."""
+    return {stage: provenance.version_in(graph, stage) for stage in provenance.STAGE_ENTRIES}
 
 
 @pytest.fixture(scope="module")
@@ -44,39 +37,87 @@ def package(tmp_path_factory) -> Path:
     return root
 
 
-def test_code_version_matches_the_plans(package):
-    """code_version (cached, on disk) equals the hash of the plan derived from the syntax trees."""
-    plans = provenance._stage_plans(package)
-    assert provenance.stage_plans(package) == plans
-    assert {s: provenance.code_version(s, package) for s in plans} == hashes(package, plans)
-    assert provenance.stage_plans(package) == plans  # read back from __pycache__
+@pytest.fixture(scope="module")
+def default_config() -> dict:
+    """The default study's config, validated without importing a plug-in."""
+    return cc.validate_config(yaml.safe_load((Path(REPO) / "config" / "config.yaml").read_text()), plugins=False)
+
+
+def train_hashes(root: Path, cfg: dict) -> dict[str, str]:
+    """The train hash of every variant of ``cfg``'s study (on its first dataset), as the rule computes it."""
+    fresh(root)
+    dataset = cfg["study"]["datasets"][0]
+    return {a: provenance.code_version("train", cc.run_plugins(cfg, dataset, a), root=root)
+            for a in cfg["study"]["algorithms"]}
+
+
+def changed_variants(root: Path, cfg: dict, rel: str, text: str) -> set[str]:
+    """The variants whose train hash changes when ``text`` is appended to ``root/rel`` (restored afterwards)."""
+    base = train_hashes(root, cfg)
+    path = root / rel
+    original = path.read_text()
+    path.write_text(original + text)
+    try:
+        now = train_hashes(root, cfg)
+    finally:
+        path.write_text(original)
+        fresh(root)
+    return {a for a in base if now[a] != base[a]}
+
+
+def method_of(cfg: dict, variant: str) -> str:
+    return cfg["algorithms"][variant]["method"]
+
+
+def test_code_version_matches_the_graph(package):
+    """code_version (cached, on disk) equals the hash of the graph derived from the syntax trees."""
+    fresh(package)
+    graph = provenance._package_graph(package)
+    assert provenance.package_graph(package) == graph
+    selection = {"method": "ocfl", "model": "tinyvgg"}
+    assert provenance.code_version("train", selection, package) == provenance.version_in(graph, "train", selection)
+    assert {s: provenance.code_version(s, root=package) for s in provenance.STAGE_ENTRIES} == stage_hashes(graph)
+    fresh(package)
+    assert provenance.package_graph(package) == graph  # read back from __pycache__
 
 
 def test_each_edit_reruns_exactly_the_stages_importing_it(package):
-    plans = provenance._stage_plans(package)
-    base = hashes(package, plans)
+    """A real change (an appended statement) to any file changes the stage hashes (no plug-in selected) of exactly
+    the stages whose sources hold the file. Imports are unchanged, so the edited file's digest is all that moves."""
+    graph = provenance._package_graph(package)
+    base = stage_hashes(graph)
+    by_path = {node["path"]: m for m, node in graph["modules"].items()}
     changed_by = {}
     for f in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         rel = str(f.relative_to(package))
         original = f.read_bytes()
-        f.write_bytes(original + (EDIT if f.suffix == ".py" else b"\n"))
+        f.write_bytes(original + (EDIT.encode() if f.suffix == ".py" else b"\nedited: 1\n"))
         try:
-            # stages.py's plan holds line ranges: derive it again, as code_version does after any edit
-            now = provenance._stage_plans(package) if rel == "stages.py" else plans
-            changed_by[rel] = {s for s, h in hashes(package, now).items() if h != base[s]}
+            if rel == "stages.py":  # its entries' digests are per stage: derive the graph again
+                now = provenance._package_graph(package)
+            else:
+                now = json.loads(json.dumps(graph))
+                if rel in by_path:
+                    now["modules"][by_path[rel]]["digest"] = provenance._digest(
+                        provenance.normalised_dump([provenance.ast.parse(f.read_text())]))
+                for files in now["data"].values():
+                    for entry in files:
+                        if entry[0] == rel:
+                            entry[1] = provenance.data_digest(f)
+            changed_by[rel] = {s for s, h in stage_hashes(now).items() if h != base[s]}
         finally:
             f.write_bytes(original)
-        assert changed_by[rel] == {s for s, p in plans.items() if rel in p["files"] or rel == "stages.py"}, rel
+        holders = {s for s in base if rel in [p.split("#")[0] for p, _ in provenance.sources_in(graph, s, {})]}
+        assert changed_by[rel] == holders, rel
     everything = set(provenance.STAGE_ENTRIES)
-    # what the issue measured: stages.py and logutil.py belonged to no stage, late_clients missed metrics
     assert changed_by["stages.py"] == everything  # a module-level statement runs in every stage
     assert changed_by["logutil.py"] == everything  # every adapter runs its stage through logutil.run_job
     assert "late_clients" in changed_by["metrics/external.py"]
-    # each part reruns its own stages and never an upstream one
-    assert changed_by["fl/run.py"] == {"train", "explain"}  # the report reads Parquet only (its parts import no engine)
+    assert changed_by["fl/run.py"] == {"train"}  # explain loads models.pt (fl/artifacts.py), never the engine
     assert changed_by["strategies/ocfl.py"] >= {"train"} and not changed_by["strategies/ocfl.py"] & {
-        "data", "splits", "evaluate", "whatif", "late_clients"}
+        "data", "splits", "evaluate", "whatif", "late_clients", "explain"}
     assert changed_by["report/figures.py"] == {"report"}
+    assert changed_by["layout.py"] == {"report"}  # the run layout is the rules' and the report's, not a stage's
     assert changed_by["reference/paper_table1_clustering.csv"] == {"report"}
     assert changed_by["data/loaders.py"] >= {"data"} and "train" not in changed_by["data/loaders.py"]
     assert changed_by["evaluate/whatif.py"] >= {"whatif"} and "evaluate" not in changed_by["evaluate/whatif.py"]
@@ -85,35 +126,128 @@ def test_each_edit_reruns_exactly_the_stages_importing_it(package):
 
 
 def test_editing_the_train_adapter_reruns_train_only(package):
-    plans = provenance._stage_plans(package)
-    base = hashes(package, plans)
+    base = stage_hashes(provenance._package_graph(package))
     path = package / "stages.py"
     original = path.read_text()
     marker = '    out_dir = Path(out_dir)\n    t0 = time.time()\n'
     assert original.count(marker) == 1
     path.write_text(original.replace(marker, marker + "    t0 = t0 + 0.0\n"))
     try:
-        edited = provenance._stage_plans(package)
-        changed = {s for s, h in hashes(package, edited).items() if h != base[s]}
+        changed = {s for s, h in stage_hashes(provenance._package_graph(package)).items() if h != base[s]}
     finally:
         path.write_text(original)
     assert changed == {"train"}  # the report's parts run report_part / report_index only (no worker process)
 
 
 def test_a_new_import_joins_the_stage(package):
-    """Plans follow the imports: a lazy import added to a function of evaluate/clustering.py brings its target
+    """The graph follows the imports: a lazy import added to a function of evaluate/clustering.py brings its target
     (and what that imports) into every stage that imports evaluate/clustering.py."""
     path = package / "evaluate" / "clustering.py"
     original = path.read_text()
-    assert "fl/trainers.py" not in provenance._stage_plans(package)["evaluate"]["files"]
+    assert "fl/trainers.py" not in provenance.stage_modules("evaluate", root=package)
     path.write_text(original + "\n\ndef _uses_trainers():\n    from ..fl import trainers\n\n    return trainers\n")
     try:
-        plans = provenance._stage_plans(package)
+        graph = provenance._package_graph(package)
     finally:
         path.write_text(original)
-    assert {"fl/trainers.py", "fl/__init__.py"} <= set(plans["evaluate"]["files"])
-    assert "fl/trainers.py" in plans["late_clients"]["files"]
-    assert "fl/trainers.py" not in plans["data"]["files"]
+        fresh(package)
+    files = {s: [p for p, _ in provenance.sources_in(graph, s, {})] for s in ("evaluate", "late_clients", "data")}
+    assert {"fl/trainers.py", "fl/__init__.py"} <= set(files["evaluate"])
+    assert "fl/trainers.py" in files["late_clients"]
+    assert "fl/trainers.py" not in files["data"]
+
+
+# ---- issue 28: as fine as the change -------------------------------------------------------------------------------
+def test_a_strategy_edit_changes_the_train_hash_of_its_own_runs_only(package, default_config):
+    """For every method of the default study, a real change to its strategy module changes the train hash of the
+    variants of that method and of no other."""
+    methods = sorted({method_of(default_config, a) for a in default_config["study"]["algorithms"]})
+    assert len(methods) >= 7
+    modules = declared_modules("method")
+    for method in methods:
+        rel = modules[method].removeprefix("cflcore.").replace(".", "/") + ".py"
+        changed = changed_variants(package, default_config, rel, EDIT)
+        assert changed == {a for a in default_config["study"]["algorithms"] if method_of(default_config, a) == method}, rel
+
+
+SHARED_HELPERS = {
+    # file -> the methods whose module imports it, directly or through another helper (read from their imports)
+    "strategies/_common.py": {"scl", "bcl", "ocfl", "louvain", "fedgwc", "ifca"},  # BNC imports no helper
+    "strategies/_late.py": {"ocfl"},
+    "clustering/clusterers.py": {"ocfl"},
+    "clustering/graph.py": {"ocfl", "louvain"},  # clusterers.py imports graph.py
+    "clustering/partition.py": {"ocfl", "louvain", "bcl"},
+}
+
+
+@pytest.mark.parametrize("helper", sorted(SHARED_HELPERS))
+def test_a_shared_helper_edit_changes_the_train_hash_of_the_methods_importing_it(package, default_config, helper):
+    changed = changed_variants(package, default_config, helper, EDIT)
+    assert changed == {a for a in default_config["study"]["algorithms"]
+                       if method_of(default_config, a) in SHARED_HELPERS[helper]}
+
+
+def test_the_helpers_table_follows_the_imports():
+    """SHARED_HELPERS above, checked against the strategy modules' own import lines (direct imports only)."""
+    modules = declared_modules("method")
+    source = {m: Path(REPO, *mod.split(".")).with_suffix(".py").read_text() for m, mod in modules.items()}
+    for helper, methods in SHARED_HELPERS.items():
+        name = Path(helper).stem
+        direct = {m for m, text in source.items() if re.search(rf"^from \.[\w.]*\b{name} import", text, re.M)}
+        assert direct and direct - {"fesem"} <= methods, (helper, direct)
+
+
+def test_a_comment_or_a_docstring_changes_no_hash(package, default_config):
+    base = train_hashes(package, default_config)
+    base_stages = {s: provenance.code_version(s, root=package) for s in provenance.STAGE_ENTRIES}
+    path = package / "strategies" / "ifca.py"
+    original = path.read_text()
+    path.write_text(original.replace('"""', '"""A docstring edit. ', 1) + "\n# probe\n")
+    try:
+        assert train_hashes(package, default_config) == base
+        assert {s: provenance.code_version(s, root=package) for s in provenance.STAGE_ENTRIES} == base_stages
+    finally:
+        path.write_text(original)
+        fresh(package)
+
+
+def test_no_module_digest_moves_with_a_comment():
+    """The normalised tree of every module ignores an appended comment and blank lines."""
+    for f in sorted((Path(REPO) / "cflcore").rglob("*.py")):
+        text = f.read_text()
+        a = provenance.normalised_dump([provenance.ast.parse(text)])
+        assert provenance.normalised_dump([provenance.ast.parse(text + "\n\n# a comment\n")]) == a, f
+
+
+def test_a_new_report_figure_kind_changes_no_train_hash(package, default_config):
+    """Adding a figure kind to the report's catalogue reruns the report only (its hash moves), never a train job."""
+    base = train_hashes(package, default_config)
+    report = provenance.code_version("report", root=package)
+    path = package / "layout.py"
+    original = path.read_text()
+    marker = "FIGURE_KINDS = {\n"
+    assert original.count(marker) == 1
+    path.write_text(original.replace(marker, marker + '    "probe_kind": "A new figure kind",\n'))
+    try:
+        assert train_hashes(package, default_config) == base
+        assert provenance.code_version("report", root=package) != report
+    finally:
+        path.write_text(original)
+        fresh(package)
+
+
+def test_explain_hash_covers_its_model_only(package):
+    base = {m: provenance.code_version("explain", {"model": m}, package) for m in ("tinyvgg", "lenet5")}
+    path = package / "models" / "lenet.py"
+    original = path.read_text()
+    path.write_text(original + EDIT)
+    try:
+        fresh(package)
+        assert provenance.code_version("explain", {"model": "tinyvgg"}, package) == base["tinyvgg"]
+        assert provenance.code_version("explain", {"model": "lenet5"}, package) != base["lenet5"]
+    finally:
+        path.write_text(original)
+        fresh(package)
 
 
 RUNTIME = r"""
@@ -138,21 +272,25 @@ elif stage == "evaluate":
     stages.evaluate(run, split / "manifest.json", root / "eval", cfg["report"])
 elif stage == "whatif":
     stages.whatif(run, split / "manifest.json", root / "whatif.parquet", whatif, 0)
+elif stage == "explain":
+    stages.explain(data, split, run, cc.explain_settings(cfg, "digits"), 0, root / "explain", device="cpu")
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("cflcore") and m not in before)))
 """
 
 
 def test_the_modules_a_stage_imports_at_run_time_are_in_its_hash(tmp_path):
-    """The runtime oracle: every cflcore module a stage imports while it runs (beyond what loading the config
-    imported) is one whose source the stage's hash covers. Runs the tiny config's first run (digits, 6 clients,
-    3 rounds), each stage in a fresh process."""
-    plans = provenance._stage_plans(Path(REPO) / "cflcore")
-    for stage in ("data", "splits", "train", "evaluate", "whatif"):
+    """The runtime oracle: every cflcore module a job imports while it runs (beyond what loading the config imported)
+    is one whose source the job's hash covers, for the plug-ins it selects (train: its method and model; explain: its
+    model). Runs the tiny config's ocfl-km run (digits, 6 clients, 3 rounds), each stage in a fresh process."""
+    cfg = cc.validate_config(yaml.safe_load((Path(REPO) / "config" / "tiny.yaml").read_text()), plugins=False)
+    selections = {"train": cc.run_plugins(cfg, "digits", "ocfl-km"), "explain": cc.explain_plugins(cfg, "digits")}
+    fresh(Path(REPO) / "cflcore")
+    for stage in ("data", "splits", "train", "evaluate", "whatif", "explain"):
         p = subprocess.run([sys.executable, "-c", RUNTIME, stage, REPO, str(tmp_path)], capture_output=True,
                            text=True, timeout=300, cwd=REPO)
         assert p.returncode == 0, p.stderr[-3000:]
         loaded = json.loads(p.stdout.strip().splitlines()[-1])
-        files = {f.removesuffix(".py").removesuffix("/__init__").replace("/", ".") for f in plans[stage]["files"]}
-        modules = {f"cflcore.{f}" if f != "__init__" else "cflcore" for f in files}
+        modules = provenance.job_modules(stage, selections.get(stage))
         assert loaded, stage
-        assert set(loaded) <= modules | {"cflcore.stages"}, (stage, set(loaded) - modules)
+        assert set(loaded) <= set(modules), (stage, set(loaded) - set(modules))
+    assert "cflcore.strategies.bnc" not in provenance.job_modules("train", selections["train"])

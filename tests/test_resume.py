@@ -27,7 +27,8 @@ import pytest
 import torch
 
 from cflcore import config as cc
-from cflcore.fl.run import KILL_ENV, train_run
+from cflcore.fl.run import KILL_ENV
+from engine_runs import train_run
 from cflcore.fl.synthetic import synthetic_federated
 from conftest import REPO
 
@@ -42,7 +43,9 @@ import json, logging, sys
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stdout)
 from cflcore.fl.synthetic import synthetic_federated
 from cflcore.fl.run import train_run
-train_run(synthetic_federated(**json.loads(sys.argv[2])), json.loads(sys.argv[3]), 3, sys.argv[1])
+from cflcore.strategies import build_strategy
+settings = json.loads(sys.argv[3])
+train_run(synthetic_federated(**json.loads(sys.argv[2])), settings, 3, sys.argv[1], strategy=build_strategy(settings["algorithm"]))
 """
 
 

@@ -55,7 +55,7 @@ TINY_CONFIG = "config/tiny.yaml"
 CI_PROFILE = "profiles/slurm-ci"
 GPU_RULES = frozenset({"train", "explain"})
 # Wall-clock columns: the only values allowed to differ between two runs of the same study
-# (server.parquet "seconds", DESIGN §3). Everything else must be identical.
+# (server.parquet "seconds", docs/architecture.md §3). Everything else must be identical.
 WALL_CLOCK_COLUMNS = frozenset({"seconds"})
 # per snakemake call; the tiny study took 11 min on SLURM with the 2 shared cores at load 4-8
 SNAKEMAKE_TIMEOUT_S = 900
@@ -544,7 +544,7 @@ def test_slurm_outputs_equal_local_run(studies: Studies) -> None:
 def test_timed_out_train_job_resumes_from_checkpoint(studies: Studies) -> None:
     """A long train job hits its SLURM time limit (cut to 1 minute once it has written a
     checkpoint) and ends in TIMEOUT; Snakemake resubmits it (retries: 1); the new job resumes from
-    the newest checkpoint (DESIGN §5.5) and its outputs equal an uninterrupted local run."""
+    the newest checkpoint (docs/architecture.md §5 step 5) and its outputs equal an uninterrupted local run."""
     runs = studies.time_limit
     require_success(runs.local, "uninterrupted local run")
     require_success(runs.slurm, "SLURM run whose train job hit its time limit")

@@ -1,4 +1,4 @@
-"""Split generators (DESIGN §7): cluster sizes, class sets, disjointness, manifest <-> Parquet, determinism."""
+"""Split generators (docs/architecture.md §7): cluster sizes, class sets, disjointness, manifest <-> Parquet, determinism."""
 from __future__ import annotations
 
 from pathlib import Path

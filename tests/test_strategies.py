@@ -12,7 +12,7 @@ from sklearn.metrics import adjusted_rand_score
 from synthetic_clusters import planted_deltas, planted_labels, round_updates
 from cflcore.config import validate_config
 from cflcore.errors import ConfigError
-from cflcore.fl.strategy import STRATEGIES, ClusterAssignment, StrategyContext, build_strategy
+from cflcore.strategies.base import STRATEGIES, ClusterAssignment, StrategyContext, build_strategy
 from cflcore.strategies._common import divergence_numpy
 from cflcore.strategies.fedgwc import fedgw_cluster, gaussian_rewards, upv_affinity
 from cflcore.strategies.ifca import argmin_loss_choice

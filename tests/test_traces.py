@@ -10,7 +10,7 @@ import torch
 
 from synthetic_clusters import round_updates
 from cflcore.fl.run import server_table
-from cflcore.fl.strategy import StrategyContext, build_strategy
+from cflcore.strategies.base import StrategyContext, build_strategy
 from cflcore.io import canonical_json
 from cflcore.report import figures as fg
 from cflcore.report.runs import LoadedRun, RunSpec

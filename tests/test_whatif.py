@@ -154,7 +154,7 @@ def test_declared_names_equal_the_registries():
     from cflcore.clustering.clusterers import CLUSTERERS
     from cflcore.data import DATASETS
     from cflcore.data.splits import SPLIT_GENERATORS
-    from cflcore.fl.strategy import STRATEGIES
+    from cflcore.strategies.base import STRATEGIES
     from cflcore.models import MODELS
     from cflcore.registry import declared_names
 
@@ -196,7 +196,7 @@ def write_manifest(fed, path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    from cflcore.fl.run import train_run
+    from engine_runs import train_run
     from cflcore.fl.synthetic import synthetic_federated
 
     root = tmp_path_factory.mktemp("whatif_runs")
@@ -326,7 +326,7 @@ def test_engine_temperature_equals_strategy_and_evaluation_with_a_zero_delta(tmp
     from cflcore.clustering.divergence import cosine_divergence_from_gram, temperature
     from cflcore.fl import trainers
     from cflcore.fl.run import temperature as engine_temperature
-    from cflcore.fl.run import train_run
+    from engine_runs import train_run
     from cflcore.fl.synthetic import synthetic_federated
 
     original = trainers.LoopTrainer.train

@@ -130,7 +130,7 @@ class KMeansClusterer(Clusterer):
 @register_clusterer("affinity")
 class AffinityClusterer(Clusterer):
     """Affinity Propagation on precomputed similarities 1 − Γ. ``affinity_input: distance`` reproduces
-    the published code, which fed Γ itself as the similarity (DESIGN §6). No convergence → one cluster."""
+    the published code, which fed Γ itself as the similarity (docs/architecture.md §6). No convergence → one cluster."""
 
     params_schema = {
         "affinity_input": {"enum": ["similarity", "distance"], "default": "similarity"},
@@ -182,7 +182,7 @@ class MeanShiftClusterer(Clusterer):
 class HdbscanClusterer(Clusterer):
     """HDBSCAN on precomputed Γ (float64). min_cluster_size = max(2, ceil(min_cluster_fraction · n))
     (20 % of clients in 000 §4.2). ``min_samples`` is PINNED to 1 by default: both libraries default it
-    to min_cluster_size, which merges a 3-client cluster into a neighbour or marks it noise (DESIGN §6,
+    to min_cluster_size, which merges a 3-client cluster into a neighbour or marks it noise (docs/architecture.md §6,
     ARI 0.61–0.71 vs 1.0); ``min_samples: null`` is the library default (the published code's setting,
     the ``ocfl-hdb-published`` variant). Noise (label −1): ``own_cluster`` = all noise points form one cluster (the
     authors' code), ``nearest`` = each noise point joins the cluster with the smallest mean Γ to it."""
@@ -190,7 +190,7 @@ class HdbscanClusterer(Clusterer):
     params_schema = {
         "min_cluster_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.2},
         "min_samples": {"type": ["integer", "null"], "minimum": 1, "default": 1,
-                        "description": "1 (pinned, DESIGN §6) or null = the library default (= min_cluster_size)"},
+                        "description": "1 (pinned, docs/architecture.md §6) or null = the library default (= min_cluster_size)"},
         "noise": {"enum": ["own_cluster", "nearest"], "default": "own_cluster"},
         "backend": {"enum": ["sklearn", "hdbscan"], "default": "sklearn"},
         "allow_single_cluster": {"type": "boolean", "default": False},

@@ -1,4 +1,4 @@
-"""Datasets -> Parquet, split generators and the federated view of a scenario (DESIGN §3, §4, §7).
+"""Datasets -> Parquet, split generators and the federated view of a scenario (docs/architecture.md §3, §4, §7).
 
 Public API:
 * ``DATASETS`` (registry of loaders by name), ``prepare_dataset(loader, settings, out_path)``;

@@ -1,4 +1,4 @@
-"""Dataset loaders (a registry by name) and ``prepare_dataset``, which writes the dataset Parquet (DESIGN §3).
+"""Dataset loaders (a registry by name) and ``prepare_dataset``, which writes the dataset Parquet (docs/architecture.md §3).
 
 Every loader returns a :class:`RawDataset`: uint8 images (N, C, H, W), int labels and the ``train``/``test``
 part of every row. ``prepare_dataset`` turns it into ``results/data/{dataset}.parquet``.
@@ -19,7 +19,7 @@ On-disk formats read (``data_root`` is ``settings["data_root"]``):
   black background, like MNIST, so 0 is the background for the domain perturbations and the explanations'
   ``zeros`` substrate). 62 classes: digits 0–9, then A–Z, then a–z (LEAF's relabel_class; 004's text says 47,
   the EMNIST-balanced count, but it cites LEAF's 62-class FEMNIST). Each image's writer is kept in the
-  dataset Parquet's optional ``writer`` column (DESIGN §3), so a split may partition by writer; 004 App. F
+  dataset Parquet's optional ``writer`` column (docs/architecture.md §3), so a split may partition by writer; 004 App. F
   itself partitions FEMNIST with a Dirichlet over 400 clients (the ``dirichlet`` split generators).
 * ``pathmnist`` / ``bloodmnist``: ``{data_root}/pathmnist.npz`` resp. ``bloodmnist.npz`` (MedMNIST 28×28) with
   keys ``train_images``, ``train_labels``, ``val_images``, ``val_labels``, ``test_images``, ``test_labels``.
@@ -52,7 +52,7 @@ from ..io import write_parquet
 from ..registry import Registry
 
 #: random_state of the held-out test part of ``mnist5k``/``digits`` and of the ``max_train`` cap. A constant,
-#: not the study seed: the dataset file is cached once per dataset (DESIGN §2).
+#: not the study seed: the dataset file is cached once per dataset (docs/architecture.md §2).
 DATA_SPLIT_SEED = 20240917
 
 MNIST_CLASSES = [str(i) for i in range(10)]
@@ -544,7 +544,7 @@ def load_bloodmnist(settings: LoaderSettings) -> RawDataset:
 # Writing the Parquet file
 # ---------------------------------------------------------------------------------------------
 def dataset_table(raw: RawDataset) -> pa.Table:
-    """The DESIGN §3 table: ``idx`` int64 0..N-1, ``part`` string, ``label`` int16, ``image`` binary (uint8 C×H×W),
+    """The docs/architecture.md §3 table: ``idx`` int64 0..N-1, ``part`` string, ``label`` int16, ``image`` binary (uint8 C×H×W),
     and ``writer`` string only for datasets that know each sample's writer (FEMNIST); the others' files are
     unchanged."""
     n = len(raw.labels)

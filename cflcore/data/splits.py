@@ -1,4 +1,4 @@
-"""Split generators: which client holds which samples, and the ground-truth cluster of every client (DESIGN §7).
+"""Split generators: which client holds which samples, and the ground-truth cluster of every client (docs/architecture.md §7).
 
 ``make_split(dataset_path, settings, n_clients, seed, out_dir)`` writes ``assignments.parquet`` and
 ``manifest.json``. Every generator decides, per client, a ground-truth cluster and a class-probability vector
@@ -46,7 +46,7 @@ from .store import read_dataset_labels
 if TYPE_CHECKING:  # pandas only for split_summary (the split job does not import it)
     import pandas as pd
 
-#: 000 §4.1 / DESIGN §7: (non-overlapping, overlapping) class sets by number of classes. The overlapping sets for
+#: 000 §4.1 / docs/architecture.md §7: (non-overlapping, overlapping) class sets by number of classes. The overlapping sets for
 #: BloodMNIST (8 classes) are not published; ours follow the 10-class pattern (set 0 plus the last two classes,
 #: sets 1∪2 without their first class, sets 0∪1).
 DEFAULT_CLASS_SETS: dict[int, dict[bool, list[list[int]]]] = {
@@ -478,7 +478,7 @@ def draw_client_samples(class_weights: np.ndarray, pools: list[np.ndarray], n_dr
 
 
 def assignments_table(samples: list[ClientSamples], clusters: Sequence[int], orchestrator_idx: np.ndarray) -> pa.Table:
-    """DESIGN §3 ``assignments.parquet``, sorted by (client, role train<test<orchestrator, idx)."""
+    """docs/architecture.md §3 ``assignments.parquet``, sorted by (client, role train<test<orchestrator, idx)."""
     client, cluster, role, idx = [np.full(len(orchestrator_idx), -1)], [np.full(len(orchestrator_idx), -1)], \
         [np.full(len(orchestrator_idx), ROLE_CODES["orchestrator"])], [orchestrator_idx]
     for k, (s, c) in enumerate(zip(samples, clusters)):

@@ -1,4 +1,4 @@
-"""Read the dataset Parquet (DESIGN §3) and build the in-memory federated scenario of one split.
+"""Read the dataset Parquet (docs/architecture.md §3) and build the in-memory federated scenario of one split.
 
 ``load_dataset`` checks the file against the contract; ``load_federated`` joins ``assignments.parquet`` and
 ``manifest.json`` of a split with the dataset and applies the per-client visual domain of the ``domains``

@@ -1,4 +1,4 @@
-"""The ``evaluate`` stage: clustering and personalisation scores of one run (DESIGN §8, 000 §4.3–4.4).
+"""The ``evaluate`` stage: clustering and personalisation scores of one run (docs/architecture.md §8, 000 §4.3–4.4).
 
 (Moved from ``cflcore/report/evaluate.py``: evaluation is a stage of its own, issue 12 §3.)
 
@@ -22,7 +22,7 @@ Round conventions (1-based, as 000 Table 2; reference/paper_tables_notes.md §3)
   before round 0 is everyone in one cluster); for one-shot methods this is the clustering round, for SCL
   the last split, and in both cases it equals the published "first round whose label row equals the final
   row". Null ("–") when the partition never changed.
-* ``first_clustering_round`` = 1 + the first 0-based round with more than one cluster (DESIGN §8).
+* ``first_clustering_round`` = 1 + the first 0-based round with more than one cluster (docs/architecture.md §8).
 Partitions are compared up to relabelling.
 
 ``personalisation.parquet``: ``kind`` = ``round`` (client means per evaluated round) and ``mean`` (over

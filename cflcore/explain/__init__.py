@@ -1,4 +1,4 @@
-"""Explainability stage (000 §5, DESIGN §9): captum attributions, insertion/deletion AUC, Algorithm 2.
+"""Explainability stage (000 §5, docs/architecture.md §9): captum attributions, insertion/deletion AUC, Algorithm 2.
 
 Outputs of :func:`explain_run` in ``results/explain/{scenario}/{algorithm}/``:
 

@@ -1,4 +1,4 @@
-"""Saliency maps through captum, chosen by name from an allowlist (000 §5.1; DESIGN §9).
+"""Saliency maps through captum, chosen by name from an allowlist (000 §5.1; docs/architecture.md §9).
 
 Every attribution returns one map per image, shape (B, H, W): the captum attribution summed over
 the input channels (the CAM methods over the layer's channels). These maps rank pixels for the

@@ -1,4 +1,5 @@
-"""``models.pt``: the final cluster models of a run, and their loader for the explain stage.
+"""A run's files as the engine writes them: ``models.pt`` (the final cluster models, and their loader for the explain
+stage), the names of its tables (:data:`RUN_TABLES`), and the device a run's models go to (:func:`resolve_device`).
 
 Format ``cflcore.models/1`` (``torch.load(weights_only=True)``)::
 
@@ -17,11 +18,25 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..errors import DataError
+from ..errors import CflError, ConfigError, DataError
 from ..io import torch_save
 from ..models import build_model
 
 FORMAT = "cflcore.models/1"
+RUN_TABLES = ("history.parquet", "server.parquet", "gram.parquet", "divergence.parquet")
+"""The tables of a run's folder, beside ``models.pt`` and ``status.json`` (cflcore.layout.RUN_OUTPUTS names all six for
+the rules; the train stage does not import the layout, so that editing the layout retrains nothing)."""
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> cuda if available else cpu; ``cuda`` without a GPU is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise CflError("device: 'cuda' requested but no CUDA GPU is available; use device: auto or cpu")
+    if name not in ("cpu", "cuda"):
+        raise ConfigError(f"device: {name!r} is not allowed; allowed: auto, cpu, cuda")
+    return torch.device(name)
 
 
 @dataclass

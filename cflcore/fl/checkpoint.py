@@ -1,4 +1,4 @@
-"""Checkpoints of the whole engine state in ``<run_dir>/checkpoints/round_XXXXX.pt`` (DESIGN §5 step 5).
+"""Checkpoints of the whole engine state in ``<run_dir>/checkpoints/round_XXXXX.pt`` (docs/architecture.md §5 step 5).
 
 Plain tensors / lists / dicts / numbers / strings only, so ``torch.load(weights_only=True)`` reads them.
 Written atomically; the newest ``keep`` are kept. A checkpoint whose config hash differs, or that

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layout import ModelLayout
+from .flat_params import ModelLayout
 
 
 @dataclass(frozen=True)

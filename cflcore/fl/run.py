@@ -1,4 +1,4 @@
-"""The federated engine (DESIGN §5): ``train_run`` runs every round of one scenario × algorithm.
+"""The federated engine (docs/architecture.md §5): ``train_run`` runs every round of one scenario × algorithm.
 
 One round: sample clients (seeded by (seed, round) only) -> strategy.configure says each client's start
 model -> the trainer trains all sampled clients -> strategy.aggregate returns the partition -> per-cluster
@@ -50,17 +50,17 @@ import torch
 
 from ..data.federated import FederatedData
 from ..defaults import with_config_defaults
-from ..errors import CflError, ConfigError, TrainingDiverged
+from ..errors import CflError, TrainingDiverged
 from ..io import canonical_json, stable_hash, write_parquet
 from ..models import build_model, check_compatible
-from .artifacts import save_run_models
+from .artifacts import resolve_device, save_run_models
 from .checkpoint import load_latest, save_checkpoint
 from .deltas import restore_, to_deltas_
 from .evaluation import Evaluator, Scores
-from .layout import ModelLayout, Partition
+from ..strategies.base import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext
+from .flat_params import ModelLayout, Partition
 from .optim import ClientOptimizer
 from .server import ServerOptimizer, aggregate_cluster, weighted_mean
-from .strategy import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext, build_strategy
 from .trainers import TrainSpec, bf16_warning, derive_seed, resolve_trainer
 
 KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/test_resume.py)
@@ -85,17 +85,6 @@ SERVER_COLUMNS = ["round", "n_clusters", "clustered_now", "temperature", "mean_t
 # ---------------------------------------------------------------------------------------------
 # Small pure helpers
 # ---------------------------------------------------------------------------------------------
-def resolve_device(name: str) -> torch.device:
-    """``auto`` -> cuda if available else cpu; ``cuda`` without a GPU is an error."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise CflError("device: 'cuda' requested but no CUDA GPU is available; use device: auto or cpu")
-    if name not in ("cpu", "cuda"):
-        raise ConfigError(f"device: {name!r} is not allowed; allowed: auto, cpu, cuda")
-    return torch.device(name)
-
-
 def sample_clients(seed: int, rnd: int, n_clients: int, participation: float) -> np.ndarray:
     """Sorted ids of the clients taking part in round ``rnd``: depends only on (seed, round)."""
     if participation >= 1.0:
@@ -367,7 +356,7 @@ class Engine:
     def aggregate(self, state: EngineState, inherit: Mapping[int, int], labels: np.ndarray, sampled: np.ndarray,
                   shared_start, news: torch.Tensor, n_samples: np.ndarray,
                   aggregate_as: Mapping[int, int] | None = None) -> None:
-        """Per-cluster FedOpt aggregation (DESIGN §5 step 4). Clusters without sampled members keep (or inherit)
+        """Per-cluster FedOpt aggregation (docs/architecture.md §5 step 4). Clusters without sampled members keep (or inherit)
         their model; clusters absent from ``labels`` are dropped. ``aggregate_as`` (client -> cluster) overrides
         the cluster whose aggregation a client's update joins this round (StrategyResult.aggregate_as).
         ``news`` is the round buffer of trained vectors, read in place when a cluster holds every row;
@@ -603,7 +592,10 @@ def config_hash(settings: Mapping[str, Any], seed: int, fed: FederatedData) -> s
                         "n_clients": fed.n_clients, "shape": list(fed.shape), "n_classes": fed.n_classes})
 
 
-def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log: logging.Logger) -> tuple[Engine, EngineState]:
+def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log: logging.Logger, *,
+                 strategy: Strategy) -> tuple[Engine, EngineState]:
+    """The engine of one run and its state at round 0; ``strategy`` is the run's method, built by the caller
+    (cflcore.strategies.build_strategy), which the engine sets up for this federation."""
     # the schema's defaults under settings built by hand (a validated config's run settings carry them all)
     training, eng = with_config_defaults("datasets.*", settings["training"]), with_config_defaults("engine", settings.get("engine"))
     device = resolve_device(str(with_config_defaults("", settings)["device"]))
@@ -625,7 +617,6 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     init_full = layout.flatten(template).to(device=device, dtype=dtype)
     trainer = resolve_trainer(str(eng["trainer"]), device)(make(0), layout, spec, device)
     evaluator = Evaluator(make(0), layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
-    strategy = build_strategy(settings["algorithm"])
     strategy.setup(StrategyContext(fed.n_clients, int(len(part.shared)), int(seed), device,
                                    float(eng["participation"]), fed.n_true_clusters, dtype,
                                    layout.layer_sizes(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")))
@@ -640,12 +631,12 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
 
 
 def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.PathLike,
-              log: logging.Logger | None = None) -> None:
+              log: logging.Logger | None = None, *, strategy: Strategy) -> None:
     """Run all rounds of one scenario × algorithm and write history/server/gram(/divergence).parquet and
     models.pt into ``out_dir``; resumes from the newest matching checkpoint in ``out_dir/checkpoints``."""
     log = log or logging.getLogger("cflcore.fl")
     out_dir = Path(out_dir)
-    engine, state = build_engine(fed, settings, seed, log)
+    engine, state = build_engine(fed, settings, seed, log, strategy=strategy)
     n_rounds = int(settings["training"]["rounds"])
     every = int(engine.settings["engine"]["checkpoint_every"])
     chash = config_hash(settings, seed, fed)

@@ -1,5 +1,5 @@
 """Server optimisers (FedOpt, Reddi et al. 2021 "Adaptive Federated Optimization", Algorithm 2) and the
-per-cluster aggregation rule shared by every strategy (DESIGN §5 step 4; 000 Algorithm 1, l. 26–28)."""
+per-cluster aggregation rule shared by every strategy (docs/architecture.md §5 step 4; 000 Algorithm 1, l. 26–28)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""Client trainers behind one interface (DESIGN §5 step 2): ``loop`` (CPU default) and ``vmap`` (GPU default).
+"""Client trainers behind one interface (docs/architecture.md §5 step 2): ``loop`` (CPU default) and ``vmap`` (GPU default).
 
 Both train every sampled client for E local epochs of mini-batches of size B from the client's start
 vector and return the new full vectors and every step's training loss. Randomness is per client and
@@ -22,7 +22,7 @@ from ..data.federated import ClientData
 from ..errors import ConfigError
 from ..models._layers import dropout_modules
 from ..registry import Registry
-from .layout import ModelLayout
+from .flat_params import ModelLayout
 from .optim import ClientOptimizer, OptimizerState, optimizer_step
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.float32, "fp64": torch.float64}
@@ -238,7 +238,7 @@ class LoopTrainer(Trainer):
 @TRAINERS.register("vmap")
 class VmapTrainer(Trainer):
     """All clients' parameters stacked (n, ...) and trained together with ``torch.func``
-    (``functional_call`` + ``vmap`` + ``grad``), DESIGN §5 step 2.
+    (``functional_call`` + ``vmap`` + ``grad``), docs/architecture.md §5 step 2.
 
     * Unequal client sizes: at global step t the *active set* is the clients that still have a t-th step;
       it is split by that step's batch size (an epoch's last batch may be short), never padded.
@@ -384,7 +384,7 @@ class VmapTrainer(Trainer):
 
 
 def resolve_trainer(name: str, device: torch.device) -> type[Trainer]:
-    """``auto`` = loop on CPU, vmap on CUDA (DESIGN §5)."""
+    """``auto`` = loop on CPU, vmap on CUDA (docs/architecture.md §5)."""
     if name == "auto":
         name = "vmap" if device.type == "cuda" else "loop"
     return TRAINERS.get(name, field="engine.trainer")

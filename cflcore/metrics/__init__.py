@@ -1,4 +1,4 @@
-"""Pure metric functions (DESIGN §8): external clustering scores against the ground truth, internal
+"""Pure metric functions (docs/architecture.md §8): external clustering scores against the ground truth, internal
 scores on the update vectors (from their Gram matrix), the Wasserstein Adjusted Scores of 004, and
 PF1 / GF1 / learning gap of 000 §4.4. Every score is scikit-learn's; undefined scores are ``None``."""
 from .external import (

@@ -1,4 +1,4 @@
-"""Scores of a predicted partition against the ground-truth clusters (000 §4.3, DESIGN §8).
+"""Scores of a predicted partition against the ground-truth clusters (000 §4.3, docs/architecture.md §8).
 
 Every score is scikit-learn's. Argument order is always ``(true_clusters, predicted_clusters)``.
 

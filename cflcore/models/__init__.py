@@ -1,4 +1,4 @@
-"""Networks by name (DESIGN §4): ``MODELS`` registry, ``build_model`` and ``check_compatible``.
+"""Networks by name (docs/architecture.md §4): ``MODELS`` registry, ``build_model`` and ``check_compatible``.
 
 Every model module in this package registers a builder ``f(in_channels, image_size, n_classes, **kw)``
 with ``@MODELS.register(name)``; the registry imports the package's modules on first lookup, so a new

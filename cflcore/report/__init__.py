@@ -1,4 +1,4 @@
-"""The aggregate report (DESIGN §10). Reads Parquet only. (Evaluation of runs is cflcore.evaluate.)
+"""The aggregate report (docs/architecture.md §10). Reads Parquet only. (Evaluation of runs is cflcore.evaluate.)
 
 * :func:`build_report` — the ``report`` stage in one process (tables, paper comparison, figures, index, missing
   runs); the workflow runs it as separate jobs, one per part (:mod:`cflcore.report.parts`, rules/report.smk);

@@ -211,7 +211,7 @@ def split_departures(splits: Mapping[str, Mapping[str, Any]]) -> list[Departure]
         if settings.get("samples_per_client"):
             by_size.setdefault(int(settings["samples_per_client"]), []).append(name)
     return [Departure(f"Split size ({', '.join(names)})", f"{n} samples drawn per client",
-                      "len(train) / n_clients per client (DESIGN §7)",
+                      "len(train) / n_clients per client (docs/architecture.md §7)",
                       "Smaller local train/test sets: lower and noisier per-client PF1 than the paper's; "
                       "clustering is unaffected as long as each client still shows its cluster's classes.")
             for n, names in by_size.items()]
@@ -260,7 +260,7 @@ BUG_CHECKS = (
 BUG_EFFECTS = {
     "ocfl-aff": "similar clients look dissimilar to AP, so exemplars are chosen among the least alike",
     "bcl": "similar clients are merged last, so the dendrogram cut rarely separates the true clusters",
-    "ocfl-hdb": "a cluster of fewer than min_cluster_size clients is merged or marked noise (DESIGN §6 measured "
+    "ocfl-hdb": "a cluster of fewer than min_cluster_size clients is merged or marked noise (docs/architecture.md §6 measured "
                 "ARI 0.61–0.71 on the imbalanced splits, 1.0 with min_samples pinned)",
 }
 
@@ -305,7 +305,7 @@ def method_departures(algorithms: Sequence[str]) -> list[Departure]:
 def metric_departure() -> Departure:
     return Departure("PF1 / GF1 definition",
                      "macro F1 of each client's cluster model on its local test split (PF1) and on the "
-                     "orchestrator's test set (GF1), averaged over clients (DESIGN §8)",
+                     "orchestrator's test set (GF1), averaged over clients (docs/architecture.md §8)",
                      "the f1score columns of the authors' after_update_metrics.csv / "
                      "after_update_generalizability.csv, averaged over clients and rounds (Fig. 2's data)",
                      "The F1 averaging of the published files is not stated, so absolute differences carry "

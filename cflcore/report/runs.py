@@ -56,7 +56,7 @@ class MissingRun:
 
 
 def run_specs_from_config(cfg: Mapping[str, Any], results_dir: str | Path | None = None) -> list[RunSpec]:
-    """Every run the (validated) config expects, with the standard paths of DESIGN §2 (a variant with a
+    """Every run the (validated) config expects, with the standard paths of docs/architecture.md §2 (a variant with a
     ``splits:`` list only on those splits)."""
     from ..config import study_runs
 

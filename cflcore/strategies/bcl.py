@@ -3,7 +3,7 @@
 FedAvg for ``round`` rounds, then ONE agglomerative clustering (sklearn, average linkage) of the
 updates on cosine DISTANCE (000 Def. 5) with ``distance_threshold`` (000 §4.2 searched [0.05, 0.4]);
 the clusters train separately afterwards. The published OCFL code fed cosine similarity as the
-distance here (DESIGN §6); we do not by default. ``distance_input: similarity`` reproduces the published
+distance here (docs/architecture.md §6); we do not by default. ``distance_input: similarity`` reproduces the published
 bug (the ``bcl-published`` variant of config/paper.yaml), so a user can see which gaps come from it.
 Degenerate inputs (one client, identical or all-zero updates) give one cluster. Clients not sampled at
 the clustering round stay in the pre-clustering cohort.
@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..clustering.partition import consecutive_labels, inherit_by_overlap
-from ..fl.strategy import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
+from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
 from ._common import labels_tensor
 
 

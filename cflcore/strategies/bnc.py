@@ -5,7 +5,7 @@ from typing import Mapping
 
 import torch
 
-from ..fl.strategy import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyResult, register_strategy
+from .base import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyResult, register_strategy
 
 
 @register_strategy("bnc")

@@ -86,7 +86,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..fl.strategy import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
+from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
 from ._common import as_int_list, labels_tensor
 
 _STREAM_SAMPLE, _STREAM_SPECTRAL = 0x6A5, 0x6C

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from ..errors import CflError
-from ..fl.strategy import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
+from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
 from ._common import cluster_count, labels_tensor
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import torch
 
-from ..fl.strategy import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
+from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
 from ._common import cluster_count, labels_tensor
 

@@ -61,7 +61,7 @@ import torch
 from ..clustering.graph import community_labels, normalised_similarity
 from ..clustering.partition import inherit_by_overlap, match_cluster_ids
 from ..errors import ConfigError
-from ..fl.strategy import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
+from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
 from ._common import labels_tensor
 

@@ -52,7 +52,7 @@ import torch
 from ..clustering.clusterers import CLUSTERERS, FEATURES, ClusteringInput, build_clusterer, run_clusterer, union_params_schema
 from ..clustering.divergence import temperature
 from ..clustering.partition import inherit_by_overlap
-from ..fl.strategy import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
+from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
 from ._common import LazySchema, labels_tensor
 from ._late import (ATTACH_MODES, check_late_clients_value, choose_late_clients, mean_cosine_distance,

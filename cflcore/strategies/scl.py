@@ -27,7 +27,7 @@ import torch
 
 from ..clustering.divergence import cosine_similarity_from_gram
 from ..errors import ConfigError
-from ..fl.strategy import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
+from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
 from ._common import as_int_list, labels_tensor
 
 

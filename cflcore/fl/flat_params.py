@@ -1,4 +1,4 @@
-"""Flat-vector views of a network's state (the engine's unit of exchange, cflcore/fl/strategy.py).
+"""Flat-vector views of a network's state (the engine's unit of exchange, cflcore/strategies/base.py).
 
 A *full* vector holds every trainable parameter, then every floating-point buffer (BatchNorm running
 mean/var), in ``named_parameters`` / ``named_buffers`` order. Integer buffers (``num_batches_tracked``)
@@ -117,7 +117,7 @@ class ModelLayout:
 
     @torch.no_grad()
     def load(self, model: nn.Module, vector: torch.Tensor) -> None:
-        """Copy ``vector`` into the module (copies: the module never aliases the vector, see DESIGN §6)."""
+        """Copy ``vector`` into the module (copies: the module never aliases the vector, see docs/architecture.md §6)."""
         for e, t in zip(self.entries, self.tensors(model)):
             t.copy_(vector[e.offset:e.offset + e.numel].view(e.shape))
 

@@ -1,8 +1,11 @@
-"""The small interface between the federated engine and a clustering strategy (DESIGN §5).
+"""The small interface between the federated engine and a clustering strategy, and the registry of strategies
+(docs/architecture.md §5, §12).
 
 Modelled on Flower's ``Strategy``: one class per federated method, ``configure`` before local training
 and ``aggregate`` after it. The engine owns the cluster models and the server optimiser; a strategy
-only decides *who belongs with whom* and *which model each client starts from*.
+only decides *who belongs with whom* and *which model each client starts from*. The engine imports this contract
+and nothing else of this package: the train stage builds the run's strategy (:func:`build_strategy`) and hands it
+to the engine.
 
 Conventions
 -----------
@@ -80,7 +83,7 @@ model (flat vector, keyed by any int) on each client's *training* data, in the o
 
 @dataclass
 class RoundUpdates:
-    """Everything the engine hands a strategy after local training (DESIGN §5 step 3).
+    """Everything the engine hands a strategy after local training (docs/architecture.md §5 step 3).
 
     ``deltas`` is the engine's one (N × P) round buffer: read it, never write it or keep a reference past
     ``aggregate`` (the engine turns it back into the trained vectors afterwards). The Gram matrix ΔΔᵀ and

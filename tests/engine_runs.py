@@ -1,0 +1,21 @@
+"""The engine's entry points as the train stage calls them: the run's strategy built from its settings
+(cflcore.stages.train), so that tests drive the engine with one settings dict."""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Mapping
+
+from cflcore.data.federated import FederatedData
+from cflcore.fl import run as engine
+from cflcore.strategies import build_strategy
+
+
+def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.PathLike,
+              log: logging.Logger | None = None) -> None:
+    engine.train_run(fed, settings, seed, out_dir, log, strategy=build_strategy(settings["algorithm"]))
+
+
+def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int,
+                 log: logging.Logger) -> tuple[engine.Engine, engine.EngineState]:
+    return engine.build_engine(fed, settings, seed, log, strategy=build_strategy(settings["algorithm"]))
