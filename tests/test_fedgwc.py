@@ -271,3 +271,28 @@ def test_patience_delays_alg2_by_cluster_size_over_sample():
         first[patience] = (below, next(r for r, res in enumerate(results) if res.diagnostics["db_considered"]))
     assert first[False][1] == first[False][0]
     assert first[True][1] == first[True][0] + 4 - 1  # round(12 / 3) = 4 rounds in a row
+
+
+def test_state_dict_round_trip_with_the_code_defaults_keeps_patience_and_decisions():
+    """The authors' readings add state: the patience counters (rounds in a row with MSE < ε). A strategy
+    restored mid-way through a patience count decides on the same rounds as the uninterrupted one."""
+    variant = {"method": "fedgwc", "participation": 0.25, "epsilon": 0.2, "db_every_round": False}
+    groups = np.arange(20) % 2
+    strategy = make(variant, n=20)
+    kill = 0
+    while not any(v > 0 for v in strategy.patience.values()):  # kill while the patience count runs
+        play(strategy, groups, 1, start=kill)
+        kill += 1
+    assert kill < 20
+    buf = io.BytesIO()
+    torch.save(strategy.state_dict(), buf)
+    buf.seek(0)
+    restored = make(variant, n=20)
+    restored.load_state_dict(torch.load(buf, weights_only=True))
+    assert restored.patience == strategy.patience
+    sel_a, res_a = play(strategy, groups, 12, start=kill)
+    sel_b, res_b = play(restored, groups, 12, start=kill)
+    assert sel_a == sel_b
+    assert [r.diagnostics["db_considered"] for r in res_a] == [r.diagnostics["db_considered"] for r in res_b]
+    assert any(r.diagnostics["db_considered"] for r in res_a)
+    np.testing.assert_array_equal(res_a[-1].assignment.labels, res_b[-1].assignment.labels)
