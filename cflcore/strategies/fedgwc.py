@@ -49,7 +49,8 @@ parameter              default = authors' code                                op
                        rounds in a row                                         l. 15)
 =====================  =====================================================  ==========================================
 
-Not followed (neither reading): their optional "loss sampling" (synthetic losses from N(m, σ²) up to
+Guards of ours: with ``cluster_sampling: fixed`` N is at least 2 (theirs can be 0 or 1 when ρK < 1.5); α is at
+most 1. Not followed (neither reading): their optional "loss sampling" (synthetic losses from N(m, σ²) up to
 ``loss_sampling_size``) is a no-op at their defaults (10 − N = 0) and is not implemented; they run a fixed
 number of local iterations (7, batch 64), we run the engine's local epochs (S = epochs × batches); their
 affinity has a zero diagonal and ours a unit one (sklearn's Laplacian ignores the diagonal). Their
