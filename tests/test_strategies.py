@@ -330,7 +330,10 @@ def test_fedgwc_recovers_two_loss_distributions():
     """Full participation: α = 1, so P is overwritten each round and the running MSE (from 1, Alg. 1 l. 5)
     is the plain MSE: large in round 0 (P leaves 0), 0 from round 1 when the losses repeat."""
     groups = np.array([0] * 10 + [1] * 5)
-    variant = {"method": "fedgwc", "epsilon": 1e-6, "participation": 1.0}
+    from cflcore.strategies.fedgwc import TEXT_READINGS
+
+    # 004's text readings: under the authors' code a fully sampled cluster (|C| = N) is never split
+    variant = {"method": "fedgwc", "epsilon": 1e-6, "participation": 1.0, **TEXT_READINGS}
     strategy = make(variant, n=15)
     res, events = None, []
     for r in range(4):

@@ -15,7 +15,7 @@ from cflcore.io import canonical_json
 from cflcore.report import figures as fg
 from cflcore.report.runs import LoadedRun, RunSpec
 from cflcore.report.traces import cluster_series, min_finite, run_panels, split_trace_figures
-from test_fedgwc import GROUPS, traces
+from test_fedgwc import GROUPS, VARIANT, traces
 from test_strategies import SCL, scl_deltas
 
 
@@ -42,7 +42,7 @@ def scl_server() -> pd.DataFrame:
 
 
 def fedgwc_server() -> pd.DataFrame:
-    strategy = build_strategy({"method": "fedgwc", "participation": 0.5, "epsilon": 1e-3})
+    strategy = build_strategy(VARIANT)  # 004's text readings (see test_fedgwc.VARIANT): a split within 25 rounds
     strategy.setup(StrategyContext(18, 4, 3, torch.device("cpu")))
 
     def updates(r):
