@@ -296,3 +296,22 @@ def test_state_dict_round_trip_with_the_code_defaults_keeps_patience_and_decisio
     assert [r.diagnostics["db_considered"] for r in res_a] == [r.diagnostics["db_considered"] for r in res_b]
     assert any(r.diagnostics["db_considered"] for r in res_a)
     np.testing.assert_array_equal(res_a[-1].assignment.labels, res_b[-1].assignment.labels)
+
+
+@pytest.mark.parametrize("study", ["fedgwc-004.yaml", "fedgwc-004-offline.yaml", "fedgwc-004-domains.yaml"])
+def test_004_studies_run_the_authors_code_readings_over_the_default_config(study):
+    """Snakemake merges ``--configfile`` over config/config.yaml, whose ``fedgwc`` entry selects the text's
+    readings for the default study; 004's studies must still run FedGWC as its authors' code does (each reading
+    at its schema default), and the default study keeps the text's readings."""
+    from pathlib import Path
+
+    from cflcore.config import load_config
+    from cflcore.strategies.fedgwc import GaussianWeightingClustering
+
+    schema = GaussianWeightingClustering.params_schema
+    props = schema.get("properties", schema)
+    config_dir = Path(__file__).resolve().parents[1] / "config"
+    default = load_config(config_dir / "config.yaml")["algorithms"]["fedgwc"]
+    assert {k: default[k] for k in TEXT_READINGS} == TEXT_READINGS
+    merged = load_config(config_dir / "config.yaml", config_dir / study)["algorithms"]["fedgwc"]
+    assert {k: merged.get(k) for k in TEXT_READINGS} == {k: props[k].get("default") for k in TEXT_READINGS}
