@@ -6,6 +6,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,18 @@ def fresh(root: Path) -> None:
     """Forget what this process remembered of the package (an edit in a test is a new package to the hashes)."""
     provenance.package_graph.cache_clear()
     provenance._code_version.cache_clear()
+
+
+@contextmanager
+def edited(path: Path, edit: Callable[[str], str]) -> Iterator[None]:
+    """``path`` rewritten by ``edit`` inside the ``with`` block; restored, and the hashes' memory cleared, after it."""
+    original = path.read_text()
+    path.write_text(edit(original))
+    try:
+        yield
+    finally:
+        path.write_text(original)
+        fresh(path)
 
 
 def stage_hashes(graph: dict) -> dict[str, str]:
@@ -54,14 +68,8 @@ def train_hashes(root: Path, cfg: dict) -> dict[str, str]:
 def changed_variants(root: Path, cfg: dict, rel: str, text: str) -> set[str]:
     """The variants whose train hash changes when ``text`` is appended to ``root/rel`` (restored afterwards)."""
     base = train_hashes(root, cfg)
-    path = root / rel
-    original = path.read_text()
-    path.write_text(original + text)
-    try:
+    with edited(root / rel, lambda original: original + text):
         now = train_hashes(root, cfg)
-    finally:
-        path.write_text(original)
-        fresh(root)
     return {a for a in base if now[a] != base[a]}
 
 
@@ -128,14 +136,10 @@ def test_each_edit_reruns_exactly_the_stages_importing_it(package):
 def test_editing_the_train_adapter_reruns_train_only(package):
     base = stage_hashes(provenance._package_graph(package))
     path = package / "stages.py"
-    original = path.read_text()
     marker = '    out_dir = Path(out_dir)\n    t0 = time.time()\n'
-    assert original.count(marker) == 1
-    path.write_text(original.replace(marker, marker + "    t0 = t0 + 0.0\n"))
-    try:
+    assert path.read_text().count(marker) == 1
+    with edited(path, lambda original: original.replace(marker, marker + "    t0 = t0 + 0.0\n")):
         changed = {s for s, h in stage_hashes(provenance._package_graph(package)).items() if h != base[s]}
-    finally:
-        path.write_text(original)
     assert changed == {"train"}  # the report's parts run report_part / report_index only (no worker process)
 
 
@@ -143,14 +147,10 @@ def test_a_new_import_joins_the_stage(package):
     """The graph follows the imports: a lazy import added to a function of evaluate/clustering.py brings its target
     (and what that imports) into every stage that imports evaluate/clustering.py."""
     path = package / "evaluate" / "clustering.py"
-    original = path.read_text()
     assert "fl/trainers.py" not in provenance.stage_modules("evaluate", root=package)
-    path.write_text(original + "\n\ndef _uses_trainers():\n    from ..fl import trainers\n\n    return trainers\n")
-    try:
+    uses_trainers = "\n\ndef _uses_trainers():\n    from ..fl import trainers\n\n    return trainers\n"
+    with edited(path, lambda original: original + uses_trainers):
         graph = provenance._package_graph(package)
-    finally:
-        path.write_text(original)
-        fresh(package)
     files = {s: [p for p, _ in provenance.sources_in(graph, s, {})] for s in ("evaluate", "late_clients", "data")}
     assert {"fl/trainers.py", "fl/__init__.py"} <= set(files["evaluate"])
     assert "fl/trainers.py" in files["late_clients"]
@@ -201,14 +201,9 @@ def test_a_comment_or_a_docstring_changes_no_hash(package, default_config):
     base = train_hashes(package, default_config)
     base_stages = {s: provenance.code_version(s, root=package) for s in provenance.STAGE_ENTRIES}
     path = package / "strategies" / "ifca.py"
-    original = path.read_text()
-    path.write_text(original.replace('"""', '"""A docstring edit. ', 1) + "\n# probe\n")
-    try:
+    with edited(path, lambda original: original.replace('"""', '"""A docstring edit. ', 1) + "\n# probe\n"):
         assert train_hashes(package, default_config) == base
         assert {s: provenance.code_version(s, root=package) for s in provenance.STAGE_ENTRIES} == base_stages
-    finally:
-        path.write_text(original)
-        fresh(package)
 
 
 def test_no_module_digest_moves_with_a_comment():
@@ -224,30 +219,20 @@ def test_a_new_report_figure_kind_changes_no_train_hash(package, default_config)
     base = train_hashes(package, default_config)
     report = provenance.code_version("report", root=package)
     path = package / "layout.py"
-    original = path.read_text()
     marker = "FIGURE_KINDS = {\n"
-    assert original.count(marker) == 1
-    path.write_text(original.replace(marker, marker + '    "probe_kind": "A new figure kind",\n'))
-    try:
+    assert path.read_text().count(marker) == 1
+    with edited(path, lambda original: original.replace(marker, marker + '    "probe_kind": "A new figure kind",\n')):
         assert train_hashes(package, default_config) == base
         assert provenance.code_version("report", root=package) != report
-    finally:
-        path.write_text(original)
-        fresh(package)
 
 
 def test_explain_hash_covers_its_model_only(package):
     base = {m: provenance.code_version("explain", {"model": m}, package) for m in ("tinyvgg", "lenet5")}
     path = package / "models" / "lenet.py"
-    original = path.read_text()
-    path.write_text(original + EDIT)
-    try:
+    with edited(path, lambda original: original + EDIT):
         fresh(package)
         assert provenance.code_version("explain", {"model": "tinyvgg"}, package) == base["tinyvgg"]
         assert provenance.code_version("explain", {"model": "lenet5"}, package) != base["lenet5"]
-    finally:
-        path.write_text(original)
-        fresh(package)
 
 
 RUNTIME = r"""
