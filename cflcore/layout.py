@@ -1,5 +1,5 @@
 """The run layout under ``results_dir`` (docs/architecture.md §2), in one place: the run id (format and parse), the path of
-every output, the output names and the report's figure kinds. The Snakemake rules, the ``cfl`` command line,
+every output and the output names (what the report writes inside its folder: :mod:`cflcore.report.catalogue`). The Snakemake rules, the ``cfl`` command line,
 :mod:`cflcore.stages` and :mod:`cflcore.report` all build their paths here.
 
 (A model's parameters as one flat vector are :mod:`cflcore.fl.flat_params`.)
@@ -26,32 +26,6 @@ EVAL_OUTPUTS = ("clustering.parquet", "personalisation.parquet")
 WHATIF_OUTPUT = "whatif.parquet"
 LATE_CLIENTS_OUTPUT = "late_clients.parquet"
 EXPLAIN_OUTPUTS = ("insdel.parquet", "samples.parquet", "saliency.npz")
-
-# ---- the report's tables and figure kinds (report/captions/<name>.rst each) ----------------------------------
-REPORT_TABLES = ("table1_clustering", "table2_clustering_round", "table_personalisation", "paper_vs_run",
-                 "table_late_clients")  # .csv, .md and .tex
-CSV_TABLES = ("sweep_scores", "paper_claims")  # .csv only: factor sweeps (report/sweeps.py), claims (report/claims.py)
-FRONT_TABLES = ("headline", "paper_ranking", "departures")
-BENCHMARK_TABLES = ("benchmarks_by_rule", "critical_path", "benchmark_summary")  # where the study's time went
-FIGURE_KINDS = {
-    "learning_gap": "PF1 / GF1 learning gap (000 Fig. 2)",
-    "temperature_mean": "Normalised temperature (000 Figs. 3-4)",
-    "temperature_runs": "Temperature per run (000 Figs. 10-14)",
-    "clustering_progress": "Clustering score per round (001 Fig. 1)",
-    "n_clusters": "Number of clusters per round",
-    "whatif_heatmap": "What-if clustering: ARI per clusterer and round (trigger vs earliest separable round)",
-    "late_clients": "Late-joining clients: PF1 of late vs founding clients (000 §6.2)",
-    "split_traces": "Split criteria per round: SCL update norms vs eps1/eps2, FedGWC MSE vs eps and DB",
-    "sweeps": "Factor sweeps: final scores against the swept values (002 Figs. 3-4)",
-    "round_envelopes": "Per-round scores, mean and std envelope over seeds (002 Fig. 5)",
-    "fedgwc": "FedGWC: accuracy and split rounds, P and W, spectral embedding, class shares (004 Figs. 2, 3, 5-8)",
-}
-EXPLAIN_FIGURE_KINDS = {  # captions: report/captions/explain_<kind>.rst
-    "saliency_grid": "Saliency grids (000 Fig. 5)",
-    "insdel_box": "Insertion / deletion AUC (000 Figs. 6-7)",
-    "cd": "Critical-difference diagrams (000 Figs. 8, 17)",
-}
-
 
 # ---- run ids ---------------------------------------------------------------------------------------------------
 def scenario_id(dataset: str, split: str, clients: int | str, seed: int | str) -> str:

@@ -39,7 +39,6 @@ config.update(_validated)
 
 RESULTS = config["results_dir"].rstrip("/")
 STUDY = config["study"]
-ALGORITHMS = STUDY["algorithms"]
 
 
 # split and algorithm names may carry a sweep's factor values (cflcore.sweeps: louvain@resolution=0.5); no "/"
@@ -51,13 +50,9 @@ wildcard_constraints:
     algorithm=SWEPT_NAME,
 
 
-# every path below comes from cflcore.layout (the run id, each output's path and name, the figure kinds)
+# every path below comes from cflcore.layout (the run id, each output's path and name; the report's: its catalogue)
 SCENARIO = lay.SCENARIO_PATTERN
 RUN = lay.RUN_PATTERN
-
-
-def scenario_list():
-    return [lay.scenario_id(**s) for s in cc.scenarios(config)]
 
 
 def run_list():
@@ -83,9 +78,6 @@ def explain_runs():
 
 
 REPORT_DIR = lay.report_dir(RESULTS)
-REPORT_TABLES = list(lay.REPORT_TABLES)
-CSV_TABLES = list(lay.CSV_TABLES)  # tables with CSV only (no Markdown / LaTeX twin)
-BENCHMARK_TABLES = list(lay.BENCHMARK_TABLES)  # where the study's time went (cflcore/report/benchmarks.py)
 
 
 def all_targets():
@@ -152,26 +144,3 @@ def mem_train(w):
 
 
 GPU = 1 if config["engine"].get("gpu") else 0
-
-
-# ---- report stage ---------------------------------------------------------------------------
-FIGURE_KINDS = lay.FIGURE_KINDS  # kind -> title
-EXPLAIN_KINDS = lay.EXPLAIN_FIGURE_KINDS
-
-
-def report_inputs(w):
-    runs = run_list()
-    files = {
-        "clustering": [lay.eval_file(RESULTS, r, "clustering.parquet") for r in runs],
-        "personalisation": [lay.eval_file(RESULTS, r, "personalisation.parquet") for r in runs],
-    }
-    files["insdel"] = [lay.explain_file(RESULTS, r, "insdel.parquet") for r in explain_runs()]
-    files["whatif"] = [lay.eval_file(RESULTS, r, lay.WHATIF_OUTPUT) for r in cc.whatif_runs(config)]
-    files["late_clients"] = [lay.eval_file(RESULTS, r, lay.LATE_CLIENTS_OUTPUT) for r in cc.late_client_runs(config)]
-    return files
-
-
-def report_runs_param():
-    """The report stage's plan (runs, explained runs, the front page's config context): the same dict
-    `cfl report` builds, so the workflow and the command line write the same report."""
-    return canonical_json(report_plan(config))

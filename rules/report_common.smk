@@ -1,9 +1,11 @@
-# Helpers of rules/report.smk (kept apart: `snakemake --lint` asks for rules and functions in separate files):
-# the report's plan per part, where each table and figure goes in the HTML report, and the parts' inputs.
+# Helpers of rules/report.smk (kept apart: `snakemake --lint` asks for rules and functions in separate files).
+# What the report writes, where, under which caption, category and labels, is the catalogue's
+# (cflcore/report/catalogue.py): the functions below only turn its entries into the rules' inputs and outputs.
 
 # a line opening with `report` is the Snakefile keyword: the report() flag goes by another name in functions
 from snakemake.io import report as report_file
 
+from cflcore.report import catalogue
 from cflcore.report.labels import figure_labels
 from cflcore.report.parts import part_plan
 
@@ -12,118 +14,59 @@ REPORT_PLAN = report_plan(config)
 
 def part_param(part):
     """The part of the report's plan (stages.report_plan) this part reads, as canonical JSON: a config change
-    reruns only the parts it concerns (cflcore.report.parts.PLAN_KEYS). A function of the wildcards, not the
+    reruns only the parts it concerns (catalogue.Part.plan_keys). A function of the wildcards, not the
     string itself: Snakemake formats a string param with the wildcards, and config text may hold braces
     (e.g. a departure's "class groups {0} and {1}")."""
     value = canonical_json(part_plan(REPORT_PLAN, part))
     return lambda wildcards: value
 
 
-# table -> (subcategory, labels): the tables' place in the HTML report
-REPORT_TABLE_LABELS = {
-    "at_a_glance": (
-        "Front page",
-        {"table": "at a glance: final PF1 and ARI, best marked"},
-    ),
-    "headline": (
-        "Front page",
-        {"table": "headline: final and mean PF1, GF1, ARI, clustering round"},
-    ),
-    "paper_ranking": ("Front page", {"table": "Kendall's tau against 000's ranking"}),
-    "departures": ("Front page", {"table": "departures by design"}),
-    "paper_vs_run": (
-        "Paper check",
-        {"table": "000 Tables 1-2 and Figure 2 beside ours"},
-    ),
-    "table1_clustering": ("Paper tables", {"table": "000 Table 1: clustering scores"}),
-    "table2_clustering_round": (
-        "Paper tables",
-        {"table": "000 Table 2: clustering round"},
-    ),
-    "table_personalisation": ("Paper tables", {"table": "PF1, GF1, learning gap"}),
-    "run_scores": ("Runs", {"table": "one row per run (every seed)"}),
-    "missing_runs": ("Runs", {"table": "missing runs and their reasons"}),
-    "table_late_clients": (
-        "Late-joining clients",
-        {"table": "late vs founding clients (000 §6.2)"},
-    ),
-    "paper_claims": (
-        "Paper check",
-        {"table": "the seeds' claims (002, 004) against this study"},
-    ),
-    "sweep_scores": (
-        "Factor sweeps",
-        {"table": "final scores per swept value: mean, std, seeds"},
-    ),
-}
-# tables with Markdown and LaTeX versions beside the CSV
-WIDE_TABLES = [
-    "at_a_glance",
-    "headline",
-    "paper_ranking",
-    "paper_vs_run",
-    "table1_clustering",
-    "table2_clustering_round",
-    "table_personalisation",
-]
-# part -> its figure kinds (folders under figures/); titles: FIGURE_KINDS / EXPLAIN_KINDS (rules/common.smk)
-PART_FIGURES = {
-    "figures": [
-        "learning_gap",
-        "temperature_mean",
-        "temperature_runs",
-        "clustering_progress",
-        "n_clusters",
-        "split_traces",
-        "sweeps",
-        "round_envelopes",
-        "fedgwc",
-    ],
-    "whatif": ["whatif_heatmap"],
-    "late_clients": ["late_clients"],
-    "explain": ["saliency_grid", "insdel_box", "cd"],
-}
-BENCHMARK_LABELS = {
-    "benchmarks_by_rule": "per rule: jobs, wall and CPU seconds, peak memory",
-    "critical_path": "the longest chain of jobs",
-    "benchmark_summary": "critical path against the sum of all jobs",
-}
+def report_path(relative):
+    return f"{REPORT_DIR}/{relative}" if relative else REPORT_DIR
 
 
-def report_table(name):
-    """A table's CSV, registered in the HTML report under Tables / its subcategory, with its labels."""
-    subcategory, labels = REPORT_TABLE_LABELS[name]
-    path = f"{REPORT_DIR}/missing_runs.csv" if name == "missing_runs" else f"{REPORT_DIR}/tables/{name}.csv"
+def registered_table(output):
+    """A table's CSV, registered in the HTML report under its category and subcategory, labelled by its title."""
+    csv, *_ = output.paths()
     return report_file(
-        path,
-        caption=f"../report/captions/{name}.rst",
-        category="Tables",
-        subcategory=subcategory,
-        labels=labels,
+        report_path(csv),
+        caption=f"../report/captions/{output.caption}.rst",
+        category=output.category,
+        subcategory=output.subcategory or None,
+        labels={"table": output.title},
     )
 
 
-def wide_versions(names):
-    return [f"{REPORT_DIR}/tables/{name}.{fmt}" for name in names for fmt in ("md", "tex")]
+def registered_figures(output):
+    """A figure kind's folder, one subcategory of its category; every PNG labelled from its file name."""
+    return report_file(
+        directory(report_path(output.paths()[0])),
+        patterns=["{name}.png"],
+        caption=f"../report/captions/{output.caption}.rst",
+        category=output.category,
+        subcategory=output.subcategory,
+        labels=lambda w, kind=output.kind: figure_labels(kind, w.name, STUDY),
+    )
 
 
-def report_figures(part):
-    """The part's figure folders, each a subcategory of Figures (Explainability for the explain part); every
-    PNG labelled from its file name."""
-    explain = part == "explain"
-    folders = []
-    for kind in PART_FIGURES[part]:
-        folders.append(
-            report_file(
-                directory(f"{REPORT_DIR}/figures/{kind}"),
-                patterns=["{name}.png"],
-                caption=f"../report/captions/{'explain_' if explain else ''}{kind}.rst",
-                category="Explainability" if explain else "Figures",
-                subcategory=(EXPLAIN_KINDS if explain else FIGURE_KINDS)[kind],
-                labels=lambda w, kind=kind: figure_labels(kind, w.name, STUDY),
-            )
-        )
-    return folders
+def part_outputs(part):
+    """The part's outputs, named: its index entries (`part`), its tables (CSV registered, Markdown and LaTeX
+    beside), its figure folders and pages, all from the catalogue."""
+    outputs = catalogue.outputs_of(part)
+    named = {
+        "tables": [registered_table(o) for o in outputs if o.form == "table"],
+        "wide": [report_path(p) for o in outputs if o.form == "table" for p in o.paths()[1:]],
+        "figures": [registered_figures(o) for o in outputs if o.form == "figures"],
+        "pages": [report_path(p) for o in outputs if o.form == "page" for p in o.paths()],
+    }
+    if part != catalogue.INDEX.name:
+        named["part"] = f"{REPORT_DIR}/parts/{part}.json"
+    return {name: files for name, files in named.items() if files}
+
+
+def part_files():
+    """Every file and figure folder the parts write (the catalogue's paths), as plain paths."""
+    return [report_path(p) for o in catalogue.OUTPUTS.values() if o.part != catalogue.INDEX.name for p in o.paths()]
 
 
 def evaluated_runs(w):
@@ -151,3 +94,12 @@ def explain_inputs(w):
         "insdel": [f"{RESULTS}/explain/{r}/insdel.parquet" for r in runs],
         "saliency": [f"{RESULTS}/explain/{r}/saliency.npz" for r in runs],
     }
+
+
+# catalogue.Part.reads -> the input function of the part's rule
+PART_INPUTS = {
+    "evaluations": evaluated_runs,
+    "whatif": whatif_inputs,
+    "late_clients": late_inputs,
+    "explain": explain_inputs,
+}

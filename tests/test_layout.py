@@ -42,14 +42,14 @@ def test_paths_are_the_workflows():
     assert layout.run_status_glob() == "*/*/*/*/*/status.json"
 
 
-def test_every_figure_kind_has_a_caption():
+def test_every_catalogued_kind_has_a_caption_and_every_caption_a_kind():
+    from cflcore.report import catalogue
+
     captions = Path(REPO) / "report" / "captions"
-    for kind in layout.FIGURE_KINDS:
-        assert (captions / f"{kind}.rst").is_file(), kind
-    for kind in layout.EXPLAIN_FIGURE_KINDS:
-        assert (captions / f"explain_{kind}.rst").is_file(), kind
-    for table in (*layout.REPORT_TABLES, *layout.FRONT_TABLES, *layout.BENCHMARK_TABLES):
-        assert (captions / f"{table}.rst").is_file(), table
+    named = {o.caption for o in catalogue.OUTPUTS.values()}
+    for name in named:
+        assert (captions / f"{name}.rst").is_file(), name
+    assert {p.stem for p in captions.glob("*.rst")} == named  # no caption of a kind that no longer exists
 
 
 def test_no_run_path_is_built_outside_the_layout():

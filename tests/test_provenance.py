@@ -218,10 +218,11 @@ def test_a_new_report_figure_kind_changes_no_train_hash(package, default_config)
     """Adding a figure kind to the report's catalogue reruns the report only (its hash moves), never a train job."""
     base = train_hashes(package, default_config)
     report = provenance.code_version("report", root=package)
-    path = package / "layout.py"
-    marker = "FIGURE_KINDS = {\n"
+    path = package / "report" / "catalogue.py"
+    marker = "OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (\n"
     assert path.read_text().count(marker) == 1
-    with edited(path, lambda original: original.replace(marker, marker + '    "probe_kind": "A new figure kind",\n')):
+    probe = '    _figures("probe_kind", "figures", "run_figures", "A new figure kind", _CLIENTS),\n'
+    with edited(path, lambda original: original.replace(marker, marker + probe)):
         assert train_hashes(package, default_config) == base
         assert provenance.code_version("report", root=package) != report
 

@@ -196,8 +196,25 @@ def test_figure_labels_from_file_names():
     assert figure_labels("cd", "explain_cd_out_cluster_deletion", study) == {"samples": "out-of-cluster", "metric": "deletion"}
     assert figure_labels("insdel_box", "explain_sanity", study)["plot"] == "model-randomisation sanity check"
     assert figure_labels("temperature_mean", "all_datasets", study) == {"dataset": "all datasets"}
-    # every file of a kind has the same keys, even one that does not parse
+    # every file of a kind has the same keys, its catalogue labels, even one that does not parse
     assert set(figure_labels("whatif_heatmap", "odd", study)) == {"dataset", "split", "clients", "seed"}
+
+
+def test_figure_labels_are_the_catalogues_keys():
+    """Each figure kind's labels are exactly the keys its catalogue entry declares, for a parsing name and not."""
+    from cflcore.report import catalogue
+    from cflcore.report.labels import figure_labels
+
+    study = {"datasets": ["mnist5k"], "splits": ["iid"]}
+    names = {("dataset", "split", "clients", "seed"): "mnist5k_iid_n6_s0", ("dataset",): "mnist5k",
+             ("plot", "samples"): "explain_box_in_cluster", ("samples", "metric"): "explain_cd_in_cluster_ari"}
+    for kind in catalogue.OUTPUTS.values():
+        if kind.form != "figures":
+            continue
+        assert kind.labels, kind.kind
+        name = names.get(kind.labels, "mnist5k_n6_rest")
+        for stem in (name, "odd"):
+            assert tuple(figure_labels(kind.kind, stem, study)) == kind.labels, (kind.kind, stem)
 
 
 def test_every_report_output_is_registered_with_labels():
@@ -213,7 +230,7 @@ def test_every_report_output_is_registered_with_labels():
             depth += {"(": 1, ")": -1}.get(text[i], 0)
             i += 1
         bodies.append(text[m.end():i])
-    assert len(bodies) == 3  # tables, figure folders, benchmark tables
+    assert len(bodies) == 2  # tables (the benchmark tables too) and figure folders, from the catalogue
     for body in bodies:
         assert "labels=" in body and "category=" in body and "caption=" in body, body
 
@@ -245,8 +262,33 @@ def test_the_parts_and_their_index(tmp_path):
     assert listed == written - {"index.json", "index.csv"} - {f"parts/{p}.json" for p in PARTS}
     assert {"tables/at_a_glance.csv", "front_page.rst", "missing_runs.csv", "tables/table_late_clients.csv",
             "tables/benchmarks_by_rule.csv"} <= listed
+    # every file is of a catalogued kind, at one of the kind's paths, written by the kind's part
+    from cflcore.report import catalogue
+
+    by_part = {e["path"]: json.loads((out / "parts" / f"{p}.json").read_text())["part"]
+               for p in PARTS for e in json.loads((out / "parts" / f"{p}.json").read_text())["entries"]}
+    for e in index["files"]:
+        kind = catalogue.OUTPUTS[e["kind"]]
+        assert any(e["path"] == p or e["path"].startswith(p + "/") for p in kind.paths()), e
+        assert by_part.get(e["path"], "index") == kind.part, e
+        assert e["caption"] == f"report/captions/{kind.caption}.rst"
+    # and every table and page of the catalogue was written, every figure folder exists
+    for kind in catalogue.OUTPUTS.values():
+        for p in kind.paths():
+            assert (out / p).is_dir() if kind.form == "figures" else p in listed, p
     with pytest.raises(CflError, match="unknown report part 'plots'; allowed: tables, figures"):
         stages.report_part(plan, "plots", out)
+
+
+def test_the_catalogues_writers_are_the_orchestrators():
+    """Every writer the catalogue names is one the orchestrator runs (and no other); rule `report` writes the
+    benchmark tables itself."""
+    from cflcore.report import catalogue
+    from cflcore.report.parts import WRITERS
+
+    named = {o.writer for o in catalogue.OUTPUTS.values()}
+    assert named == set(WRITERS) | {"benchmarks"}
+    assert {o.part for o in catalogue.OUTPUTS.values()} == {p.name for p in (*catalogue.PARTS, catalogue.INDEX)}
 
 
 def test_critical_path_runs_through_the_report_parts(tmp_path):

@@ -1,14 +1,15 @@
 """The aggregate report (docs/architecture.md §10). Reads Parquet only. (Evaluation of runs is cflcore.evaluate.)
 
-* :func:`build_report` — the ``report`` stage in one process (tables, paper comparison, figures, index, missing
-  runs); the workflow runs it as separate jobs, one per part (:mod:`cflcore.report.parts`, rules/report.smk);
+* :func:`build_report` — the ``report`` stage in one process for a list of runs (every part of
+  :mod:`cflcore.report.parts`, the one orchestrator; the workflow runs the parts as jobs, rules/report.smk);
+  what it writes is the catalogue's (:mod:`cflcore.report.catalogue`);
 * :func:`run_specs_from_config` — the runs a validated config expects, with their standard paths.
 """
 from importlib import import_module
 from typing import Any
 
 # Lazy exports: the evaluate job must not pay for matplotlib/scipy.stats imports of the report job.
-_EXPORTS = {"build_report": "build", "LoadedRun": "runs", "MissingRun": "runs",
+_EXPORTS = {"build_report": "parts", "LoadedRun": "runs", "MissingRun": "runs",
             "RunSpec": "runs", "load_run": "runs", "run_specs_from_config": "runs"}
 
 

@@ -39,7 +39,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .. import layout
 from ..io import atomic_path
+from . import catalogue
 
+_PART_UPSTREAM = {"evaluations": ("evaluate", "evaluate_no_whatif"), "whatif": ("evaluate", "evaluate_no_whatif"),
+                  "late_clients": ("evaluate_late_clients",), "explain": ("explain",)}
+"""What a report part reads (catalogue.Part.reads) -> the rules that write it."""
 RULE_UPSTREAM: dict[str, tuple[str, ...]] = {
     "prepare_dataset": (),
     "split": ("prepare_dataset",),
@@ -48,16 +52,11 @@ RULE_UPSTREAM: dict[str, tuple[str, ...]] = {
     "evaluate_no_whatif": ("train",),
     "evaluate_late_clients": ("train",),
     "explain": ("train",),
-    "report_tables": ("evaluate", "evaluate_no_whatif"),
-    "report_figures": ("evaluate", "evaluate_no_whatif"),
-    "report_whatif": ("evaluate",),
-    "report_late_clients": ("evaluate_late_clients",),
-    "report_explain": ("explain",),
-    "report": ("report_tables", "report_figures", "report_whatif", "report_late_clients", "report_explain"),
+    **{part.rule: _PART_UPSTREAM[part.reads] for part in catalogue.PARTS},
+    catalogue.INDEX.rule: tuple(part.rule for part in catalogue.PARTS),
 }
 """rule -> the rules whose outputs its jobs read (transitive inputs, e.g. explain -> split, are implied)."""
-AGGREGATING_RULES = frozenset({"report_tables", "report_figures", "report_whatif", "report_late_clients",
-                               "report_explain", "report"})
+AGGREGATING_RULES = frozenset({*(part.rule for part in catalogue.PARTS), catalogue.INDEX.rule})
 """Rules whose one job reads every job of its upstream rules."""
 ALL_JOBS = "all jobs"
 REPORT_JOB = ("report", "report")

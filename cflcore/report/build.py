@@ -1,25 +1,9 @@
-"""The ``report`` stage: tables, "paper versus this run", figures, an index and the missing runs.
-
-Layout of ``out_dir`` (``results/report/``)::
-
-    tables/table1_clustering.{csv,md,tex}        000 Table 1 (+ RI, V, silhouette, DB, WAS, WADB in the CSV)
-    tables/table2_clustering_round.{csv,md,tex}  000 Table 2
-    tables/table_personalisation.{csv,md,tex}    PF1, GF1, learning gap, balanced accuracies
-    tables/headline.{csv,md,tex}                 final and mean PF1, GF1, ARI and the clustering round (front page)
-    tables/at_a_glance.{csv,md,tex}              final PF1 and ARI per method × split, best per column (front page)
-    tables/paper_vs_run.{csv,md,tex}             published 000 Tables 1–2 and Figure 2 PF1/GF1 beside ours
-    tables/paper_ranking.{csv,md,tex}            Kendall's τ per split: do the methods come in the paper's order?
-    tables/departures.csv                        departures by design and what they do to the comparison
-    tables/run_scores.csv                        one row per run (every seed)
-    tables/table_late_clients.{csv,md,tex}       late-joining clients (000 §6.2): attachment accuracy, PF1
-    tables/benchmarks_by_rule.csv, critical_path.csv, benchmark_summary.csv   where the study's time went
-                                                 (report/benchmarks.py, from every job's benchmark file)
-    figures/late_clients/<dataset>_n<clients>    late vs founding PF1 per round (report/late_clients.py)
-    figures/split_traces/<dataset>_n<clients>_<algorithm>   SCL / FedGWC split criteria per round (report/traces.py)
-    front_page.rst                               the HTML report's landing page (included by report/workflow.rst)
-    figures/<kind>/<dataset>[_n<clients>].{png,pdf}   kinds: FIGURE_KINDS (every folder exists, maybe empty)
-    missing_runs.csv                             run, reason
-    index.json, index.csv                        every file written: kind, path, format, caption, dataset, clients
+"""The report's tables and run figures (docs/architecture.md §10): the writers of the catalogue's kinds
+``tables`` (Tables 1–2, personalisation, headline, at a glance, the paper check, Kendall's τ, ``run_scores``, the
+seeds' claims and the front page), ``missing_runs``, ``run_figures`` (learning gap, temperature, clustering
+progress, clusters per round, split traces) and ``whatif`` (the what-if heatmaps and ``whatif_delay.csv``).
+Which kinds exist, their paths and captions: :mod:`cflcore.report.catalogue`; the orchestrator:
+:mod:`cflcore.report.parts`.
 """
 from __future__ import annotations
 
@@ -29,7 +13,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import layout
 from . import figures as fg
 from . import tables as tb
 from .front_page import (
@@ -40,24 +23,18 @@ from .front_page import (
     ranking_frame,
     write_front_page,
 )
-from .late_clients import write_late_clients
 from .paper import paper_split, paper_vs_run, ranking_agreement
-from .index import write_index
-from .runs import LoadedRun, MissingRun, RunSpec, load_runs
+from .index import entry as index_entry
+from .runs import LoadedRun, MissingRun, RunSpec
 from .claims import ClaimData, check_claims
-from .sweeps import round_frame, sweep_summary, write_sweep_outputs
+from .sweeps import round_frame, sweep_summary
 from .traces import split_trace_figures
 
-CAPTION_DIR = "report/captions"
-FIGURE_KINDS = tuple(layout.FIGURE_KINDS)  # the report rule declares each folder (cflcore.layout)
 # our columns compared with the paper's (paper.METRIC_MAP)
 COMPARISON_METRICS = ["ari", "ami", "homogeneity", "clustering_round", "pf1", "gf1", "pf1_final", "gf1_final"]
 
 
-def _entry(kind: str, path: Path, out_dir: Path, dataset: str | None = None, clients: int | None = None,
-           caption: str | None = None) -> dict[str, Any]:
-    return {"kind": kind, "path": str(path.relative_to(out_dir)), "format": path.suffix.lstrip("."),
-            "caption": f"{CAPTION_DIR}/{caption or kind}.rst", "dataset": dataset, "clients": clients}
+_entry = index_entry  # (kind, path, out_dir, dataset, clients): an index row, captioned by the catalogue
 
 
 def split_name_map(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun]) -> dict[str, str | None]:
@@ -181,8 +158,6 @@ def round_scores(runs: Sequence[LoadedRun]) -> pd.DataFrame:
 
 def write_figures(loaded: Sequence[LoadedRun], personal: pd.DataFrame, out_dir: Path) -> list[dict[str, Any]]:
     fig_dir, entries = out_dir / "figures", []
-    for kind in FIGURE_KINDS:  # declared as directory() outputs by the report rule: always create them
-        (fig_dir / kind).mkdir(parents=True, exist_ok=True)
 
     def save(fig, kind: str, name: str, dataset: str | None, clients: int | None) -> None:
         entries.extend(_entry(kind, p, out_dir, dataset, clients) for p in fg.save_figure(fig, fig_dir / kind / name))
@@ -305,34 +280,3 @@ def temperature_bands(runs: Sequence[LoadedRun]) -> dict[str, list[fg.Curve]]:
 def write_missing(missing: Sequence[MissingRun], out_dir: Path) -> dict[str, Any]:
     frame = pd.DataFrame([{"run": m.spec.run_id, "reason": m.reason} for m in missing], columns=["run", "reason"])
     return _entry("missing_runs", tb.write_text(frame.to_csv(index=False), out_dir / "missing_runs.csv"), out_dir)
-
-
-def runs_summary(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], missing: Sequence[MissingRun]) -> dict[str, Any]:
-    """The index's account of the runs: expected, loaded, missing (with their reasons)."""
-    return {"n_expected": len(specs), "n_loaded": len(loaded), "n_missing": len(missing),
-            "missing": [{"run": m.spec.run_id, "reason": m.reason} for m in missing]}
-
-
-def build_report(runs: Sequence[RunSpec], out_dir: str | Path, context: Mapping[str, Any] | None = None,
-                 late_runs: Sequence[str] = (), benchmarks: Mapping[str, Any] | None = None,
-                 sweep_index: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Write every table and figure for the expected ``runs`` into ``out_dir`` in this process; return the index.
-
-    Runs without evaluation files are listed in ``missing_runs.csv`` with their reason and shown as
-    "missing" in the tables; they never stop the report. ``context`` (:func:`front_page.front_page_context`
-    of the config) feeds the front page's departures. ``late_runs`` (run ids with late-joining clients,
-    000 §6.2) get the late-client table and figure (report/late_clients.py). ``benchmarks``: see
-    :func:`index.write_index`. The workflow writes the same files in separate jobs (cflcore/report/parts.py).
-    """
-    out_dir = Path(out_dir)
-    loaded, missing = load_runs(runs)
-    entries = write_tables(runs, loaded, out_dir, context, sweep_index)
-    entries.append(write_missing(missing, out_dir))
-    personal, _ = tb.personalisation_table(tb.run_summaries(loaded), tb.expected_groups(runs))
-    entries += write_figures(loaded, personal, out_dir)
-    entries += write_sweep_outputs(loaded, sweep_index or {}, out_dir,  # factor sweeps, seed envelopes
-                                   lambda kind, path, dataset, clients: _entry(kind, path, out_dir, dataset, clients))
-    late = set(late_runs)
-    entries += write_late_clients([r for r in runs if r.run_id in late], out_dir, CAPTION_DIR)
-    entries += write_whatif_figures(loaded, out_dir)
-    return write_index(out_dir, runs_summary(runs, loaded, missing), entries, benchmarks)

@@ -9,18 +9,20 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..io import atomic_path, write_json
+from . import catalogue
 from .benchmarks import REPORT_JOB, write_benchmark_tables
 
 INDEX_COLUMNS = ["kind", "path", "format", "caption", "dataset", "clients"]
 
 
-def index_entry(kind: str, path: Path, out_dir: Path, caption: str) -> dict[str, Any]:
+def entry(kind: str, path: Path, out_dir: Path, dataset: str | None = None, clients: int | None = None) -> dict[str, Any]:
+    """The index row of one file of ``kind`` (a kind of :mod:`cflcore.report.catalogue`, whose caption it takes)."""
     return {"kind": kind, "path": str(Path(path).relative_to(out_dir)), "format": Path(path).suffix.lstrip("."),
-            "caption": caption, "dataset": None, "clients": None}
+            "caption": catalogue.caption_file(kind), "dataset": dataset, "clients": clients}
 
 
 def write_index(out_dir: str | Path, runs: Mapping[str, Any], entries: Sequence[Mapping[str, Any]],
-                benchmarks: Mapping[str, Any] | None = None, caption_dir: str = "report/captions") -> dict[str, Any]:
+                benchmarks: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The benchmark tables (when ``benchmarks`` is given: ``{"root": results/benchmarks, "jobs": {rule: [wildcards
     paths]}}``, stages.report_plan; written here, last, so that the job's own row covers its work), then
     ``index.json`` and ``index.csv`` listing every file of ``entries`` and these tables (standard library only:
@@ -29,7 +31,7 @@ def write_index(out_dir: str | Path, runs: Mapping[str, Any], entries: Sequence[
     entries = [dict(e) for e in entries]
     if benchmarks is not None:
         tables = write_benchmark_tables(benchmarks["root"], benchmarks["jobs"], out_dir / "tables", current=REPORT_JOB)
-        entries += [index_entry(kind, path, out_dir, f"{caption_dir}/{kind}.rst") for kind, path in tables["files"].items()]
+        entries += [entry(kind, path, out_dir) for kind, path in tables["files"].items()]
     index = {**runs, "files": entries}
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=INDEX_COLUMNS, extrasaction="ignore", lineterminator="\n")

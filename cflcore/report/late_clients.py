@@ -125,19 +125,16 @@ def late_figure(curves: pd.DataFrame, summary: pd.DataFrame, title: str) -> plt.
     return fig
 
 
-def write_late_clients(specs: Sequence[RunSpec], out_dir: Path, caption_dir: str) -> list[dict[str, Any]]:
-    """Write the table (always, maybe empty) and one figure per dataset × clients; return index entries."""
+def write_late_clients(specs: Sequence[RunSpec], out_dir: Path, entry: Any) -> list[dict[str, Any]]:
+    """Write the table (always, maybe empty) and one figure per dataset × clients; return index entries
+    (``entry(kind, path, dataset, clients)`` makes one)."""
     out_dir = Path(out_dir)
     fig_dir = out_dir / "figures" / KIND
     fig_dir.mkdir(parents=True, exist_ok=True)
 
-    def entry(kind: str, path: Path, dataset: str | None = None, clients: int | None = None) -> dict[str, Any]:
-        return {"kind": kind, "path": str(path.relative_to(out_dir)), "format": path.suffix.lstrip("."),
-                "caption": f"{caption_dir}/{kind}.rst", "dataset": dataset, "clients": clients}
-
     frames = load_late_frames(specs)
     tidy, wide = late_table(specs, frames)
-    entries = [entry(STEM, p) for p in tb.write_table(tidy, wide, STEM, out_dir / "tables", CAPTION)]
+    entries = [entry(STEM, p, None, None) for p in tb.write_table(tidy, wide, STEM, out_dir / "tables", CAPTION)]
     curves, summary = pf1_by_round(frames), late_run_summaries(frames)
     for (dataset, clients), part in curves.groupby(["dataset", "clients"], sort=False):
         fig = late_figure(part, summary[(summary["dataset"] == dataset) & (summary["clients"] == clients)],

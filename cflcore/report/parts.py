@@ -1,52 +1,39 @@
-"""The report stage in parts, one Snakemake job each (rules/report.smk), gathered by the ``report`` job.
+"""The report stage's one orchestrator: a part at a time (rules/report.smk, one Snakemake job each), or all of
+them in one process (``cfl report``, :func:`build_all`; :func:`build_report` for a list of runs), gathered by
+:func:`gather` (rule ``report``).
 
-Each part reads only what it draws and writes its files plus ``parts/<part>.json`` (its index entries):
-
-* ``tables`` — Tables 1–2, personalisation, headline, at a glance, the paper check, τ, ``run_scores.csv``,
-  ``missing_runs.csv`` and the front page (report/build.py :func:`~cflcore.report.build.write_tables`);
-* ``figures`` — learning gap, temperature, clustering progress, clusters per round, split traces, the factor
-  sweeps and per-round seed envelopes (report/sweeps.py), 004's FedGWC figures (report/fedgwc_figures.py);
-* ``whatif`` — the what-if heatmaps and ``whatif_delay.csv``;
-* ``late_clients`` — the late-joining clients' table and figure (000 §6.2);
-* ``explain`` — saliency grids, insertion/deletion box plots and CD diagrams of the explained runs.
-
-:func:`gather` (rule ``report``) then writes the per-rule benchmark tables and ``index.json`` / ``index.csv``.
-Snakemake runs the parts side by side and reruns only those whose inputs changed (a new explain result
-redraws the explain figures, not the tables); ``cfl report`` runs them one after the other
-(:func:`build_all`). Every file is the same either way.
+Which part writes which kind, and with which writer, is the catalogue's (:mod:`cflcore.report.catalogue`):
+:func:`write_part` creates the part's figure folders (the rules declare them), runs the writers the catalogue
+names for it (:data:`WRITERS`) and records their index entries in ``parts/<part>.json``. Snakemake runs the
+parts side by side and reruns only those whose inputs changed (a new explain result redraws the explain
+figures, not the tables); every file is the same either way.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import CflError
 from ..io import read_json, write_json
+from . import catalogue
 from .index import write_index
 
 # This module is imported when the Snakefile is parsed (stages.benchmark_jobs names the part rules) and by the
-# gathering job: the report's modules (pandas, matplotlib, scipy) are imported inside the functions that draw.
+# gathering job: the report's modules (pandas, matplotlib, scipy) are imported inside the writers.
 
-PARTS = ("tables", "figures", "whatif", "late_clients", "explain")
-EXPLAIN_FIGURE_KINDS = ("saliency_grid", "insdel_box", "cd")
-
-
-RUN_KEYS = ("results_dir", "study", "algorithm_splits", "dataset_splits")
-PLAN_KEYS = {"tables": (*RUN_KEYS, "front_page", "sweep_index"), "figures": (*RUN_KEYS, "sweep_index"), "whatif": RUN_KEYS,
-             "late_clients": (*RUN_KEYS, "late_runs"), "explain": ("results_dir", "explain_runs", "grid_clients"),
-             "index": ("benchmarks",)}
-"""What each part reads of the plan (stages.report_plan); ``index`` is rule ``report`` (:func:`gather`)."""
+PARTS = tuple(p.name for p in catalogue.PARTS)
 
 
 def part_plan(plan: Mapping[str, Any], part: str) -> dict[str, Any]:
-    """The part of ``plan`` that ``part`` reads: the rule's param, so that a config change reruns only the parts
-    it concerns (e.g. a departure's setting the tables and front page, not the figures)."""
-    return {key: plan.get(key) for key in PLAN_KEYS[part]}
+    """The part of ``plan`` that ``part`` reads (:attr:`catalogue.Part.plan_keys`): the rule's param."""
+    return {key: plan.get(key) for key in catalogue.part(part).plan_keys}
 
 
 def part_rule(part: str) -> str:
     """The Snakemake rule that writes ``part`` (rules/report.smk)."""
-    return f"report_{part}"
+    return catalogue.part(part).rule
 
 
 def part_index(out_dir: str | Path, part: str) -> Path:
@@ -62,81 +49,132 @@ def plan_specs(plan: Mapping[str, Any]) -> list:
                                   "dataset_splits": plan.get("dataset_splits") or {}})
 
 
-def explain_figures(plan: Mapping[str, Any], out_dir: Path) -> list[dict[str, Any]]:
-    """The explain figures of the plan's explained runs into ``out_dir/figures/<kind>``; every kind's folder
-    exists afterwards (the rule declares them)."""
-    from .build import _entry
-    from .explain_figures import (
-        cd_figures,
-        insdel_boxplot_figures,
-        saliency_grid_figures,
-    )
+@dataclass
+class ReportInputs:
+    """What the writers read: the expected runs (loaded once, on first use), the plan's other keys
+    (stages.report_plan: ``front_page``, ``sweep_index``, ``late_runs``, ``explain_runs``, ``grid_clients``,
+    ``results_dir``) and the report folder."""
 
+    specs: Sequence[Any]
+    out_dir: Path
+    plan: Mapping[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def runs(self) -> tuple[list, list]:
+        """(loaded, missing) runs (:func:`runs.load_runs`)."""
+        from .runs import load_runs
+
+        return load_runs(self.specs)
+
+    @property
+    def loaded(self) -> list:
+        return self.runs[0]
+
+    def entry(self, kind: str, path: Path, dataset: str | None = None, clients: int | None = None) -> dict[str, Any]:
+        """An index entry of a catalogue kind (:func:`index.entry`)."""
+        from .index import entry
+
+        return entry(kind, path, self.out_dir, dataset, clients)
+
+
+# ---- the writers the catalogue names (catalogue.ReportOutput.writer): ReportInputs -> index entries ----------
+def _tables(inputs: ReportInputs) -> list[dict[str, Any]]:
+    from .build import write_tables
+
+    return write_tables(inputs.specs, inputs.loaded, inputs.out_dir, inputs.plan.get("front_page"),
+                        inputs.plan.get("sweep_index"))
+
+
+def _missing_runs(inputs: ReportInputs) -> list[dict[str, Any]]:
+    from .build import write_missing
+
+    return [write_missing(inputs.runs[1], inputs.out_dir)]
+
+
+def _run_figures(inputs: ReportInputs) -> list[dict[str, Any]]:
+    from . import tables as tb
+    from .build import write_figures
+
+    personal, _ = tb.personalisation_table(tb.run_summaries(inputs.loaded), tb.expected_groups(inputs.specs))
+    return write_figures(inputs.loaded, personal, inputs.out_dir)
+
+
+def _sweeps(inputs: ReportInputs) -> list[dict[str, Any]]:
+    from .sweeps import write_sweep_outputs
+
+    return write_sweep_outputs(inputs.loaded, inputs.plan.get("sweep_index") or {}, inputs.out_dir, inputs.entry)
+
+
+def _fedgwc(inputs: ReportInputs) -> list[dict[str, Any]]:
+    from .fedgwc_figures import write_fedgwc_figures
+
+    return write_fedgwc_figures(inputs.loaded, inputs.out_dir, inputs.entry)
+
+
+def _whatif(inputs: ReportInputs) -> list[dict[str, Any]]:
+    from .build import write_whatif_figures
+
+    return write_whatif_figures(inputs.loaded, inputs.out_dir)
+
+
+def _late_clients(inputs: ReportInputs) -> list[dict[str, Any]]:
+    from .late_clients import write_late_clients
+
+    late = set(inputs.plan.get("late_runs") or [])
+    return write_late_clients([s for s in inputs.specs if s.run_id in late], inputs.out_dir, inputs.entry)
+
+
+def _explain(inputs: ReportInputs) -> list[dict[str, Any]]:
+    """The explain figures of the plan's explained runs (saliency grids, insertion/deletion, CD diagrams)."""
     from .. import layout
+    from .explain_figures import cd_figures, insdel_boxplot_figures, saliency_grid_figures
 
-    results, figs = str(plan["results_dir"]).rstrip("/"), out_dir / "figures"
+    results, figs = str(inputs.plan.get("results_dir", "")).rstrip("/"), inputs.out_dir / "figures"
     refs = []
-    for run in plan["explain_runs"]:
+    for run in inputs.plan.get("explain_runs") or []:
         ref = layout.parse_run_id(run)
         refs.append({"dataset": ref.dataset, "split": ref.split, "clients": ref.clients, "seed": ref.seed,
                      "algorithm": ref.algorithm, "explain_dir": Path(layout.explain_dir(results, run))})
-    for kind in EXPLAIN_FIGURE_KINDS:
-        (figs / kind).mkdir(parents=True, exist_ok=True)
     if not refs:
         return []
-    drawn = {"saliency_grid": saliency_grid_figures(refs, figs / "saliency_grid", plan.get("grid_clients")),
+    drawn = {"saliency_grid": saliency_grid_figures(refs, figs / "saliency_grid", inputs.plan.get("grid_clients")),
              "insdel_box": insdel_boxplot_figures(refs, figs / "insdel_box"),
              "cd": cd_figures(refs, figs / "cd")}
-    return [_entry(kind, path, out_dir, caption=f"explain_{kind}") for kind, paths in drawn.items() for path in paths]
+    return [inputs.entry(kind, path) for kind, paths in drawn.items() for path in paths]
+
+
+WRITERS: dict[str, Callable[[ReportInputs], list[dict[str, Any]]]] = {
+    "tables": _tables, "missing_runs": _missing_runs, "run_figures": _run_figures, "sweeps": _sweeps,
+    "fedgwc": _fedgwc, "whatif": _whatif, "late_clients": _late_clients, "explain": _explain,
+}
+"""writer name (catalogue) -> the function that writes its kinds and returns their index entries. The
+``benchmarks`` writer is rule ``report``'s own (:func:`gather`, written last)."""
+
+
+def runs_summary(inputs: ReportInputs) -> dict[str, Any]:
+    """The index's account of the runs: expected, loaded, missing (with their reasons)."""
+    loaded, missing = inputs.runs
+    return {"n_expected": len(inputs.specs), "n_loaded": len(loaded), "n_missing": len(missing),
+            "missing": [{"run": m.spec.run_id, "reason": m.reason} for m in missing]}
+
+
+def _write(inputs: ReportInputs, part: str) -> dict[str, Any]:
+    if part not in PARTS:
+        raise CflError(f"unknown report part {part!r}; allowed: {', '.join(PARTS)}")
+    for kind in catalogue.outputs_of(part, "figures"):  # declared as directory() outputs: always created
+        (inputs.out_dir / kind.paths()[0]).mkdir(parents=True, exist_ok=True)
+    record: dict[str, Any] = {"part": part, "entries": [e for w in catalogue.writers_of(part) for e in WRITERS[w](inputs)]}
+    if part == "tables":  # the account of expected / loaded / missing runs, for the index
+        record["runs"] = runs_summary(inputs)
+    write_json(record, part_index(inputs.out_dir, part))
+    return record
 
 
 def write_part(plan: Mapping[str, Any], part: str, out_dir: str | Path) -> dict[str, Any]:
-    """Write one part's files and ``parts/<part>.json``: ``{"part", "entries"}`` (and ``"runs"``, the account of
-    expected / loaded / missing runs, for ``tables``)."""
-    if part not in PARTS:
-        raise CflError(f"unknown report part {part!r}; allowed: {', '.join(PARTS)}")
-    from . import tables as tb
-    from .build import (
-        CAPTION_DIR,
-        _entry,
-        runs_summary,
-        write_figures,
-        write_missing,
-        write_tables,
-        write_whatif_figures,
-    )
-    from .late_clients import write_late_clients
-    from .runs import load_runs
-    from .fedgwc_figures import write_fedgwc_figures
-    from .sweeps import write_sweep_outputs
-
-    out_dir = Path(out_dir)
-    record: dict[str, Any] = {"part": part}
-    if part == "late_clients":
-        late = set(plan.get("late_runs") or [])
-        record["entries"] = write_late_clients([s for s in plan_specs(plan) if s.run_id in late], out_dir, CAPTION_DIR)
-    elif part == "explain":
-        record["entries"] = explain_figures(plan, out_dir)
-    else:
-        specs = plan_specs(plan)
-        loaded, missing = load_runs(specs)
-        if part == "tables":
-            entries = write_tables(specs, loaded, out_dir, plan.get("front_page"), plan.get("sweep_index"))
-            record["entries"] = [*entries, write_missing(missing, out_dir)]
-            record["runs"] = runs_summary(specs, loaded, missing)
-        elif part == "figures":
-            personal, _ = tb.personalisation_table(tb.run_summaries(loaded), tb.expected_groups(specs))
-            def entry(kind, path, dataset, clients):
-                return _entry(kind, path, out_dir, dataset, clients)
-
-            record["entries"] = (write_figures(loaded, personal, out_dir)
-                                 # factor sweeps and seed envelopes (report/sweeps.py), 004's FedGWC figures
-                                 + write_sweep_outputs(loaded, plan.get("sweep_index") or {}, out_dir, entry)
-                                 + write_fedgwc_figures(loaded, out_dir, entry))
-        else:
-            record["entries"] = write_whatif_figures(loaded, out_dir)
-    write_json(record, part_index(out_dir, part))
-    return record
+    """Rule ``report_<part>``: the part's files and ``parts/<part>.json``: ``{"part", "entries"}`` (and ``"runs"``,
+    the account of expected / loaded / missing runs, for ``tables``)."""
+    specs = plan_specs(plan) if "study" in plan else []
+    return _write(ReportInputs(specs, Path(out_dir), plan), part)
 
 
 def gather(plan: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
@@ -148,8 +186,25 @@ def gather(plan: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
     return write_index(out_dir, records["tables"]["runs"], entries, plan.get("benchmarks"))
 
 
+def _write_all(inputs: ReportInputs) -> dict[str, Any]:
+    for part in PARTS:
+        _write(inputs, part)
+    return gather(inputs.plan, inputs.out_dir)
+
+
 def build_all(plan: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
     """Every part in this process, one after the other, then :func:`gather` (``cfl report``)."""
-    for part in PARTS:
-        write_part(plan, part, out_dir)
-    return gather(plan, out_dir)
+    return _write_all(ReportInputs(plan_specs(plan), Path(out_dir), plan))
+
+
+def build_report(runs: Sequence[Any], out_dir: str | Path, context: Mapping[str, Any] | None = None,
+                 late_runs: Sequence[str] = (), benchmarks: Mapping[str, Any] | None = None,
+                 sweep_index: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The whole report for the expected ``runs`` (:class:`runs.RunSpec`, e.g. outside a config) in this
+    process; returns the index. Runs without evaluation files are listed in ``missing_runs.csv`` with their
+    reason and shown as "missing" in the tables; they never stop the report. ``context``
+    (:func:`front_page.front_page_context` of the config) feeds the front page's departures; ``late_runs`` (run
+    ids with late-joining clients, 000 §6.2) get the late-client table and figure; ``benchmarks``: see
+    :func:`index.write_index`. No runs are explained here (the explain part needs a config's plan)."""
+    plan = {"front_page": context, "late_runs": list(late_runs), "benchmarks": benchmarks, "sweep_index": sweep_index}
+    return _write_all(ReportInputs(list(runs), Path(out_dir), plan))

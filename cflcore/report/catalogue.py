@@ -1,0 +1,180 @@
+"""The report's catalogue: every table, figure kind and page the report writes, in one place
+(docs/architecture.md §10).
+
+One :class:`ReportOutput` per kind says which part of the report writes it (:data:`PARTS`, one Snakemake job
+each), which writer of :mod:`cflcore.report.parts` draws it, where it lands under ``results/report/``, its
+caption (``report/captions/<caption>.rst``), and where and under which labels the HTML report shows it. Everything
+else reads this module: the report rules are generated from it in a loop (rules/report.smk), the part jobs call
+the writers it names (:func:`cflcore.report.parts.write_part`), the figures' labels follow the keys it declares
+(:mod:`cflcore.report.labels`), and every index entry takes its caption from it. Adding a kind is one entry here,
+one caption file and the writer that draws it.
+
+Imported when the Snakefile is parsed, and outside the train and evaluate stages' code (a new kind reruns the
+report only): standard library only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Form = Literal["table", "figures", "page"]
+WIDE_FORMATS = ("csv", "md", "tex")
+"""A table with Markdown and LaTeX versions beside the CSV (only the CSV is registered in the HTML report)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One job of the report stage (rule ``report_<name>``): what it reads and what it may use."""
+
+    name: str
+    reads: Literal["evaluations", "whatif", "late_clients", "explain", "parts"]
+    plan_keys: tuple[str, ...]
+    """What the part reads of the report's plan (stages.report_plan): the rule's param, so that a config change
+    reruns only the parts it concerns (e.g. a departure's setting the tables and front page, not the figures)."""
+    mem_mb: int = 2000
+    runtime: int = 30  # minutes
+
+    @property
+    def rule(self) -> str:
+        return "report" if self.name == "index" else f"report_{self.name}"
+
+
+@dataclass(frozen=True)
+class ReportOutput:
+    """One kind of the report's outputs.
+
+    ``form``: ``table`` (``tables/<kind>.<format>`` for each of ``formats``), ``figures`` (the folder
+    ``figures/<kind>/``, one PNG and PDF per figure; how many depends on the grid) or ``page`` (``<kind>.rst``).
+    ``category`` / ``subcategory`` / ``title`` place it in the HTML report (a table's ``title`` is its label; a
+    figure kind's is its subcategory); ``category`` None: not shown there. ``labels``: a figure kind's label
+    columns in the HTML report, read back from each file name (:func:`cflcore.report.labels.figure_labels`)."""
+
+    kind: str
+    part: str
+    writer: str
+    form: Form
+    title: str
+    category: str | None = None
+    subcategory: str = ""
+    formats: tuple[str, ...] = ("csv",)
+    caption_name: str = ""
+    labels: tuple[str, ...] = ()
+    folder: str = "tables"
+
+    @property
+    def caption(self) -> str:
+        """The caption's file name under report/captions/ without ``.rst``."""
+        return self.caption_name or self.kind
+
+    def paths(self) -> list[str]:
+        """The outputs' paths relative to the report folder: a table's files (CSV first), a figure kind's folder
+        or the page."""
+        if self.form == "figures":
+            return [f"figures/{self.kind}"]
+        if self.form == "page":
+            return [f"{self.kind}.rst"]
+        prefix = f"{self.folder}/" if self.folder else ""
+        return [f"{prefix}{self.kind}.{fmt}" for fmt in self.formats]
+
+
+_RUNS = ("results_dir", "study", "algorithm_splits", "dataset_splits")
+PARTS: tuple[Part, ...] = (
+    Part("tables", "evaluations", (*_RUNS, "front_page", "sweep_index")),
+    Part("figures", "evaluations", (*_RUNS, "sweep_index"), mem_mb=3000),
+    Part("whatif", "whatif", _RUNS),
+    Part("late_clients", "late_clients", (*_RUNS, "late_runs")),
+    Part("explain", "explain", ("results_dir", "explain_runs", "grid_clients"), mem_mb=3000),
+)
+INDEX = Part("index", "parts", ("benchmarks",), mem_mb=1000, runtime=10)
+"""Rule ``report``: gathers the parts' index entries and writes the per-rule benchmark tables, last."""
+
+_CLIENTS = ("dataset", "clients")
+_SCENARIO = ("dataset", "split", "clients", "seed")
+
+
+def _table(kind: str, part: str, writer: str, subcategory: str, title: str, wide: bool = False,
+           folder: str = "tables", category: str = "Tables") -> ReportOutput:
+    return ReportOutput(kind, part, writer, "table", title, category, subcategory,
+                        WIDE_FORMATS if wide else ("csv",), folder=folder)
+
+
+def _figures(kind: str, part: str, writer: str, title: str, labels: tuple[str, ...], explain: bool = False) -> ReportOutput:
+    return ReportOutput(kind, part, writer, "figures", title, "Explainability" if explain else "Figures", title,
+                        ("png", "pdf"), f"explain_{kind}" if explain else "", labels)
+
+
+OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
+    # ---- part "tables" (report/build.py write_tables; front page: report/front_page.py) ----
+    _table("at_a_glance", "tables", "tables", "Front page", "at a glance: final PF1 and ARI, best marked", wide=True),
+    _table("headline", "tables", "tables", "Front page", "headline: final and mean PF1, GF1, ARI, clustering round",
+           wide=True),
+    _table("paper_ranking", "tables", "tables", "Front page", "Kendall's tau against 000's ranking", wide=True),
+    _table("departures", "tables", "tables", "Front page", "departures by design"),
+    _table("paper_vs_run", "tables", "tables", "Paper check", "000 Tables 1-2 and Figure 2 beside ours", wide=True),
+    _table("paper_claims", "tables", "tables", "Paper check", "the seeds' claims (002, 004) against this study"),
+    _table("table1_clustering", "tables", "tables", "Paper tables", "000 Table 1: clustering scores", wide=True),
+    _table("table2_clustering_round", "tables", "tables", "Paper tables", "000 Table 2: clustering round", wide=True),
+    _table("table_personalisation", "tables", "tables", "Paper tables", "PF1, GF1, learning gap", wide=True),
+    _table("run_scores", "tables", "tables", "Runs", "one row per run (every seed)"),
+    ReportOutput("front_page", "tables", "tables", "page", "the HTML report's landing page (report/workflow.rst)"),
+    _table("missing_runs", "tables", "missing_runs", "Runs", "missing runs and their reasons", folder=""),
+    # ---- part "figures" ----
+    _figures("learning_gap", "figures", "run_figures", "PF1 / GF1 learning gap (000 Fig. 2)", _CLIENTS),
+    _figures("temperature_mean", "figures", "run_figures", "Normalised temperature (000 Figs. 3-4)", ("dataset",)),
+    _figures("temperature_runs", "figures", "run_figures", "Temperature per run (000 Figs. 10-14)", _CLIENTS),
+    _figures("clustering_progress", "figures", "run_figures", "Clustering score per round (001 Fig. 1)", _CLIENTS),
+    _figures("n_clusters", "figures", "run_figures", "Number of clusters per round", _CLIENTS),
+    _figures("split_traces", "figures", "run_figures",
+             "Split criteria per round: SCL update norms vs eps1/eps2, FedGWC MSE vs eps and DB", (*_CLIENTS, "method")),
+    _figures("sweeps", "figures", "sweeps", "Factor sweeps: final scores against the swept values (002 Figs. 3-4)",
+             (*_CLIENTS, "sweep")),
+    _figures("round_envelopes", "figures", "sweeps",
+             "Per-round scores, mean and std envelope over seeds (002 Fig. 5)", (*_CLIENTS, "split and methods")),
+    _table("sweep_scores", "figures", "sweeps", "Factor sweeps", "final scores per swept value: mean, std, seeds"),
+    _figures("fedgwc", "figures", "fedgwc",
+             "FedGWC: accuracy and split rounds, P and W, spectral embedding, class shares (004 Figs. 2, 3, 5-8)",
+             (*_CLIENTS, "run and figure")),
+    # ---- part "whatif" (its folder also holds whatif_delay.csv) ----
+    _figures("whatif_heatmap", "whatif", "whatif",
+             "What-if clustering: ARI per clusterer and round (trigger vs earliest separable round)", _SCENARIO),
+    # ---- part "late_clients" (report/late_clients.py, 000 §6.2) ----
+    _table("table_late_clients", "late_clients", "late_clients", "Late-joining clients",
+           "late vs founding clients (000 §6.2)", wide=True),
+    _figures("late_clients", "late_clients", "late_clients",
+             "Late-joining clients: PF1 of late vs founding clients (000 §6.2)", _CLIENTS),
+    # ---- part "explain" (report/explain_figures.py) ----
+    _figures("saliency_grid", "explain", "explain", "Saliency grids (000 Fig. 5)", _SCENARIO, explain=True),
+    _figures("insdel_box", "explain", "explain", "Insertion / deletion AUC (000 Figs. 6-7)", ("plot", "samples"),
+             explain=True),
+    _figures("cd", "explain", "explain", "Critical-difference diagrams (000 Figs. 8, 17)", ("samples", "metric"),
+             explain=True),
+    # ---- rule "report" (report/benchmarks.py): where the study's time went, written last ----
+    _table("benchmarks_by_rule", "index", "benchmarks", "", "per rule: jobs, wall and CPU seconds, peak memory",
+           category="Benchmarks"),
+    _table("critical_path", "index", "benchmarks", "", "the longest chain of jobs", category="Benchmarks"),
+    _table("benchmark_summary", "index", "benchmarks", "", "critical path against the sum of all jobs",
+           category="Benchmarks"),
+)}
+
+
+def part(name: str) -> Part:
+    """The part called ``name`` (``index``: rule ``report``)."""
+    for p in (*PARTS, INDEX):
+        if p.name == name:
+            return p
+    raise KeyError(f"unknown report part {name!r}; allowed: {', '.join(p.name for p in (*PARTS, INDEX))}")
+
+
+def outputs_of(part_name: str, form: Form | None = None) -> list[ReportOutput]:
+    """The kinds ``part_name`` writes (of one ``form``), in catalogue order."""
+    return [o for o in OUTPUTS.values() if o.part == part_name and (form is None or o.form == form)]
+
+
+def writers_of(part_name: str) -> list[str]:
+    """The writers ``part_name`` runs, in catalogue order, each once."""
+    return list(dict.fromkeys(o.writer for o in outputs_of(part_name)))
+
+
+def caption_file(kind: str, caption_dir: str = "report/captions") -> str:
+    """The caption of ``kind`` (a catalogue kind): ``report/captions/<caption>.rst``."""
+    return f"{caption_dir}/{OUTPUTS[kind].caption}.rst"
