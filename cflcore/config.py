@@ -550,11 +550,14 @@ def split_settings(cfg: Mapping[str, Any], split: str) -> dict[str, Any]:
     return dict(cfg["splits"][split])
 
 
+_NOT_TRAINING = ("loader", "test_fraction", "max_train", "explain_samples", "algorithm_params", "splits")
+"""Keys of a dataset's block that are not its training recipe."""
+
+
 def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, Any]:
     """Everything a ``train`` job depends on besides its input files (the split)."""
     ds = dataset_settings(cfg, dataset)
-    training = {k: v for k, v in ds.items()
-                if k not in ("loader", "test_fraction", "max_train", "explain_samples", "algorithm_params", "splits")}
+    training = {k: v for k, v in ds.items() if k not in _NOT_TRAINING}
     variant = {**cfg["algorithms"][algorithm], **(ds.get("algorithm_params") or {}).get(algorithm, {})}
     engine = {**with_config_defaults("", cfg)["engine"], **(variant.get("engine") or {})}  # the variant's own engine overrides
     variant = {"method": variant["method"], **strategy_params(variant)}  # `splits:` is the study's, not the strategy's
@@ -564,6 +567,25 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[s
         "algorithm": variant,
         "device": with_config_defaults("", cfg)["device"],
     }
+
+
+def scl_proxy_settings(cfg: Mapping[str, Any], dataset: str, round_size: str) -> dict[str, Any]:
+    """What rule ``scl_proxy`` depends on (000 App. A.2, cflcore/scl_proxy.py): the dataset's training recipe and
+    rounds, the engine's shared-vector choice, and the proxy's round size."""
+    ds = dataset_settings(cfg, dataset)
+    training = {k: v for k, v in ds.items() if k not in _NOT_TRAINING}
+    engine = with_config_defaults("", cfg)["engine"]
+    return {"training": training, "round_size": round_size,
+            "engine": {k: engine[k] for k in ("bn_buffers_in_delta", "bn_stats") if k in engine}}
+
+
+def scl_proxy_rounds(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> str | None:
+    """The proxy round size a run reads (``client`` / ``epoch``), or None when its variant is not SCL with
+    ``epsilon: proxy``."""
+    variant = run_settings(cfg, dataset, algorithm)["algorithm"]
+    if variant.get("method") != "scl" or variant.get("epsilon", "explicit") != "proxy":
+        return None
+    return str(variant.get("proxy_round", "client"))
 
 
 def run_plugins(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:

@@ -38,11 +38,16 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
     the report go on; the next Snakemake invocation retries it (:func:`failed_attempts`)."""
     from .data.store import load_federated
     from .fl.run import train_run
+    from .scl_proxy import resolve_scl_epsilons
     from .strategies import build_strategy
 
     out_dir = Path(out_dir)
     t0 = time.time()
     fed = load_federated(dataset_path, split_dir)
+    algorithm, proxy = resolve_scl_epsilons(settings["algorithm"], split_dir)  # SCL's `epsilon: proxy` (000 App. A.2)
+    if proxy is not None:
+        log.info("SCL epsilons from the centralised proxy: %s", proxy)
+        settings = {**settings, "algorithm": algorithm}
     try:
         train_run(fed, dict(settings), int(seed), out_dir, log=log, strategy=build_strategy(settings["algorithm"]))
     except CflError as e:
@@ -55,6 +60,18 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
     status = {"status": "ok", "seconds": round(time.time() - t0, 3)}
     write_json(status, out_dir / "status.json")
     return status
+
+
+def scl_proxy(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str, Any], seed: int,
+              out_path: str | Path) -> None:
+    """Rule ``scl_proxy``: the centralised proxy's update norm per round (000 App. A.2, cflcore/scl_proxy.py) on the
+    scenario's pooled client training data, beside the split. ``settings``: :func:`config.scl_proxy_settings`."""
+    from .data.store import load_federated
+    from .scl_proxy import proxy_update_norms, write_proxy
+
+    fed = load_federated(dataset_path, split_dir)
+    norms = proxy_update_norms(fed, settings["training"], settings["engine"], int(seed), settings["round_size"])
+    write_proxy(norms, out_path, {"round_size": settings["round_size"], "rounds": len(norms), "seed": int(seed)})
 
 
 def _ensure_divergence(out_dir: Path) -> None:
@@ -194,7 +211,7 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
     ``results/benchmarks/<rule>/<path>.tsv``; a rule without wildcards, e.g. ``report_tables``, has one job named
     after it; the ``report`` job's own time is measured by itself)."""
     from . import layout
-    from .config import late_client_runs, study_runs, whatif_runs
+    from .config import late_client_runs, scl_proxy_rounds, study_runs, whatif_runs
     from .report.parts import PARTS, part_rule
 
     runs = [layout.run_id(**s, algorithm=a) for s, a in study_runs(cfg)]
@@ -202,6 +219,9 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
     replayed = set(whatif_runs(cfg))  # rule evaluate (scores and what-if replay); the others evaluate_no_whatif
     return {"prepare_dataset": sorted({layout.parse_scenario_id(s).dataset for s in scenarios}), "split": scenarios,
             "train": runs, "evaluate": [r for r in runs if r in replayed],
+            "scl_proxy": sorted({f"{layout.parse_run_id(r).scenario}/{size}" for r in runs
+                                 if (size := scl_proxy_rounds(cfg, layout.parse_run_id(r).dataset,
+                                                              str(layout.parse_run_id(r).algorithm)))}),
             "evaluate_no_whatif": [r for r in runs if r not in replayed],
             "evaluate_late_clients": late_client_runs(cfg), "explain": explain_runs,
             **{part_rule(p): [part_rule(p)] for p in PARTS}}

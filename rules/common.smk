@@ -48,6 +48,7 @@ wildcard_constraints:
     clients=r"[0-9]+",
     seed=r"[0-9]+",
     algorithm=SWEPT_NAME,
+    round_size=r"client|epoch",
 
 
 # every path below comes from cflcore.layout (the run id, each output's path and name; the report's: its catalogue)
@@ -117,6 +118,24 @@ def p_attempt(w):
 def p_train_code(w):
     """The hash of the code a train job runs: the engine, its own method and model (cflcore.provenance)."""
     return code_version("train", cc.run_plugins(config, w.dataset, w.algorithm))
+
+
+def scl_proxy_input(w):
+    """The run's SCL epsilon proxy, for an SCL variant with `epsilon: proxy` (cflcore/scl_proxy.py); else nothing."""
+    size = cc.scl_proxy_rounds(config, w.dataset, w.algorithm)
+    if size is None:
+        return {}
+    scenario = lay.scenario_id(w.dataset, w.split, w.clients, w.seed)
+    return {"scl_proxy": lay.split_file(RESULTS, scenario, f"scl_proxy-{size}.parquet")}
+
+
+def p_scl_proxy(w):
+    return canonical_json(cc.scl_proxy_settings(config, w.dataset, w.round_size))
+
+
+def p_scl_proxy_code(w):
+    """The proxy's code: the proxy stage and the dataset's model (cflcore.provenance)."""
+    return code_version("scl_proxy", {"model": cc.dataset_settings(config, w.dataset)["model"]})
 
 
 def p_explain_code(w):

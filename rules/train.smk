@@ -8,6 +8,8 @@
 
 rule train:
     input:
+        # SCL with `epsilon: proxy` reads its epsilons' proxy (rule scl_proxy); no other run does
+        unpack(scl_proxy_input),
         dataset=lay.dataset_file(RESULTS, "{dataset}"),
         assignments=lay.split_file(RESULTS, SCENARIO, "assignments.parquet"),
         manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
@@ -37,3 +39,29 @@ rule train:
         code=p_train_code,
     script:
         "../workflow_scripts/train.py"
+
+
+# SCL's epsilons and cool-down from a centralised proxy (000 App. A.2; cflcore/scl_proxy.py): the update norm per
+# round of a centralised training on the scenario's pooled client data, beside the split. Only scenarios with an
+# SCL variant set to `epsilon: proxy` get one (its train jobs ask for it).
+rule scl_proxy:
+    input:
+        dataset=lay.dataset_file(RESULTS, "{dataset}"),
+        assignments=lay.split_file(RESULTS, SCENARIO, "assignments.parquet"),
+        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
+    output:
+        lay.split_file(RESULTS, SCENARIO, "scl_proxy-{round_size}.parquet"),
+    log:
+        lay.log_file(RESULTS, "scl_proxy", SCENARIO + "/{round_size}"),
+    benchmark:
+        lay.benchmark_file(RESULTS, "scl_proxy", SCENARIO + "/{round_size}")
+    threads: config["engine"]["threads"]
+    resources:
+        mem_mb=mem_train,
+        runtime=120,
+    params:
+        settings=p_scl_proxy,
+        seed=lambda w: int(w.seed),
+        code=p_scl_proxy_code,
+    script:
+        "../workflow_scripts/scl_proxy.py"

@@ -116,6 +116,7 @@ OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
     _table("table2_clustering_round", "tables", "tables", "Paper tables", "000 Table 2: clustering round", wide=True),
     _table("table_personalisation", "tables", "tables", "Paper tables", "PF1, GF1, learning gap", wide=True),
     _table("run_scores", "tables", "tables", "Runs", "one row per run (every seed)"),
+    _table("scl_epsilons", "tables", "scl_epsilons", "Paper check", "SCL's eps1, eps2, cooldown and their source (000 Table 4)"),
     ReportOutput("front_page", "tables", "tables", "page", "the HTML report's landing page (report/workflow.rst)"),
     _table("missing_runs", "tables", "missing_runs", "Runs", "missing runs and their reasons", folder=""),
     # ---- part "figures" ----

@@ -85,6 +85,15 @@ def _tables(inputs: ReportInputs) -> list[dict[str, Any]]:
                         inputs.plan.get("sweep_index"))
 
 
+def _scl_epsilons(inputs: ReportInputs) -> list[dict[str, Any]]:
+    from .scl_epsilons import scl_epsilon_table
+    from .tables import write_text
+
+    path = write_text(scl_epsilon_table(inputs.loaded).to_csv(index=False, float_format="%.6g"),
+                      inputs.out_dir / "tables" / "scl_epsilons.csv")
+    return [inputs.entry("scl_epsilons", path)]
+
+
 def _missing_runs(inputs: ReportInputs) -> list[dict[str, Any]]:
     from .build import write_missing
 
@@ -144,7 +153,7 @@ def _explain(inputs: ReportInputs) -> list[dict[str, Any]]:
 
 
 WRITERS: dict[str, Callable[[ReportInputs], list[dict[str, Any]]]] = {
-    "tables": _tables, "missing_runs": _missing_runs, "run_figures": _run_figures, "sweeps": _sweeps,
+    "tables": _tables, "scl_epsilons": _scl_epsilons, "missing_runs": _missing_runs, "run_figures": _run_figures, "sweeps": _sweeps,
     "fedgwc": _fedgwc, "whatif": _whatif, "late_clients": _late_clients, "explain": _explain,
 }
 """writer name (catalogue) -> the function that writes its kinds and returns their index entries. The

@@ -12,7 +12,8 @@ Client ids stay GLOBAL: the published code and FL-bench map the bipartition's lo
 wrongly, putting a client in two clusters after a second split; here a split only relabels the
 members of the split cluster, so every client is in exactly one cluster by construction.
 Partial participation: the split uses the sampled members; unsampled members follow the larger child.
-Table 4 of 000: ε1 = 0.35, ε2 = 1.0, cooldown 30 (MNIST).
+Table 4 of 000: ε1 = 0.35, ε2 = 1.0, cooldown 30 (MNIST). With ``epsilon: proxy`` the three are derived before
+training from a centralised proxy, as 000 App. A.2 does (cflcore/scl_proxy.py; the train stage resolves them).
 
 Diagnostics (every round, columns of server.parquet): ``eps1``, ``eps2``, and per cluster with a sampled
 member ``mean_update_norms`` {cluster: ‖mean Δ‖} and ``max_update_norms`` {cluster: max ‖Δ‖} (JSON), with
@@ -61,6 +62,17 @@ class SattlerClustering(Strategy):
                      "description": "the first `cooldown` rounds never split: 1-based round > cooldown "
                                     "(authors' code: c_round > 20)"},
         "max_clusters": {"type": ["integer", "null"], "minimum": 1, "default": None},
+        "epsilon": {"enum": ["explicit", "proxy"], "default": "explicit",
+                    "description": "explicit: eps1, eps2 and cooldown as given; proxy: derived before training from a "
+                                   "centralised proxy on the pooled data (000 App. A.2; cflcore/scl_proxy.py)"},
+        "proxy_round": {"enum": ["client", "epoch"], "default": "client",
+                        "description": "a proxy round: a client's step count (client) or an epoch over the pooled "
+                                       "data (epoch, the text's SGD(theta, D))"},
+        "proxy_factor": {"type": "number", "minimum": 1, "maximum": 10, "default": 5.0,
+                         "description": "proxy: eps2 = proxy_factor * eps1 (Sattler et al. and 000 Table 4 use 5)"},
+        "proxy_tolerance": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.1,
+                            "description": "proxy: cooldown = rounds until the update norm stays within this share "
+                                           "of its decrease above its final value"},
         "precision": {"enum": ["float32", "float64"], "default": "float32"},
     }
 
@@ -126,6 +138,8 @@ class SattlerClustering(Strategy):
         diagnostics = {
             "eps1": float(p["eps1"]),
             "eps2": float(p["eps2"]),
+            "cooldown": int(p["cooldown"]),
+            "epsilon_source": str(p["epsilon"]),  # explicit (the config's values) or proxy (000 App. A.2)
             "largest_mean_update_norm": max(mean_norms.values()) if mean_norms else None,
             "largest_max_update_norm": max(max_norms.values()) if max_norms else None,
             "mean_update_norms": {str(k): v for k, v in mean_norms.items()},
