@@ -67,7 +67,7 @@ def test_sweep_figures_one_factor_line_two_factor_heatmaps():
     runs = planted_runs()
     fig3 = runs[runs["algorithm_base"] == "louvain-fig3"]
     one = sw.sweep_figure(sw.sweep_table(fig3[fig3["resolution"] == 1.0], ["majority_share"]), ["majority_share"], "t")
-    axes = one.get_axes()
+    axes = [ax for ax in one.get_axes() if ax.get_visible()]
     assert len(axes) == 4  # orch_acc, ari, silhouette_method, n_clusters
     line = axes[1].get_lines()[0]
     assert np.allclose(line.get_xdata(), [0.1, 0.4, 0.7, 1.0]) and np.allclose(line.get_ydata(), [0.105, 0.405, 0.705, 1.005])
@@ -75,6 +75,26 @@ def test_sweep_figures_one_factor_line_two_factor_heatmaps():
     two = sw.sweep_figure(sw.sweep_table(fig3, ["resolution", "majority_share"]), ["resolution", "majority_share"], "t")
     images = [ax.get_images()[0] for ax in two.get_axes() if ax.get_images()]
     assert len(images) == 4 and images[1].get_array().shape == (3, 4)
+
+
+def test_sweep_figures_wrap_into_a_grid_that_reads_at_page_width(tmp_path):
+    """Panels wrap into rows of at most three (six heatmaps in one row were 3,635 px wide); the saved PNG of a
+    two-factor sweep with a third factor faceted stays under 1,700 px wide and its cell labels at 9 pt."""
+    from PIL import Image
+
+    from cflcore.report.figures import save_figure
+
+    runs = planted_runs()
+    fig4 = runs[runs["algorithm_base"] == "louvain-fig4"]
+    factors = ["attribution", "engine.participation"]
+    fig = sw.sweep_figure(sw.sweep_table(fig4, factors), factors, "t")
+    heatmaps = [ax for ax in fig.get_axes() if ax.get_images()]
+    columns = {round(ax.get_position().x0, 3) for ax in heatmaps}
+    assert len(heatmaps) > sw.GRID_COLUMNS and len(columns) <= sw.GRID_COLUMNS
+    assert {t.get_fontsize() for ax in heatmaps for t in ax.texts} == {9}
+    png = [p for p in save_figure(fig, tmp_path / "sweep") if p.suffix == ".png"][0]
+    width, height = Image.open(png).size
+    assert width <= 1700, (width, height)
 
 
 def test_round_envelope_draws_mean_and_band_per_algorithm():
