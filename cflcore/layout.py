@@ -44,6 +44,7 @@ FIGURE_KINDS = {
     "split_traces": "Split criteria per round: SCL update norms vs eps1/eps2, FedGWC MSE vs eps and DB",
     "sweeps": "Factor sweeps: final scores against the swept values (002 Figs. 3-4)",
     "round_envelopes": "Per-round scores, mean and std envelope over seeds (002 Fig. 5)",
+    "louvain_groups": "Client distances ordered by superclass-like group and majority class (002 §V-B1)",
     "fedgwc": "FedGWC: accuracy and split rounds, P and W, spectral embedding, class shares (004 Figs. 2, 3, 5-8)",
 }
 EXPLAIN_FIGURE_KINDS = {  # captions: report/captions/explain_<kind>.rst

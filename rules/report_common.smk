@@ -77,6 +77,7 @@ PART_FIGURES = {
         "split_traces",
         "sweeps",
         "round_envelopes",
+        "louvain_groups",
         "fedgwc",
     ],
     "whatif": ["whatif_heatmap"],

@@ -216,3 +216,38 @@ def test_004_claims_hold_on_planted_values_and_fail_when_fedgwc_does_not_separat
     assert late.loc["004-beta", "holds"] == "n/a"  # splits at round 15 of 20 test nothing about clustered models
     table = cl.check_claims(["004"], cl.ClaimData(planted_004(gwc_rand=0.52))).set_index("claim_id")
     assert table.loc["004-domains", "holds"] == "no" and table.loc["004-domains-baselines", "holds"] == "no"
+
+
+def test_superclass_claim_and_figure_say_when_louvain_finds_the_classes(tmp_path):
+    """A superclass-like split ({0, 6} vs {1, 7}): a run whose final partition is the four majority classes fails
+    002-superclass with "found the majority classes", and its distances are drawn ordered by group."""
+    from types import SimpleNamespace
+
+    from sklearn.metrics import adjusted_rand_score
+
+    groups, classes = [0, 1, 0, 1, 0, 1, 0, 1], [0, 1, 6, 7, 0, 1, 6, 7]
+    manifest = {"class_sets": [[0, 6], [1, 7]], "cluster_of_client": groups, "majority_class_of_client": classes}
+    loaded, rows = [], []
+    for seed in (0, 1):
+        run_dir = tmp_path / f"s{seed}"
+        run_dir.mkdir()
+        found = [c + 10 for c in classes]  # one community per majority class
+        pd.DataFrame({"round": 4, "client": range(8), "cluster": found}).to_parquet(run_dir / "history.parquet")
+        d = np.array([[0.0 if a == b else 1.0 if ca == cb else 3.0 for b, cb in enumerate(classes)] for a, ca in enumerate(classes)])
+        pd.DataFrame([{"round": 4, "i": i, "j": j, "value": d[i, j]} for i in range(8) for j in range(8)]).to_parquet(
+            run_dir / "divergence.parquet")
+        spec = SimpleNamespace(dataset="d", clients=8, split="superclass", seed=seed, algorithm="louvain-superclass@attribution=1nn",
+                               run_dir=run_dir)
+        loaded.append(SimpleNamespace(spec=spec, manifest=manifest))
+        rows.append({"dataset": "d", "clients": 8, "split": "superclass", "seed": seed, "algorithm": spec.algorithm,
+                     "algorithm_base": "louvain-superclass", "split_base": "superclass", "attribution": "1nn",
+                     "ari": adjusted_rand_score(groups, found), "n_clusters": 4.0})
+    table = cl.check_claims(["002"], cl.ClaimData(pd.DataFrame(rows), loaded=loaded)).set_index("claim_id")
+    assert table.loc["002-superclass", "holds"] == "no"
+    assert "found the majority classes" in table.loc["002-superclass", "note"]
+    assert "vs majority classes 1.00" in table.loc["002-superclass", "ours"]
+    assert list(sw.superclass_runs(loaded)) == [("d", 8, "superclass")]
+    fig = sw.group_distance_figure(loaded, "t")
+    panels = [ax for ax in fig.get_axes() if ax.get_images()]
+    assert len(panels) == 2
+    assert [t.get_text() for t in panels[0].get_xticklabels()] == ["0", "0", "6", "6", "1", "1", "7", "7"]

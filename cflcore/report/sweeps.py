@@ -317,9 +317,63 @@ def sweep_name(key: Mapping[str, Any]) -> str:
     return f"{key['dataset']}_n{key['clients']}_{key['algorithm_base']}_{key['split_base']}"
 
 
+def superclass_runs(loaded: Sequence[LoadedRun]) -> dict[tuple[str, int, str], list[LoadedRun]]:
+    """(dataset, clients, split) -> its runs, for the splits whose class groups hold two or more classes and whose
+    clients have a majority class (002's superclass-like communities: a community's clients hold different classes)."""
+    out: dict[tuple[str, int, str], list[LoadedRun]] = {}
+    for run in loaded:
+        manifest = run.manifest or {}
+        sets = manifest.get("class_sets") or []
+        if manifest.get("majority_class_of_client") and sets and min(len(c) for c in sets) >= 2:
+            out.setdefault((run.spec.dataset, int(run.spec.clients), run.spec.split), []).append(run)
+    return out
+
+
+def group_distance_figure(runs: Sequence[LoadedRun], title: str) -> plt.Figure | None:
+    """Each run's last recorded client-distance matrix (divergence.parquet: the method's own distance, 002 eq. 2),
+    clients ordered by ground-truth group and then by majority class, group boundaries as white lines and each
+    client labelled with its majority class: shows whether the method's distances see the groups or the classes."""
+    from pathlib import Path
+
+    panels = []
+    for run in sorted(runs, key=lambda r: (r.spec.algorithm, r.spec.seed)):
+        path = Path(run.spec.run_dir) / "divergence.parquet"
+        if not path.exists():
+            continue
+        frame = pd.read_parquet(path)
+        if not len(frame):
+            continue
+        last = frame[frame["round"] == frame["round"].max()]
+        n = int(max(last["i"].max(), last["j"].max())) + 1
+        d = np.full((n, n), np.nan)
+        d[last["i"].to_numpy(), last["j"].to_numpy()] = last["value"].to_numpy()
+        groups = np.asarray(run.manifest["cluster_of_client"])[:n]
+        classes = np.asarray(run.manifest["majority_class_of_client"])[:n]
+        order = np.lexsort((np.arange(n), classes, groups))
+        panels.append((run, d[np.ix_(order, order)], groups[order], classes[order]))
+    if not panels:
+        return None
+    fig, axes = _panel_grid(len(panels), 3.8, 3.6)
+    for ax, (run, d, groups, classes) in zip(axes, panels):
+        image = ax.imshow(d, cmap="viridis_r", aspect="equal")
+        for edge in np.flatnonzero(np.diff(groups)) + 0.5:
+            ax.axhline(edge, color="white", linewidth=2)
+            ax.axvline(edge, color="white", linewidth=2)
+        labels = [f"{c}" for c in classes]
+        ax.set_xticks(range(len(labels)), labels, fontsize=8)
+        ax.set_yticks(range(len(labels)), labels, fontsize=8)
+        ax.set_xlabel("majority class (grouped)", fontsize=9)
+        ax.set_title(f"{run.spec.algorithm}\nseed {run.spec.seed}", fontsize=9)
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.suptitle(f"{title}: client distances, last round, ordered by group (white lines) and majority class", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def write_sweep_outputs(loaded: Sequence[LoadedRun], index: Mapping[str, Any], out_dir, entry) -> list[dict[str, Any]]:
     """``tables/sweep_scores.csv`` (every sweep's :func:`sweep_table`, tidy, with its group key and factor names),
-    ``figures/sweeps/<sweep>.png|pdf`` and ``figures/round_envelopes/<dataset>_n<clients>_<split>_<family>``;
+    ``figures/sweeps/<sweep>.png|pdf``, ``figures/round_envelopes/<dataset>_n<clients>_<split>_<family>`` and, for
+    superclass-like splits, ``figures/louvain_groups/<dataset>_n<clients>_<split>`` (:func:`group_distance_figure`);
     returns the report index entries (``entry(kind, path)`` makes one)."""
     from pathlib import Path
 
@@ -328,8 +382,13 @@ def write_sweep_outputs(loaded: Sequence[LoadedRun], index: Mapping[str, Any], o
 
     out_dir = Path(out_dir)
     entries: list[dict[str, Any]] = []
-    for kind in ("sweeps", "round_envelopes"):  # declared as directory() outputs: always created
+    for kind in ("sweeps", "round_envelopes", "louvain_groups"):  # declared as directory() outputs: always created
         (out_dir / "figures" / kind).mkdir(parents=True, exist_ok=True)
+    for (dataset, clients, split), runs in superclass_runs(loaded).items():
+        fig = group_distance_figure(runs, f"{dataset} · n{clients} · {split}")
+        if fig is not None:
+            for path in save_figure(fig, out_dir / "figures" / "louvain_groups" / f"{dataset}_n{clients}_{split}"):
+                entries.append(entry("louvain_groups", path, dataset, clients))
     summary = sweep_summary(loaded, index)
     tables = []
     for key, factors, runs in sweeps(summary, index):
