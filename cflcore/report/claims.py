@@ -156,22 +156,26 @@ def order(a: Cell, b: Cell, metric: str) -> str:
 
 
 def part(a: Cell, b: Cell, metric: str, want: str = "greater") -> str:
-    """One comparison of a claim: ``yes`` / ``no`` / ``sat`` (a saturated tie: untestable) / ``missing``.
-    ``want`` = ``greater`` (a beyond b's envelope; a tie does not hold) or ``comparable`` (within it)."""
+    """One comparison of a claim: ``yes`` / ``no`` / ``tie`` (within the seed envelope: does not hold) / ``sat`` (a
+    saturated tie: untestable) / ``missing``. ``want`` = ``greater`` (a above b beyond the envelope) or
+    ``comparable`` (within it)."""
     o = order(a, b, metric)
     if o in ("missing", "saturated"):
         return "sat" if o == "saturated" and want == "greater" else ("yes" if o == "saturated" else "missing")
     if want == "comparable":
         return "yes" if o == "tie" else "no"
-    return "yes" if o == "greater" else "no"
+    return "yes" if o == "greater" else "tie" if o == "tie" else "no"
 
 
 def combine(parts: Mapping[str, str]) -> tuple[bool | None, str]:
-    """A claim's verdict from its parts: any ``no`` fails it; else a saturated tie or a missing part makes it
-    n/a (never "holds" on a tie); else it holds. The note names the parts that decided."""
+    """A claim's verdict from its parts: any ``no`` or unsaturated ``tie`` fails it (002 claims a difference, and
+    none shows beyond the seed envelope); else a saturated tie or a missing part makes it n/a (never "holds" on a
+    tie); else it holds. The note names the parts that decided."""
     failed = [k for k, v in parts.items() if v == "no"]
-    if failed:
-        return False, "does not hold: " + "; ".join(failed)
+    within = [k for k, v in parts.items() if v == "tie"]
+    if failed or within:
+        return False, "does not hold: " + "; ".join(
+            [*failed, *(f"{k} (no difference beyond the seed envelope)" for k in within)])
     tied = [k for k, v in parts.items() if v == "sat"]
     missing = [k for k, v in parts.items() if v == "missing"]
     if tied:
@@ -783,7 +787,7 @@ def fedgwc_improves_each_aggregator(data: ClaimData) -> ClaimResult:
 
 # ---- running the checks ---------------------------------------------------------------------
 def check_claims(papers: Sequence[str], data: ClaimData, notes: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """One row per claim of each of ``papers``; a claim's ``note`` from ``notes`` (report.claim_notes) when given."""
+    """One row per claim of each of ``papers``; ``notes`` (report.claim_notes) are appended to a claim's own note."""
     rows = []
     for paper in papers:
         for fn in CLAIMS.get(str(paper), []):
@@ -792,7 +796,7 @@ def check_claims(papers: Sequence[str], data: ClaimData, notes: Mapping[str, str
             except (KeyError, ValueError, IndexError) as e:  # a claim never stops the report
                 res = ClaimResult(fn.__name__, str(paper), "", fn.__name__, f"could not be evaluated: {e}", "n/a")
             row = asdict(res)
-            if notes and res.claim_id in notes:
-                row["note"] = str(notes[res.claim_id])
+            if notes and res.claim_id in notes:  # the study's explanation, after the check's own reason
+                row["note"] = " | ".join(x for x in (res.note, str(notes[res.claim_id])) if x)
             rows.append(row)
     return pd.DataFrame(rows, columns=[f.name for f in ClaimResult.__dataclass_fields__.values()])
