@@ -95,6 +95,11 @@ def test_sweep_figures_wrap_into_a_grid_that_reads_at_page_width(tmp_path):
     png = [p for p in save_figure(fig, tmp_path / "sweep") if p.suffix == ".png"][0]
     width, height = Image.open(png).size
     assert width <= 1700, (width, height)
+    fig3 = runs[runs["algorithm_base"] == "louvain-fig3"]  # 3 resolutions × 4 m_k per heatmap
+    factors = ["resolution", "majority_share"]
+    png = [p for p in save_figure(sw.sweep_figure(sw.sweep_table(fig3, factors), factors, "t"), tmp_path / "fig3")
+           if p.suffix == ".png"][0]
+    assert Image.open(png).size[0] <= 1800, Image.open(png).size
 
 
 def test_round_envelope_draws_mean_and_band_per_algorithm():

@@ -201,7 +201,7 @@ def _heatmap_figure(table: pd.DataFrame, factors: list[str], metrics: Sequence[s
     rows_v = list(dict.fromkeys(table[row_f].tolist()))
     cols_v = list(dict.fromkeys(table[col_f].tolist()))
     panels = [(facet, metric) for facet in facets for metric in metrics]
-    fig, axes = _panel_grid(len(panels), 1.0 * len(cols_v) + 1.6, 0.6 * len(rows_v) + 1.5)
+    fig, axes = _panel_grid(len(panels), 0.8 * len(cols_v) + 1.6, 0.6 * len(rows_v) + 1.5)
     for ax, (facet, metric) in zip(axes, panels):
         sub = table if not rest else table[np.logical_and.reduce([table[f] == v for f, v in zip(rest, facet)])]
         grid = np.full((len(rows_v), len(cols_v)), np.nan)
