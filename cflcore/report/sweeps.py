@@ -213,7 +213,9 @@ def _heatmap_figure(table: pd.DataFrame, factors: list[str], metrics: Sequence[s
             text[a][b] = f"{r[f'{metric}_mean']:.2f}" + (f"\n±{std:.2f}" if np.isfinite(std) else "")
         finite = grid[np.isfinite(grid)]
         vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-        image = ax.imshow(grid, cmap="viridis", vmin=vmin, vmax=vmax if vmax > vmin else vmin + 1e-9, aspect="auto")
+        if vmax <= vmin:  # one value everywhere: a plain colour bar around it, not an offset of 1e-9
+            vmin, vmax = vmin - 0.5, vmax + 0.5
+        image = ax.imshow(grid, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")
         for a in range(len(rows_v)):
             for b in range(len(cols_v)):
                 if text[a][b]:
