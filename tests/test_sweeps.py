@@ -236,10 +236,13 @@ def test_snakemake_config_layers_default_then_extended_then_file_then_overrides(
 def test_louvain_002_configs_are_one_study():
     paper = cc.load_config(REPO / "config" / "config.yaml", REPO / "config" / "louvain-002.yaml")
     offline = cc.load_config(REPO / "config" / "config.yaml", REPO / "config" / "louvain-002-offline.yaml")
-    # the same sweeps, variants and splits; only the data, model and budget differ
-    assert paper["sweep_index"]["algorithms"].keys() == offline["sweep_index"]["algorithms"].keys()
-    assert paper["study"]["splits"] == offline["study"]["splits"]
-    assert paper["study"]["algorithms"] == offline["study"]["algorithms"]
+    # the same sweeps, variants and splits; only the data, model and budget differ, and the offline study adds the
+    # superclass-like split (CIFAR-10's majority split is one already: MNIST's needs its own, issue 29)
+    extra = {"louvain-superclass@attribution=avg", "louvain-superclass@attribution=1nn"}
+    assert offline["sweep_index"]["algorithms"].keys() - paper["sweep_index"]["algorithms"].keys() == extra
+    assert paper["sweep_index"]["algorithms"].keys() <= offline["sweep_index"]["algorithms"].keys()
+    assert offline["study"]["splits"] == [*paper["study"]["splits"], "superclass"]
+    assert offline["study"]["algorithms"] == [*paper["study"]["algorithms"], *sorted(extra, reverse=True)]
     assert paper["study"]["clients"] == offline["study"]["clients"] == [10]
     assert paper["study"]["seeds"] == [0, 1, 2, 3] and len(offline["study"]["seeds"]) >= 2
     assert paper["results_dir"] != offline["results_dir"] != cc.load_config(REPO / "config" / "config.yaml")["results_dir"]
@@ -259,7 +262,7 @@ def test_a_dataset_runs_only_its_own_splits():
         config(study={"datasets": ["mnist5k", "digits"]}, datasets={"digits": {"splits": ["nb"]}})
 
 
-@pytest.mark.parametrize("name, trainings", [("louvain-002-offline.yaml", 50), ("fedgwc-004-offline.yaml", 46),
+@pytest.mark.parametrize("name, trainings", [("louvain-002-offline.yaml", 54), ("fedgwc-004-offline.yaml", 46),
                                                      ("fedgwc-004-domains.yaml", 3)])
 def test_offline_studies_plan_their_grid(tmp_path, name, trainings):
     """Each seed's offline study parses and plans its trainings and the report's six rules (its config text, e.g. a

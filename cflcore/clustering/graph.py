@@ -51,6 +51,26 @@ def normalised_similarity(distance: np.ndarray, exponent: float) -> np.ndarray:
     return sim
 
 
+def raw_similarity(distance: np.ndarray, exponent: float) -> np.ndarray:
+    """002 Fig. 2's non-normalised similarity: s = (max − v)^e over the known (finite) off-diagonal entries,
+    without eq. 3's division by (max − min); unknown entries stay NaN (no edge). It is
+    :func:`normalised_similarity` times (max − min)^e, so Louvain's modularity (invariant to scaling every edge
+    weight) gives the same partition up to floating point; only the similarity values' scale differs. Equal
+    distances give s = 1 for every known pair, as in :func:`normalised_similarity`."""
+    d = np.array(distance, dtype=np.float64)
+    np.fill_diagonal(d, np.nan)
+    known = np.isfinite(d)
+    sim = np.full_like(d, np.nan)
+    if not known.any():
+        return sim
+    lo, hi = float(d[known].min()), float(d[known].max())
+    if hi - lo <= 1e-15 * max(1.0, abs(hi)):  # as normalised_similarity: equal distances, every known pair s = 1
+        sim[known] = 1.0
+    else:
+        sim[known] = (hi - d[known]) ** exponent
+    return sim
+
+
 LEIDEN_INSTALL_HINT = "pip install -e '.[leiden]' (leidenalg + igraph from PyPI)"
 
 

@@ -319,6 +319,9 @@ class Engine:
             raise CflError(f"strategy {self.strategy.registered_name!r}: clients {sampled[np.isin(sampled, absent)].tolist()} "
                            f"trained in round {rnd} but absent_clients() says they are not in the federation")
         self.aggregate(state, res.inherit, labels, sampled, shared_start, news, n_samples, res.aggregate_as)
+        for c, vec in res.models.items():  # a strategy's own cluster models (StrategyResult.models)
+            if int(c) in state.models:
+                state.models[int(c)] = vec.to(device=self.device, dtype=self.dtype)
         if len(self.part.local):
             for row, c in enumerate(sampled):
                 state.client_local[int(c)] = news[row, self.part.local].clone()

@@ -93,7 +93,7 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     algorithms = list(dict.fromkeys(s.algorithm for s in specs))
     report_cfg = (context or {}).get("report") or {}
     claims = check_claims(report_cfg.get("paper_checks") or [],
-                          ClaimData(sweep_summary(loaded, sweep_index or {}), round_frame(loaded), summary),
+                          ClaimData(sweep_summary(loaded, sweep_index or {}), round_frame(loaded), summary, loaded),
                           report_cfg.get("claim_notes"))
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))

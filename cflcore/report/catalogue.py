@@ -132,6 +132,8 @@ OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
     _figures("round_envelopes", "figures", "sweeps",
              "Per-round scores, mean and std envelope over seeds (002 Fig. 5)", (*_CLIENTS, "split and methods")),
     _table("sweep_scores", "figures", "sweeps", "Factor sweeps", "final scores per swept value: mean, std, seeds"),
+    _figures("louvain_groups", "figures", "sweeps",
+             "Client distances ordered by superclass-like group and majority class (002 §V-B1)", (*_CLIENTS, "split")),
     _figures("fedgwc", "figures", "fedgwc",
              "FedGWC: accuracy and split rounds, P and W, spectral embedding, class shares (004 Figs. 2, 3, 5-8)",
              (*_CLIENTS, "run and figure")),

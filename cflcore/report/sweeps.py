@@ -155,61 +155,81 @@ def sweep_figure(table: pd.DataFrame, factors: Sequence[str], title: str) -> plt
     return _heatmap_figure(table, list(factors), metrics, title)
 
 
+GRID_COLUMNS = 3
+"""Panels per row of a sweep figure: at 120 dpi three panels make a ~1,300 px wide image, which the HTML report
+shows at page width with its numbers legible (issue 29: six heatmaps in one row were 3,635 px wide)."""
+
+
+def _panel_grid(n_panels: int, width: float, height: float) -> tuple[plt.Figure, list[plt.Axes]]:
+    """A figure of ``n_panels`` axes wrapped into rows of at most :data:`GRID_COLUMNS`, each ``width`` × ``height``
+    inches; unused cells of the last row are hidden."""
+    n_cols = max(1, min(GRID_COLUMNS, n_panels))
+    n_rows = max(1, int(np.ceil(n_panels / n_cols)))
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(width * n_cols, height * n_rows), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[n_panels:]:
+        ax.set_visible(False)
+    return fig, flat[:n_panels]
+
+
 def _line_figure(table: pd.DataFrame, factor: str, metrics: Sequence[str], title: str) -> plt.Figure:
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.0), squeeze=False)
+    fig, axes = _panel_grid(len(metrics), 3.6, 3.0)
     values = table[factor].tolist()
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
     x = np.asarray(values, dtype=np.float64) if numeric else np.arange(len(values), dtype=np.float64)
-    for ax, metric in zip(axes[0], metrics):
+    for ax, metric in zip(axes, metrics):
         mean = table[f"{metric}_mean"].to_numpy(dtype=np.float64)
         std = np.nan_to_num(table[f"{metric}_std"].to_numpy(dtype=np.float64))
         ax.plot(x, mean, marker="o", color="#1f77b4")
         ax.fill_between(x, mean - std, mean + std, color="#1f77b4", alpha=0.2, linewidth=0)
-        ax.set_xlabel(factor)
-        ax.set_title(SWEEP_METRICS[metric], fontsize=9)
+        ax.set_xlabel(factor, fontsize=10)
+        ax.set_title(SWEEP_METRICS[metric], fontsize=11)
+        ax.tick_params(labelsize=9)
         if not numeric:
             ax.set_xticks(x, [_fmt(v) for v in values])
         ax.grid(alpha=0.3)
-    fig.suptitle(f"{title} (mean ± std over seeds)", fontsize=10)
+    fig.suptitle(f"{title} (mean ± std over seeds)", fontsize=11)
     fig.tight_layout()
     return fig
 
 
 def _heatmap_figure(table: pd.DataFrame, factors: list[str], metrics: Sequence[str], title: str) -> plt.Figure:
+    """One heatmap per metric (× facet of the further factors), wrapped into a grid of :data:`GRID_COLUMNS`
+    columns, each cell annotated "mean ± std" in a size legible at page width."""
     row_f, col_f, rest = factors[0], factors[1], factors[2:]
     facets = [()] if not rest else list(dict.fromkeys(tuple(r[f] for f in rest) for _, r in table.iterrows()))
     rows_v = list(dict.fromkeys(table[row_f].tolist()))
     cols_v = list(dict.fromkeys(table[col_f].tolist()))
-    fig, axes = plt.subplots(len(facets), len(metrics), squeeze=False,
-                             figsize=(0.9 * len(cols_v) * len(metrics) + 1.5 * len(metrics), (0.45 * len(rows_v) + 1.2) * len(facets)))
-    for i, facet in enumerate(facets):
+    panels = [(facet, metric) for facet in facets for metric in metrics]
+    fig, axes = _panel_grid(len(panels), 0.8 * len(cols_v) + 1.6, 0.6 * len(rows_v) + 1.5)
+    for ax, (facet, metric) in zip(axes, panels):
         sub = table if not rest else table[np.logical_and.reduce([table[f] == v for f, v in zip(rest, facet)])]
-        for j, metric in enumerate(metrics):
-            ax = axes[i][j]
-            grid = np.full((len(rows_v), len(cols_v)), np.nan)
-            text = [["" for _ in cols_v] for _ in rows_v]
-            for _, r in sub.iterrows():
-                a, b = rows_v.index(r[row_f]), cols_v.index(r[col_f])
-                grid[a, b] = r[f"{metric}_mean"]
-                std = r[f"{metric}_std"]
-                text[a][b] = f"{r[f'{metric}_mean']:.2f}" + (f"\n±{std:.2f}" if np.isfinite(std) else "")
-            finite = grid[np.isfinite(grid)]
-            vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-            image = ax.imshow(grid, cmap="viridis", vmin=vmin, vmax=vmax if vmax > vmin else vmin + 1e-9, aspect="auto")
-            for a in range(len(rows_v)):
-                for b in range(len(cols_v)):
-                    if text[a][b]:
-                        value = grid[a, b]
-                        light = np.isfinite(value) and (value - vmin) / max(vmax - vmin, 1e-12) < 0.6
-                        ax.text(b, a, text[a][b], ha="center", va="center", fontsize=7, color="white" if light else "black")
-            ax.set_xticks(range(len(cols_v)), [_fmt(v) for v in cols_v], fontsize=8)
-            ax.set_yticks(range(len(rows_v)), [_fmt(v) for v in rows_v], fontsize=8)
-            ax.set_xlabel(col_f)
-            ax.set_ylabel(row_f)
-            facet_title = ", ".join(f"{f}={_fmt(v)}" for f, v in zip(rest, facet))
-            ax.set_title(SWEEP_METRICS[metric] + (f"\n{facet_title}" if facet_title else ""), fontsize=9)
-            fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    fig.suptitle(f"{title} (mean ± std over seeds)", fontsize=10)
+        grid = np.full((len(rows_v), len(cols_v)), np.nan)
+        text = [["" for _ in cols_v] for _ in rows_v]
+        for _, r in sub.iterrows():
+            a, b = rows_v.index(r[row_f]), cols_v.index(r[col_f])
+            grid[a, b] = r[f"{metric}_mean"]
+            std = r[f"{metric}_std"]
+            text[a][b] = f"{r[f'{metric}_mean']:.2f}" + (f"\n±{std:.2f}" if np.isfinite(std) else "")
+        finite = grid[np.isfinite(grid)]
+        vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        if vmax <= vmin:  # one value everywhere: a plain colour bar around it, not an offset of 1e-9
+            vmin, vmax = vmin - 0.5, vmax + 0.5
+        image = ax.imshow(grid, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")
+        for a in range(len(rows_v)):
+            for b in range(len(cols_v)):
+                if text[a][b]:
+                    value = grid[a, b]
+                    light = np.isfinite(value) and (value - vmin) / max(vmax - vmin, 1e-12) < 0.6
+                    ax.text(b, a, text[a][b], ha="center", va="center", fontsize=9, color="white" if light else "black")
+        ax.set_xticks(range(len(cols_v)), [_fmt(v) for v in cols_v], fontsize=9)
+        ax.set_yticks(range(len(rows_v)), [_fmt(v) for v in rows_v], fontsize=9)
+        ax.set_xlabel(col_f, fontsize=10)
+        ax.set_ylabel(row_f, fontsize=10)
+        facet_title = ", ".join(f"{f}={_fmt(v)}" for f, v in zip(rest, facet))
+        ax.set_title(SWEEP_METRICS[metric] + (f"\n{facet_title}" if facet_title else ""), fontsize=11)
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.suptitle(f"{title} (mean ± std over seeds)", fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -299,9 +319,63 @@ def sweep_name(key: Mapping[str, Any]) -> str:
     return f"{key['dataset']}_n{key['clients']}_{key['algorithm_base']}_{key['split_base']}"
 
 
+def superclass_runs(loaded: Sequence[LoadedRun]) -> dict[tuple[str, int, str], list[LoadedRun]]:
+    """(dataset, clients, split) -> its runs, for the splits whose class groups hold two or more classes and whose
+    clients have a majority class (002's superclass-like communities: a community's clients hold different classes)."""
+    out: dict[tuple[str, int, str], list[LoadedRun]] = {}
+    for run in loaded:
+        manifest = run.manifest or {}
+        sets = manifest.get("class_sets") or []
+        if manifest.get("majority_class_of_client") and sets and min(len(c) for c in sets) >= 2:
+            out.setdefault((run.spec.dataset, int(run.spec.clients), run.spec.split), []).append(run)
+    return out
+
+
+def group_distance_figure(runs: Sequence[LoadedRun], title: str) -> plt.Figure | None:
+    """Each run's last recorded client-distance matrix (divergence.parquet: the method's own distance, 002 eq. 2),
+    clients ordered by ground-truth group and then by majority class, group boundaries as white lines and each
+    client labelled with its majority class: shows whether the method's distances see the groups or the classes."""
+    from pathlib import Path
+
+    panels = []
+    for run in sorted(runs, key=lambda r: (r.spec.algorithm, r.spec.seed)):
+        path = Path(run.spec.run_dir) / "divergence.parquet"
+        if not path.exists():
+            continue
+        frame = pd.read_parquet(path)
+        if not len(frame):
+            continue
+        last = frame[frame["round"] == frame["round"].max()]
+        n = int(max(last["i"].max(), last["j"].max())) + 1
+        d = np.full((n, n), np.nan)
+        d[last["i"].to_numpy(), last["j"].to_numpy()] = last["value"].to_numpy()
+        groups = np.asarray(run.manifest["cluster_of_client"])[:n]
+        classes = np.asarray(run.manifest["majority_class_of_client"])[:n]
+        order = np.lexsort((np.arange(n), classes, groups))
+        panels.append((run, d[np.ix_(order, order)], groups[order], classes[order]))
+    if not panels:
+        return None
+    fig, axes = _panel_grid(len(panels), 3.8, 3.6)
+    for ax, (run, d, groups, classes) in zip(axes, panels):
+        image = ax.imshow(d, cmap="viridis_r", aspect="equal")
+        for edge in np.flatnonzero(np.diff(groups)) + 0.5:
+            ax.axhline(edge, color="white", linewidth=2)
+            ax.axvline(edge, color="white", linewidth=2)
+        labels = [f"{c}" for c in classes]
+        ax.set_xticks(range(len(labels)), labels, fontsize=8)
+        ax.set_yticks(range(len(labels)), labels, fontsize=8)
+        ax.set_xlabel("majority class (grouped)", fontsize=9)
+        ax.set_title(f"{run.spec.algorithm}\nseed {run.spec.seed}", fontsize=9)
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.suptitle(f"{title}: client distances, last round, ordered by group (white lines) and majority class", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def write_sweep_outputs(loaded: Sequence[LoadedRun], index: Mapping[str, Any], out_dir, entry) -> list[dict[str, Any]]:
     """``tables/sweep_scores.csv`` (every sweep's :func:`sweep_table`, tidy, with its group key and factor names),
-    ``figures/sweeps/<sweep>.png|pdf`` and ``figures/round_envelopes/<dataset>_n<clients>_<split>_<family>``;
+    ``figures/sweeps/<sweep>.png|pdf``, ``figures/round_envelopes/<dataset>_n<clients>_<split>_<family>`` and, for
+    superclass-like splits, ``figures/louvain_groups/<dataset>_n<clients>_<split>`` (:func:`group_distance_figure`);
     returns the report index entries (``entry(kind, path)`` makes one)."""
     from pathlib import Path
 
@@ -310,8 +384,13 @@ def write_sweep_outputs(loaded: Sequence[LoadedRun], index: Mapping[str, Any], o
 
     out_dir = Path(out_dir)
     entries: list[dict[str, Any]] = []
-    for kind in ("sweeps", "round_envelopes"):  # declared as directory() outputs: always created
+    for kind in ("sweeps", "round_envelopes", "louvain_groups"):  # declared as directory() outputs: always created
         (out_dir / "figures" / kind).mkdir(parents=True, exist_ok=True)
+    for (dataset, clients, split), runs in superclass_runs(loaded).items():
+        fig = group_distance_figure(runs, f"{dataset} · n{clients} · {split}")
+        if fig is not None:
+            for path in save_figure(fig, out_dir / "figures" / "louvain_groups" / f"{dataset}_n{clients}_{split}"):
+                entries.append(entry("louvain_groups", path, dataset, clients))
     summary = sweep_summary(loaded, index)
     tables = []
     for key, factors, runs in sweeps(summary, index):

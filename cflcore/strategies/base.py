@@ -142,6 +142,10 @@ class StrategyResult:
     """client -> the cluster whose aggregation this round's update joins, instead of the client's cluster in
     ``assignment`` (a late client's joining update, trained from the pre-clustering model, 000 §6.2). A
     cluster id absent from ``assignment`` discards the update."""
+    models: dict[int, torch.Tensor] = field(default_factory=dict)
+    """cluster -> a model the strategy computed itself (flat shared vector), replacing the engine's aggregation
+    of that cluster this round (Louvain CFL under partial participation: 002 eq. 1 over all members' latest
+    models, not only the sampled ones). The cluster's server-optimiser state is kept as the engine left it."""
 
 
 class Strategy(Plugin, ABC):

@@ -30,11 +30,29 @@ measured and recorded every round (divergence.parquet: the method's space, for i
 Global model W_t (002 Alg. 1, l. 7; ``global_model``): the unweighted mean of the community models, for
 every attribution; the engine scores it beside the personalised models (002 Fig. 6).
 
-Partial participation: edges are updated only between co-sampled clients (older edges stay, "a subset
-of the client distances", 002 §IV-B); never-seen clients sit in cluster 0 (the initial model) until
-their first round. Client-to-community distances are measured at aggregation time against the
-community means of the sampled members (eq. 1) — the community models the engine computes with FedAvg
-(server SGD, lr 1); communities without a sampled member that round are not candidates for 1NN/WNN.
+Partial participation (``partial_participation``; docs/design-notes.md "Louvain CFL under partial
+participation"):
+
+* ``latest`` (default; 002 eq. 1 and its authors' graph builder, which keeps each node's latest model and
+  recomputes every pair each round, then averages all members of a community): every client keeps its latest
+  model (the one it sent the last time it was sampled); each round the trusted-distance graph is recomputed
+  over all clients seen so far from their latest models, and each community model is eq. 1, the unweighted
+  mean of *all* its members' latest models (:attr:`StrategyResult.models`; with full participation this is
+  the engine's unweighted FedAvg of the sampled members, which the engine computes itself). Client-to-
+  community distances (1NN / WNN) are measured for every seen client from its latest model. Memory: one
+  (n_clients × P) float matrix kept between rounds and checkpointed (``latest``).
+* ``co-sampled`` (this package's earlier reading of "a subset of the client distances", 002 §IV-B): edges are
+  updated only between co-sampled clients (older edges stay); a community model is the mean of the members
+  sampled that round (the engine's FedAvg); client-to-community distances are measured for the sampled
+  clients against those means, and communities without a sampled member that round are not candidates for
+  1NN / WNN.
+
+In both, never-seen clients sit in cluster 0 (the initial model) until their first round.
+
+Similarity (``similarity``): ``normalised`` = 002 eq. 3 then cubed, s = ((max − v)/(max − min))^e;
+``raw`` = (max − v)^e without the min–max scaling (002 Fig. 2's "non-normalized" trial). The two differ
+by the factor (max − min)^e, and modularity is invariant to scaling every edge weight, so Louvain's
+partition is the same up to floating point; the similarity *distributions* differ (002 Fig. 2).
 
 Layers (eq. 2 is a product over layers): ``layer_sizes`` (parameter counts per layer, in flat order),
 else ``ctx.layer_sizes`` if the engine provides it, else the whole vector is ONE layer and trusted
@@ -58,7 +76,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from ..clustering.graph import community_labels, normalised_similarity
+from ..clustering.graph import community_labels, normalised_similarity, raw_similarity
 from ..clustering.partition import inherit_by_overlap, match_cluster_ids
 from ..errors import ConfigError
 from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
@@ -174,6 +192,15 @@ class LouvainCommunities(Strategy):
         "beta": {"type": "number", "minimum": 0, "default": 1.0, "description": "WNN temperature (eq. 4)"},
         "distance": {"enum": ["trusted", "cosine"], "default": "trusted"},
         "layer_sizes": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "default": None},
+        "partial_participation": {
+            "enum": ["latest", "co-sampled"], "default": "latest",
+            "description": "latest = every client keeps its latest model, the graph is recomputed over all seen clients "
+                           "and a community model averages all its members' latest models (002 eq. 1, authors' code); "
+                           "co-sampled = edges only between clients sampled together, community model = mean of the "
+                           "sampled members (the earlier reading)"},
+        "similarity": {"enum": ["normalised", "raw"], "default": "normalised",
+                       "description": "normalised = 002 eq. 3 then ^exponent; raw = (max - v)^exponent without the "
+                                      "min-max scaling (002 Fig. 2's non-normalised trial; same Louvain partition)"},
     }
 
     @classmethod
@@ -197,6 +224,41 @@ class LouvainCommunities(Strategy):
         self.communities: list[int] = []
         self.next_id = NEWCOMER + 1
         self.frozen = False  # late: the partition of round late_round is final
+        self.latest: torch.Tensor | None = None  # partial_participation latest: (n × P) latest models, row q = client q
+
+    @property
+    def keeps_latest(self) -> bool:
+        return self.params["partial_participation"] == "latest"
+
+    def similarity(self, distance: np.ndarray) -> np.ndarray:
+        """Edge weights of the client graph from distances: 002 eq. 3 then cubed, or the raw variant."""
+        if self.params["similarity"] == "raw":
+            return raw_similarity(distance, float(self.params["exponent"]))
+        return normalised_similarity(distance, float(self.params["exponent"]))
+
+    def pairwise(self, models: torch.Tensor) -> np.ndarray:
+        """Symmetric client-to-client distances of ``models`` (rows): trusted (002 eq. 2) or cosine."""
+        if self.params["distance"] == "trusted":
+            return trusted_distance_matrix(models, self.layers)
+        return cosine_distance_matrix(models)
+
+    def remember(self, clients: np.ndarray, models: torch.Tensor) -> None:
+        """Store the sampled clients' new models as their latest ones (``latest`` mode)."""
+        if self.latest is None:
+            self.latest = torch.zeros(self.ctx.n_clients, models.shape[1], dtype=models.dtype, device=models.device)
+        self.latest[torch.as_tensor(clients, device=self.latest.device)] = models.to(self.latest.dtype)
+
+    def community_models(self, labels: np.ndarray, clients: np.ndarray) -> dict[int, torch.Tensor]:
+        """002 eq. 1 over all members' latest models: W^{C_i} = (1/|C_i|) Σ_{k∈C_i} w^k, for every community with a
+        member not sampled this round (the engine's unweighted FedAvg already gives it when all were sampled)."""
+        assert self.latest is not None
+        sampled = set(int(q) for q in clients)
+        out: dict[int, torch.Tensor] = {}
+        for c in self.communities:
+            members = np.flatnonzero((labels == c) & self.seen)
+            if len(members) and not set(int(q) for q in members) <= sampled:
+                out[int(c)] = self.latest[torch.as_tensor(members, device=self.latest.device)].mean(dim=0)
+        return out
 
     @property
     def late(self) -> bool:
@@ -206,17 +268,23 @@ class LouvainCommunities(Strategy):
     def aggregate(self, updates: RoundUpdates) -> StrategyResult:
         clients = np.asarray(updates.clients, dtype=np.int64)
         models = require_models(updates)
-        if self.params["distance"] == "trusted":
-            pairwise = trusted_distance_matrix(models, self.layers)
-        else:
-            pairwise = cosine_distance_matrix(models)
-        self.distance[np.ix_(clients, clients)] = pairwise  # updateClientGraph (l. 2)
         self.seen[clients] = True
+        seen = np.flatnonzero(self.seen)
+        if self.keeps_latest:  # updateClientGraph (l. 2): every pair of seen clients, from their latest models
+            self.remember(clients, models)
+            assert self.latest is not None
+            full = self.pairwise(self.latest[torch.as_tensor(seen, device=self.latest.device)])
+            self.distance[np.ix_(seen, seen)] = full
+            where = np.searchsorted(seen, clients)
+            pairwise = full[np.ix_(where, where)]  # recorded: this round's sampled clients
+        else:  # co-sampled: only the edges between clients sampled together (older edges stay)
+            pairwise = self.pairwise(models)
+            self.distance[np.ix_(clients, clients)] = pairwise
         if self.frozen:  # late, after late_round: the graph is recorded, the partition stays
             diagnostics = {"n_communities": len(self.communities), "n_seen": int(self.seen.sum()), "frozen": True}
-            return StrategyResult(self.assignment, diagnostics, divergence=pairwise)
-        seen = np.flatnonzero(self.seen)
-        sim = normalised_similarity(self.distance[np.ix_(seen, seen)], float(self.params["exponent"]))
+            own = self.community_models(self.assignment.labels, clients) if self.keeps_latest else {}
+            return StrategyResult(self.assignment, diagnostics, divergence=pairwise, models=own)
+        sim = self.similarity(self.distance[np.ix_(seen, seen)])
         seed = int(self.ctx.generator(updates.round, 0x10BA).integers(2**31 - 1))
         local = community_labels(sim, float(self.params["resolution"]), seed)  # l. 3
         groups = [seen[local == c] for c in range(int(local.max()) + 1)]
@@ -227,13 +295,42 @@ class LouvainCommunities(Strategy):
             labels[g] = c
         self.assignment = ClusterAssignment(labels)
         self.communities = sorted(int(c) for c in ids)
-        self._measure_client_distances(models, clients, labels)
+        own: dict[int, torch.Tensor] = {}
+        if self.keeps_latest:
+            own = self.community_models(labels, clients)
+            self._measure_latest_distances(labels)
+        else:
+            self._measure_client_distances(models, clients, labels)
         diagnostics: dict[str, Any] = {"n_communities": len(self.communities), "n_seen": int(self.seen.sum())}
         if self.late:
             self.frozen = updates.round >= int(self.params["late_round"])
             diagnostics["frozen"] = self.frozen
         return StrategyResult(self.assignment, diagnostics, divergence=pairwise,
-                              inherit=inherit_by_overlap(previous, labels))
+                              inherit=inherit_by_overlap(previous, labels), models=own)
+
+    def _distances_to(self, models: torch.Tensor, references: torch.Tensor) -> np.ndarray:
+        """Distance of each model (rows) to each reference (community model): trusted (eq. 2, 4) or cosine."""
+        if self.params["distance"] == "trusted":
+            return trusted_to_references(models, references, self.layers)
+        from ..clustering.divergence import cosine_similarity_from_gram
+
+        both = torch.cat([models.to(torch.float64), references.to(torch.float64)])
+        sim = cosine_similarity_from_gram(both @ both.T)
+        return 1.0 - sim[: models.shape[0], models.shape[0]:]
+
+    def _measure_latest_distances(self, labels: np.ndarray) -> None:
+        """``latest`` mode: trusted distance of every seen client's latest model to every community model (eq. 1 over
+        all members' latest models), kept for 1NN / WNN attribution next round (002 Alg. 2)."""
+        if self.params["attribution"] in ("avg", "late") or not self.communities:
+            return
+        assert self.latest is not None
+        seen = np.flatnonzero(self.seen)
+        index = lambda ids: torch.as_tensor(ids, device=self.latest.device)  # noqa: E731
+        means = torch.stack([self.latest[index(np.flatnonzero((labels == c) & self.seen))].to(torch.float64).mean(dim=0)
+                             for c in self.communities])
+        dist = self._distances_to(self.latest[index(seen)], means)
+        for row, q in enumerate(seen):
+            self.client_distance[int(q)] = {c: float(dist[row, j]) for j, c in enumerate(self.communities)}
 
     def _measure_client_distances(self, models: torch.Tensor, clients: np.ndarray, labels: np.ndarray) -> None:
         """Trusted distance of each sampled client's model to each community model (eq. 1 mean of the
@@ -246,14 +343,7 @@ class LouvainCommunities(Strategy):
         device = models.device
         means = torch.stack([models[torch.as_tensor(np.flatnonzero(labels[clients] == c), device=device)]
                              .to(torch.float64).mean(dim=0) for c in present])
-        if self.params["distance"] == "trusted":
-            dist = trusted_to_references(models, means, self.layers)
-        else:
-            from ..clustering.divergence import cosine_similarity_from_gram
-
-            both = torch.cat([models.to(torch.float64), means])
-            sim = cosine_similarity_from_gram(both @ both.T)
-            dist = 1.0 - sim[: len(clients), len(clients):]
+        dist = self._distances_to(models, means)
         for row, q in enumerate(clients):
             self.client_distance[int(q)] = {c: float(dist[row, j]) for j, c in enumerate(present)}
 
@@ -302,7 +392,8 @@ class LouvainCommunities(Strategy):
         return {"labels": labels_tensor(self.assignment.labels), "distance": torch.as_tensor(self.distance),
                 "seen": torch.as_tensor(self.seen), "communities": list(self.communities),
                 "client_distance": {int(q): {int(c): float(d) for c, d in v.items()} for q, v in self.client_distance.items()},
-                "next_id": int(self.next_id), "frozen": bool(self.frozen)}
+                "next_id": int(self.next_id), "frozen": bool(self.frozen),
+                **({"latest": self.latest.detach().cpu().clone()} if self.latest is not None else {})}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.assignment = ClusterAssignment(np.asarray(state["labels"]))
@@ -312,3 +403,5 @@ class LouvainCommunities(Strategy):
         self.client_distance = {int(q): {int(c): float(d) for c, d in v.items()} for q, v in state["client_distance"].items()}
         self.next_id = int(state["next_id"])
         self.frozen = bool(state.get("frozen", False))  # absent from checkpoints written before ``late``
+        latest = state.get("latest")
+        self.latest = None if latest is None else torch.as_tensor(latest).to(self.ctx.device).clone()
