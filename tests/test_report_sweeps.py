@@ -257,3 +257,45 @@ def test_superclass_claim_and_figure_say_when_louvain_finds_the_classes(tmp_path
     panels = [ax for ax in fig.get_axes() if ax.get_images()]
     assert len(panels) == 2
     assert [t.get_text() for t in panels[0].get_xticklabels()] == ["0", "0", "6", "6", "1", "1", "7", "7"]
+
+
+def _gwc_server(seed: int, mse: list[float], clusters: list[int], epsilon: float = 0.01):
+    from types import SimpleNamespace
+
+    server = pd.DataFrame({"round": range(len(mse)), "min_mse": mse, "epsilon": epsilon, "n_clusters": clusters})
+    return SimpleNamespace(spec=SimpleNamespace(split="homogeneous", algorithm="fedgwc", seed=seed), server=server)
+
+
+def test_004_negative_control_needs_mse_below_epsilon_and_no_split():
+    """004 Fig. 6: holds when every run reaches MSE < ε and stays one cluster; fails on a split; n/a when a run
+    never reaches ε (it decided nothing)."""
+    def check(*loaded):
+        return cl.check_claims(["004"], cl.ClaimData(planted_004(), loaded=loaded)).set_index("claim_id").loc[
+            "004-negative-control"]
+
+    calm = [_gwc_server(s, [0.5, 0.02, 0.005, 0.004], [1, 1, 1, 1]) for s in (0, 1)]
+    row = check(*calm)
+    assert row["holds"] == "yes" and "s0: MSE < ε from round 3, at most 1 cluster(s)" in row["ours"]
+    assert check(calm[0], _gwc_server(1, [0.5, 0.005, 0.004, 0.004], [1, 1, 2, 2]))["holds"] == "no"
+    assert check(calm[0], _gwc_server(1, [0.5, 0.3, 0.2, 0.1], [1, 1, 1, 1]))["holds"] == "n/a"
+    assert check()["holds"] == "n/a"  # no homogeneous federation
+
+
+def test_004_cells_compare_matching_federations_and_say_what_was_not_run():
+    from cflcore.report.claims import paper004
+    from cflcore.report.paper004 import paper004_cells
+
+    table = paper004_cells(planted_004())
+    assert len(table) == len(paper004())  # one row per printed cell
+    noise = table[(table["table"] == 4) & (table["federation"] == "domains (50,50,0)") & (table["method"] == "fedgwc")].iloc[0]
+    assert noise["status"] == "compared" and noise["ours"].startswith("domains-noise: 1.00 ± 0.00 (2 seeds)")
+    # IFCA at the k of its best balanced accuracy (k 2: Rand 0.5), not the k with the higher Rand
+    ifca = table[(table["table"] == 4) & (table["federation"] == "domains (50,50,0)") & (table["method"] == "ifca")].iloc[0]
+    assert "0.50 ± 0.00 (2 seeds, k 2)" in ifca["ours"]
+    # a β of Table 5 the sweep ran, and one it did not
+    t5 = table[(table["table"] == 5) & (table["dataset"] == "cifar100")].set_index("beta")
+    assert t5.loc[0.5, "ours"].startswith("dirichlet-hard: 82.0 ± 0.0")
+    assert t5.loc[1.0, "status"].startswith("not run in this study")
+    assert (table.loc[table["federation"].str.startswith("users"), "status"] ==
+            "not run in this study (no such federation here)").all()
+    assert (table.loc[table["method"] == "pfedme", "status"] == "not run in this study (no such method here)").all()

@@ -643,6 +643,33 @@ def fedgwc_separates_visual_domains(data: ClaimData) -> ClaimResult:
     return result("004-domains", "004", where, text, ours, bool(finite and min(finite) >= 0.9) if finite else None)
 
 
+@claim("004")
+def fedgwc_negative_control(data: ClaimData) -> ClaimResult:
+    """004 Fig. 6: on a homogeneous federation the running MSE of P falls below ε, and Alg. 2 then decides not to
+    split. A run that never reaches ε tests nothing (n/a)."""
+    text = ("Negative control: on a homogeneous federation FedGWC's running MSE reaches ε and it does not split "
+            "(one cluster to the end)")
+    where = "§7.2, Fig. 6"
+    runs = [r for r in data.loaded if str(r.spec.split).startswith("homogeneous") and r.spec.algorithm == "fedgwc"
+            and r.server is not None and {"min_mse", "epsilon", "n_clusters"} <= set(r.server.columns)]
+    if not runs:
+        return result("004-negative-control", "004", where, text, "no FedGWC run on a homogeneous federation", None)
+    rows, reached_all, split_any = [], True, False
+    for run in sorted(runs, key=lambda r: r.spec.seed):
+        server = run.server.sort_values("round")
+        below = server[pd.to_numeric(server["min_mse"], errors="coerce") < pd.to_numeric(server["epsilon"], errors="coerce")]
+        most = int(pd.to_numeric(server["n_clusters"], errors="coerce").max())
+        reached_all &= not below.empty
+        split_any |= most > 1
+        rows.append(f"s{run.spec.seed}: " + (f"MSE < ε from round {int(below['round'].iloc[0]) + 1}" if len(below)
+                                            else "MSE never below ε") + f", at most {most} cluster(s)")
+    ours = "; ".join(rows)
+    if not reached_all:
+        return result("004-negative-control", "004", where, text, ours + " (a run that never reaches ε decides "
+                      "nothing: the control tests nothing there)", None)
+    return result("004-negative-control", "004", where, text, ours, not split_any)
+
+
 def _fedgwc_beats_k_methods(data: ClaimData, split_prefix: str, metric: str) -> tuple[list[str], bool | None]:
     """Per split of ``split_prefix``: FedGWC's ``metric`` against IFCA's and FeSEM's at the k each reaches its best
     balanced accuracy (004 tunes k by accuracy); (one text per split, whether FedGWC is at least as good

@@ -94,6 +94,15 @@ def _scl_epsilons(inputs: ReportInputs) -> list[dict[str, Any]]:
     return [inputs.entry("scl_epsilons", path)]
 
 
+def _paper004_cells(inputs: ReportInputs) -> list[dict[str, Any]]:
+    from .paper004 import write_paper004_cells
+    from .sweeps import sweep_summary
+
+    papers = ((inputs.plan.get("front_page") or {}).get("report") or {}).get("paper_checks") or []
+    runs = sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}) if "004" in papers else None
+    return [inputs.entry("paper004_cells", write_paper004_cells(runs, papers, inputs.out_dir / "tables" / "paper004_cells.csv"))]
+
+
 def _missing_runs(inputs: ReportInputs) -> list[dict[str, Any]]:
     from .build import write_missing
 
@@ -153,7 +162,7 @@ def _explain(inputs: ReportInputs) -> list[dict[str, Any]]:
 
 
 WRITERS: dict[str, Callable[[ReportInputs], list[dict[str, Any]]]] = {
-    "tables": _tables, "scl_epsilons": _scl_epsilons, "missing_runs": _missing_runs, "run_figures": _run_figures, "sweeps": _sweeps,
+    "tables": _tables, "scl_epsilons": _scl_epsilons, "paper004_cells": _paper004_cells, "missing_runs": _missing_runs, "run_figures": _run_figures, "sweeps": _sweeps,
     "fedgwc": _fedgwc, "whatif": _whatif, "late_clients": _late_clients, "explain": _explain,
 }
 """writer name (catalogue) -> the function that writes its kinds and returns their index entries. The
