@@ -132,7 +132,7 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
             return 0
         stages.make_split(p["dataset"], cc.split_settings(cfg, a.split), a.clients, a.seed, p["split"], name=a.split)
     elif a.cmd == "train":
-        st = stages.train(p["dataset"], p["split"], cc.run_settings(cfg, a.dataset, a.algorithm), a.seed,
+        st = stages.train(p["dataset"], p["split"], cc.run_settings(cfg, a.dataset, a.algorithm, a.split), a.seed,
                           p["run"], on_failure="fail")
         log.info("run status: %s", st)
     elif a.cmd == "evaluate":

@@ -239,7 +239,8 @@ def _check_registries(cfg: dict[str, Any]) -> None:
 
     for name, sp in cfg["splits"].items():
         field = entry_field(cfg, "splits", name)
-        SPLIT_GENERATORS.get(sp["generator"], field=f"{field}.generator").check_params(sp, field=field)
+        generator_params = {k: v for k, v in sp.items() if k not in SPLIT_STUDY_KEYS}  # the study's, not the generator's
+        SPLIT_GENERATORS.get(sp["generator"], field=f"{field}.generator").check_params(generator_params, field=field)
     for name, variant in cfg["algorithms"].items():
         cfg["algorithms"][name] = _check_variant(variant, entry_field(cfg, "algorithms", name), list(cfg["splits"]))
     for dname, ds in cfg["datasets"].items():
@@ -498,16 +499,30 @@ def dataset_splits(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
     return {str(d): list(v["splits"]) for d, v in (cfg.get("datasets") or {}).items() if v.get("splits")}
 
 
+SPLIT_STUDY_KEYS = ("clients", "participation")
+"""A split's study-level keys (a setting of its home paper: its client counts and participation), never passed to
+its generator: :func:`split_settings` leaves them out."""
+
+
+def split_clients(cfg: Mapping[str, Any]) -> dict[str, list[int]]:
+    """split -> its own client counts (``splits.<name>.clients``, over ``study.clients``; only splits with one). A
+    report plan carries this mapping itself."""
+    if "split_clients" in cfg:
+        return {str(k): [int(n) for n in v] for k, v in cfg["split_clients"].items()}
+    return {str(k): [int(n) for n in v["clients"]] for k, v in (cfg.get("splits") or {}).items() if v.get("clients")}
+
+
 def scenarios(cfg: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """Every scenario of the grid: datasets × splits × clients × seeds, a dataset with a ``splits:`` list
     only on those splits (004's study runs its domain federations on CIFAR-100 only, not on FEMNIST)."""
     s = cfg["study"]
     only = dataset_splits(cfg)
+    own_clients = split_clients(cfg)
     for d in s["datasets"]:
         for sp in s["splits"]:
             if d in only and sp not in only[d]:
                 continue
-            for n in s["clients"]:
+            for n in own_clients.get(sp, s["clients"]):
                 for seed in s["seeds"]:
                     yield {"dataset": d, "split": sp, "clients": int(n), "seed": int(seed)}
 
@@ -547,20 +562,30 @@ def data_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
 
 
 def split_settings(cfg: Mapping[str, Any], split: str) -> dict[str, Any]:
-    return dict(cfg["splits"][split])
+    """The split generator's parameters (its study-level keys, :data:`SPLIT_STUDY_KEYS`, left out)."""
+    return {k: v for k, v in cfg["splits"][split].items() if k not in SPLIT_STUDY_KEYS}
 
 
 _NOT_TRAINING = ("loader", "test_fraction", "max_train", "explain_samples", "algorithm_params", "splits")
 """Keys of a dataset's block that are not its training recipe."""
 
 
-def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, Any]:
-    """Everything a ``train`` job depends on besides its input files (the split)."""
+def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: str | None = None) -> dict[str, Any]:
+    """Everything a ``train`` job depends on besides its input files (the split).
+
+    A split with its own ``participation`` (a setting of its home paper, :data:`SPLIT_STUDY_KEYS`) sets the engine's
+    participation and the method's own ``participation`` parameter where it has one (FedGWC samples per cluster
+    itself); a variant's own ``engine:`` block still overrides the engine's."""
     ds = dataset_settings(cfg, dataset)
     training = {k: v for k, v in ds.items() if k not in _NOT_TRAINING}
     variant = {**cfg["algorithms"][algorithm], **(ds.get("algorithm_params") or {}).get(algorithm, {})}
-    engine = {**with_config_defaults("", cfg)["engine"], **(variant.get("engine") or {})}  # the variant's own engine overrides
+    setting = (cfg.get("splits") or {}).get(split, {}) if split is not None else {}
+    engine = {**with_config_defaults("", cfg)["engine"],
+              **({"participation": setting["participation"]} if "participation" in setting else {}),
+              **(variant.get("engine") or {})}  # the variant's own engine overrides
     variant = {"method": variant["method"], **strategy_params(variant)}  # `splits:` is the study's, not the strategy's
+    if "participation" in setting and "participation" in variant:
+        variant["participation"] = setting["participation"]
     return {
         "training": training,
         "engine": engine,

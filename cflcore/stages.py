@@ -187,7 +187,7 @@ def clean_dir(path: str | Path) -> None:
 def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """What the report stage needs from the config (the rule passes the same dict as a param)."""
     from . import layout
-    from .config import algorithm_splits, dataset_splits, late_client_runs, study_runs
+    from .config import algorithm_splits, dataset_splits, late_client_runs, split_clients, study_runs
     from .defaults import with_config_defaults
     from .report.front_page import front_page_context
 
@@ -199,6 +199,7 @@ def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     results = str(cfg["results_dir"]).rstrip("/")
     return {"results_dir": results, "study": cfg["study"],
             "algorithm_splits": algorithm_splits(cfg), "dataset_splits": dataset_splits(cfg),
+            "split_clients": split_clients(cfg),
             "late_runs": late_client_runs(cfg),
             "explain_runs": explain_runs, "grid_clients": explain["grid_clients"],
             "sweep_index": cfg.get("sweep_index") or {"algorithms": {}, "splits": {}},

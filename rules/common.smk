@@ -105,7 +105,7 @@ def p_split(w):
 
 
 def p_run(w):
-    return canonical_json(cc.run_settings(config, w.dataset, w.algorithm))
+    return canonical_json(cc.run_settings(config, w.dataset, w.algorithm, w.split))
 
 
 def p_attempt(w):

@@ -277,3 +277,34 @@ def test_offline_studies_plan_their_grid(tmp_path, name, trainings):
     assert jobs["train"] == trainings
     assert all(jobs.get(r) == 1 for r in ("report_tables", "report_figures", "report_whatif", "report_late_clients",
                                           "report_explain", "report")), jobs
+
+
+def test_a_split_carries_its_home_papers_clients_and_participation():
+    """`splits.<name>.clients` and `.participation` (a setting's scale): that split's scenarios only, the engine's
+    participation and FedGWC's own for its runs; never a generator parameter; a variant's engine block still wins."""
+    cfg = yaml.safe_load((REPO / "config" / "tiny.yaml").read_text())
+    cfg["study"]["splits"] = ["nonoverlap-balanced", "home"]
+    cfg["splits"]["home"] = {"generator": "ocfl", "overlap": False, "imbalanced": False, "clients": [10],
+                             "participation": 0.5}
+    cfg["algorithms"]["fedgwc"] = {"method": "fedgwc"}
+    cfg["algorithms"]["bnc-full"] = {"method": "bnc", "engine": {"participation": 1.0}}
+    cfg["study"]["algorithms"] = ["bnc", "fedgwc", "bnc-full"]
+    cfg = cc.validate_config(cfg)
+    assert {(s["split"], s["clients"]) for s in cc.scenarios(cfg)} == {("nonoverlap-balanced", 6), ("home", 10)}
+    assert "clients" not in cc.split_settings(cfg, "home") and "participation" not in cc.split_settings(cfg, "home")
+    home, other = cc.run_settings(cfg, "digits", "fedgwc", "home"), cc.run_settings(cfg, "digits", "fedgwc", "nonoverlap-balanced")
+    assert home["engine"]["participation"] == 0.5 and home["algorithm"]["participation"] == 0.5
+    assert other["engine"]["participation"] == 1.0 and other["algorithm"]["participation"] == 0.1  # FedGWC's default
+    assert cc.run_settings(cfg, "digits", "bnc-full", "home")["engine"]["participation"] == 1.0
+    assert cc.run_settings(cfg, "digits", "bnc", "home")["engine"]["participation"] == 0.5
+    from cflcore.stages import report_plan
+
+    plan = report_plan(cfg)
+    assert plan["split_clients"] == {"home": [10]}
+    from cflcore.report.parts import plan_specs
+
+    assert {(s.split, s.clients) for s in plan_specs(plan)} == {("nonoverlap-balanced", 6), ("home", 10)}
+    bad = yaml.safe_load((REPO / "config" / "tiny.yaml").read_text())
+    bad["splits"]["nonoverlap-balanced"]["participation"] = 1.5
+    with pytest.raises(Exception, match="participation"):
+        cc.validate_config(bad)

@@ -46,7 +46,8 @@ def plan_specs(plan: Mapping[str, Any]) -> list:
 
     return run_specs_from_config({"study": plan["study"], "results_dir": str(plan["results_dir"]),
                                   "algorithm_splits": plan.get("algorithm_splits") or {},
-                                  "dataset_splits": plan.get("dataset_splits") or {}})
+                                  "dataset_splits": plan.get("dataset_splits") or {},
+                                  "split_clients": plan.get("split_clients") or {}})
 
 
 @dataclass
