@@ -27,6 +27,7 @@ from .paper import paper_split, paper_vs_run, ranking_agreement
 from .index import entry as index_entry
 from .runs import LoadedRun, MissingRun, RunSpec
 from .claims import ClaimData, check_claims
+from .cross_paper import cross_analysis, cross_section_rst
 from .sweeps import round_frame, sweep_summary
 from .traces import split_trace_figures
 
@@ -97,7 +98,9 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
                           report_cfg.get("claim_notes"))
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))
-    paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims_checks(claims))
+    cross = (report_cfg.get("cross_paper") or {})
+    lead = cross_section_rst(cross_analysis(sweep_summary(loaded, sweep_index or {}), cross, algorithms)) if cross else ""
+    paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims_checks(claims), lead)
     return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]
 
 

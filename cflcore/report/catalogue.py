@@ -105,6 +105,10 @@ def _figures(kind: str, part: str, writer: str, title: str, labels: tuple[str, .
 
 OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
     # ---- part "tables" (report/build.py write_tables; front page: report/front_page.py) ----
+    _table("cross_paper", "tables", "cross_paper", "Front page",
+           "every method on every seed's home setting (report.cross_paper)", wide=True),
+    _figures("cross_paper_cd", "tables", "cross_paper", "Cross-paper comparison: critical difference of final ARI",
+             ("figure",)),
     _table("at_a_glance", "tables", "tables", "Front page", "at a glance: final PF1 and ARI, best marked", wide=True),
     _table("headline", "tables", "tables", "Front page", "headline: final and mean PF1, GF1, ARI, clustering round",
            wide=True),

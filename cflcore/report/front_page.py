@@ -559,11 +559,12 @@ def paper_check_rst(check: PaperCheck, level: int = 0) -> str:
 
 
 def render_front_page(headline: pd.DataFrame, checks: Sequence[PaperCheck], items: Sequence[Departure],
-                      context: Mapping[str, Any] | None = None) -> str:
+                      context: Mapping[str, Any] | None = None, lead: str = "") -> str:
     """The RST of the front page (sections use ``-`` and ``~`` underlines: workflow.rst's title uses ``=``):
-    at a glance, the headline, every paper check in ``checks``, the departures."""
+    ``lead`` (e.g. the cross-paper comparison, report/cross_paper.py), at a glance, the headline, every paper check
+    in ``checks``, the departures."""
     study = (context or {}).get("study") or {}
-    parts = [glance_rst(headline, study.get("splits") or ())]
+    parts = [lead, glance_rst(headline, study.get("splits") or ())]
     parts.append(_section("Headline", "-"))
     if study:
         parts.append(f"Study: datasets {', '.join(study['datasets'])}; splits {', '.join(study['splits'])}; "
@@ -585,7 +586,7 @@ def render_front_page(headline: pd.DataFrame, checks: Sequence[PaperCheck], item
 
 def write_front_page(headline: pd.DataFrame, comparison: pd.DataFrame, ranking: pd.DataFrame,
                      context: Mapping[str, Any] | None, out_dir: Path, algorithms: Sequence[str] = (),
-                     extra_checks: Sequence[PaperCheck] = ()) -> list[Path]:
+                     extra_checks: Sequence[PaperCheck] = (), lead: str = "") -> list[Path]:
     """``front_page.rst`` and ``tables/departures.csv`` (atomic); ``extra_checks`` (e.g. :func:`claims_checks`):
     the study's own paper checks, shown first; 000's table check follows unless it has no cell and others exist."""
     out_dir = Path(out_dir)
@@ -595,5 +596,5 @@ def write_front_page(headline: pd.DataFrame, comparison: pd.DataFrame, ranking: 
     checks = [*extra_checks, ocfl_paper_check(comparison, ranking)]
     if extra_checks and comparison.empty:
         checks = list(extra_checks)
-    rst = tb.write_text(render_front_page(headline, checks, items, context), out_dir / FRONT_PAGE)
+    rst = tb.write_text(render_front_page(headline, checks, items, context, lead), out_dir / FRONT_PAGE)
     return [rst, csv_path]

@@ -52,6 +52,8 @@ def figure_labels(kind: str, stem: str, study: Mapping[str, Any]) -> dict[str, A
         for key in keys[2:]:
             labels[key] = found[2] if found else ""
         return labels
+    if keys == ("figure",):
+        return {"figure": stem}
     if keys == ("dataset",):
         return {"dataset": "all datasets" if stem == "all_datasets" else stem}
     if keys == ("plot", "samples"):  # explain_box_<mode> / explain_sanity

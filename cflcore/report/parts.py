@@ -104,6 +104,17 @@ def _paper004_cells(inputs: ReportInputs) -> list[dict[str, Any]]:
     return [inputs.entry("paper004_cells", write_paper004_cells(runs, papers, inputs.out_dir / "tables" / "paper004_cells.csv"))]
 
 
+def _cross_paper(inputs: ReportInputs) -> list[dict[str, Any]]:
+    """The cross-paper table and CD diagram (``report.cross_paper``; empty table without it)."""
+    from .cross_paper import cross_analysis, write_cross_paper
+    from .sweeps import sweep_summary
+
+    block = ((inputs.plan.get("front_page") or {}).get("report") or {}).get("cross_paper") or {}
+    methods = list(dict.fromkeys(s.algorithm for s in inputs.specs))
+    summary = sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}) if block else None
+    return write_cross_paper(cross_analysis(summary, block, methods), inputs.out_dir, inputs.entry)
+
+
 def _missing_runs(inputs: ReportInputs) -> list[dict[str, Any]]:
     from .build import write_missing
 
@@ -163,7 +174,8 @@ def _explain(inputs: ReportInputs) -> list[dict[str, Any]]:
 
 
 WRITERS: dict[str, Callable[[ReportInputs], list[dict[str, Any]]]] = {
-    "tables": _tables, "scl_epsilons": _scl_epsilons, "paper004_cells": _paper004_cells, "missing_runs": _missing_runs, "run_figures": _run_figures, "sweeps": _sweeps,
+    "tables": _tables, "scl_epsilons": _scl_epsilons, "paper004_cells": _paper004_cells,
+    "cross_paper": _cross_paper, "missing_runs": _missing_runs, "run_figures": _run_figures, "sweeps": _sweeps,
     "fedgwc": _fedgwc, "whatif": _whatif, "late_clients": _late_clients, "explain": _explain,
 }
 """writer name (catalogue) -> the function that writes its kinds and returns their index entries. The

@@ -1,0 +1,202 @@
+"""The cross-paper comparison: every method on every seed's home settings, in one table (``report.cross_paper``).
+
+Each setting is a split of the study with its home paper (000, 002 or 004). A cell is the final round's score,
+mean ± std over seeds: ARI everywhere (and the Rand index on 004's settings, as 004 reports it), and the
+clients' accuracy on their own data: PF1 on 000's and 002's settings, balanced accuracy on 004's (as each paper
+scores). The best ARI of each column is marked; under the table, each method's average rank over the settings
+(by ARI, ties shared) and a critical-difference analysis over the settings × seeds (the project's CD code:
+Friedman, then Wilcoxon–Holm, as 000's analysis does). Methods given an oracle's advantage (the true number of
+groups) are marked. :func:`what_it_shows` turns the numbers into sentences: who wins where, who never fails
+badly, and where each paper's own method stands away from home.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .tables import BEST_MARK
+
+HOMES = ("000", "002", "004")
+FAIL_ARI = 0.3  # "fails badly": a final ARI at or under this on a setting
+HOME_METHODS = {"000": ("ocfl",), "002": ("louvain",), "004": ("fedgwc",)}
+"""Each paper's own method family (a variant whose name starts with it)."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    split: str
+    home: str
+    label: str
+
+    @property
+    def accuracy(self) -> str:
+        """The accuracy the home paper scores clients by: balanced accuracy (004) or PF1 (000, 002)."""
+        return "local_bacc" if self.home == "004" else "pf1"
+
+
+def settings_of(block: Mapping[str, Any] | None) -> list[Setting]:
+    """``report.cross_paper.settings``: split -> {home, label}."""
+    out = []
+    for split, entry in ((block or {}).get("settings") or {}).items():
+        out.append(Setting(str(split), str(entry["home"]), str(entry.get("label") or split)))
+    return out
+
+
+def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str]) -> pd.DataFrame:
+    """Tidy: one row per method × setting with ARI, Rand and accuracy (mean, std over seeds, seeds) and whether the
+    ARI is the column's best. ``summary``: sweep_summary (one row per run, final-round scores)."""
+    rows = []
+    for s in settings:
+        for method in methods:
+            runs = summary[(summary["split_base"] == s.split) & (summary["algorithm"] == method)] if len(summary) else summary
+            row: dict[str, Any] = {"method": method, "setting": s.label, "split": s.split, "home": s.home,
+                                   "accuracy_metric": s.accuracy, "n_seeds": int(len(runs))}
+            for name, column in (("ari", "ari"), ("rand", "rand"), ("accuracy", s.accuracy)):
+                values = pd.to_numeric(runs[column], errors="coerce").dropna() if len(runs) and column in runs else pd.Series(dtype=float)
+                row[f"{name}_mean"] = float(values.mean()) if len(values) else np.nan
+                row[f"{name}_std"] = float(values.std(ddof=0)) if len(values) > 1 else (0.0 if len(values) else np.nan)
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    best = frame.groupby("setting")["ari_mean"].transform("max")
+    frame["best_ari"] = np.isclose(frame["ari_mean"], best) & frame["ari_mean"].notna()
+    return frame
+
+
+def average_ranks(tidy: pd.DataFrame) -> pd.Series:
+    """Each method's mean rank over the settings by mean ARI (1 = best; ties share the average rank)."""
+    if tidy.empty:
+        return pd.Series(dtype=float)
+    wide = tidy.pivot(index="setting", columns="method", values="ari_mean")
+    return wide.rank(axis=1, ascending=False, method="average").mean(axis=0).sort_values()
+
+
+def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str]) -> pd.DataFrame:
+    """Blocks (setting × seed) × methods of final ARI, for the CD analysis (incomplete blocks are dropped there)."""
+    splits = {s.split: s.label for s in settings}
+    runs = summary[summary["split_base"].isin(splits) & summary["algorithm"].isin(methods)] if len(summary) else summary
+    if not len(runs):
+        return pd.DataFrame(columns=list(methods))
+    wide = runs.assign(setting=runs["split_base"].map(splits)).pivot_table(
+        index=["setting", "seed"], columns="algorithm", values="ari", aggfunc="first")
+    return wide.reindex(columns=list(methods))
+
+
+def wide_table(tidy: pd.DataFrame, oracle: Sequence[str] = ()) -> pd.DataFrame:
+    """Methods × settings, each cell "ARI ± std · accuracy ± std" (Rand added on 004's settings), the best ARI of
+    each column marked; a method with an oracle's advantage marked (oracle)."""
+    if tidy.empty:
+        return pd.DataFrame(columns=["method"])
+
+    def cell(r: pd.Series) -> str:
+        if not r["n_seeds"]:
+            return "n/a"
+        ari = f"ARI {r['ari_mean']:.2f} ± {r['ari_std']:.2f}" + (f" {BEST_MARK}" if r["best_ari"] else "")
+        rand = f" · Rand {r['rand_mean']:.2f}" if r["home"] == "004" and np.isfinite(r["rand_mean"]) else ""
+        acc_name = "bal. acc." if r["accuracy_metric"] == "local_bacc" else "PF1"
+        acc = f" · {acc_name} {r['accuracy_mean']:.2f} ± {r['accuracy_std']:.2f}" if np.isfinite(r["accuracy_mean"]) else ""
+        return ari + rand + acc
+
+    out = tidy.assign(cell=tidy.apply(cell, axis=1)).pivot(index="method", columns="setting", values="cell")
+    out = out.reindex(index=list(dict.fromkeys(tidy["method"])), columns=list(dict.fromkeys(tidy["setting"])))
+    out.index = [f"{m} (oracle)" if m in oracle else m for m in out.index]
+    return out.rename_axis("method").reset_index()
+
+
+def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
+    """Sentences from the numbers: the winner of each setting, the method that never fails badly (its worst ARI
+    highest), and each paper's own method at home against away."""
+    if tidy.empty:
+        return ["No runs."]
+    lines = []
+    for setting, rows in tidy.groupby("setting", sort=False):
+        best = rows[rows["best_ari"]]
+        if best.empty:
+            continue
+        lines.append(f"{setting} ({rows['home'].iloc[0]}'s setting): best ARI {best['ari_mean'].iloc[0]:.2f} by "
+                     f"{', '.join(best['method'])}.")
+    worst = tidy.groupby("method")["ari_mean"].min().dropna().sort_values(ascending=False)
+    if len(worst):
+        top = worst.index[0]
+        lines.append(f"Never failing badly: {top}'s worst final ARI over the settings is {worst.iloc[0]:.2f} (the highest "
+                     f"worst case); methods at ARI ≤ {FAIL_ARI} somewhere: "
+                     f"{', '.join(m for m, v in worst.items() if v <= FAIL_ARI) or 'none'}.")
+    for home, prefixes in HOME_METHODS.items():
+        own = tidy[tidy["method"].str.startswith(prefixes)]
+        if own.empty:
+            continue
+        at_home = own[own["home"] == home]["ari_mean"].mean()
+        away = own[own["home"] != home]["ari_mean"].mean()
+        if np.isfinite(at_home) and np.isfinite(away):
+            lines.append(f"{home}'s method ({', '.join(dict.fromkeys(own['method']))}): mean ARI {at_home:.2f} on its "
+                         f"own settings, {away:.2f} on the others' ({'lower' if away < at_home else 'not lower'} away "
+                         "from home).")
+    if len(ranks):
+        lines.append("Average rank by ARI (1 = best): " + ", ".join(f"{m} {r:.1f}" for m, r in ranks.items()) + ".")
+    return lines
+
+
+def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], methods: Sequence[str]) -> dict[str, Any]:
+    """Everything the table, the CD diagram and the front page's section need, from the sweep summary (None or
+    no ``block``: empty)."""
+    from .cd import cd_analysis
+
+    if summary is None or not len(summary):
+        summary = pd.DataFrame(columns=["split_base", "algorithm", "seed", "ari", "rand", "pf1", "local_bacc"])
+    settings = settings_of(block)
+    tidy = cross_table(summary, settings, methods)
+    ranks = average_ranks(tidy)
+    scores = cd_scores(summary, settings, methods)
+    return {"settings": settings, "tidy": tidy, "ranks": ranks, "cd": cd_analysis(scores, higher_is_better=True),
+            "oracle": list(block.get("oracle") or []), "lines": what_it_shows(tidy, ranks)}
+
+
+def cross_section_rst(analysis: Mapping[str, Any]) -> str:
+    """The front page's opening section: the table, the average ranks, the CD result, what it shows."""
+    from .front_page import _section, csv_table
+
+    tidy, cd = analysis["tidy"], analysis["cd"]
+    parts = [_section("Comparing the seeds' methods", "-"),
+             "Every method on every seed's home setting (each keeps its home paper's clients and participation). "
+             f"A cell: final-round ARI (Rand too on 004's settings) and accuracy on the clients' own data (PF1; balanced "
+             f"accuracy on 004's), mean ± std over seeds; {BEST_MARK} = the column's best ARI; (oracle) = told the true "
+             "number of groups.\n\n"]
+    parts.append(csv_table(wide_table(tidy, analysis["oracle"]), "Methods × settings") + "\n")
+    if cd.note:
+        cd_text = cd.note
+    else:
+        cd_text = (f"Friedman p = {cd.friedman_p:.3g} over {cd.n_blocks} complete blocks (settings × seeds); groups not "
+                   "significantly different (Wilcoxon–Holm, α 0.05): "
+                   + "; ".join("{" + ", ".join(c) + "}" for c in cd.cliques))
+    parts.append(f"Critical difference (figures/cross_paper_cd/): {cd_text}.\n\n")
+    parts.append(_section("What it shows", "~"))
+    parts += [f"- {line}\n" for line in analysis["lines"]]
+    return "".join(parts) + "\n"
+
+
+def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[str, Any]]:
+    """``tables/cross_paper.{csv,md,tex}`` and ``figures/cross_paper_cd/cross_paper_cd_ari.{png,pdf}`` with its
+    ranks; ``entry(kind, path, dataset, clients)`` makes an index entry."""
+    from pathlib import Path
+
+    from .cd import draw_cd_diagram
+    from .tables import write_table, write_text
+
+    out_dir = Path(out_dir)
+    caption = "Every method on every seed's home setting: final ARI, Rand (004) and accuracy, mean ± std over seeds."
+    entries = [entry("cross_paper", p, None, None) for p in
+               write_table(analysis["tidy"], wide_table(analysis["tidy"], analysis["oracle"]), "cross_paper",
+                           out_dir / "tables", caption)]
+    if analysis["tidy"].empty:
+        return entries
+    stem = out_dir / "figures" / "cross_paper_cd" / "cross_paper_cd_ari"
+    entries += [entry("cross_paper_cd", p, None, None)
+                for p in draw_cd_diagram(analysis["cd"], stem, title="Final ARI over settings × seeds")]
+    ranks = analysis["cd"].table().assign(friedman_p=analysis["cd"].friedman_p, note=analysis["cd"].note)
+    entries.append(entry("cross_paper_cd", write_text(ranks.to_csv(index=False), stem.with_name(stem.name + "_ranks.csv")),
+                         None, None))
+    return entries

@@ -1,0 +1,66 @@
+"""The cross-paper study (config/cross-paper-offline.yaml) and its table (cflcore/report/cross_paper.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from cflcore.report import cross_paper as cp
+from test_workflow import planned_jobs, run_sm
+
+SETTINGS = [cp.Setting("a", "000", "000 a"), cp.Setting("b", "002", "002 b"), cp.Setting("c", "004", "004 c")]
+
+
+def planted(flip: bool = False) -> pd.DataFrame:
+    """Three methods × three settings × 3 seeds; "home" wins everywhere, "weak" fails on c (ARI 0.1)."""
+    rows = []
+    for seed in range(3):
+        for split, ari in (("a", {"home": 1.0, "mid": 0.8, "weak": 0.6}), ("b", {"home": 0.9, "mid": 0.7, "weak": 0.5}),
+                           ("c", {"home": 0.8, "mid": 0.6, "weak": 0.1})):
+            for method, value in ari.items():
+                value = 1.1 - value if flip else value
+                rows.append({"split_base": split, "algorithm": method, "seed": seed, "ari": value + 0.01 * seed,
+                             "rand": value, "pf1": 0.5, "local_bacc": 0.6})
+    return pd.DataFrame(rows)
+
+
+def test_the_table_marks_the_best_ranks_the_methods_and_says_what_it_shows():
+    tidy = cp.cross_table(planted(), SETTINGS, ["home", "mid", "weak"])
+    assert len(tidy) == 9 and tidy.loc[tidy["best_ari"], "method"].tolist() == ["home"] * 3
+    assert tidy.loc[(tidy["method"] == "home") & (tidy["split"] == "a"), "ari_mean"].item() == np.mean([1.0, 1.01, 1.02])
+    assert set(tidy.loc[tidy["home"] == "004", "accuracy_metric"]) == {"local_bacc"}  # 004 scores balanced accuracy
+    ranks = cp.average_ranks(tidy)
+    assert ranks.to_dict() == {"home": 1.0, "mid": 2.0, "weak": 3.0}
+    lines = cp.what_it_shows(tidy, ranks)
+    assert any(line.startswith("Never failing badly: home's worst final ARI") and "weak" in line for line in lines)
+    wide = cp.wide_table(tidy, oracle=["mid"])
+    assert wide["method"].tolist() == ["home", "mid (oracle)", "weak"]
+    assert "Rand" in wide.loc[0, "004 c"] and "Rand" not in wide.loc[0, "000 a"]
+    # the ordering follows the numbers: flipped, "weak" wins
+    flipped = cp.cross_table(planted(flip=True), SETTINGS, ["home", "mid", "weak"])
+    assert flipped.loc[flipped["best_ari"], "method"].tolist() == ["weak"] * 3
+
+
+def test_the_cd_analysis_runs_over_settings_times_seeds():
+    analysis = cp.cross_analysis(planted(), {"settings": {s.split: {"home": s.home, "label": s.label} for s in SETTINGS}},
+                                 ["home", "mid", "weak"])
+    assert analysis["cd"].n_blocks == 9 and analysis["cd"].algorithms[0] == "home"
+    assert analysis["cd"].friedman_p < 0.05
+    rst = cp.cross_section_rst(analysis)
+    assert rst.startswith("Comparing the seeds' methods") and "What it shows" in rst
+
+
+def test_the_offline_study_plans_every_method_on_every_setting(workflow_dir):
+    cfg = yaml.safe_load((Path(workflow_dir) / "config" / "cross-paper-offline.yaml").read_text())
+    methods, settings = cfg["study"]["algorithms"], cfg["report"]["cross_paper"]["settings"]
+    assert set(settings) == set(cfg["study"]["splits"]) and len(methods) >= 9 and len(cfg["study"]["seeds"]) >= 3
+    p = run_sm(workflow_dir, "-n", "--cores", "2", "--configfile", "config/cross-paper-offline.yaml", "-p")
+    out = p.stdout + p.stderr
+    assert planned_jobs(out).get("train") == len(methods) * len(settings) * len(cfg["study"]["seeds"])
+    for split, entry in cfg["splits"].items():
+        for method in methods:
+            for seed in cfg["study"]["seeds"]:
+                run = f"runs/mnist5k/{split}/n{entry['clients'][0]}/s{seed}/{method}/status.json"
+                assert run in out, run
