@@ -3,9 +3,12 @@
 One round: sample clients (seeded by (seed, round) only) -> strategy.configure says each client's start
 model -> the trainer trains all sampled clients -> strategy.aggregate returns the partition -> per-cluster
 server-optimiser aggregation -> evaluation -> rows for history/server/gram/divergence -> checkpoint.
-Memory (issue 22): one (N × P) round buffer, allocated once, holds the start rows, is trained in place,
-becomes the deltas the strategy reads and then the trained vectors again, bit for bit (cflcore.fl.deltas);
-each Gram product runs once per round and precision (RoundUpdates.gram), shared with the strategy.
+Memory (issues 22, 33): one (N × P) round buffer, allocated once, holds the start rows and is trained in place.
+The round's ONE Gram product (cflcore.clustering.divergence.update_gram, float64-accumulated, its tolerance
+stated there) is taken in one pass over it and the cluster models; it is recorded (gram.parquet), gives the
+temperature and is shared with the strategy (RoundUpdates.gram). The buffer becomes the deltas in place, and
+then the trained vectors again bit for bit (cflcore.fl.deltas), only when the strategy reads the deltas.
+FedAvg reads the trained vectors in place (cflcore.fl.server.rows_mean).
 
 Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
 
