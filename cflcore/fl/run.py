@@ -396,11 +396,12 @@ class Engine:
                 rows = torch.tensor(members, device=self.device)
                 w = torch.tensor(n_samples[members], dtype=self.dtype, device=self.device) if weighted else None
                 every = len(members) == len(sampled)
-                if self.server.is_fedavg:  # FedAvg: the members' rows read in place, column block by column block
-                    models[c], server_state[c] = rows_mean(self.shared_part(news), None if every else members, w), {}
+                if self.server.is_fedavg and len(self.part.shared) == self.layout.n_full:
+                    # FedAvg: the members' rows read in place (a subset column block by column block), no copy
+                    models[c], server_state[c] = rows_mean(news, None if every else members, w), {}
                 else:
                     members_new = news if every else news.index_select(0, rows)
-                    member_starts = torch.stack([shared_start(r) for r in members])
+                    member_starts = None if self.server.is_fedavg else torch.stack([shared_start(r) for r in members])
                     models[c], server_state[c] = aggregate_cluster(self.server, member_starts,
                                                                    self.shared_part(members_new), w, sstate)
                 extra[c] = weighted_mean(news[:, self.part.extra].index_select(0, rows), w)
