@@ -3,11 +3,12 @@
 (a) Γ (pairwise cosine distances of the clients' update vectors, 000 Def. 6) at N = 30 clients and the
     ``ocfl-cnn`` parameter count (25.4M, float32 updates drawn around three planted directions). Variants:
 
-    engine-f32       cflcore.clustering.divergence.cosine_divergence_matrix(X, "float32"): one Gram product
-                     Δ Δᵀ, normalised on the n × n matrix (the strategies' default ``precision``).
-    engine-f64       the same at "float64": the Gram product accumulated over 2M-column float64 blocks
-                     (what the engine records every round, cflcore.fl.run.temperature, and ``precision:
-                     float64``). It is the reference every other variant is checked against.
+    engine-f32       cflcore.clustering.divergence.cosine_divergence_matrix(X, "float32"): one float32 Gram
+                     product Δ Δᵀ, normalised on the n × n matrix (the strategies' float32 Γ before issue 33).
+    engine-f64       the same at "float64": the Gram product accumulated over cache-sized float64 blocks
+                     (cflcore.clustering.divergence.update_gram: since issue 33 the round's ONE product, which
+                     the engine records and every strategy reads). It is the reference every other variant
+                     is checked against.
     torch-normalise  the strongest torch baseline a user would write: F.normalize rows (an n × P copy),
                      1 − Xn Xnᵀ (float32).
     scipy-pdist      the strongest numpy baseline: squareform(pdist(X64, "cosine")) on a float64 array
@@ -33,7 +34,7 @@
     observed ~1e-5 at P = 25M). Extrapolated variants are checked on the pairs they computed.
 
     Ablation (the engine's switchable parts of the Γ computation): ``precision`` float32 vs float64 (the
-    table rows engine-f32 / engine-f64); float64 *without* column blocking (``divergence._CHUNK`` = P:
+    table rows engine-f32 / engine-f64); float64 *without* column blocking (``divergence.BLOCK_BYTES`` = n·P·8:
     one full float64 copy of the updates); and *without* the Gram trick (normalising the rows first: that
     is torch-normalise, an n × P copy). The Gram trick and the blocking save memory (n·P·4 and n·P·8
     bytes: 3 and 6 GB here), not time.
@@ -204,13 +205,13 @@ def sattler_full(updates: list[dict[str, torch.Tensor]]) -> np.ndarray:
 
 
 def engine_f64_unchunked(x: torch.Tensor) -> np.ndarray:
-    """Ablation: engine-f64 with column blocking switched off (divergence._CHUNK = P: one float64 copy)."""
-    saved = divergence._CHUNK
-    divergence._CHUNK = max(1, x.shape[1])
+    """Ablation: engine-f64 with column blocking switched off (divergence.BLOCK_BYTES = n·P·8: one float64 copy)."""
+    saved = divergence.BLOCK_BYTES
+    divergence.BLOCK_BYTES = max(1, 8 * x.shape[0] * x.shape[1])
     try:
         return cosine_divergence_matrix(x, "float64")
     finally:
-        divergence._CHUNK = saved
+        divergence.BLOCK_BYTES = saved
 
 
 # ---------------------------------------------------------------------------------------------

@@ -276,3 +276,20 @@ def test_fedprox_on_mnist_keeps_every_client_closer_to_its_start(mnist_study):
     assert norms[1.0].mean() < 0.8 * norms[0.0].mean()
     for mu in losses:
         assert (losses[mu][:, 1] < losses[mu][:, 0]).mean() > 0.8, (mu, losses[mu])  # still learning
+
+
+def test_fedavg_of_a_subset_read_in_place_is_bit_identical_to_the_mean_of_a_copy():
+    """cflcore.fl.server.rows_mean (issue 33): the members' rows reduced column block by column block, without a
+    (members × P) copy, give the same bits as weighted_mean of index_select's copy, weighted or not."""
+    import torch
+
+    from cflcore.fl.server import rows_mean, weighted_mean
+
+    gen = torch.Generator().manual_seed(0)
+    for n in (2, 5, 15):
+        x = torch.randn(n, 20_000, generator=gen)
+        for rows in ([0], list(range(0, n, 2)), list(range(1, n))):
+            for w in (None, torch.rand(len(rows), generator=gen) * 100):
+                ref = weighted_mean(x.index_select(0, torch.tensor(rows)), w)
+                assert torch.equal(rows_mean(x, rows, w, block=4096), ref)
+        assert torch.equal(rows_mean(x, None, None), weighted_mean(x, None))

@@ -23,16 +23,38 @@ def test_round_trip_is_exact_where_start_plus_delta_does_not_round_back():
     assert buffer.view(torch.int32).equal(news.view(torch.int32))  # bit for bit, NaN, inf and -0.0 included
 
 
-def test_round_updates_compute_each_gram_product_once():
+def test_round_updates_share_one_gram_product_whatever_precision_is_asked():
     deltas = torch.randn(4, 300, generator=torch.Generator().manual_seed(1))
     up = RoundUpdates(0, np.arange(4), deltas, None, [np.ones(1)] * 4, np.ones(4), lambda m, c: np.zeros(0),
                       ClusterAssignment.single(4))
-    g32, g64 = up.gram("float32"), up.gram("float64")
-    assert up.gram("float32") is g32 and up.gram("float64") is g64
-    assert torch.equal(g32, gram_matrix(deltas, "float32")) and torch.equal(g64, gram_matrix(deltas, "float64"))
+    g = up.gram()
+    assert up.gram("float32") is g and up.gram("float64") is g and g.dtype == torch.float64
+    assert torch.equal(g, gram_matrix(deltas, "float64"))
     gamma = up.divergence("float32")
     gamma[0, 1] = 99.0  # a fresh array each time: the cached Gram matrix is untouched
-    assert up.divergence("float32")[0, 1] != 99.0
+    assert up.divergence()[0, 1] != 99.0
+
+
+def test_lazy_deltas_are_made_once_on_first_read_and_give_the_same_gram_as_eager_ones():
+    """The engine's usual case: the Gram product in one pass over trained rows and cluster models, the deltas
+    made (in place) only when a strategy reads them, and the Gram product the same bits either way."""
+    from cflcore.clustering.divergence import update_gram
+
+    gen = torch.Generator().manual_seed(3)
+    models = [torch.randn(5000, generator=gen), torch.randn(5000, generator=gen)]
+    group = [0, 1, 1, 0, 0]
+    news = torch.stack([models[g] + 1e-3 * torch.randn(5000, generator=gen) for g in group])
+    buffer = news.clone()
+    lazy = update_gram(buffer, models, group)
+    assert torch.equal(buffer, news)  # the pass does not touch the trained vectors
+    made = []
+    up = RoundUpdates(0, np.arange(5), None, None, [np.ones(1)] * 5, np.ones(5), lambda m, c: np.zeros(0),
+                      ClusterAssignment.single(5), shared_gram=lazy,
+                      materialise=lambda: made.append(1) or to_deltas_(buffer, lambda i: models[group[i]]) and buffer)
+    assert not up.materialised and not made and up.gram() is lazy
+    eager = torch.stack([news[i] - models[g] for i, g in enumerate(group)])
+    assert torch.equal(up.deltas, eager) and torch.equal(up.deltas, eager) and made == [1] and up.materialised
+    assert torch.equal(lazy, update_gram(eager))  # the same bits as the product of the materialised deltas
 
 
 def test_engine_keeps_start_vectors_only_for_strategies_that_need_them_and_reuses_its_buffer():
@@ -59,10 +81,11 @@ def test_engine_keeps_start_vectors_only_for_strategies_that_need_them_and_reuse
 def test_float64_gram_with_a_reused_block_equals_the_per_block_upcast(monkeypatch):
     from cflcore.clustering import divergence
 
-    monkeypatch.setattr(divergence, "_CHUNK", 1000)
+    monkeypatch.setattr(divergence, "BLOCK_BYTES", 5 * 1000 * 8)  # blocks of 1000 columns (the floor is 1024)
+    monkeypatch.setattr(divergence, "block_columns", lambda n, p: 1000)
     x = torch.randn(5, 3500, generator=torch.Generator().manual_seed(2)) * 1e-3
     expected = torch.zeros(5, 5, dtype=torch.float64)
-    for start in range(0, 3500, 1000):  # the old code: a fresh up-cast copy per block
+    for start in range(0, 3500, 1000):  # a fresh up-cast copy per block
         block = x[:, start:start + 1000].to(torch.float64)
         expected += block @ block.T
     assert torch.equal(divergence.gram_matrix(x, "float64"), 0.5 * (expected + expected.T))

@@ -10,18 +10,29 @@ are treated as identical (distance 0); a zero and a non-zero delta as orthogonal
 deltas therefore give Γ = 0 and T = 0, and every clusterer returns one cluster. "Zero" means a squared
 norm (Gram diagonal) at or below ``finfo(dtype).tiny``, i.e. a norm ≤ sqrt(tiny).
 
-Only :func:`gram_matrix` touches the deltas (torch, on their device); everything after it works on the
-n × n Gram matrix in numpy, so the what-if replay computes Γ from a recorded Gram matrix without torch.
-This module is the ONE implementation of Γ and T: the engine's recorded ``server.parquet`` temperature
-(cflcore.fl.run.temperature, on the float64 Gram matrix it also records), the strategies (OCFL's
-trigger, SCL, BCL) and the evaluation's what-if replay (cflcore.evaluate.whatif, Γ from the recorded
-Gram matrix) all call :func:`cosine_divergence_from_gram` / :func:`temperature`, so the zero-delta
-convention above holds everywhere (issue 11: the engine used to treat two zero deltas as orthogonal).
+Only :func:`update_gram` / :func:`gram_matrix` touch the deltas (torch, on their device); everything after
+them works on the n × n Gram matrix in numpy, so the what-if replay computes Γ from a recorded Gram matrix
+without torch. This module is the ONE implementation of Γ and T: the engine computes ONE Gram product per
+round (:func:`update_gram`, issue 33), records it in gram.parquet, takes the temperature of server.parquet
+from it and hands it to the strategy (``RoundUpdates.gram`` / ``divergence``: OCFL's trigger and clusterer
+input, SCL, BCL); the what-if replay reads the recorded one. All call :func:`cosine_divergence_from_gram` /
+:func:`temperature`, so the zero-delta convention above holds everywhere.
+
+Precision and tolerance (issue 33). The product is float64-accumulated: each column block of the float32
+deltas is widened to float64 (exact) and multiplied with float64 BLAS. Products of two float32 numbers are
+exact in float64, so every entry G_ij = Σ_k Δ_ik Δ_jk carries only summation error, whatever the order the
+BLAS and the blocks add in: |Ĝ_ij − G_ij| ≤ γ_P Σ_k |Δ_ik Δ_jk| ≤ γ_P ‖Δ_i‖ ‖Δ_j‖ with γ_P = P·2⁻⁵³/(1 − P·2⁻⁵³)
+(Higham, Accuracy and Stability, eq. 3.5). So each cosine entry G_ij / √(G_ii G_jj) (000 eq. 6) is within
+TOLERANCE_PER_PARAM·P (2·P·2⁻⁵³ plus a few rounding units of the division and the square root) of its exact
+value: 5.7e-9 at P = 25.4M (000's CNN), below 1e-8 for P ≤ 4.5·10⁷, and Γ = 1 − C_s (000 eq. 8) the same.
+tests/test_gram_tolerance.py asserts :func:`cosine_tolerance` against a float64 reference on random and on
+real (engine) deltas; a float32 product (errors ~1e-7 and more) fails it. The deltas themselves are the
+float32 differences θ_i − s_i, exactly what the strategies read.
 """
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Sequence
 
 import numpy as np
 
@@ -29,29 +40,77 @@ if TYPE_CHECKING:
     import torch
 
 Precision = Literal["float32", "float64"]
-_CHUNK = 1 << 21  # columns per block when up-casting to float64 (bounds the extra memory to n·2M·8 bytes)
+BLOCK_BYTES = 1 << 21  # one float64 column block of the deltas: n × w × 8 bytes (cache-sized, reused every block)
+UNIT_ROUNDOFF = 2.0 ** -53  # float64
+
+
+def cosine_tolerance(p: int) -> float:
+    """The bound of the module docstring on |cosine entry − exact| for the float64-accumulated Gram of float32
+    deltas with ``p`` columns: 2·γ_P plus 8 rounding units (the division, the square root, the clip)."""
+    gamma = p * UNIT_ROUNDOFF / (1.0 - p * UNIT_ROUNDOFF)
+    return 2.0 * gamma + 8.0 * UNIT_ROUNDOFF
+
+
+def block_columns(n: int, p: int) -> int:
+    """Columns per block of :func:`update_gram`: a float64 (n × w) block of ``BLOCK_BYTES`` (at least 1024)."""
+    return max(1, min(p, max(1024, BLOCK_BYTES // (8 * max(n, 1)))))
+
+
+def _row_runs(group: "Sequence[int]") -> list[tuple[int, int, int]]:
+    """Maximal runs of consecutive rows with the same start: (first row, end row, start index)."""
+    runs: list[tuple[int, int, int]] = []
+    for row, g in enumerate(group):
+        if runs and runs[-1][2] == int(g) and runs[-1][1] == row:
+            runs[-1] = (runs[-1][0], row + 1, int(g))
+        else:
+            runs.append((row, row + 1, int(g)))
+    return runs
+
+
+def update_gram(rows: "torch.Tensor", starts: "Sequence[torch.Tensor] | None" = None,
+                group: "Sequence[int] | None" = None) -> "torch.Tensor":
+    """The round's one Gram product ΔΔᵀ (n × n, float64; the numerator of 000 eq. 6) of the deltas
+    Δ_i = rows_i − starts[group[i]] (float32 subtraction, bit-identical to the deltas the strategies read), or of
+    ``rows`` themselves when ``starts`` is None. One pass over ``rows`` in column blocks: each block's deltas are
+    written widened to float64 into one reused (n × w) block and multiplied there (float64 BLAS), so ``rows`` is
+    never modified, no N × P delta or float64 copy exists, and the error bound of the module docstring holds."""
+    import torch
+
+    if rows.dim() != 2:
+        raise ValueError(f"deltas must be 2-D (clients × params), got shape {tuple(rows.shape)}")
+    n, p = rows.shape
+    if starts is not None and (group is None or len(group) != n):
+        raise ValueError("update_gram: starts needs group, one start index per row")
+    runs = _row_runs(group) if starts is not None else []  # type: ignore[arg-type]
+    gram = torch.zeros(n, n, dtype=torch.float64, device=rows.device)
+    width = block_columns(n, p)
+    full = torch.empty(n, width, dtype=torch.float64, device=rows.device)
+    for a in range(0, p, width):
+        w = min(width, p - a)
+        block = full if w == width else torch.empty(n, w, dtype=torch.float64, device=rows.device)
+        if starts is None:
+            block.copy_(rows[:, a:a + w])  # widening: exact
+        else:
+            for lo, hi, g in runs:  # float32 θ − s, written widened (torch computes in the inputs' dtype)
+                torch.sub(rows[lo:hi, a:a + w], starts[g][a:a + w], out=block[lo:hi])
+        gram.addmm_(block, block.T)
+    return 0.5 * (gram + gram.T)  # BLAS gemm need not be bit-symmetric; HDBSCAN checks symmetry
 
 
 def gram_matrix(deltas: "torch.Tensor", precision: Precision = "float32") -> "torch.Tensor":
-    """``Δ Δᵀ`` (n × n) on the deltas' device, in the requested precision. float32 inputs at float32 use one
-    matmul and no copy; float64 is accumulated over column blocks so the up-cast copy stays small. The one
-    step that touches the (n × P) deltas, hence the only torch function here."""
+    """``Δ Δᵀ`` (n × n) on the deltas' device. ``float64`` (the engine's): :func:`update_gram`,
+    float64-accumulated within the module docstring's bound. ``float32`` (the default): one float32 matmul in the deltas'
+    dtype, for callers that want it (no tolerance is stated for it)."""
     import torch
 
-    dtype = {"float32": torch.float32, "float64": torch.float64}[precision]
     if deltas.dim() != 2:
         raise ValueError(f"deltas must be 2-D (clients × params), got shape {tuple(deltas.shape)}")
-    if deltas.dtype == dtype:
-        gram = deltas @ deltas.T
-        return 0.5 * (gram + gram.T)  # BLAS gemm need not be bit-symmetric; HDBSCAN checks symmetry
-    n, p = deltas.shape
-    gram = torch.zeros(n, n, dtype=dtype, device=deltas.device)
-    full = torch.empty(n, min(_CHUNK, p), dtype=dtype, device=deltas.device)  # reused: no fresh pages per block
-    for start in range(0, p, _CHUNK):
-        width = min(_CHUNK, p - start)
-        block = full if width == full.shape[1] else torch.empty(n, width, dtype=dtype, device=deltas.device)
-        block.copy_(deltas[:, start:start + width])  # the same contiguous up-cast block as .to(dtype), 3x faster
-        gram += block @ block.T
+    if precision == "float64":
+        return update_gram(deltas)
+    if precision != "float32":
+        raise ValueError(f"precision must be float32 or float64, got {precision!r}")
+    x = deltas if deltas.dtype == torch.float32 else deltas.to(torch.float32)
+    gram = x @ x.T
     return 0.5 * (gram + gram.T)
 
 

@@ -8,7 +8,7 @@ models: each clusterer of ``cflcore.clustering.clusterers`` (the same classes th
 
 Matrix of a round (``settings["matrix"]``; column ``source``):
 * ``divergence`` — the strategy's own recorded divergence (divergence.parquet): for OCFL and BCL the Γ
-  they clustered, in the run's precision (float32 by default, stored exactly as float64);
+  they clustered (since issue 33 from the round's one float64-accumulated Gram product, the one recorded);
 * ``gram`` — Γ = cosine distance computed from the recorded float64 Gram matrix (gram.parquet) with
   cflcore.clustering.divergence (000 Def. 6, eq. 8; the same zero-delta convention as the run);
 * ``auto`` (default) — ``divergence`` where the round has one, else ``gram``. At the run's own

@@ -3,9 +3,12 @@
 One round: sample clients (seeded by (seed, round) only) -> strategy.configure says each client's start
 model -> the trainer trains all sampled clients -> strategy.aggregate returns the partition -> per-cluster
 server-optimiser aggregation -> evaluation -> rows for history/server/gram/divergence -> checkpoint.
-Memory (issue 22): one (N × P) round buffer, allocated once, holds the start rows, is trained in place,
-becomes the deltas the strategy reads and then the trained vectors again, bit for bit (cflcore.fl.deltas);
-each Gram product runs once per round and precision (RoundUpdates.gram), shared with the strategy.
+Memory (issues 22, 33): one (N × P) round buffer, allocated once, holds the start rows and is trained in place.
+The round's ONE Gram product (cflcore.clustering.divergence.update_gram, float64-accumulated, its tolerance
+stated there) is taken in one pass over it and the cluster models; it is recorded (gram.parquet), gives the
+temperature and is shared with the strategy (RoundUpdates.gram). The buffer becomes the deltas in place, and
+then the trained vectors again bit for bit (cflcore.fl.deltas), only when the strategy reads the deltas.
+FedAvg reads the trained vectors in place (cflcore.fl.server.rows_mean).
 
 Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
 
@@ -48,6 +51,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from ..clustering.divergence import update_gram
 from ..data.federated import FederatedData
 from ..defaults import with_config_defaults
 from ..errors import CflError, TrainingDiverged
@@ -60,7 +64,7 @@ from .evaluation import Evaluator, Scores
 from ..strategies.base import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext
 from .flat_params import ModelLayout, Partition
 from .optim import ClientOptimizer
-from .server import ServerOptimizer, aggregate_cluster, weighted_mean
+from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
 from .trainers import TrainSpec, bf16_warning, derive_seed, resolve_trainer
 
 KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/test_resume.py)
@@ -94,30 +98,23 @@ def sample_clients(seed: int, rnd: int, n_clients: int, participation: float) ->
     return np.sort(rng.choice(n_clients, size=m, replace=False))
 
 
-def temperature(deltas: torch.Tensor, p: float = 2.0) -> tuple[float | None, torch.Tensor]:
-    """Clustering temperature T = ||Gamma||_p / lambda (000 Def. 7, eq. 9) of the round's deltas, and their
-    float64 Gram matrix (recorded in gram.parquet). Gamma and T come from cflcore.clustering.divergence,
-    the single implementation the strategies and the what-if replay use too (zero deltas: see there).
-    Returns (T, or None when n < 2 and nothing can diverge, Gram matrix)."""
-    from ..clustering.divergence import cosine_divergence_from_gram, gram_matrix
-    from ..clustering.divergence import temperature as divergence_temperature
-
-    gram = gram_matrix(deltas, "float64")
-    if deltas.shape[0] < 2:
-        return None, gram
-    return divergence_temperature(cosine_divergence_from_gram(gram), p), gram
-
-
-def round_temperature(updates: RoundUpdates, p: float = 2.0) -> tuple[float | None, torch.Tensor]:
-    """:func:`temperature` of a round from its shared float64 Gram matrix (RoundUpdates.gram): the same
-    numbers, and no second product when the strategy asked for the float64 Gram too."""
+def gram_temperature(gram: torch.Tensor, p: float = 2.0) -> float | None:
+    """Clustering temperature T = ||Gamma||_p / lambda (000 Def. 7, eq. 9) from the round's one Gram product
+    (cflcore.clustering.divergence, the single implementation the strategies and the what-if replay use too);
+    None when n < 2 and nothing can diverge."""
     from ..clustering.divergence import cosine_divergence_from_gram
     from ..clustering.divergence import temperature as divergence_temperature
 
-    gram = updates.gram("float64")
     if gram.shape[0] < 2:
-        return None, gram
-    return divergence_temperature(cosine_divergence_from_gram(gram), p), gram
+        return None
+    return divergence_temperature(cosine_divergence_from_gram(gram), p)
+
+
+def temperature(deltas: torch.Tensor, p: float = 2.0) -> tuple[float | None, torch.Tensor]:
+    """(:func:`gram_temperature`, Gram matrix) of the rows of ``deltas``: the engine's computation on a given
+    matrix (benchmarks, tests)."""
+    gram = update_gram(deltas)
+    return gram_temperature(gram, p), gram
 
 
 def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
@@ -292,25 +289,22 @@ class Engine:
                                        f"{int(np.flatnonzero(bad)[0])}; lower datasets.*.lr or check that client's data")
         if result.params is not buffer:  # a trainer that does not write in place (tests, plug-ins)
             buffer.copy_(result.params.to(self.dtype))
-        news = buffer  # the trained vectors, until to_deltas_ below and again after restore_
+        news = buffer  # the trained vectors; the deltas only while a strategy that reads them holds them
         n_samples = np.array([fed.clients[int(c)].n_train for c in sampled])
-        in_place = len(self.part.shared) == self.layout.n_full
         shared_start = lambda row: self.shared_part(start_of(row)[None])[0]  # noqa: E731
         keep_start = (self.strategy.needs_start_vectors and len(sampled) * len(self.part.shared) * buffer.element_size()
                       <= int(eng["memory_budget_mb"]) * 2 ** 20)
         starts = torch.stack([shared_start(r) for r in range(len(sampled))]) if keep_start else None
-        if in_place:  # the usual case: the buffer itself becomes the deltas (cflcore.fl.deltas)
-            fix = to_deltas_(buffer, start_of)
-            deltas = buffer
-        else:  # BN tensors outside the deltas: the shared columns are a copy anyway
-            deltas = self.shared_part(news) - torch.stack([shared_start(r) for r in range(len(sampled))])
+        deltas, gram, fixes, materialise = self.round_deltas(state, buffer, [specs[int(c)] for c in sampled], start_of, shared_start)
         previous = ClusterAssignment(state.labels)
-        updates = RoundUpdates(rnd, sampled, deltas, starts, list(result.step_losses), n_samples, evaluate, previous)
+        updates = RoundUpdates(rnd, sampled, deltas, starts, list(result.step_losses), n_samples, evaluate, previous,
+                               shared_gram=gram, materialise=materialise)
         res = self.strategy.aggregate(updates)
-        temp, gram = round_temperature(updates)  # the same Gram product a float64 strategy used (one per round)
+        updates.materialise = None  # a strategy that kept ``updates`` cannot turn the buffer into deltas later
+        temp = gram_temperature(gram)  # the round's one Gram product (000 eq. 9), as recorded
         del updates, deltas, starts
-        if in_place:
-            restore_(buffer, start_of, fix)  # bit for bit the trained vectors again
+        if fixes:
+            restore_(buffer, start_of, fixes[0])  # bit for bit the trained vectors again
         labels = np.asarray(res.assignment.labels, dtype=np.int64)
         if labels.shape != (fed.n_clients,):
             raise CflError(f"strategy {self.strategy.registered_name!r}: assignment has shape {labels.shape}, expected ({fed.n_clients},)")
@@ -342,6 +336,31 @@ class Engine:
         f1_text = f"{row['mean_local_f1']:.4f}" if row["mean_local_f1"] is not None else "-"
         self.log.info("round %d: %d clusters, mean loss %.4f, mean local F1 %s, %.2f s", rnd, row["n_clusters"],
                       row["mean_train_loss"], f1_text, row["seconds"])
+
+    def round_deltas(self, state: EngineState, buffer: torch.Tensor, specs: Sequence[StartSpec], start_of, shared_start):
+        """The round's deltas and its ONE Gram product (cflcore.clustering.divergence.update_gram; issue 33).
+
+        Returns (deltas or None, Gram, fixes, materialise). Usual case (every parameter shared, each client starting
+        from a cluster model): the Gram product is taken in one pass over the trained vectors and the cluster models,
+        the buffer stays the trained vectors, and ``materialise`` turns it into the deltas in place (cflcore.fl.deltas;
+        its exact fix-ups appended to ``fixes`` for the restore) only if the strategy reads them. Mixed starts
+        (002 eq. 4): the buffer becomes the deltas in place first. BN tensors outside the deltas: a copy of the
+        shared columns' deltas. The Gram product is the same bits in every case."""
+        fixes: list = []
+        if len(self.part.shared) != self.layout.n_full:  # the shared columns are a copy anyway
+            deltas = self.shared_part(buffer) - torch.stack([shared_start(r) for r in range(len(specs))])
+            return deltas, update_gram(deltas), fixes, None
+
+        def materialise() -> torch.Tensor:
+            fixes.append(to_deltas_(buffer, start_of))
+            return buffer
+
+        if any(isinstance(spec, Mapping) for spec in specs):
+            deltas = materialise()
+            return deltas, update_gram(deltas), fixes, None
+        clusters = sorted({int(spec) for spec in specs})  # type: ignore[arg-type]
+        group = [clusters.index(int(spec)) for spec in specs]  # type: ignore[arg-type]
+        return None, update_gram(buffer, [state.models[c] for c in clusters], group), fixes, materialise
 
     def check_specs(self, specs: Mapping[int, StartSpec], clients: np.ndarray, state: EngineState, where: str) -> None:
         """A strategy's StartSpecs must cover the clients and name existing clusters (one-line CflError)."""
@@ -379,11 +398,16 @@ class Engine:
             if members:
                 rows = torch.tensor(members, device=self.device)
                 w = torch.tensor(n_samples[members], dtype=self.dtype, device=self.device) if weighted else None
-                members_new = news if len(members) == len(sampled) else news.index_select(0, rows)
-                member_starts = None if self.server.is_fedavg else torch.stack([shared_start(r) for r in members])
-                models[c], server_state[c] = aggregate_cluster(self.server, member_starts,
-                                                               self.shared_part(members_new), w, sstate)
-                extra[c] = weighted_mean(members_new[:, self.part.extra], w)
+                every = len(members) == len(sampled)
+                if self.server.is_fedavg and len(self.part.shared) == self.layout.n_full:
+                    # FedAvg: the members' rows read in place (a subset column block by column block), no copy
+                    models[c], server_state[c] = rows_mean(news, None if every else members, w), {}
+                else:
+                    members_new = news if every else news.index_select(0, rows)
+                    member_starts = None if self.server.is_fedavg else torch.stack([shared_start(r) for r in members])
+                    models[c], server_state[c] = aggregate_cluster(self.server, member_starts,
+                                                                   self.shared_part(members_new), w, sstate)
+                extra[c] = weighted_mean(news[:, self.part.extra].index_select(0, rows), w)
             else:
                 models[c], server_state[c] = state.models[src].clone(), sstate
                 extra[c] = state.extra[src].clone()

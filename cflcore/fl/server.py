@@ -3,6 +3,7 @@ per-cluster aggregation rule shared by every strategy (docs/architecture.md §5 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import torch
 
@@ -71,6 +72,24 @@ def weighted_mean(rows: torch.Tensor, weights: torch.Tensor | None) -> torch.Ten
         return rows.mean(dim=0)
     w = (weights / weights.sum()).to(rows.dtype)
     return (w[:, None] * rows).sum(dim=0)
+
+
+MEAN_BLOCK = 1 << 16  # columns per block of rows_mean: a (members × 64k) float32 temporary
+
+
+def rows_mean(matrix: torch.Tensor, rows: Sequence[int] | None, weights: torch.Tensor | None,
+              block: int = MEAN_BLOCK) -> torch.Tensor:
+    """FedAvg of some rows of ``matrix`` (000 Algorithm 1, l. 26–28): :func:`weighted_mean` of ``matrix[rows]``
+    (all rows: ``None``), read in place: all rows in one reduction, a subset column block by column block, so no
+    (members × P) copy is made. The same bits as ``weighted_mean(matrix.index_select(0, rows), weights)``: each
+    column is reduced over the same rows in the same order (tests/test_aggregators.py)."""
+    if rows is None:
+        return weighted_mean(matrix, weights)
+    index = torch.as_tensor(list(rows), dtype=torch.long, device=matrix.device)
+    out = torch.empty(matrix.shape[1], dtype=matrix.dtype, device=matrix.device)
+    for a in range(0, matrix.shape[1], block):
+        out[a:a + block] = weighted_mean(matrix[:, a:a + block].index_select(0, index), weights)
+    return out
 
 
 def aggregate_cluster(server: ServerOptimizer, starts: torch.Tensor, news: torch.Tensor,

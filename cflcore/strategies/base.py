@@ -86,35 +86,46 @@ class RoundUpdates:
     """Everything the engine hands a strategy after local training (docs/architecture.md §5 step 3).
 
     ``deltas`` is the engine's one (N × P) round buffer: read it, never write it or keep a reference past
-    ``aggregate`` (the engine turns it back into the trained vectors afterwards). The Gram matrix ΔΔᵀ and
-    Γ are computed at most once per round and precision (:meth:`gram`, :meth:`divergence`) and shared by
-    the strategy and the engine (temperature, gram.parquet): strategies ask for them here instead of
-    multiplying the deltas themselves."""
+    ``aggregate`` (the engine turns it back into the trained vectors afterwards). The engine may hand it lazily
+    (``materialise``): the buffer then holds the trained vectors and becomes the deltas, in place, only when a
+    strategy reads ``deltas`` (or ``params``); strategies that read only the Gram matrix never pay for it. The
+    Gram matrix ΔΔᵀ is the round's ONE product (cflcore.clustering.divergence.update_gram, float64-accumulated,
+    its tolerance stated there): the engine computes it once, records it (gram.parquet, the temperature) and
+    shares it here; :meth:`gram` and :meth:`divergence` return it (or Γ from it) whatever precision is asked."""
 
     round: int
     clients: np.ndarray  # global ids of the clients sampled (and trained) this round, sorted
-    deltas: torch.Tensor  # (len(clients), P): theta_after - theta_start, on the device
+    deltas: torch.Tensor = field(repr=False)  # (len(clients), P): theta_after - theta_start (see the class docstring)
     start: torch.Tensor | None  # (len(clients), P) start vectors; None unless the strategy needs_start_vectors
     step_losses: list[np.ndarray]  # per client: training loss of every local step, in order
     n_samples: np.ndarray  # per client: number of local training samples
     evaluate: EvaluateFn
     previous: ClusterAssignment
-    _grams: dict[str, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
+    shared_gram: torch.Tensor | None = field(default=None, repr=False, compare=False)
+    """The round's one Gram product, when the engine has computed it (else :meth:`gram` computes it once)."""
+    materialise: Callable[[], torch.Tensor] | None = field(default=None, repr=False, compare=False)
+    """Lazy deltas: called once, on the first read of ``deltas``, it returns them (the engine: in place)."""
 
-    def gram(self, precision: str = "float32") -> torch.Tensor:
-        """ΔΔᵀ (n × n) in ``precision`` (cflcore.clustering.divergence.gram_matrix), computed once per round
-        and precision. Do not modify the returned tensor: it is shared."""
-        if precision not in self._grams:
-            from ..clustering.divergence import gram_matrix
+    def gram(self, precision: str | None = None) -> torch.Tensor:
+        """ΔΔᵀ (n × n, float64), the round's one Gram product (cflcore.clustering.divergence.update_gram). The
+        ``precision`` argument is accepted for strategies written before issue 33 and ignored: every strategy
+        reads the same product, within the tolerance stated there. Do not modify the returned tensor: it is shared."""
+        if self.shared_gram is None:
+            from ..clustering.divergence import update_gram
 
-            self._grams[precision] = gram_matrix(self.deltas, precision)  # type: ignore[arg-type]
-        return self._grams[precision]
+            self.shared_gram = update_gram(self.deltas)
+        return self.shared_gram
 
-    def divergence(self, precision: str = "float32") -> np.ndarray:
+    def divergence(self, precision: str | None = None) -> np.ndarray:
         """Γ (000 Def. 6, eq. 8) of the deltas as a fresh float64 numpy array, from the shared :meth:`gram`."""
         from ..clustering.divergence import cosine_divergence_from_gram
 
-        return cosine_divergence_from_gram(self.gram(precision)).astype(np.float64)
+        return cosine_divergence_from_gram(self.gram()).astype(np.float64)
+
+    @property
+    def materialised(self) -> bool:
+        """Whether ``deltas`` holds the deltas (True unless the engine handed them lazily and nobody read them)."""
+        return self.materialise is None
 
     @property
     def params(self) -> torch.Tensor:
@@ -122,6 +133,20 @@ class RoundUpdates:
         if self.start is None:
             raise RuntimeError("start vectors were not kept for this round")
         return self.start + self.deltas
+
+
+def _get_deltas(self: RoundUpdates) -> torch.Tensor:
+    if self.materialise is not None:
+        make, self.materialise = self.materialise, None
+        self._deltas = make()
+    return self._deltas
+
+
+def _set_deltas(self: RoundUpdates, value: torch.Tensor | None) -> None:
+    self._deltas = value
+
+
+RoundUpdates.deltas = property(_get_deltas, _set_deltas)  # type: ignore[assignment]  # lazy field (dataclass __init__ sets it)
 
 
 @dataclass

@@ -46,7 +46,8 @@ class BriggsClustering(Strategy):
                   "description": "cluster at this round (FedAvg before it)"},
         "distance_threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 2, "default": 0.2,
                                "description": "cosine-distance cut of the dendrogram (000 searched 0.05–0.4)"},
-        "precision": {"enum": ["float32", "float64"], "default": "float32"},
+        "precision": {"enum": ["float32", "float64"], "default": "float32",
+                      "description": "kept for older configs and ignored: every strategy reads the round's one float64-accumulated Gram product (cflcore/clustering/divergence.py, issue 33)"},
         "distance_input": {"enum": ["divergence", "similarity"], "default": "divergence",
                            "description": "what the dendrogram is built on: cosine distance Γ (Briggs et al.) or, "
                                           "as in the published OCFL code, cosine similarity 1 − Γ (a bug)"},
@@ -69,7 +70,7 @@ class BriggsClustering(Strategy):
     def aggregate(self, updates: RoundUpdates) -> StrategyResult:
         if self.clustered or updates.round < int(self.params["round"]):
             return StrategyResult(self.assignment, {"clustered": False})
-        gamma = updates.divergence(self.params["precision"])  # the round's shared Gram product
+        gamma = updates.divergence()  # the round's one Gram product
         local = agglomerative_on_distance(published_similarity(gamma) if self.params["distance_input"] == "similarity"
                                           else gamma, float(self.params["distance_threshold"]))
         previous = self.assignment.labels

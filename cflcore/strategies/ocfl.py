@@ -66,7 +66,8 @@ def _ocfl_schema() -> dict[str, Any]:
         "clusterer": {"enum": CLUSTERERS.names(), "default": "hdbscan"},
         "features": {"enum": [*FEATURES, None], "default": None,
                      "description": "clusterer input; null = the clusterer's default (rows of Γ for kmeans/meanshift)"},
-        "precision": {"enum": ["float32", "float64"], "default": "float32"},
+        "precision": {"enum": ["float32", "float64"], "default": "float32",
+                      "description": "kept for older configs and ignored: every strategy reads the round's one float64-accumulated Gram product (cflcore/clustering/divergence.py, issue 33)"},
         "p": {"type": "number", "minimum": 1, "default": 2},
         "trigger": {"enum": ["strict", "nonstrict"], "default": "strict"},
         "window": {"type": "integer", "minimum": 1, "default": 1},
@@ -226,7 +227,7 @@ class OneShotClustering(Strategy):
                 diagnostics.update(extra)
             diagnostics.update(self.late_diagnostics(int(updates.round)))
             return StrategyResult(self.assignment, diagnostics, aggregate_as=aggregate_as)
-        gamma = updates.divergence(self.params["precision"])  # l. 16 (the round's shared Gram product)
+        gamma = updates.divergence()  # l. 16 (the round's one Gram product)
         temp = temperature(gamma, float(self.params["p"]))  # l. 17–19
         self.temperatures.append(temp)
         window = int(self.params["window"])

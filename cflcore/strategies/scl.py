@@ -73,7 +73,8 @@ class SattlerClustering(Strategy):
         "proxy_tolerance": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.1,
                             "description": "proxy: cooldown = rounds until the update norm stays within this share "
                                            "of its decrease above its final value"},
-        "precision": {"enum": ["float32", "float64"], "default": "float32"},
+        "precision": {"enum": ["float32", "float64"], "default": "float32",
+                      "description": "kept for older configs and ignored: every strategy reads the round's one float64-accumulated Gram product (cflcore/clustering/divergence.py, issue 33)"},
     }
 
     @classmethod
@@ -103,7 +104,7 @@ class SattlerClustering(Strategy):
         p = self.params
         clients = np.asarray(updates.clients, dtype=np.int64)
         labels = self.assignment.labels.copy()
-        sim = cosine_similarity_from_gram(updates.gram(p["precision"])).astype(np.float64)  # the round's shared Gram
+        sim = cosine_similarity_from_gram(updates.gram()).astype(np.float64)  # the round's one Gram product
         mean_norms: dict[int, float] = {}
         max_norms: dict[int, float] = {}
         events: list[dict[str, Any]] = []
