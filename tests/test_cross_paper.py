@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
+import pytest
 
 from cflcore.report import cross_paper as cp
 from test_workflow import planned_jobs, run_sm
@@ -52,15 +52,30 @@ def test_the_cd_analysis_runs_over_settings_times_seeds():
     assert rst.startswith("Comparing the seeds' methods") and "What it shows" in rst
 
 
-def test_the_offline_study_plans_every_method_on_every_setting(workflow_dir):
-    cfg = yaml.safe_load((Path(workflow_dir) / "config" / "cross-paper-offline.yaml").read_text())
+@pytest.mark.parametrize("name", ["cross-paper-offline", "cross-paper"])
+def test_the_study_plans_every_method_on_every_setting(workflow_dir, name):
+    """The offline study and its paper-scale sibling (CIFAR-10) plan every method × setting × seed, each setting at
+    its own client count."""
+    import yaml
+    from snakemake.utils import update_config
+
+    from cflcore import config as cc
+
+    root = Path(workflow_dir)
+    files = [root / "config" / "config.yaml", root / "config" / f"{name}.yaml"]
+    merged: dict = {}
+    for f in files:  # Snakemake's own merge, for a file without `extends:` (snakemake_config returns it unchanged)
+        update_config(merged, yaml.safe_load(f.read_text()))
+    cfg = cc.snakemake_config(merged, files[:1], files[1:], {})
     methods, settings = cfg["study"]["algorithms"], cfg["report"]["cross_paper"]["settings"]
+    dataset = cfg["study"]["datasets"][0]
     assert set(settings) == set(cfg["study"]["splits"]) and len(methods) >= 9 and len(cfg["study"]["seeds"]) >= 3
-    p = run_sm(workflow_dir, "-n", "--cores", "2", "--configfile", "config/cross-paper-offline.yaml", "-p")
+    p = run_sm(workflow_dir, "-n", "--cores", "2", "--configfile", f"config/{name}.yaml", "-p")
     out = p.stdout + p.stderr
     assert planned_jobs(out).get("train") == len(methods) * len(settings) * len(cfg["study"]["seeds"])
-    for split, entry in cfg["splits"].items():
+    for split in settings:
+        clients = cfg["splits"][split]["clients"][0]
         for method in methods:
             for seed in cfg["study"]["seeds"]:
-                run = f"runs/mnist5k/{split}/n{entry['clients'][0]}/s{seed}/{method}/status.json"
+                run = f"runs/{dataset}/{split}/n{clients}/s{seed}/{method}/status.json"
                 assert run in out, run
