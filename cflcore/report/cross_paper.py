@@ -38,11 +38,11 @@ class Setting:
 
 
 def settings_of(block: Mapping[str, Any] | None) -> list[Setting]:
-    """``report.cross_paper.settings``: split -> {home, label}."""
-    out = []
-    for split, entry in ((block or {}).get("settings") or {}).items():
-        out.append(Setting(str(split), str(entry["home"]), str(entry.get("label") or split)))
-    return out
+    """``report.cross_paper.settings``: split -> {home, label}, ordered by home paper, then label (the report's
+    params reach here as canonical JSON, whose keys are sorted by split name)."""
+    out = [Setting(str(split), str(entry["home"]), str(entry.get("label") or split))
+           for split, entry in ((block or {}).get("settings") or {}).items()]
+    return sorted(out, key=lambda s: (s.home, s.label))
 
 
 def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str]) -> pd.DataFrame:
