@@ -52,9 +52,9 @@ rule scl_proxy:
     output:
         lay.split_file(RESULTS, SCENARIO, "scl_proxy-{round_size}.parquet"),
     log:
-        lay.log_file(RESULTS, "scl_proxy", SCENARIO + "/{round_size}"),
+        lay.log_file(RESULTS, "scl_proxy", f"{SCENARIO}/{{round_size}}"),
     benchmark:
-        lay.benchmark_file(RESULTS, "scl_proxy", SCENARIO + "/{round_size}")
+        lay.benchmark_file(RESULTS, "scl_proxy", f"{SCENARIO}/{{round_size}}")
     threads: config["engine"]["threads"]
     resources:
         mem_mb=mem_train,
