@@ -607,10 +607,10 @@ def scl_proxy_settings(cfg: Mapping[str, Any], dataset: str, round_size: str) ->
 def scl_proxy_rounds(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> str | None:
     """The proxy round size a run reads (``client`` / ``epoch``), or None when its variant is not SCL with
     ``epsilon: proxy``."""
+    from .scl_proxy import uses_proxy
+
     variant = run_settings(cfg, dataset, algorithm)["algorithm"]
-    if variant.get("method") != "scl" or variant.get("epsilon", "explicit") != "proxy":
-        return None
-    return str(variant.get("proxy_round", "client"))
+    return str(variant["proxy_round"]) if uses_proxy(variant) else None
 
 
 def run_plugins(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:

@@ -141,7 +141,7 @@ def proxy_file(round_size: str) -> str:
 
 def uses_proxy(algorithm: Mapping[str, Any]) -> bool:
     """Whether a run's algorithm settings ask for the proxy's ε (an SCL variant with ``epsilon: proxy``)."""
-    return algorithm.get("method") == "scl" and algorithm.get("epsilon", "explicit") == "proxy"
+    return algorithm.get("method") == "scl" and algorithm.get("epsilon") == "proxy"
 
 
 def resolve_scl_epsilons(algorithm: Mapping[str, Any], split_dir: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -151,7 +151,6 @@ def resolve_scl_epsilons(algorithm: Mapping[str, Any], split_dir: Any) -> tuple[
 
     if not uses_proxy(algorithm):
         return dict(algorithm), None
-    path = Path(split_dir) / proxy_file(str(algorithm.get("proxy_round", "client")))
-    eps = epsilons_from_proxy(read_proxy(path), float(algorithm.get("proxy_factor", 5.0)),
-                              float(algorithm.get("proxy_tolerance", 0.1)))
+    path = Path(split_dir) / proxy_file(str(algorithm["proxy_round"]))  # validated settings carry the defaults
+    eps = epsilons_from_proxy(read_proxy(path), float(algorithm["proxy_factor"]), float(algorithm["proxy_tolerance"]))
     return {**algorithm, **eps.as_params()}, asdict(eps)

@@ -25,6 +25,11 @@ HOME_METHODS = {"000": ("ocfl",), "002": ("louvain",), "004": ("fedgwc",)}
 """Each paper's own method family (a variant whose name starts with it)."""
 
 
+COLUMNS = ["method", "setting", "split", "home", "accuracy_metric", "n_seeds", "ari_mean", "ari_std", "rand_mean",
+           "rand_std", "accuracy_mean", "accuracy_std", "best_ari"]
+"""The tidy table's columns (``tables/cross_paper.csv``), also when the study has no cross-paper block."""
+
+
 @dataclass(frozen=True)
 class Setting:
     split: str
@@ -59,9 +64,9 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
                 row[f"{name}_mean"] = float(values.mean()) if len(values) else np.nan
                 row[f"{name}_std"] = float(values.std(ddof=0)) if len(values) > 1 else (0.0 if len(values) else np.nan)
             rows.append(row)
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows, columns=COLUMNS[:-1])
     if frame.empty:
-        return frame
+        return frame.assign(best_ari=pd.Series(dtype=bool))
     best = frame.groupby("setting")["ari_mean"].transform("max")
     frame["best_ari"] = np.isclose(frame["ari_mean"], best) & frame["ari_mean"].notna()
     return frame
