@@ -33,9 +33,10 @@ def similarity_graph(similarity: np.ndarray, nodes: np.ndarray | None = None) ->
     return graph
 
 
-def normalised_similarity(distance: np.ndarray, exponent: float) -> np.ndarray:
-    """002 eq. 3 then x → x^exponent: s = (1 − (v − min)/(max − min))^e over the known (finite)
-    off-diagonal entries; unknown entries stay NaN (no edge). max = min → every known pair has s = 1."""
+def _similarity(distance: np.ndarray, exponent: float, normalise: bool) -> np.ndarray:
+    """The similarity of the known (finite) off-diagonal entries of ``distance``, 1 for every known pair when all
+    known distances are equal; unknown entries stay NaN (no edge). ``normalise``: 002 eq. 3's
+    (1 − (v − min)/(max − min))^e; else (max − v)^e."""
     d = np.array(distance, dtype=np.float64)
     np.fill_diagonal(d, np.nan)
     known = np.isfinite(d)
@@ -45,10 +46,17 @@ def normalised_similarity(distance: np.ndarray, exponent: float) -> np.ndarray:
     lo, hi = float(d[known].min()), float(d[known].max())
     if hi - lo <= 1e-15 * max(1.0, abs(hi)):
         sim[known] = 1.0
+    elif normalise:
+        sim[known] = (1.0 - (d[known] - lo) / (hi - lo)) ** exponent
     else:
-        sim[known] = 1.0 - (d[known] - lo) / (hi - lo)
-    sim[known] = sim[known] ** exponent
+        sim[known] = (hi - d[known]) ** exponent
     return sim
+
+
+def normalised_similarity(distance: np.ndarray, exponent: float) -> np.ndarray:
+    """002 eq. 3 then x → x^exponent: s = (1 − (v − min)/(max − min))^e over the known (finite)
+    off-diagonal entries; unknown entries stay NaN (no edge). max = min → every known pair has s = 1."""
+    return _similarity(distance, exponent, normalise=True)
 
 
 def raw_similarity(distance: np.ndarray, exponent: float) -> np.ndarray:
@@ -57,18 +65,7 @@ def raw_similarity(distance: np.ndarray, exponent: float) -> np.ndarray:
     :func:`normalised_similarity` times (max − min)^e, so Louvain's modularity (invariant to scaling every edge
     weight) gives the same partition up to floating point; only the similarity values' scale differs. Equal
     distances give s = 1 for every known pair, as in :func:`normalised_similarity`."""
-    d = np.array(distance, dtype=np.float64)
-    np.fill_diagonal(d, np.nan)
-    known = np.isfinite(d)
-    sim = np.full_like(d, np.nan)
-    if not known.any():
-        return sim
-    lo, hi = float(d[known].min()), float(d[known].max())
-    if hi - lo <= 1e-15 * max(1.0, abs(hi)):  # as normalised_similarity: equal distances, every known pair s = 1
-        sim[known] = 1.0
-    else:
-        sim[known] = (hi - d[known]) ** exponent
-    return sim
+    return _similarity(distance, exponent, normalise=False)
 
 
 LEIDEN_INSTALL_HINT = "pip install -e '.[leiden]' (leidenalg + igraph from PyPI)"
