@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..errors import CflError
 from ..io import read_json, write_json
 from . import catalogue
-from .index import write_index
+from .index import entry, write_index
 
 # This module is imported when the Snakefile is parsed (stages.benchmark_jobs names the part rules) and by the
 # gathering job: the report's modules (pandas, matplotlib, scipy) are imported inside the writers.
@@ -73,8 +73,6 @@ class ReportInputs:
 
     def entry(self, kind: str, path: Path, dataset: str | None = None, clients: int | None = None) -> dict[str, Any]:
         """An index entry of a catalogue kind (:func:`index.entry`)."""
-        from .index import entry
-
         return entry(kind, path, self.out_dir, dataset, clients)
 
 
