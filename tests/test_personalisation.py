@@ -268,3 +268,17 @@ def test_fedgwc_over_each(tmp_path, personal):
     h = _history(out)
     assert not np.array_equal(base["train_loss"].dropna().to_numpy(), h["train_loss"].dropna().to_numpy())
     assert (h["local_loss"] != h["orch_loss"]).any()
+
+
+def test_004_study_plans_table_9s_personalised_rows():
+    """config/fedgwc-004.yaml runs pFedMe and Per-FedAvg without clusters and under FedGWC on Table 9's Dirichlet
+    federations (3 datasets × 3 seeds each), and each run's engine settings select the personalisation."""
+    cfg = cc.load_config(f"{REPO}/config/config.yaml", f"{REPO}/config/fedgwc-004.yaml")
+    runs = cc.study_runs(cfg)
+    for name, method, kind in (("pfedme", "bnc", "pfedme"), ("fedgwc-pfedme", "fedgwc", "pfedme"),
+                               ("perfedavg", "bnc", "perfedavg"), ("fedgwc-perfedavg", "fedgwc", "perfedavg")):
+        mine = [s for s, a in runs if a == name]
+        assert len(mine) == 9 and {s["split"] for s in mine} == {"dirichlet-0p5", "dirichlet-0p01", "dirichlet-0p05"}
+        s = cc.run_settings(cfg, mine[0]["dataset"], name, mine[0]["split"])
+        assert s["algorithm"]["method"] == method and Personalisation.from_engine(s["engine"]).kind == kind
+    assert Personalisation.from_engine(cc.run_settings(cfg, "cifar100", "fedgwc-fedprox", "dirichlet-0p5")["engine"]).kind == "none"
