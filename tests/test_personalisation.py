@@ -40,7 +40,7 @@ def personalisation(**kw) -> Personalisation:
 # ---------------------------------------------------------------------------------------------
 def test_pfedme_steps_by_hand():
     """θ − lr (g + λ(θ − w) + l2 θ) with θ 1, g 0.5, w 2, λ 15, lr 0.1, l2 0.001: 1 − 0.1 (0.5 − 15 + 0.001) = 2.4499;
-    the envelope gradient λ(w − θ) = 15 (2 − 2.4499) = −6.7485 (pFedMe eq. 5)."""
+    the envelope gradient λ(w − θ) = 15 (2 − 2.4499) = −6.7485 (pFedMe §3)."""
     theta = pfedme_inner_step(T(1.0), T(0.5), T(2.0), 15.0, 0.1, 0.001)
     assert theta[0].item() == pytest.approx(2.4499, abs=1e-12)
     assert pfedme_inner_step(T(1.0), T(0.5), T(2.0), 15.0, 0.1, 0.0)[0].item() == pytest.approx(2.45, abs=1e-12)

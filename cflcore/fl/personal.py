@@ -4,15 +4,15 @@
   each local round r takes a fresh mini-batch D and approximately solves the inner problem (paper eq. 7)
   θ̂ = argmin_θ f(θ; D) + λ/2 ||θ − w_r||² with K gradient steps of the personal learning rate (the authors'
   ``pFedMeOptimizer``, which adds an L2 term ``inner_l2`` θ), then updates the local model (Alg. 1 l. 8)
-  w_{r+1} = w_r − ηλ(w_r − θ̂). λ(w − θ̂) is ∇F_i(w), the Moreau envelope's gradient (eq. 5), so the step goes
+  w_{r+1} = w_r − ηλ(w_r − θ̂). λ(w − θ̂) is ∇F_i(w), the Moreau envelope's gradient (§3), so the step goes
   through the client optimiser (lr η = ``datasets.*.lr``; its weight decay / momentum, 0 in the authors' runs).
   The server's β mixing (Alg. 1 l. 10, w ← (1 − β) w + β mean w_i) is ``engine.server_lr`` β of server SGD
   (ref + β (mean − ref) with ref the cluster model every member started from).
 * **Per-FedAvg** (Fallah, Mokhtari & Ozdaglar, NeurIPS 2020, "Personalized Federated Learning with Theoretical
   Guarantees: A Model-Agnostic Meta-Learning Approach", Alg. 1): each local step adapts w̃ = w − α∇f(w; D),
-  then moves w by β times ∇f(w̃; D') (first order, FO, eq. 10 with the Hessian dropped) or
-  (I − α d)∇f(w̃; D') with d the Hessian-vector product ∇²f(w; D'')∇f(w̃; D') from two gradients
-  (Hessian-free, HF, §5: (∇f(w + δu; D'') − ∇f(w − δu; D''))/(2δ), Fallah et al. AISTATS 2020 HF-MAML).
+  then moves w by β times ∇f(w̃; D') (Per-FedAvg (FO): the Hessian term dropped) or (I − α d)∇f(w̃; D') with
+  d the Hessian-vector product ∇²f(w; D'')∇f(w̃; D') from two gradients (Per-FedAvg (HF):
+  (∇f(w + δu; D'') − ∇f(w − δu; D''))/(2δ), as in Fallah et al.'s HF-MAML, AISTATS 2020).
   α = ``datasets.*.lr`` (the authors' ``learning_rate``), β = ``personalisation.beta`` (the meta step goes through
   the client optimiser with lr β). A client is scored after one SGD step of α on a training mini-batch.
 
@@ -101,12 +101,12 @@ def pfedme_inner_step(theta: Tensors, grads: Tensors, w: Tensors, lam: float, lr
 
 
 def pfedme_envelope_grad(w: Tensors, theta: Tensors, lam: float) -> Tensors:
-    """∇F_i(w) = λ(w − θ̂(w)) (pFedMe eq. 5); a gradient step of η on it is Alg. 1 l. 8, w − ηλ(w − θ̂)."""
+    """∇F_i(w) = λ(w − θ̂(w)) (pFedMe §3); a gradient step of η on it is Alg. 1 l. 8, w − ηλ(w − θ̂)."""
     return torch._foreach_mul(torch._foreach_sub(w, theta), lam)
 
 
 def hvp_finite_difference(grad_plus: Tensors, grad_minus: Tensors, delta: float) -> Tensors:
-    """∇²f(w)u ≈ (∇f(w + δu) − ∇f(w − δu)) / (2δ) (Per-FedAvg HF, Fallah et al. 2020 §5)."""
+    """∇²f(w)u ≈ (∇f(w + δu) − ∇f(w − δu)) / (2δ) (Per-FedAvg (HF)'s Hessian-vector product)."""
     return torch._foreach_div(torch._foreach_sub(grad_plus, grad_minus), 2 * delta)
 
 
@@ -218,7 +218,7 @@ class PersonalTrainer(LoopTrainer):
         return self.layout.flatten(self.model), torch.stack(losses).to(torch.float64).cpu().numpy()
 
     def adapt(self, start: torch.Tensor, client: ClientData, seed: int) -> torch.Tensor:
-        """Per-FedAvg's personalised model: one SGD step of α on a training mini-batch (paper §5, evaluation).
+        """Per-FedAvg's personalised model: one SGD step of α on a training mini-batch (the paper's evaluation).
         The authors' ``train_one_step`` takes two steps (α, then β) on *test* batches (pFedMe issue #19, a
         leak); here the client's training data only. The batch is the first of an epoch seeded by ``seed``."""
         self.model.train()
