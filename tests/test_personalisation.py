@@ -282,3 +282,14 @@ def test_004_study_plans_table_9s_personalised_rows():
         s = cc.run_settings(cfg, mine[0]["dataset"], name, mine[0]["split"])
         assert s["algorithm"]["method"] == method and Personalisation.from_engine(s["engine"]).kind == kind
     assert Personalisation.from_engine(cc.run_settings(cfg, "cifar100", "fedgwc-fedprox", "dirichlet-0p5")["engine"]).kind == "none"
+
+
+def test_pfedme_all_clients_trains_every_client_but_aggregates_the_sampled(tmp_path):
+    """``all_clients`` (pFedMe Alg. 1 l. 4, the authors' server): every client has a personal model from round 0,
+    while the aggregated models (and so the global_* columns) are those of the sampled-only run."""
+    some = _history(_run(tmp_path, "some", settings(rounds=2, kind="pfedme", personal_lr=0.02)))
+    every = _history(_run(tmp_path, "all", settings(rounds=2, kind="pfedme", personal_lr=0.02, all_clients=True)))
+    assert np.array_equal(some["global_loss"].to_numpy(), every["global_loss"].to_numpy())
+    assert (every["local_loss"] != every["global_loss"]).all()
+    unsampled = ~some["sampled"].to_numpy() & (some["round"] == 0).to_numpy()
+    assert unsampled.any() and (some["local_loss"].to_numpy()[unsampled] == some["global_loss"].to_numpy()[unsampled]).all()

@@ -53,6 +53,7 @@ class Personalisation:
     personal_lr: float
     inner_l2: float
     personal_model: str
+    all_clients: bool
     beta: float
     update: str
     hf_delta: float
@@ -75,8 +76,8 @@ class Personalisation:
         """From an engine block; the schema's defaults fill what a (variant's partial) block leaves out."""
         block = with_config_defaults("engine.personalisation", with_config_defaults("engine", engine)["personalisation"])
         return cls(str(block["kind"]), float(block["lam"]), int(block["inner_steps"]), float(block["personal_lr"]),
-                   float(block["inner_l2"]), str(block["personal_model"]), float(block["beta"]), str(block["update"]),
-                   float(block["hf_delta"]))
+                   float(block["inner_l2"]), str(block["personal_model"]), bool(block["all_clients"]), float(block["beta"]),
+                   str(block["update"]), float(block["hf_delta"]))
 
     @property
     def active(self) -> bool:

@@ -300,6 +300,8 @@ class Engine:
         if personal is not None:
             for row, c in enumerate(sampled):
                 state.personal[int(c)] = personal[row].clone()
+            if self.personal.all_clients:  # type: ignore[union-attr]
+                self.train_unsampled_personal(state, rnd, sampled)
         news = buffer  # the trained vectors; the deltas only while a strategy that reads them holds them
         n_samples = np.array([fed.clients[int(c)].n_train for c in sampled])
         shared_start = lambda row: self.shared_part(start_of(row)[None])[0]  # noqa: E731
@@ -492,6 +494,19 @@ class Engine:
                          "orch_f1": os_.f1 if os_ else None, "orch_bacc": os_.bacc if os_ else None,
                          "model_key": None if i in gone else keys[i], **global_scores.get(i, dict.fromkeys(GLOBAL_COLUMNS))})
         return rows
+
+    def train_unsampled_personal(self, state: EngineState, rnd: int, sampled: np.ndarray) -> None:
+        """pFedMe with ``all_clients``: every present client that was not sampled also trains this round from its
+        model (pFedMe Alg. 1 l. 4; the authors' server trains every user and aggregates the sampled ones); only its
+        personal model is kept. One client at a time, with the seed it would have had if sampled."""
+        fed, skip = self.fed, {int(c) for c in sampled} | {int(c) for c in self.strategy.absent_clients(rnd)}
+        specs = self.strategy.personalised(state.models)
+        for c in range(fed.n_clients):
+            if c in skip:
+                continue
+            start = self.full_vector(state, specs[c], c)[None]
+            result = self.trainer.train(start, [fed.clients[c]], [derive_seed(self.seed, _STREAM_TRAIN, rnd, c)])
+            state.personal[c] = result.personal[0].clone()
 
     def personal_scores(self, state: EngineState, rnd: int, specs: Mapping[int, StartSpec], gone: set[int]) -> dict[int, Scores]:
         """client -> scores on its local test set of its personalised model: pFedMe's personal model (clients that
