@@ -293,3 +293,24 @@ def test_pfedme_all_clients_trains_every_client_but_aggregates_the_sampled(tmp_p
     assert (every["local_loss"] != every["global_loss"]).all()
     unsampled = ~some["sampled"].to_numpy() & (some["round"] == 0).to_numpy()
     assert unsampled.any() and (some["local_loss"].to_numpy()[unsampled] == some["global_loss"].to_numpy()[unsampled]).all()
+
+
+def test_perfedavg_local_scores_are_the_final_model_after_one_adaptation_step(tmp_path):
+    """The engine's local_* after the last round are exactly: the aggregated model (models.pt), one α step on the
+    client's first mini-batch of the (seed, round, client) stream, scored on the client's test set."""
+    from cflcore.fl.run import _STREAM_ADAPT
+    from cflcore.fl.trainers import derive_seed
+    from engine_runs import build_engine
+
+    s = settings(rounds=2, kind="perfedavg", beta=0.05)
+    out = _run(tmp_path, "p", s)
+    engine, _ = build_engine(synthetic_federated(**FED_KW), s, 3, LOG)
+    engine.template.load_state_dict(torch.load(out / "models.pt", weights_only=True)["cluster_models"][0])
+    final = engine.layout.flatten(engine.template)
+    last = _history(out).query("round == 1").set_index("client")
+    for i, client in enumerate(engine.fed.clients):
+        adapted = engine.trainer.adapt(final, client, derive_seed(3, _STREAM_ADAPT, 1, i))
+        assert not torch.equal(adapted, final)
+        ours = engine.evaluator.scores(adapted, client.x_test, client.y_test, engine.fed.n_classes)
+        assert ours.loss == last.loc[i, "local_loss"] and ours.acc == last.loc[i, "local_acc"]
+        assert engine.evaluator.scores(final, client.x_test, client.y_test, engine.fed.n_classes).loss == last.loc[i, "global_loss"]
