@@ -23,18 +23,15 @@ epochs when a step needs more than one batch (Per-FedAvg: 2 or 3).
 
 Text against the authors' code (github.com/CharlieDinh/pFedMe, which holds both methods; docs/seed-text-vs-code.md):
 
-=================  ==============================================  =============================================
-parameter          authors' code (the default)                     paper's text (the option)
-=================  ==============================================  =============================================
-``personal_model``  ``local``: the scored "personalised" model is   ``theta``: θ̂ of the last inner problem
-                   w_R (``userbase.py``: ``persionalized_model_bar``
-                   aliases the module's parameters, which
-                   ``UserpFedMe.train`` sets to ``local_model``)
-``inner_l2``       0.001 (``pFedMeOptimizer``'s ``mu``)            0 (eq. 7 has no such term)
-``update``         ``fo`` (``UserPerAvg.train``)                  ``hf`` (not in the code)
-``all_clients``    true (``serverpFedMe.train`` trains every      true as well (Alg. 1 l. 4); default false here:
-                   user)                                           1/participation times less training
-=================  ==============================================  =============================================
+parameter: authors' code (the default) | paper's text (the option)
+
+* ``personal_model``: ``local``, the scored "personalised" model is w_R (``userbase.py``'s
+  ``persionalized_model_bar`` aliases the module's parameters, which ``UserpFedMe.train`` sets to
+  ``local_model``) | ``theta``, θ̂ of the last inner problem.
+* ``inner_l2``: 0.001 (``pFedMeOptimizer``'s ``mu``) | 0 (eq. 7 has no such term).
+* ``update``: ``fo`` (``UserPerAvg.train``) | ``hf`` (not in the code).
+* ``all_clients``: true (``serverpFedMe.train`` trains every user) | true as well (Alg. 1 l. 4); the default
+  here is false, 1/participation times less training (config/fedgwc-004.yaml states it).
 
 Not an option: the code's Per-FedAvg scores after an α step and a β step on *test* batches
 (``UserPerAvg.train_one_step``, pFedMe issue #19); here one α step on a training batch, as the text says.
