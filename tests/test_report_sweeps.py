@@ -298,4 +298,19 @@ def test_004_cells_compare_matching_federations_and_say_what_was_not_run():
     assert t5.loc[1.0, "status"].startswith("not run in this study")
     assert (table.loc[table["federation"].str.startswith("users"), "status"] ==
             "not run in this study (no such federation here)").all()
-    assert (table.loc[table["method"] == "pfedme", "status"] == "not run in this study (no such method here)").all()
+    # Table 9's personalised rows map to the engine.personalisation variants of config/fedgwc-004.yaml
+    pfedme = table[(table["table"] == 9) & (table["aggregator"] == "pfedme")]
+    assert len(pfedme) == 4 and pfedme["status"].str.startswith("not run in this study (pfedme not run on dirichlet-hard").sum() == 2
+    assert pfedme["status"].str.startswith("not run in this study (fedgwc-pfedme not run").sum() == 2
+    rows = []
+    for seed in (0, 1):
+        for name, acc in (("pfedme", 0.70), ("fedgwc-pfedme", 0.72), ("perfedavg", 0.60), ("fedgwc-perfedavg", 0.66)):
+            rows.append({"dataset": "d", "clients": 30, "seed": seed, "algorithm": name, "algorithm_base": name,
+                         "split": "dirichlet-hard", "split_base": "dirichlet-hard", "local_bacc": acc + 0.01 * seed})
+    table = paper004_cells(pd.concat([planted_004(), pd.DataFrame(rows)], ignore_index=True)).set_index(
+        ["table", "dataset", "method", "aggregator"])
+    for method, aggregator, ours in (("pfedme", "pfedme", "70.5"), ("fedgwc", "pfedme", "72.5"),
+                                     ("per-fedavg", "per-fedavg", "60.5"), ("fedgwc", "per-fedavg", "66.5")):
+        cell = table.loc[(9, "cifar100", method, aggregator)]
+        assert cell["status"] == "compared" and cell["ours"] == f"dirichlet-hard: {ours} ± 0.5 (2 seeds)", (method, aggregator)
+    assert table.loc[(9, "femnist", "fedgwc", "per-fedavg"), "paper"] == "72 ± 0.2"

@@ -24,6 +24,10 @@ Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
   method (Li et al. 2020; cflcore.fl.trainers.proximal_grads); 0 = plain local training;
   ``aggregation`` unweighted (paper) | weighted by local training-sample count.
 * ``participation``: share of clients sampled per round; the sample depends only on (seed, round).
+* ``personalisation``: pFedMe or Per-FedAvg client updates for any method (cflcore.fl.personal). pFedMe's
+  personal models (one per client that has trained) are part of the checkpointed state; the ``local_*`` columns
+  score them (pFedMe) or each client's model after one adaptation step (Per-FedAvg, seeded by (seed, round,
+  client)); ``orch_*`` and ``global_*`` stay the cluster and global models.
 * ``bn_buffers_in_delta``: true (authors' code) = BatchNorm running mean/var are part of the flat model,
   the deltas, the temperature and the server step; false = they are left out of all of these and each
   cluster's buffers are the plain (weighted) mean of its sampled members' trained buffers.
@@ -54,7 +58,7 @@ import torch
 from ..clustering.divergence import update_gram
 from ..data.federated import FederatedData
 from ..defaults import with_config_defaults
-from ..errors import CflError, TrainingDiverged
+from ..errors import CflError, ConfigError, TrainingDiverged
 from ..io import canonical_json, stable_hash, write_parquet
 from ..models import build_model, check_compatible
 from .artifacts import resolve_device, save_run_models
@@ -64,13 +68,14 @@ from .evaluation import Evaluator, Scores
 from ..strategies.base import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext
 from .flat_params import ModelLayout, Partition
 from .optim import ClientOptimizer
+from .personal import Personalisation, PersonalTrainer
 from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
 from .trainers import TrainSpec, bf16_warning, derive_seed, resolve_trainer
 
 KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/test_resume.py)
 # test hook: raise TrainingDiverged after that round, once per attempt (a recorded failure, tests/test_faults.py)
 FAIL_ENV = "CFL_TEST_FAIL_AFTER_ROUND"
-_STREAM_SAMPLE, _STREAM_TRAIN, _STREAM_INIT = 0x5A, 0x7A, 0x1A
+_STREAM_SAMPLE, _STREAM_TRAIN, _STREAM_INIT, _STREAM_ADAPT = 0x5A, 0x7A, 0x1A, 0xAD
 
 HISTORY_SCHEMA = pa.schema([
     ("round", pa.int32()), ("client", pa.int32()), ("cluster", pa.int64()), ("sampled", pa.bool_()),
@@ -155,6 +160,7 @@ class EngineState:
     server_rows: list[dict[str, Any]] = field(default_factory=list)
     divergence_rows: list[list[float]] = field(default_factory=list)  # [round, i, j, value]
     gram_rows: list[list[float]] = field(default_factory=list)
+    personal: dict[int, torch.Tensor] = field(default_factory=dict)  # pFedMe: client -> its personal full vector
 
 
 @dataclass
@@ -175,6 +181,7 @@ class Engine:
     dtype: torch.dtype
     log: logging.Logger
     buffer: torch.Tensor | None = None  # the round buffer (round_buffer), reused across rounds
+    personal: Personalisation | None = None  # engine.personalisation (None: the method's own local training)
 
     # ----- vectors ----------------------------------------------------------------------------
     def shared_part(self, matrix: torch.Tensor) -> torch.Tensor:
@@ -289,6 +296,12 @@ class Engine:
                                        f"{int(np.flatnonzero(bad)[0])}; lower datasets.*.lr or check that client's data")
         if result.params is not buffer:  # a trainer that does not write in place (tests, plug-ins)
             buffer.copy_(result.params.to(self.dtype))
+        personal = getattr(result, "personal", None)  # pFedMe's personal models (cflcore.fl.personal.PersonalResult)
+        if personal is not None:
+            for row, c in enumerate(sampled):
+                state.personal[int(c)] = personal[row].clone()
+            if self.personal.all_clients:  # type: ignore[union-attr]
+                self.train_unsampled_personal(state, rnd, sampled)
         news = buffer  # the trained vectors; the deltas only while a strategy that reads them holds them
         n_samples = np.array([fed.clients[int(c)].n_train for c in sampled])
         shared_start = lambda row: self.shared_part(start_of(row)[None])[0]  # noqa: E731
@@ -467,6 +480,8 @@ class Engine:
                     local.update(dict(zip(members, scores)))
                 orch_full = self.full_vector(state, spec, None, local=group_local)
                 orch[key] = self.evaluator.orchestrator_scores(orch_full, fed.x_orch, fed.y_orch, fed.n_classes)
+        if do_eval and self.personal is not None:
+            local.update(self.personal_scores(state, rnd, specs, gone))
         global_scores = self.evaluate_global(state, keys, local, orch, gone) if do_eval else {}
         rows = []
         for i in range(fed.n_clients):
@@ -480,6 +495,37 @@ class Engine:
                          "model_key": None if i in gone else keys[i], **global_scores.get(i, dict.fromkeys(GLOBAL_COLUMNS))})
         return rows
 
+    def train_unsampled_personal(self, state: EngineState, rnd: int, sampled: np.ndarray) -> None:
+        """pFedMe with ``all_clients``: every present client that was not sampled also trains this round from its
+        model (pFedMe Alg. 1 l. 4; the authors' server trains every user and aggregates the sampled ones); only its
+        personal model is kept. One client at a time, with the seed it would have had if sampled."""
+        fed, skip = self.fed, {int(c) for c in sampled} | {int(c) for c in self.strategy.absent_clients(rnd)}
+        specs = self.strategy.personalised(state.models)
+        for c in range(fed.n_clients):
+            if c in skip:
+                continue
+            start = self.full_vector(state, specs[c], c)[None]
+            result = self.trainer.train(start, [fed.clients[c]], [derive_seed(self.seed, _STREAM_TRAIN, rnd, c)])
+            state.personal[c] = result.personal[0].clone()
+
+    def personal_scores(self, state: EngineState, rnd: int, specs: Mapping[int, StartSpec], gone: set[int]) -> dict[int, Scores]:
+        """client -> scores on its local test set of its personalised model: pFedMe's personal model (clients that
+        have not trained yet keep their cluster model's scores), Per-FedAvg's model after one adaptation step
+        (cflcore.fl.personal.PersonalTrainer.adapt) on a training mini-batch drawn by (seed, round, client)."""
+        fed, out = self.fed, {}
+        for i in range(fed.n_clients):
+            if i in gone:
+                continue
+            if self.personal.keeps_personal_models:  # type: ignore[union-attr]
+                if i not in state.personal:
+                    continue
+                vector = state.personal[i]
+            else:
+                vector = self.trainer.adapt(self.full_vector(state, specs[i], i), fed.clients[i],
+                                            derive_seed(self.seed, _STREAM_ADAPT, rnd, i))
+            out[i] = self.evaluator.scores(vector, fed.clients[i].x_test, fed.clients[i].y_test, fed.n_classes)
+        return out
+
     def evaluate_global(self, state: EngineState, keys: Mapping[int, str], local: Mapping[int, Scores],
                         orch: Mapping[str, Scores], gone: set[int]) -> dict[int, dict[str, float]]:
         """client -> the ``global_*`` columns: the strategy's global model (``Strategy.global_model``) on each
@@ -491,7 +537,7 @@ class Engine:
         self.check_specs({i: spec for i in range(self.fed.n_clients)}, np.arange(self.fed.n_clients), state, "global_model")
         fed, key = self.fed, spec_key(spec)
         present = [i for i in range(fed.n_clients) if i not in gone]
-        scores = {i: local[i] for i in present if keys[i] == key and i in local}
+        scores = {i: local[i] for i in present if keys[i] == key and i in local and self.personal is None}
         todo = [i for i in present if i not in scores]
         if len(self.part.local):  # FedBN: the global shared part with each client's own BN tensors
             for i in todo:
@@ -526,6 +572,7 @@ def state_to_checkpoint(state: EngineState, strategy: Strategy, config_hash: str
         "server_rows": [{k: _py(v) for k, v in r.items()} for r in state.server_rows],
         "divergence_rows": torch.tensor(state.divergence_rows, dtype=torch.float64).reshape(-1, 4),
         "gram_rows": torch.tensor(state.gram_rows, dtype=torch.float64).reshape(-1, 4),
+        "personal": cpu(state.personal),
     }
 
 
@@ -536,7 +583,7 @@ def state_from_checkpoint(ck: Mapping[str, Any], device: torch.device, dtype: to
         server_state={int(c): {k: v.to(device=device, dtype=dtype) for k, v in s.items()} for c, s in ck["server_state"].items()},
         client_local=dev(ck["client_local"]), labels=ck["labels"].numpy().astype(np.int64),
         history=[dict(r) for r in ck["history"]], server_rows=[dict(r) for r in ck["server_rows"]],
-        divergence_rows=ck["divergence_rows"].tolist(), gram_rows=ck["gram_rows"].tolist())
+        divergence_rows=ck["divergence_rows"].tolist(), gram_rows=ck["gram_rows"].tolist(), personal=dev(ck["personal"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -642,7 +689,14 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     layout = ModelLayout.of(template)
     part = layout.partition(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")
     init_full = layout.flatten(template).to(device=device, dtype=dtype)
-    trainer = resolve_trainer(str(eng["trainer"]), device)(make(0), layout, spec, device)
+    personal = Personalisation.from_engine(eng)
+    if personal.active:  # the schema refuses these too; settings built by hand meet them here
+        if str(eng["trainer"]) == "vmap" or spec.proximal_mu:
+            raise ConfigError(f"engine.personalisation.kind: {personal.kind} needs engine.trainer loop or auto and "
+                              f"engine.proximal_mu 0 (got {eng['trainer']}, {spec.proximal_mu})")
+        trainer = PersonalTrainer(make(0), layout, spec, device, personal)
+    else:
+        trainer = resolve_trainer(str(eng["trainer"]), device)(make(0), layout, spec, device)
     evaluator = Evaluator(make(0), layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
     strategy.setup(StrategyContext(fed.n_clients, int(len(part.shared)), int(seed), device,
                                    float(eng["participation"]), fed.n_true_clusters, dtype,
@@ -653,7 +707,8 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
                         {i: init_full[part.local].clone() for i in range(fed.n_clients)} if len(part.local) else {},
                         np.asarray(strategy.assignment.labels, dtype=np.int64))
     engine = Engine(fed.to(device), {**settings, "engine": eng}, int(seed), device, strategy, layout, part, trainer, evaluator,
-                    ServerOptimizer.from_engine(eng), model_name, model_kwargs, template, dtype, log)
+                    ServerOptimizer.from_engine(eng), model_name, model_kwargs, template, dtype, log,
+                    personal=personal if personal.active else None)
     return engine, state
 
 

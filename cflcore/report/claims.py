@@ -791,10 +791,11 @@ def clustering_helps_more_with_heterogeneity(data: ClaimData) -> ClaimResult:
 
 @claim("004")
 def fedgwc_improves_each_aggregator(data: ClaimData) -> ClaimResult:
-    text = "FedGWC improves each aggregator it wraps (FedAvg, FedAvgM, FedProx)"
+    text = "FedGWC improves each aggregator it wraps (FedAvg, FedAvgM, FedProx, pFedMe, Per-FedAvg)"
     where = "App. J, Table 9"
     col = _bacc(data.runs)
-    pairs = (("fedgwc", "fedavg"), ("fedgwc-fedavgm", "fedavgm"), ("fedgwc-fedprox", "fedprox"))
+    pairs = (("fedgwc", "fedavg"), ("fedgwc-fedavgm", "fedavgm"), ("fedgwc-fedprox", "fedprox"),
+             ("fedgwc-pfedme", "pfedme"), ("fedgwc-perfedavg", "perfedavg"))
     rows, ok, seen = [], True, False
     for split in _splits_of(data.runs, "dirichlet"):
         for wrapped, plain in pairs:
@@ -804,7 +805,7 @@ def fedgwc_improves_each_aggregator(data: ClaimData) -> ClaimResult:
                 rows.append(f"{split} {plain}: {fmt(100 * p, 1)} → {fmt(100 * w, 1)}")
                 ok &= bool(w >= p - 0.005)
     ref = paper004()
-    t9 = ref[(ref["table"] == 9) & ref["aggregator"].isin(["fedavg", "fedavgm", "fedprox"])]
+    t9 = ref[(ref["table"] == 9) & ref["aggregator"].isin(["fedavg", "fedavgm", "fedprox", "pfedme", "per-fedavg"])]
     paper = "; ".join(f"{d} {a}: {g.loc[g['method'] != 'fedgwc', 'mean'].iloc[0]} → {g.loc[g['method'] == 'fedgwc', 'mean'].iloc[0]}"
                       for (d, a), g in t9.groupby(["dataset", "aggregator"], sort=False))
     return result("004-aggregators", "004", where, text,

@@ -30,6 +30,10 @@ VARIANTS: dict[tuple[str, str], str] = {
     ("fedavg", "fedavg"): "fedavg", ("fedavgm", "fedavgm"): "fedavgm", ("fedprox", "fedprox"): "fedprox",
     ("fedavgm", "fedavg"): "fedavgm", ("fedprox", "fedavg"): "fedprox",
     ("ifca", "fedavg"): "ifca", ("fesem", "fedavg"): "fesem", ("cfl", "fedavg"): "scl",
+    # Table 9's personalised rows: engine.personalisation under BNC ("No clusters") and under FedGWC; ours score
+    # the personalised models (pFedMe's personal model, Per-FedAvg after one adaptation step), as 004's do
+    ("pfedme", "pfedme"): "pfedme", ("fedgwc", "pfedme"): "fedgwc-pfedme",
+    ("per-fedavg", "per-fedavg"): "perfedavg", ("fedgwc", "per-fedavg"): "fedgwc-perfedavg",
 }
 COLUMNS = ["table", "dataset", "federation", "method", "aggregator", "beta", "clusters", "metric", "paper",
            "ours", "our_splits", "status"]
