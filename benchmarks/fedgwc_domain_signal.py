@@ -1,0 +1,150 @@
+"""How much domain signal FedGWC has to work with, and what scale it needs (a measurement script, not a test).
+
+FedGWC (004) sees a client only through its per-step training losses. Whether it can separate two visual
+domains depends on three numbers of those losses, measured here on a real split, and then on the scale
+(K, N, α, rounds) at which its server logic turns that signal into clusters, measured on synthetic traces
+with the same ratios.
+
+``loss-gap SPLIT_DIR``  FedAvg (plain torch; Adam, one local epoch in batches, 20 of K clients a round, the
+    model of the offline studies: tinyvgg, hidden 8) on a ``domains`` split of MNIST-5k; for each quarter of the
+    rounds it prints the noisy-minus-clean gap of the per-step losses (centred per round, step and domain),
+    the standard deviation of the clients' mean offsets within a domain, and of a step's loss around its
+    client's round mean. ``--noise fixed`` uses the split's images (noise drawn once per client, clipped, as
+    cflcore.data.store does); ``redrawn`` draws the same clipped noise afresh for every batch, and
+    ``redrawn-unclipped`` unclipped, as the authors' code (davedleo/FedGWC) does.
+``mechanism``  FedGWC's own select_clients / aggregate (cflcore.strategies.fedgwc, zero stand-in updates) on
+    traces where client k of domain d reports, at step s, ``2 − s/(S−1) + gap·d + o_k + e`` with o_k ~ N(0,
+    offset²) fixed and e ~ N(0, step²) fresh; prints the final Rand index and cluster count per seed (the
+    traces of tests/test_fedgwc_mechanism.py, with the ratios as arguments).
+
+    python benchmarks/fedgwc_domain_signal.py loss-gap results/fedgwc-004-domains/splits/mnist5k/domains-noise/n100/s0
+    python benchmarks/fedgwc_domain_signal.py mechanism --gap 1 --offset 0.167 --step 0.5 --rounds 4000 --steps 8
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from sklearn.metrics import rand_score
+
+
+def loss_gap(split_dir: Path, noise: str, rounds: int, batch: int, steps: int, lr: float, sampled: int,
+             seed: int) -> pd.DataFrame:
+    """Per-quarter gap, client-offset sd and step sd of the per-step training losses (module docstring)."""
+    from cflcore.data import store
+    from cflcore.models import build_model
+
+    dataset = split_dir.parents[4] / "data" / f"{split_dir.parents[2].name}.parquet"
+    fed = store.load_federated(dataset, split_dir)
+    domains = fed.manifest["domains"]
+    data = store.load_dataset(dataset)
+    clean = [store.to_float_images(data.images[data.rows_of(c.idx_train)]) for c in fed.clients]
+    torch.manual_seed(seed)
+    model = build_model("tinyvgg", fed.shape[0], fed.shape[1:], fed.n_classes, hidden=8)
+    global_params = [p.detach().clone() for p in model.parameters()]
+    gen, rng = torch.Generator().manual_seed(seed), np.random.default_rng(seed)
+    truth = np.asarray(fed.true_clusters)
+    records = []
+    for rnd in range(rounds):
+        chosen = rng.choice(len(truth), sampled, replace=False)
+        mean = [torch.zeros_like(p) for p in global_params]
+        for k in chosen:
+            client = fed.clients[k]
+            with torch.no_grad():
+                for p, g in zip(model.parameters(), global_params):
+                    p.copy_(g)
+            opt = torch.optim.Adam(model.parameters(), lr=lr)
+            perm = torch.randperm(len(client.y_train), generator=gen)
+            for s, lo in enumerate(range(0, min(len(perm), steps * batch), batch)):
+                idx = perm[lo:lo + batch]
+                x = client.x_train[idx]
+                if noise != "fixed" and domains[k]["domain"] == "noise":
+                    std = float(domains[k]["noise_std"])
+                    x = (store.gaussian_noise(clean[k][idx], std, gen) if noise == "redrawn"
+                         else clean[k][idx] + torch.randn(clean[k][idx].shape, generator=gen) * std)
+                loss = F.cross_entropy(model(x), client.y_train[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                records.append((rnd, int(k), s, loss.item()))
+            for m, p in zip(mean, model.parameters()):
+                m += p.detach() / sampled
+        global_params = mean
+    d = pd.DataFrame(records, columns=["round", "client", "step", "loss"])
+    d["domain"] = truth[d["client"]]
+    rows = []
+    q = max(rounds // 4, 1)
+    for lo in range(0, rounds, q):
+        w = d[(d["round"] >= lo) & (d["round"] < lo + q)].copy()
+        w["centred"] = w["loss"] - w.groupby(["round", "step", "domain"])["loss"].transform("mean")
+        by = w.groupby(["round", "step", "domain"])["loss"].mean().unstack("domain")
+        gap = float((by[1] - by[0]).mean())
+        offset = float(w.groupby("client")["centred"].mean().std())
+        step = float((w["centred"] - w.groupby(["round", "client"])["centred"].transform("mean")).std())
+        rows.append({"rounds": f"{lo}-{lo + q}", "mean_loss": w["loss"].mean(), "gap": gap, "offset_sd": offset,
+                     "step_sd": step, "gap_per_offset": gap / offset, "gap_per_step": gap / step})
+    return pd.DataFrame(rows)
+
+
+def mechanism(seed: int, clients: int, participation: float, rounds: int, gap: float, offset: float, step: float,
+              steps: int, epsilon: float = 1e-5, n_domains: int = 2) -> tuple[float, int]:
+    """Final Rand index and cluster count of FedGWC's server logic on synthetic loss traces."""
+    from cflcore.strategies.base import ClusterAssignment, RoundUpdates, StrategyContext, build_strategy
+
+    rng = np.random.default_rng([seed, 27])
+    domains = np.arange(clients) % n_domains
+    offsets = rng.normal(0.0, offset, clients)
+    strategy = build_strategy({"method": "fedgwc", "participation": participation, "beta": 0.5,
+                               "epsilon": epsilon, "db_every_round": False})
+    strategy.setup(StrategyContext(n_clients=clients, n_params=1, seed=seed, device=torch.device("cpu")))
+    base = np.linspace(2.0, 1.0, steps)
+    for rnd in range(rounds):
+        chosen = strategy.select_clients(rnd, np.arange(clients))
+        losses = base + gap * domains[chosen, None] + offsets[chosen, None] + rng.normal(0.0, step, (chosen.size, steps))
+        strategy.aggregate(RoundUpdates(round=rnd, clients=np.asarray(chosen, dtype=np.int64),
+                                        deltas=torch.zeros(chosen.size, 1), start=None, step_losses=list(losses),
+                                        n_samples=np.full(chosen.size, 100), evaluate=lambda *a, **k: None,
+                                        previous=ClusterAssignment.single(clients)))
+    return rand_score(domains, strategy.assignment.labels), strategy.assignment.n_clusters
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("loss-gap")
+    a.add_argument("split_dir", type=Path)
+    a.add_argument("--noise", choices=["fixed", "redrawn", "redrawn-unclipped"], default="fixed")
+    a.add_argument("--rounds", type=int, default=120)
+    a.add_argument("--batch", type=int, default=64)
+    a.add_argument("--steps", type=int, default=7)
+    a.add_argument("--lr", type=float, default=0.003)
+    a.add_argument("--sampled", type=int, default=20)
+    a.add_argument("--seed", type=int, default=0)
+    b = sub.add_parser("mechanism")
+    b.add_argument("--gap", type=float, default=1.0)
+    b.add_argument("--offset", type=float, default=0.1)
+    b.add_argument("--step", type=float, default=0.1)
+    b.add_argument("--steps", type=int, default=7)
+    b.add_argument("--clients", type=int, default=100)
+    b.add_argument("--participation", type=float, default=0.1)
+    b.add_argument("--rounds", type=int, default=3000)
+    b.add_argument("--seeds", type=int, default=3)
+    b.add_argument("--epsilon", type=float, default=1e-5, help="FedGWC's threshold on the running MSE of P")
+    args = ap.parse_args()
+    if args.command == "loss-gap":
+        table = loss_gap(args.split_dir, args.noise, args.rounds, args.batch, args.steps, args.lr, args.sampled,
+                         args.seed)
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    else:
+        for seed in range(args.seeds):
+            rand, n = mechanism(seed, args.clients, args.participation, args.rounds, args.gap, args.offset,
+                                args.step, args.steps, args.epsilon)
+            print(f"seed {seed}: Rand {rand:.3f}, {n} clusters", flush=True)
+
+
+if __name__ == "__main__":
+    main()
