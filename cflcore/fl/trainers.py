@@ -120,6 +120,25 @@ def proximal_grads(grads: list[torch.Tensor], params: list[torch.Tensor], anchor
     return torch._foreach_add(grads, torch._foreach_sub(params, anchors), alpha=mu)
 
 
+# ATen's CPU capability -> inductor's vector width in bits (0 = scalar code)
+_SIMD_BITS = {"AVX512": 512, "AVX2": 256, "DEFAULT": 0}
+
+
+def pin_inductor_simd() -> None:
+    """Make torch.compile's C++ kernels use ATen's instruction set (``torch.backends.cpu.get_cpu_capability``).
+
+    Inductor picks its vector width from the CPU's flags, not from ``ATEN_CPU_CAPABILITY``. On a 2-core AMX
+    Xeon with ATen held to AVX2 and one thread, that automatic pick gave NaN from the first local step
+    (tests/test_trainers.py's compiled-trainer test under ``ATEN_CPU_CAPABILITY=avx2``); an explicit width of
+    256, 512 or 0 did not. An explicit width on an unrestricted CPU is the width inductor would pick itself.
+    Leaves the setting alone when the user has set it or the capability is not an x86 one."""
+    import torch._inductor.config as inductor_config
+
+    bits = _SIMD_BITS.get(torch.backends.cpu.get_cpu_capability())
+    if bits is not None and inductor_config.cpp.simdlen is None:
+        inductor_config.cpp.simdlen = bits
+
+
 def uniform_source(gen: torch.Generator):
     """Dropout mask source: uniform [0, 1) numbers from ``gen`` (always drawn on CPU, in fp32 or fp64)."""
 
@@ -191,6 +210,7 @@ class LoopTrainer(Trainer):
         self.params = [p for n, p in self.model.named_parameters() if n in names]
         self.forward: Callable[[torch.Tensor], torch.Tensor] = self.model
         if spec.compile:
+            pin_inductor_simd()
             self.forward = torch.compile(self.model, dynamic=False)  # type: ignore[assignment]
 
     def epoch_batches(self, client: ClientData, seed: int, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
