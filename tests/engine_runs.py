@@ -19,3 +19,15 @@ def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.P
 def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int,
                  log: logging.Logger) -> tuple[engine.Engine, engine.EngineState]:
     return engine.build_engine(fed, settings, seed, log, strategy=build_strategy(settings["algorithm"]))
+
+
+def copy_checkpoints_through(run_dir: str | os.PathLike, dest: str | os.PathLike, last_round: int) -> None:
+    """Copy ``run_dir``'s checkpoints of rounds ≤ ``last_round`` into a fresh ``dest``/checkpoints: a run
+    killed after that round, to resume with a tampered state loader."""
+    from pathlib import Path
+
+    target = Path(dest) / "checkpoints"
+    target.mkdir(parents=True)
+    for f in (Path(run_dir) / "checkpoints").glob("round_*.pt"):
+        if f.name <= f"round_{last_round:05d}.pt":
+            (target / f.name).write_bytes(f.read_bytes())

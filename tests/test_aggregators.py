@@ -15,7 +15,7 @@ from cflcore.fl import run as run_module
 from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer
 from cflcore.fl.run import KILL_ENV
-from engine_runs import train_run
+from engine_runs import copy_checkpoints_through, train_run
 from cflcore.fl.server import ServerOptimizer, aggregate_cluster
 from cflcore.fl.synthetic import synthetic_federated
 from cflcore.fl.trainers import LoopTrainer, TrainSpec, VmapTrainer, derive_seed
@@ -119,10 +119,7 @@ def test_fedavgm_resumes_bit_identically_and_needs_its_momentum(tmp_path, monkey
     _assert_same_outputs(reference, run)
 
     forgetful = tmp_path / "forgetful"
-    (forgetful / "checkpoints").mkdir(parents=True)
-    for f in (run / "checkpoints").glob("round_*.pt"):
-        if f.name <= "round_00001.pt":
-            (forgetful / "checkpoints" / f.name).write_bytes(f.read_bytes())
+    copy_checkpoints_through(run, forgetful, 1)
     original = run_module.state_from_checkpoint
 
     def lose_server_state(ck, device, dtype):

@@ -21,7 +21,7 @@ from cflcore.fl.personal import (Personalisation, PersonalTrainer, hvp_finite_di
 from cflcore.fl.run import KILL_ENV
 from cflcore.fl.synthetic import synthetic_federated
 from cflcore.fl.trainers import TrainSpec, epoch_order
-from engine_runs import train_run
+from engine_runs import copy_checkpoints_through, train_run
 from test_resume import _assert_same_outputs, kill_and_resume
 
 REPO = __file__.rsplit("/tests/", 1)[0]
@@ -236,10 +236,7 @@ def test_kill_and_resume_is_bit_identical(tmp_path, monkeypatch, personal):
     if personal["kind"] != "pfedme":
         return
     forgetful = tmp_path / "forgetful"
-    (forgetful / "checkpoints").mkdir(parents=True)
-    for f in (run / "checkpoints").glob("round_*.pt"):
-        if f.name <= "round_00001.pt":
-            (forgetful / "checkpoints" / f.name).write_bytes(f.read_bytes())
+    copy_checkpoints_through(run, forgetful, 1)
     original = run_module.state_from_checkpoint
 
     def lose_personal_models(ck, device, dtype):
