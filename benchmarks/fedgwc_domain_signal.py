@@ -16,9 +16,16 @@ with the same ratios.
     traces where client k of domain d reports, at step s, ``2 − s/(S−1) + gap·d + o_k + e`` with o_k ~ N(0,
     offset²) fixed and e ~ N(0, step²) fresh; prints the final Rand index and cluster count per seed (the
     traces of tests/test_fedgwc_mechanism.py, with the ratios as arguments).
+``run-signal RUN_DIR SPLIT_DIR``  the same quantities read back from a finished FedGWC run on a ``domains``
+    split: per window of rounds, the clean and noisy clients' mean training loss and their gap in client-offset
+    and round-to-round standard deviations (history.parquet); per Alg. 2 snapshot of the whole federation
+    (server.parquet), the best Davies–Bouldin score and the Rand index of W's two-way ``cluster_qr`` labels
+    against the true domains, whether or not Alg. 2 accepted them; and the final Rand index.
 
     python benchmarks/fedgwc_domain_signal.py loss-gap results/fedgwc-004-domains/splits/mnist5k/domains-noise/n100/s0
     python benchmarks/fedgwc_domain_signal.py mechanism --gap 1 --offset 0.167 --step 0.5 --rounds 4000 --steps 8
+    python benchmarks/fedgwc_domain_signal.py run-signal results/fedgwc-004-domains/runs/mnist5k/domains-noise/n100/s1/fedgwc \
+        results/fedgwc-004-domains/splits/mnist5k/domains-noise/n100/s1
 """
 from __future__ import annotations
 
@@ -112,6 +119,41 @@ def mechanism(seed: int, clients: int, participation: float, rounds: int, gap: f
     return rand_score(domains, strategy.assignment.labels), strategy.assignment.n_clusters
 
 
+def run_signal(run_dir: Path, split_dir: Path, window: int = 250) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+    """A finished run's loss gap per window, its snapshots' two-way labels against the domains, its final Rand."""
+    import json
+
+    from sklearn.cluster import SpectralClustering
+
+    from cflcore.report.fedgwc_figures import matrix_snapshots
+
+    domain = np.asarray(json.loads((split_dir / "manifest.json").read_text())["cluster_of_client"])
+    history = pd.read_parquet(run_dir / "history.parquet")
+    trained = history[history["sampled"] & history["train_loss"].notna()].copy()
+    trained["domain"] = domain[trained["client"].to_numpy()]
+    trained["window"] = trained["round"] // window * window
+    gaps = []
+    for start, rows in trained.groupby("window"):
+        per_client = rows.groupby(["client", "domain"])["train_loss"].mean().reset_index()
+        means = per_client.groupby("domain")["train_loss"].mean()
+        client_sd = per_client.groupby("domain")["train_loss"].std().mean()
+        round_sd = (rows["train_loss"] - rows.groupby("client")["train_loss"].transform("mean")).std()
+        gap = means.iloc[-1] - means.iloc[0]
+        gaps.append({"rounds": f"{start}-{start + window - 1}", "clean": means.iloc[0], "noisy": means.iloc[-1],
+                     "gap": gap, "gap/client_sd": gap / client_sd, "gap/round_sd": gap / round_sd})
+    snapshots = []
+    for snap in matrix_snapshots(pd.read_parquet(run_dir / "server.parquet")):
+        if snap.members.size != domain.size or np.ptp(snap.affinity) <= 1e-12:
+            continue  # only Alg. 2 on the whole federation, before any split
+        labels = SpectralClustering(n_clusters=2, n_components=2, affinity="precomputed", random_state=0,
+                                    assign_labels="cluster_qr").fit_predict(snap.affinity)
+        finite = [v for v in snap.davies_bouldin if v is not None]
+        snapshots.append({"round": snap.round, "min_db": min(finite) if finite else np.nan,
+                          "rand_two_way": rand_score(domain[snap.members], labels), "decided": bool(snap.decided)})
+    last = history[history["round"] == history["round"].max()].sort_values("client")
+    return pd.DataFrame(gaps), pd.DataFrame(snapshots), rand_score(domain, last["cluster"].to_numpy())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -134,8 +176,17 @@ def main() -> None:
     b.add_argument("--rounds", type=int, default=3000)
     b.add_argument("--seeds", type=int, default=3)
     b.add_argument("--epsilon", type=float, default=1e-5, help="FedGWC's threshold on the running MSE of P")
+    c = sub.add_parser("run-signal")
+    c.add_argument("run_dir", type=Path)
+    c.add_argument("split_dir", type=Path)
+    c.add_argument("--window", type=int, default=250)
     args = ap.parse_args()
-    if args.command == "loss-gap":
+    if args.command == "run-signal":
+        gaps, snapshots, final = run_signal(args.run_dir, args.split_dir, args.window)
+        print(gaps.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(snapshots.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        print(f"final Rand {final:.3f}")
+    elif args.command == "loss-gap":
         table = loss_gap(args.split_dir, args.noise, args.rounds, args.batch, args.steps, args.lr, args.sampled,
                          args.seed)
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
