@@ -121,13 +121,12 @@ def mechanism(seed: int, clients: int, participation: float, rounds: int, gap: f
 
 def run_signal(run_dir: Path, split_dir: Path, window: int = 250) -> tuple[pd.DataFrame, pd.DataFrame, float]:
     """A finished run's loss gap per window, its snapshots' two-way labels against the domains, its final Rand."""
-    import json
-
     from sklearn.cluster import SpectralClustering
 
+    from cflcore.evaluate.clustering import load_ground_truth
     from cflcore.report.fedgwc_figures import matrix_snapshots
 
-    domain = np.asarray(json.loads((split_dir / "manifest.json").read_text())["cluster_of_client"])
+    domain = load_ground_truth(split_dir / "manifest.json").cluster_of_client
     history = pd.read_parquet(run_dir / "history.parquet")
     trained = history[history["sampled"] & history["train_loss"].notna()].copy()
     trained["domain"] = domain[trained["client"].to_numpy()]
