@@ -40,7 +40,7 @@ from sklearn.metrics import rand_score
 
 
 def loss_gap(split_dir: Path, noise: str, rounds: int, batch: int, steps: int, lr: float, sampled: int,
-             seed: int) -> pd.DataFrame:
+             seed: int, optimizer: str = "adam", weight_decay: float = 0.0, windows: int = 4) -> pd.DataFrame:
     """Per-quarter gap, client-offset sd and step sd of the per-step training losses (module docstring)."""
     from cflcore.data import store
     from cflcore.models import build_model
@@ -64,7 +64,8 @@ def loss_gap(split_dir: Path, noise: str, rounds: int, batch: int, steps: int, l
             with torch.no_grad():
                 for p, g in zip(model.parameters(), global_params):
                     p.copy_(g)
-            opt = torch.optim.Adam(model.parameters(), lr=lr)
+            opt = (torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay) if optimizer == "adam"
+                   else torch.optim.SGD(model.parameters(), lr=lr, weight_decay=weight_decay))
             perm = torch.randperm(len(client.y_train), generator=gen)
             for s, lo in enumerate(range(0, min(len(perm), steps * batch), batch)):
                 idx = perm[lo:lo + batch]
@@ -84,7 +85,7 @@ def loss_gap(split_dir: Path, noise: str, rounds: int, batch: int, steps: int, l
     d = pd.DataFrame(records, columns=["round", "client", "step", "loss"])
     d["domain"] = truth[d["client"]]
     rows = []
-    q = max(rounds // 4, 1)
+    q = max(rounds // windows, 1)
     for lo in range(0, rounds, q):
         w = d[(d["round"] >= lo) & (d["round"] < lo + q)].copy()
         w["centred"] = w["loss"] - w.groupby(["round", "step", "domain"])["loss"].transform("mean")
@@ -165,6 +166,9 @@ def main() -> None:
     a.add_argument("--lr", type=float, default=0.003)
     a.add_argument("--sampled", type=int, default=20)
     a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
+    a.add_argument("--weight-decay", type=float, default=0.0)
+    a.add_argument("--windows", type=int, default=4, help="windows of rounds the table is split into")
     b = sub.add_parser("mechanism")
     b.add_argument("--gap", type=float, default=1.0)
     b.add_argument("--offset", type=float, default=0.1)
@@ -187,7 +191,7 @@ def main() -> None:
         print(f"final Rand {final:.3f}")
     elif args.command == "loss-gap":
         table = loss_gap(args.split_dir, args.noise, args.rounds, args.batch, args.steps, args.lr, args.sampled,
-                         args.seed)
+                         args.seed, args.optimizer, args.weight_decay, args.windows)
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     else:
         for seed in range(args.seeds):
