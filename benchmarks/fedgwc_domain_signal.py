@@ -5,9 +5,9 @@ domains depends on three numbers of those losses, measured here on a real split,
 (K, N, α, rounds) at which its server logic turns that signal into clusters, measured on synthetic traces
 with the same ratios.
 
-``loss-gap SPLIT_DIR``  FedAvg (plain torch; Adam, one local epoch in batches, 20 of K clients a round, the
-    model of the offline studies: tinyvgg, hidden 8) on a ``domains`` split of MNIST-5k; for each quarter of the
-    rounds it prints the noisy-minus-clean gap of the per-step losses (centred per round, step and domain),
+``loss-gap SPLIT_DIR``  FedAvg (plain torch; one local epoch in batches, ``--optimizer`` Adam or SGD with
+    ``--lr`` and ``--weight-decay``, ``--sampled`` of K clients a round, the model of the offline studies: tinyvgg,
+    hidden 8) on a ``domains`` split of MNIST-5k; for each of ``--windows`` windows of the rounds it prints the noisy-minus-clean gap of the per-step losses (centred per round, step and domain),
     the standard deviation of the clients' mean offsets within a domain, and of a step's loss around its
     client's round mean. ``--noise fixed`` uses the split's images (noise drawn once per client, clipped, as
     cflcore.data.store does); ``redrawn`` draws the same clipped noise afresh for every batch, and
@@ -23,6 +23,8 @@ with the same ratios.
     against the true domains, whether or not Alg. 2 accepted them; and the final Rand index.
 
     python benchmarks/fedgwc_domain_signal.py loss-gap results/fedgwc-004-domains/splits/mnist5k/domains-noise/n100/s0
+    python benchmarks/fedgwc_domain_signal.py loss-gap results/fedgwc-004-domains/splits/mnist5k/domains-noise/n100/s1 \
+        --rounds 1600 --sampled 10 --steps 8 --windows 8 --optimizer sgd --lr 0.1 --weight-decay 4e-4
     python benchmarks/fedgwc_domain_signal.py mechanism --gap 1 --offset 0.167 --step 0.5 --rounds 4000 --steps 8
     python benchmarks/fedgwc_domain_signal.py run-signal results/fedgwc-004-domains/runs/mnist5k/domains-noise/n100/s1/fedgwc \
         results/fedgwc-004-domains/splits/mnist5k/domains-noise/n100/s1
