@@ -315,3 +315,24 @@ def test_004_studies_run_the_authors_code_readings_over_the_default_config(study
     assert {k: default[k] for k in TEXT_READINGS} == TEXT_READINGS
     merged = load_config(config_dir / "config.yaml", config_dir / study)["algorithms"]["fedgwc"]
     assert {k: merged.get(k) for k in TEXT_READINGS} == {k: props[k].get("default") for k in TEXT_READINGS}
+
+
+def test_a_study_that_extends_another_overrides_every_claim_note_it_inherits():
+    """Config files merge key by key, so ``claim_notes: {}`` keeps the extended study's notes, which explain that
+    study's runs: a file that sets its own notes must set every inherited one (config/fedgwc-004-domains.yaml)."""
+    from pathlib import Path
+
+    import yaml
+
+    from cflcore.config import read_config_file
+
+    config_dir = Path(__file__).resolve().parents[1] / "config"
+    checked = 0
+    for path in sorted(config_dir.glob("*.yaml")):
+        own = yaml.safe_load(path.read_text()) or {}
+        if "extends" not in own or "claim_notes" not in (own.get("report") or {}):
+            continue
+        inherited = (read_config_file(path.parent / own["extends"]).get("report") or {}).get("claim_notes") or {}
+        assert sorted(set(inherited) - set(own["report"]["claim_notes"] or {})) == [], path.name
+        checked += 1
+    assert checked >= 1
