@@ -7,7 +7,8 @@ with the same ratios.
 
 ``loss-gap SPLIT_DIR``  FedAvg (plain torch; one local epoch in batches, ``--optimizer`` Adam or SGD with
     ``--lr`` and ``--weight-decay``, ``--sampled`` of K clients a round, the model of the offline studies: tinyvgg,
-    hidden 8) on a ``domains`` split of MNIST-5k; for each of ``--windows`` windows of the rounds it prints the noisy-minus-clean gap of the per-step losses (centred per round, step and domain),
+    hidden 8) on a ``domains`` split of MNIST-5k; for each of ``--windows`` windows of the rounds it prints the
+    noisy-minus-clean gap of the per-step losses (centred per round, step and domain),
     the standard deviation of the clients' mean offsets within a domain, and of a step's loss around its
     client's round mean. ``--noise fixed`` uses the split's images (noise drawn once per client, clipped, as
     cflcore.data.store does); ``redrawn`` draws the same clipped noise afresh for every batch, and
@@ -43,7 +44,7 @@ from sklearn.metrics import rand_score
 
 def loss_gap(split_dir: Path, noise: str, rounds: int, batch: int, steps: int, lr: float, sampled: int,
              seed: int, optimizer: str = "adam", weight_decay: float = 0.0, windows: int = 4) -> pd.DataFrame:
-    """Per-quarter gap, client-offset sd and step sd of the per-step training losses (module docstring)."""
+    """Per window of rounds: gap, client-offset sd and step sd of the per-step training losses (module docstring)."""
     from cflcore.data import store
     from cflcore.models import build_model
 
