@@ -47,13 +47,18 @@ def load_config(*paths: str | Path, overrides: Mapping[str, Any] | None = None) 
 
 
 EXTENDS_KEY = "extends"
+STUDY_OWN_REPORT_KEY = "claim_notes"  # report.<this> is never inherited through extends: (read_config_file)
 
 
 def read_config_file(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     """One YAML config file, with its ``extends: <file>`` resolved: the extended file (a path relative to this
     one, itself possibly extending another) first, this file's keys deep-merged over it. This is how an
     offline study stays the same study as its paper-scale config (config/louvain-002-offline.yaml extends
-    config/louvain-002.yaml and overrides only the data and the budget)."""
+    config/louvain-002.yaml and overrides only the data and the budget).
+
+    Everything is inherited except ``report.claim_notes``: a note explains why a claim does or does not hold on
+    the runs of the study that wrote it, so the extended file's notes would describe runs this study never made
+    (config/fedgwc-004-domains.yaml extends the offline study, whose notes explain its 30-client runs)."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
@@ -71,7 +76,10 @@ def read_config_file(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str
     target = (path.parent / base).resolve()
     if target in _seen or target == path.resolve():
         raise ConfigError(f"{path}: {EXTENDS_KEY}: {base!r} extends itself through {' -> '.join(map(str, _seen))}")
-    return deep_update(read_config_file(target, (*_seen, path.resolve())), data)
+    inherited = read_config_file(target, (*_seen, path.resolve()))
+    if isinstance(inherited.get("report"), dict):
+        inherited["report"].pop(STUDY_OWN_REPORT_KEY, None)
+    return deep_update(inherited, data)
 
 
 def _extends_another(path: Path) -> bool:
