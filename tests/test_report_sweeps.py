@@ -259,10 +259,13 @@ def test_superclass_claim_and_figure_say_when_louvain_finds_the_classes(tmp_path
     assert [t.get_text() for t in panels[0].get_xticklabels()] == ["0", "0", "6", "6", "1", "1", "7", "7"]
 
 
-def _gwc_server(seed: int, mse: list[float], clusters: list[int], epsilon: float = 0.01):
+def _gwc_server(seed: int, mse: list[float], clusters: list[int], epsilon: float = 0.01,
+                considered: list[str] | None = None, min_db: list[float] | None = None):
     from types import SimpleNamespace
 
     server = pd.DataFrame({"round": range(len(mse)), "min_mse": mse, "epsilon": epsilon, "n_clusters": clusters})
+    if considered is not None:  # as the trace stores them: a JSON list per round
+        server["db_considered"], server["min_db"] = considered, min_db
     return SimpleNamespace(spec=SimpleNamespace(split="homogeneous", algorithm="fedgwc", seed=seed), server=server)
 
 
@@ -279,6 +282,13 @@ def test_004_negative_control_needs_mse_below_epsilon_and_no_split():
     assert check(calm[0], _gwc_server(1, [0.5, 0.005, 0.004, 0.004], [1, 1, 2, 2]))["holds"] == "no"
     assert check(calm[0], _gwc_server(1, [0.5, 0.3, 0.2, 0.1], [1, 1, 1, 1]))["holds"] == "n/a"
     assert check()["holds"] == "n/a"  # no homogeneous federation
+    # with Alg. 2's decisions in the trace: counted, with their best DB; a run with none tests nothing
+    traced = _gwc_server(1, [0.5, 0.005, 0.004, 0.004], [1, 1, 1, 1], considered=["[]", "[]", "[0]", "[0]"],
+                         min_db=[0.2, 1.3, 1.25, 1.4])
+    row = check(calm[0], traced)
+    assert row["holds"] == "yes" and "s1: MSE < ε from round 2, 2 Alg. 2 decisions (best DB 1.25)" in row["ours"]
+    undecided = _gwc_server(1, [0.5, 0.005, 0.004, 0.004], [1, 1, 1, 1], considered=["[]"] * 4, min_db=[0.2] * 4)
+    assert check(calm[0], undecided)["holds"] == "n/a"
 
 
 def test_004_cells_compare_matching_federations_and_say_what_was_not_run():

@@ -12,6 +12,8 @@ The registry :data:`CLAIMS` maps a seed (``"002"``, ``"004"``) to its claims; a 
 """
 from __future__ import annotations
 
+import json
+
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -646,7 +648,9 @@ def fedgwc_separates_visual_domains(data: ClaimData) -> ClaimResult:
 @claim("004")
 def fedgwc_negative_control(data: ClaimData) -> ClaimResult:
     """004 Fig. 6: on a homogeneous federation the running MSE of P falls below ε, and Alg. 2 then decides not to
-    split. A run that never reaches ε tests nothing (n/a)."""
+    split. A run that never reaches ε tests nothing (n/a); where the server trace records Alg. 2's decisions
+    (``db_considered``), a run in which it never decided tests nothing either, and the row gives each run's number
+    of decisions and the best Davies–Bouldin score among them (a split needs DB < 1)."""
     text = ("Negative control: on a homogeneous federation FedGWC's running MSE reaches ε and it does not split "
             "(one cluster to the end)")
     where = "§7.2, Fig. 6"
@@ -659,15 +663,32 @@ def fedgwc_negative_control(data: ClaimData) -> ClaimResult:
         server = run.server.sort_values("round")
         below = server[pd.to_numeric(server["min_mse"], errors="coerce") < pd.to_numeric(server["epsilon"], errors="coerce")]
         most = int(pd.to_numeric(server["n_clusters"], errors="coerce").max())
+        decided = ""
+        if "db_considered" in server.columns:
+            decisions = server[server["db_considered"].map(_n_considered) > 0]
+            best_db = pd.to_numeric(decisions.get("min_db"), errors="coerce").min() if len(decisions) else np.nan
+            decided = f", {len(decisions)} Alg. 2 decisions" + (f" (best DB {best_db:.2f})" if np.isfinite(best_db)
+                                                                else "")
+            reached_all &= len(decisions) > 0
         reached_all &= not below.empty
         split_any |= most > 1
         rows.append(f"s{run.spec.seed}: " + (f"MSE < ε from round {int(below['round'].iloc[0]) + 1}" if len(below)
-                                            else "MSE never below ε") + f", at most {most} cluster(s)")
+                                            else "MSE never below ε") + decided + f", at most {most} cluster(s)")
     ours = "; ".join(rows)
     if not reached_all:
-        return result("004-negative-control", "004", where, text, ours + " (a run that never reaches ε decides "
-                      "nothing: the control tests nothing there)", None)
+        return result("004-negative-control", "004", where, text, ours + " (a run that never reaches ε, or in "
+                      "which Alg. 2 never decides, tests nothing)", None)
     return result("004-negative-control", "004", where, text, ours, not split_any)
+
+
+def _n_considered(value: Any) -> int:
+    """How many clusters Alg. 2 decided on in one round of FedGWC's server trace (``db_considered``: a JSON list
+    as the trace stores it, or a list)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return 0
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip() else []
+    return len(value)
 
 
 def _fedgwc_beats_k_methods(data: ClaimData, split_prefix: str, metric: str) -> tuple[list[str], bool | None]:
