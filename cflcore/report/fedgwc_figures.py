@@ -240,7 +240,8 @@ def write_fedgwc_figures(loaded: Sequence[Any], out_dir: Path, entry: Any) -> li
             marks.setdefault(group, {})[s.algorithm] = split_rounds(server)
     for (dataset, clients, split), by_algorithm in curves.items():
         fig = accuracy_rounds_figure(by_algorithm, marks[(dataset, clients, split)],
-                                     f"Balanced accuracy per round, split rounds dotted: {dataset}, {clients} clients, {split}")
+                                     f"Balanced accuracy per round, split rounds dotted: {dataset}, {clients} clients, {split}, "
+                                     f"seed {first_seed[(dataset, clients, split)]}")
         entries.extend(entry("fedgwc", p, dataset, clients)
                        for p in save_figure(fig, fig_dir / f"{dataset}_n{clients}_{split}_accuracy"))
     return entries
