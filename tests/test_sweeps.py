@@ -263,7 +263,7 @@ def test_a_dataset_runs_only_its_own_splits():
 
 
 @pytest.mark.parametrize("name, trainings", [("louvain-002-offline.yaml", 54), ("fedgwc-004-offline.yaml", 46),
-                                                     ("fedgwc-004-domains.yaml", 3)])
+                                                     ("fedgwc-004-domains.yaml", 6)])
 def test_offline_studies_plan_their_grid(tmp_path, name, trainings):
     """Each seed's offline study parses and plans its trainings and the report's six rules (its config text, e.g. a
     departure's "{0}", reaches the report's params unformatted)."""
