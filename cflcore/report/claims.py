@@ -12,14 +12,14 @@ The registry :data:`CLAIMS` maps a seed (``"002"``, ``"004"``) to its claims; a 
 """
 from __future__ import annotations
 
-import json
-
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+
+from .runs import diagnostics_cell
 
 ACCURACY = "orch_acc"  # each client's own model on the balanced held-out set (002's "accuracy")
 
@@ -665,7 +665,7 @@ def fedgwc_negative_control(data: ClaimData) -> ClaimResult:
         most = int(pd.to_numeric(server["n_clusters"], errors="coerce").max())
         decided = ""
         if "db_considered" in server.columns:
-            decisions = server[server["db_considered"].map(_n_considered) > 0]
+            decisions = server[server["db_considered"].map(lambda cell: len(diagnostics_cell(cell) or ())) > 0]
             best_db = pd.to_numeric(decisions.get("min_db"), errors="coerce").min() if len(decisions) else np.nan
             decided = f", {len(decisions)} Alg. 2 decisions" + (f" (best DB {best_db:.2f})" if np.isfinite(best_db)
                                                                 else "")
@@ -679,16 +679,6 @@ def fedgwc_negative_control(data: ClaimData) -> ClaimResult:
         return result("004-negative-control", "004", where, text, ours + " (a run that never reaches ε, or in "
                       "which Alg. 2 never decides, tests nothing)", None)
     return result("004-negative-control", "004", where, text, ours, not split_any)
-
-
-def _n_considered(value: Any) -> int:
-    """How many clusters Alg. 2 decided on in one round of FedGWC's server trace (``db_considered``: a JSON list
-    as the trace stores it, or a list)."""
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return 0
-    if isinstance(value, str):
-        value = json.loads(value) if value.strip() else []
-    return len(value)
 
 
 def _fedgwc_beats_k_methods(data: ClaimData, split_prefix: str, metric: str) -> tuple[list[str], bool | None]:

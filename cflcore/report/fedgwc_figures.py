@@ -16,7 +16,6 @@ where Alg. 2 decided, or every ``snapshot_every`` rounds; see cflcore.strategies
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .figures import _finish  # noqa: E402
+from .runs import diagnostics_mapping  # noqa: E402
 
 MARKERS = ("o", "+", "x", "^", "s", "v", "D", "*")
 
@@ -51,20 +51,13 @@ class MatrixSnapshot:
     decided: bool
 
 
-def _cell(value: Any) -> dict[str, Any]:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return {}
-    parsed = json.loads(value) if isinstance(value, str) else value
-    return dict(parsed) if isinstance(parsed, dict) else {}
-
-
 def matrix_snapshots(server: pd.DataFrame, column: str = "gwc_snapshots") -> list[MatrixSnapshot]:
     """Every snapshot of a FedGWC run's ``server.parquet`` frame, by (round, cluster)."""
     if column not in server.columns:
         return []
     out = []
     for rnd, value in zip(server["round"], server[column]):
-        for cluster, snap in sorted(_cell(value).items(), key=lambda kv: int(kv[0])):
+        for cluster, snap in sorted(diagnostics_mapping(value).items(), key=lambda kv: int(kv[0])):
             out.append(MatrixSnapshot(
                 int(rnd), int(cluster), np.asarray(snap["members"], dtype=np.int64),
                 np.asarray(snap["P"], dtype=np.float64), np.asarray(snap["W"], dtype=np.float64),

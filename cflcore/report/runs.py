@@ -2,6 +2,8 @@
 :class:`MissingRun` with a one-line reason (a failed job under ``--keep-going``), never an exception."""
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -14,6 +16,20 @@ from ..errors import CflError
 from ..io import parquet_metadata, read_json, read_parquet
 
 OK_STATUSES = {"ok", "done", "success", "succeeded", "complete", "completed", "finished"}
+
+
+def diagnostics_cell(value: Any) -> Any:
+    """One cell of a strategy's diagnostics column in ``server.parquet`` (a canonical JSON string, or null),
+    parsed: the dict or list it holds, None for null."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def diagnostics_mapping(value: Any) -> dict[str, Any]:
+    """A diagnostics cell that holds a {cluster: value} mapping, as a dict ({} for null or any other value)."""
+    parsed = diagnostics_cell(value)
+    return dict(parsed) if isinstance(parsed, dict) else {}
 
 
 @dataclass(frozen=True)

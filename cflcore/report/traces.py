@@ -16,10 +16,9 @@ as in the other figures.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -27,7 +26,7 @@ import pandas as pd
 
 from .figures import Curve, _finish, _panel_axes
 from .palette import style_map
-from .runs import LoadedRun
+from .runs import LoadedRun, diagnostics_mapping
 
 SCL_COLUMNS = ("mean_update_norms", "max_update_norms", "eps1", "eps2")
 FEDGWC_COLUMNS = ("mse", "davies_bouldin", "epsilon")
@@ -47,18 +46,10 @@ class TracePanel:
     log_y: bool = False
 
 
-def _parse(value: Any) -> dict[str, Any]:
-    """A diagnostics cell (canonical JSON string, or null) as a dict."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return {}
-    parsed = json.loads(value) if isinstance(value, str) else value
-    return dict(parsed) if isinstance(parsed, dict) else {}
-
-
 def cluster_series(server: pd.DataFrame, column: str, reduce=None) -> dict[str, np.ndarray]:
     """{cluster: values per row of ``server``} from a JSON {cluster: value} column; NaN where a cluster
     has no value that round. ``reduce`` maps a list value (e.g. DB_2…DB_nmax) to one number."""
-    cells = [_parse(v) for v in server[column]]
+    cells = [diagnostics_mapping(v) for v in server[column]]
     clusters = sorted({k for cell in cells for k in cell}, key=lambda k: (len(k), k))
     out: dict[str, np.ndarray] = {}
     for cluster in clusters:
