@@ -31,6 +31,7 @@ import shutil
 import socket
 import time
 from collections import deque
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
@@ -59,12 +60,19 @@ def round_record(row: Mapping[str, Any], n_rounds: int, labels: np.ndarray, trut
     of rounds and the ARI of the round's partition against ``truth`` (the split's true clusters, None if unknown)."""
     ari = None
     if truth is not None and len(truth) == len(labels):
-        from sklearn.metrics import adjusted_rand_score
-
-        ari = float(adjusted_rand_score(truth, labels))
+        ari = _ari(np.asarray(truth, dtype=np.int64).tobytes(), np.asarray(labels, dtype=np.int64).tobytes())
     return {"round": int(row["round"]), "rounds": int(n_rounds), "loss": _num(row["mean_train_loss"]),
             "local_f1": _num(row["mean_local_f1"]), "clusters": int(row["n_clusters"]), "ari": ari,
             "temperature": _num(row["temperature"])}
+
+
+@lru_cache(maxsize=8)
+def _ari(truth: bytes, labels: bytes) -> float:
+    """scikit-learn's ARI of two int64 label vectors given as bytes: a partition that a run keeps for many rounds is
+    scored once (the call costs about a millisecond, mostly input checks)."""
+    from sklearn.metrics import adjusted_rand_score
+
+    return float(adjusted_rand_score(np.frombuffer(truth, dtype=np.int64), np.frombuffer(labels, dtype=np.int64)))
 
 
 def _num(v: Any) -> float | None:
