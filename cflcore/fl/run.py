@@ -38,6 +38,9 @@ Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
 * ``eval_every``: evaluation rounds are 0, k, 2k, ... and always the last; metrics are null otherwise.
 * ``checkpoint_every``: checkpoint after rounds k-1, 2k-1, ... (not after the last: outputs are written).
 
+After each round (and its checkpoint) the round's scalars go to the run's monitors (cflcore.fl.progress): the live
+record ``progress.jsonl`` always, TensorBoard and a progress bar when asked; they read the round and change nothing.
+
 Determinism: the outputs are a function of (settings, seed, data); ``seconds`` is the only wall-clock
 column. A resumed run gives bit-identical outputs except ``server.parquet``'s ``seconds``.
 """
