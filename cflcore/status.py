@@ -16,10 +16,11 @@ cflcore.layout. A run's state, in the order decided:
   says so, and names the last failed attempt where failures.jsonl has one).
 
 Speed is the mean wall time of the current attempt's last rounds (cflcore.fl.progress.ETA_WINDOW); a running run's ETA
-is its record's, less the time since that line. The study's ETA is the work left (every unfinished run's rounds to go
-times its speed, or for a run with no record yet the median speed of recorded runs of the same dataset and algorithm,
-else of the same dataset, else of all) divided by the number of runs running now: an estimate that holds while as
-many keep running side by side. Failed runs are not counted in it (the next invocation retries them).
+is its record's, less the time since that line (before its first round ends: the pace of runs like it, as below).
+The study's ETA is the work left (every unfinished run's rounds to go times its speed, or for a run with no record
+yet the median speed of recorded runs of the same dataset and algorithm, else of the same dataset, else of all)
+divided by the number of runs running now: an estimate that holds while as many keep running side by side. Failed
+runs are not counted in it (the next invocation retries them).
 """
 from __future__ import annotations
 
@@ -168,16 +169,31 @@ def study_state(cfg: Mapping[str, Any], now: float | None = None) -> StudyState:
                        f"plans (e.g. it has {sorted(existing)[0]!r}, the config plans {planned[0][0]!r}); pass the "
                        f"config the study ran with (--config) or its folder (--set results_dir=DIR)")
     runs = [run_state(results, r, n, now) for r, n in planned]
+    known = [r for r in runs if r.seconds_per_round is not None]
+    for r in runs:  # a run still in its first round: the pace of runs like it
+        if r.state == "running" and r.eta is None and (speed := _guess_speed(r.run, known)) is not None:
+            r.eta = (r.rounds - r.done_rounds) * speed
+            r.note = "; ".join(n for n in (r.note, "ETA from similar runs until its first round ends") if n)
     counts = {s: sum(1 for r in runs if r.state == s) for s in STATES}
     return StudyState(results, runs, _study_eta(runs), counts, len(existing - ids))
 
 
-def _study_eta(runs: list[RunState]) -> float | None:
-    """Work left over the runs running now (module docstring); None when a run's pace cannot be guessed."""
+def _guess_speed(run: str, known: list[RunState]) -> float | None:
+    """Median seconds per round of the ``known`` runs of the same dataset and algorithm, else of the same dataset,
+    else of all; None when none is known."""
     def key(run: str, depth: int) -> tuple[str, ...]:
         ref = layout.parse_run_id(run)
         return ((ref.dataset, str(ref.algorithm)), (ref.dataset,), ())[depth]
 
+    for depth in range(3):
+        alike = [k.seconds_per_round for k in known if key(k.run, depth) == key(run, depth)]
+        if alike:
+            return statistics.median(alike)
+    return None
+
+
+def _study_eta(runs: list[RunState]) -> float | None:
+    """Work left over the runs running now (module docstring); None when a run's pace cannot be guessed."""
     known = [r for r in runs if r.seconds_per_round is not None]
     work = 0.0
     for r in runs:
@@ -186,12 +202,7 @@ def _study_eta(runs: list[RunState]) -> float | None:
         if r.state == "running" and r.eta is not None:
             work += r.eta
             continue
-        speed = r.seconds_per_round
-        for depth in range(3):
-            if speed is not None:
-                break
-            alike = [k.seconds_per_round for k in known if key(k.run, depth) == key(r.run, depth)]
-            speed = statistics.median(alike) if alike else None
+        speed = r.seconds_per_round if r.seconds_per_round is not None else _guess_speed(r.run, known)
         if speed is None:
             return None
         work += (r.rounds - r.done_rounds) * speed

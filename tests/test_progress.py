@@ -283,3 +283,28 @@ def test_status_watch_refreshes_until_interrupted(tmp_path, monkeypatch):
     monkeypatch.setattr(status.time, "sleep", sleep)
     assert status.show(cfg, watch=True, interval=0.5) == 0
     assert calls == [0.5, 0.5, 0.5]
+
+
+def test_study_eta_from_records(tmp_path):
+    """A run in its first round gets the pace of a finished run of its dataset; the study's ETA is the work left over
+    the runs running now. Records written by hand (this test process plays the live writer)."""
+    results = tmp_path / "results"
+    cfg = cc.load_config(f"{REPO}/config/tiny.yaml", overrides={"results_dir": str(results)})
+    done, first, waiting = (f"digits/nonoverlap-balanced/n6/s0/{a}" for a in ("bnc", "ocfl-km", "ocfl-hdb"))
+    now = time.time()
+    me = {"event": "start", "round": 0, "rounds": 3, "pid": os.getpid(), "host": socket.gethostname(),
+          "proc_start": progress.process_start(os.getpid()), "time": now - 5}
+    lines = [{"event": "round", "round": r, "rounds": 3, "seconds": 2.0, "eta": 2.0 * (2 - r), "time": now - 10 + r}
+             for r in range(3)]
+    for run, content in ((done, [{**me, "pid": 1, "host": "elsewhere", "time": now - 20}, *lines]), (first, [me])):
+        Path(layout.run_dir(str(results), run)).mkdir(parents=True)
+        Path(layout.progress_file(str(results), run)).write_text("".join(json.dumps(x) + "\n" for x in content))
+    Path(layout.run_file(str(results), done, "status.json")).write_text(json.dumps({"status": "ok"}))
+    study = study_state(cfg, now=now)
+    states = {r.run: r for r in study.runs}
+    assert (states[done].state, states[done].seconds_per_round) == ("done", 2.0)
+    assert (states[first].state, states[first].done_rounds, states[first].eta) == ("running", 0, 6.0)
+    assert "similar runs" in states[first].note
+    assert states[waiting].state == "not started"
+    assert study.eta == pytest.approx(6.0 + 6.0)  # both runs' 3 rounds at 2 s, one running
+    assert study.counts == {"running": 1, "resumable": 0, "not started": 1, "failed": 0, "done": 1}
