@@ -81,9 +81,17 @@ def writer_alive(start: Mapping[str, Any] | None, last_time: float | None, secon
 
 
 def run_state(results: str, run: str, rounds: int, now: float | None = None) -> RunState:
-    """One run's :class:`RunState` from its folder under ``results`` (``rounds``: the config's rounds for it)."""
-    now = time.time() if now is None else now
+    """One run's :class:`RunState` from its folder under ``results`` (``rounds``: the config's rounds for it; a record
+    written for another number of rounds says so in the note)."""
     record = read_progress(layout.progress_file(results, run))
+    state, start = _run_state(results, run, rounds, time.time() if now is None else now, record), record["start"]
+    if start is not None and start.get("rounds") != rounds and state.state != "not started":
+        state.note = "; ".join(n for n in (state.note, f"recorded with {start.get('rounds')} rounds, this config plans "
+                                                       f"{rounds}: another config's run?") if n)
+    return state
+
+
+def _run_state(results: str, run: str, rounds: int, now: float, record: dict[str, Any]) -> RunState:
     start, lines = record["start"], record["rounds"]
     attempt = [r for r in lines if start is not None and r["round"] >= int(start.get("round", 0))]
     recent = [float(r["seconds"]) for r in (attempt or lines)[-ETA_WINDOW:] if isinstance(r.get("seconds"), (int, float))]

@@ -308,3 +308,12 @@ def test_study_eta_from_records(tmp_path):
     assert states[waiting].state == "not started"
     assert study.eta == pytest.approx(6.0 + 6.0)  # both runs' 3 rounds at 2 s, one running
     assert study.counts == {"running": 1, "resumable": 0, "not started": 1, "failed": 0, "done": 1}
+
+
+def test_record_of_another_rounds_count_is_noted(tmp_path):
+    results = tmp_path / "results"
+    Path(layout.run_dir(str(results), TINY_RUN)).mkdir(parents=True)
+    start = {"event": "start", "round": 0, "rounds": 7, "pid": 1, "host": "elsewhere", "time": 0.0}
+    Path(layout.progress_file(str(results), TINY_RUN)).write_text(json.dumps(start) + "\n")
+    Path(layout.run_file(str(results), TINY_RUN, "status.json")).write_text(json.dumps({"status": "ok"}))
+    assert "recorded with 7 rounds, this config plans 3" in run_state(str(results), TINY_RUN, 3).note
