@@ -63,7 +63,12 @@ Evaluator.predict on one round's sets (15 x 130 client + 2,000 orchestrator samp
 336 ms (1.49x, median of 15 side by side; batch 32: 1.49x, 128: 1.32x, 256: 1.28x, 2048/4096: 0.68x).
 The ablation row "- eval batch 64 (1024)" puts the old batch back.
 
+Recording (issue 44): each round's live record (cflcore.fl.progress: its ARI, one line appended to progress.jsonl,
+and TensorBoard's scalars where the extra is installed), timed against the same rounds without it, side by side;
+``--recording-only`` runs just that table (the issue's bound: <= 2 % of a round).
+
     OMP_NUM_THREADS=1 python benchmarks/round_speed.py [--quick] [--repeats 5] [--threads 1] [--clients 15 30]
+    OMP_NUM_THREADS=1 python benchmarks/round_speed.py --recording-only [--quick] [--repeats 5]
 """
 from __future__ import annotations
 
@@ -229,8 +234,12 @@ class EngineRound:
 
     def __init__(self, fed, seed: int, threads: int, trainer_cls: type[LoopTrainer] | None = None,
                  context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-                 patch: Callable[[LoopTrainer], None] | None = None, evaluator_batch: int | None = None, **kw: Any):
+                 patch: Callable[[LoopTrainer], None] | None = None, evaluator_batch: int | None = None,
+                 monitors: list | None = None, **kw: Any):
         self.engine, self.state = build_engine(fed, settings(threads=threads, **kw), seed, log)
+        self.monitors, self.truth = monitors, np.asarray(fed.true_clusters)
+        for m in monitors or []:
+            m.start(0, 10 ** 6)
         if evaluator_batch is not None:
             self.engine.evaluator.batch_size = evaluator_batch
         if trainer_cls is not None:
@@ -263,6 +272,12 @@ class EngineRound:
             del trainer.train, engine.evaluate_round
         total = time.perf_counter() - t0
         self.parts = {**spent, "server": total - spent["training"] - spent["evaluation"]}
+        if self.monitors is not None:  # what cflcore.fl.run.train_run does after each round
+            t = time.perf_counter()
+            record = run_mod.round_record(self.state.server_rows[-1], 10 ** 6, self.state.labels, self.truth)
+            for m in self.monitors:
+                m.round(record)
+            self.parts["recording"] = time.perf_counter() - t
 
     def global_vector(self) -> torch.Tensor:
         return self.state.models[0]
@@ -514,6 +529,40 @@ def print_layer_table(res: dict[tuple[str, str], harness.Result], steps_per_roun
           + f"; fastest per layer {best_total:.2f} s")
 
 
+def recording_overhead(fed, seed: int, threads: int, repeats: int, rec: harness.Recorder) -> None:
+    """The live per-round record (progress.jsonl, always on) and TensorBoard's event file (config
+    ``monitor.tensorboard``, where the extra is installed): the same rounds with and without them, side by side,
+    and the recording's own time (round_record with its ARI, the line appended, the scalars written) per round."""
+    import tempfile
+
+    from cflcore.fl.progress import ProgressRecord, TensorBoardMonitor, tensorboard_available
+
+    with tempfile.TemporaryDirectory() as tmp:
+        monitors = [ProgressRecord(tmp)] + ([TensorBoardMonitor(Path(tmp) / "tb")] if tensorboard_available() else [])
+        rounds = {"engine": EngineRound(fed, seed, threads), "engine + recording": EngineRound(fed, seed, threads,
+                                                                                              monitors=monitors)}
+        own: list[float] = []
+
+        def call(name: str) -> Callable[[], None]:
+            def run() -> None:
+                rounds[name]()
+                if "recording" in rounds[name].parts:
+                    own.append(rounds[name].parts["recording"])
+            return run
+
+        res = harness.time_side_by_side({k: call(k) for k in rounds}, repeats, keep_output=False)
+        for m in monitors:
+            m.close()
+    what = "progress.jsonl" + (" + TensorBoard" if len(monitors) > 1 else " (tensorboard not installed)")
+    rec.table(f"N={fed.n_clients}: recording ({what}), full round seconds; ratio = without / with",
+              res, baseline="engine", case=f"N={fed.n_clients} recording")
+    timed = own[1:] or own  # [0] belongs to the warm-up round
+    share = statistics.median(timed) / res["engine"].median
+    print(f"  recording alone: median {1e3 * statistics.median(timed):.2f} ms per round (max {1e3 * max(timed):.2f} ms)"
+          f" = {100 * share:.2f} % of the engine's median round; rounds with / without recording: "
+          f"{res['engine + recording'].median / res['engine'].median:.3f}x (medians, {repeats} side by side)")
+
+
 # ---------------------------------------------------------------------------------------------
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -521,11 +570,19 @@ def main() -> None:
     ap.add_argument("--clients", type=int, nargs="*", default=None, help="N values (default 15; quick 4)")
     ap.add_argument("--no-compile", action="store_true", help="leave out the torch.compile variants")
     ap.add_argument("--profile", action="store_true", help="print torch.profiler's table of one engine round")
+    ap.add_argument("--recording-only", action="store_true",
+                    help="only the live record's cost (progress.jsonl and TensorBoard) against the same rounds without")
     args = ap.parse_args()
     rec = harness.setup(args, "round_speed")
     logging.basicConfig(level=logging.WARNING)
     sizes = args.clients or ([4] if args.quick else [15])
     n_train, n_test, n_orch = (64, 32, 256) if args.quick else (300, 130, 2000)
+    if args.recording_only:
+        for n in sizes:
+            fed = synthetic_federated(n_clients=n, n_train=n_train, n_test=n_test, n_orch=n_orch, shape=(1, 28, 28),
+                                      n_classes=10, seed=args.seed)
+            recording_overhead(fed, args.seed, args.threads, args.repeats, rec)
+        return
     peak = sgemm_gflops()
     print(f"tinyvgg (hidden 10), MNIST-shaped 1x28x28, {n_train} train / {n_test} test per client, {n_orch} orchestrator "
           f"samples, batch {BATCH}, {EPOCHS} local epochs, SGD lr {LR}, BNC; single-process sgemm peak {peak:.1f} GFLOP/s")
@@ -562,6 +619,7 @@ def main() -> None:
             label = "server step + bookkeeping (= round - training - evaluation)" if part == "server" else part
             rec.table(f"N={n}: {label}, seconds per round", res, baseline="reference", case=f"N={n} {part}", notes=notes)
         rec.table(f"N={n}: full round, seconds", full, baseline="reference", case=f"N={n} full round")
+        recording_overhead(fed, args.seed, args.threads, args.repeats, rec)
         print(f"  local-training work per round: {flops / 1e9:.2f} GFLOP (torch.utils.flop_counter)")
         report_bf16_speed(parts)
         train_median = {k: statistics.median(parts[k]["training"][1:]) for k in ("reference", "engine")}

@@ -8,6 +8,7 @@
     cfl whatif   ... --algorithm ocfl-hdb
     cfl explain  ... --algorithm ocfl-hdb
     cfl report
+    cfl status [--watch]              # every planned run: state, round, speed, ETA; the study's count and ETA
     cfl --config config/tiny.yaml --set engine.threads=2 --set study.clients=[6,12] validate
 
 Paths follow the Snakemake layout under ``results_dir`` so that the two can be mixed; the settings
@@ -100,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
                            ("explain", "insertion/deletion scores of one run")):
         _scenario_args(sub.add_parser(name, help=helptext), algorithm=True)
     sub.add_parser("report", help="tables and figures of every run in the config")
+    p = sub.add_parser("status", help="state, round, speed and ETA of every planned run, and the study's ETA")
+    p.add_argument("--watch", action="store_true", help="refresh in place until Ctrl-C")
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes with --watch (default 2)")
     return ap
 
 
@@ -112,6 +116,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CflError as e:
         print(f"cfl: error: {e}", file=sys.stderr)
         return 2
+
+
+class ProgressBar:
+    """``cfl train``'s bar on a terminal (a cflcore.fl.progress.Monitor): rounds done, the last round's loss,
+    clusters and F1, the time left. While it shows, log lines go above it (rich redirects stderr; the logging
+    handlers writing to the terminal are pointed at the redirect and back)."""
+
+    def __init__(self, run: str):
+        self.run = run
+        self.progress = None
+        self.handlers: list[tuple[Any, Any]] = []
+
+    def start(self, first_round: int, n_rounds: int) -> None:
+        import logging
+
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeRemainingColumn(), TextColumn("{task.fields[last]}"), transient=False)
+        self.task = self.progress.add_task(self.run, total=n_rounds, completed=first_round, last="")
+        self.progress.start()
+        for h in logging.getLogger().handlers:
+            if type(h) is logging.StreamHandler and h.stream in (sys.__stderr__, sys.__stdout__):
+                self.handlers.append((h, h.stream))
+                h.setStream(sys.stderr)
+
+    def round(self, record: Any) -> None:
+        f1 = f", F1 {record['local_f1']:.3f}" if record["local_f1"] is not None else ""
+        self.progress.update(self.task, completed=record["round"] + 1,
+                             last=f"loss {record['loss']:.4f}, {record['clusters']} clusters{f1}")
+
+    def close(self) -> None:
+        for h, stream in self.handlers:
+            h.setStream(stream)
+        if self.progress is not None:
+            self.progress.stop()
 
 
 def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
@@ -132,9 +172,16 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
             return 0
         stages.make_split(p["dataset"], cc.split_settings(cfg, a.split), a.clients, a.seed, p["split"], name=a.split)
     elif a.cmd == "train":
+        run = layout.run_id(a.dataset, a.split, a.clients, a.seed, a.algorithm)
+        tensorboard = layout.tensorboard_dir(str(p["results"]), run) if cfg["monitor"]["tensorboard"] else None
+        bar = [ProgressBar(run)] if sys.stderr.isatty() else []  # under Snakemake (no terminal): log lines only
         st = stages.train(p["dataset"], p["split"], cc.run_settings(cfg, a.dataset, a.algorithm, a.split), a.seed,
-                          p["run"], on_failure="fail")
+                          p["run"], on_failure="fail", tensorboard_dir=tensorboard, monitors=bar)
         log.info("run status: %s", st)
+    elif a.cmd == "status":
+        from .status import show
+
+        return show(cfg, watch=a.watch, interval=a.interval)
     elif a.cmd == "evaluate":
         stages.evaluate(p["run"], p["manifest"], p["eval"], cfg["report"])
     elif a.cmd == "whatif":

@@ -144,12 +144,17 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
     if plugins:
         _check_registries(cfg)
         _check_whatif_params(cfg.get("whatif") or {})
+    if cfg["monitor"]["tensorboard"]:  # the optional extra (cflcore.fl.progress.TensorBoardMonitor)
+        from .fl.progress import check_tensorboard
+
+        check_tensorboard()
     return cfg
 
 
 # Distributions whose presence or version a plug-in check consults (clusterer and model availability,
 # estimator signatures); part of the key under which a validated config is remembered.
-VALIDATION_LIBRARIES = ("scikit-learn", "hdbscan", "leidenalg", "igraph", "networkx", "torch", "torchvision", "captum")
+VALIDATION_LIBRARIES = ("scikit-learn", "hdbscan", "leidenalg", "igraph", "networkx", "torch", "torchvision", "captum",
+                        "tensorboard")
 
 
 def validation_key(cfg: Mapping[str, Any]) -> str:

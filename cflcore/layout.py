@@ -26,6 +26,12 @@ EVAL_OUTPUTS = ("clustering.parquet", "personalisation.parquet")
 WHATIF_OUTPUT = "whatif.parquet"
 LATE_CLIENTS_OUTPUT = "late_clients.parquet"
 EXPLAIN_OUTPUTS = ("insdel.parquet", "samples.parquet", "saliency.npz")
+# a run's files that no rule declares (so they never change a rerun decision), beside RUN_OUTPUTS: the live per-round
+# record (cflcore.fl.progress.PROGRESS), the failed attempts (cflcore.stages.FAILURES) and the checkpoints' folder
+# (cflcore.fl.checkpoint.checkpoint_dir); the train stage names them itself, tests/test_progress.py checks they agree
+PROGRESS_OUTPUT = "progress.jsonl"
+FAILURES_OUTPUT = "failures.jsonl"
+CHECKPOINTS_DIR = "checkpoints"
 
 # ---- run ids ---------------------------------------------------------------------------------------------------
 def scenario_id(dataset: str, split: str, clients: int | str, seed: int | str) -> str:
@@ -103,6 +109,31 @@ def run_dir(results: str, run: str) -> str:
 def run_file(results: str, run: str, name: str) -> str:
     """``name`` of :data:`RUN_OUTPUTS`."""
     return f"{run_dir(results, run)}/{name}"
+
+
+def progress_file(results: str, run: str) -> str:
+    """A run's live per-round record (undeclared; cflcore.fl.progress)."""
+    return f"{run_dir(results, run)}/{PROGRESS_OUTPUT}"
+
+
+def failures_file(results: str, run: str) -> str:
+    """A run's failed attempts, one JSON line each (undeclared; cflcore.stages.failed_attempts)."""
+    return f"{run_dir(results, run)}/{FAILURES_OUTPUT}"
+
+
+def checkpoints_dir(results: str, run: str) -> str:
+    """A run's checkpoints (undeclared; cflcore.fl.checkpoint)."""
+    return f"{run_dir(results, run)}/{CHECKPOINTS_DIR}"
+
+
+def tensorboard_root(results: str) -> str:
+    """TensorBoard's ``--logdir`` for a whole study (config ``monitor.tensorboard``; undeclared)."""
+    return f"{results}/tensorboard"
+
+
+def tensorboard_dir(results: str, run: str) -> str:
+    """One run's TensorBoard event files: one folder per run id, so TensorBoard lists the runs side by side."""
+    return f"{tensorboard_root(results)}/{run}"
 
 
 def run_outputs(results: str, run: str) -> dict[str, str]:

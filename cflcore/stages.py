@@ -10,7 +10,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .errors import CflError
 from .io import read_json, write_json
@@ -32,10 +32,15 @@ def make_split(dataset_path: str | Path, settings: Mapping[str, Any], n_clients:
 
 
 def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str, Any], seed: int,
-          out_dir: str | Path, on_failure: str = "fail") -> dict[str, Any]:
+          out_dir: str | Path, on_failure: str = "fail", tensorboard_dir: str | Path | None = None,
+          monitors: Sequence[Any] = ()) -> dict[str, Any]:
     """Train one run. With ``on_failure='record'`` a failure inside training (e.g. a diverging loss)
     is written to ``status.json`` (and empty run files) instead of raised, so that the other runs and
-    the report go on; the next Snakemake invocation retries it (:func:`failed_attempts`)."""
+    the report go on; the next Snakemake invocation retries it (:func:`failed_attempts`).
+
+    Every round is recorded in ``out_dir/progress.jsonl`` (cflcore.fl.progress); with ``tensorboard_dir`` (config
+    ``monitor.tensorboard``) its scalars also go to TensorBoard event files there; ``monitors`` are further watchers
+    (``cfl train``'s progress bar). None of them is a declared output or a param: they change no rerun decision."""
     from .data.store import load_federated
     from .fl.run import train_run
     from .scl_proxy import resolve_scl_epsilons
@@ -49,7 +54,13 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
         log.info("SCL epsilons from the centralised proxy: %s", proxy)
         settings = {**settings, "algorithm": algorithm}
     try:
-        train_run(fed, dict(settings), int(seed), out_dir, log=log, strategy=build_strategy(settings["algorithm"]))
+        watchers = [*monitors]
+        if tensorboard_dir is not None:
+            from .fl.progress import TensorBoardMonitor
+
+            watchers.append(TensorBoardMonitor(tensorboard_dir))
+        train_run(fed, dict(settings), int(seed), out_dir, log=log, strategy=build_strategy(settings["algorithm"]),
+                  monitors=watchers)
     except CflError as e:
         if on_failure != "record":
             raise

@@ -135,6 +135,16 @@ def test_round_speed_quick(tmp_path):
     assert "per round, all conv layers: oneDNN channels_last" in proc.stdout
 
 
+def test_round_speed_recording_quick(tmp_path):
+    """round_speed --recording-only: the same rounds with and without the live record (issue 44), side by side, and
+    the recording's own share of a round are printed and recorded."""
+    proc, out = run_script("round_speed", tmp_path, "--recording-only")
+    rows = read_rows(out)
+    check_rows(rows, "round_speed")
+    assert {r["variant"] for r in rows} == {"engine", "engine + recording"}
+    assert "recording alone: median" in proc.stdout and "% of the engine's median round" in proc.stdout
+
+
 # ---------------------------------------------------------------------------------------------
 # bf16 without surprises (issue 22)
 # ---------------------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ BASE = {
                    "ocfl-aff": {"method": "ocfl", "clusterer": "affinity"}},
     "engine": {"checkpoint_every": 1},
     "explain": {"step": 16, "grid_clients": [0, 1, 2]},
+    # every run also writes TensorBoard event files (issue 44): undeclared, like progress.jsonl
+    "monitor": {"tensorboard": True},
 }
 
 JOB = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
@@ -88,6 +90,23 @@ def changed(**edits):
 
 def test_no_change_plans_nothing(study):
     assert dry(study, BASE) == []
+
+
+def test_progress_records_and_event_files_plan_nothing(study):
+    """A finished study with every run's progress record and TensorBoard event files (undeclared files, issue 44)
+    plans nothing; switching TensorBoard off (or on) retrains nothing either: it is no job's param."""
+    from cflcore import layout
+    from cflcore.config import study_runs, validate_config
+    from cflcore.fl.progress import read_progress
+
+    runs = [layout.run_id(**s, algorithm=a) for s, a in study_runs(validate_config(BASE))]
+    assert len(runs) == 8
+    for run in runs:
+        rounds = read_progress(study / layout.progress_file("results", run))["rounds"]
+        assert [r["round"] for r in rounds] == [0, 1], run
+        assert list((study / layout.tensorboard_dir("results", run)).glob("events.out.tfevents.*")), run
+    assert dry(study, BASE) == []
+    assert dry(study, changed(monitor__tensorboard=False)) == []
 
 
 def test_changed_algorithm_parameter_reruns_only_that_algorithm(study):

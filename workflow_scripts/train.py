@@ -2,10 +2,17 @@
 import json
 from pathlib import Path
 
+from cflcore import layout as lay
 from cflcore import stages
 from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821
+# config monitor.tensorboard is read here, not passed as a param: switching it reruns no training (its schema entry)
+w = sm.wildcards
+run = lay.run_id(w.dataset, w.split, w.clients, w.seed, w.algorithm)
+tensorboard = None
+if sm.config["monitor"]["tensorboard"]:
+    tensorboard = lay.tensorboard_dir(str(sm.config["results_dir"]).rstrip("/"), run)
 run_job(sm.log[0], lambda: stages.train(
     sm.input.dataset, Path(sm.input.manifest).parent, json.loads(sm.params.run), sm.params.seed,
-    Path(sm.output.status).parent, on_failure=sm.params.on_failure))
+    Path(sm.output.status).parent, on_failure=sm.params.on_failure, tensorboard_dir=tensorboard))

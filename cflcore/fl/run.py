@@ -38,6 +38,9 @@ Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
 * ``eval_every``: evaluation rounds are 0, k, 2k, ... and always the last; metrics are null otherwise.
 * ``checkpoint_every``: checkpoint after rounds k-1, 2k-1, ... (not after the last: outputs are written).
 
+After each round (and its checkpoint) the round's scalars go to the run's monitors (cflcore.fl.progress): the live
+record ``progress.jsonl`` always, TensorBoard and a progress bar when asked; they read the round and change nothing.
+
 Determinism: the outputs are a function of (settings, seed, data); ``seconds`` is the only wall-clock
 column. A resumed run gives bit-identical outputs except ``server.parquet``'s ``seconds``.
 """
@@ -69,6 +72,7 @@ from ..strategies.base import ClusterAssignment, RoundUpdates, StartSpec, Strate
 from .flat_params import ModelLayout, Partition
 from .optim import ClientOptimizer
 from .personal import Personalisation, PersonalTrainer
+from .progress import Monitor, ProgressRecord, round_record
 from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
 from .trainers import TrainSpec, bf16_warning, derive_seed, resolve_trainer
 
@@ -713,9 +717,12 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
 
 
 def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.PathLike,
-              log: logging.Logger | None = None, *, strategy: Strategy) -> None:
+              log: logging.Logger | None = None, *, strategy: Strategy, monitors: Sequence[Monitor] = ()) -> None:
     """Run all rounds of one scenario × algorithm and write history/server/gram(/divergence).parquet and
-    models.pt into ``out_dir``; resumes from the newest matching checkpoint in ``out_dir/checkpoints``."""
+    models.pt into ``out_dir``; resumes from the newest matching checkpoint in ``out_dir/checkpoints``.
+
+    Every finished round goes to ``out_dir/progress.jsonl`` (cflcore.fl.progress.ProgressRecord) and to the extra
+    ``monitors`` (TensorBoard, a progress bar), after its checkpoint; they read the round, they never change it."""
     log = log or logging.getLogger("cflcore.fl")
     out_dir = Path(out_dir)
     engine, state = build_engine(fed, settings, seed, log, strategy=strategy)
@@ -728,12 +735,23 @@ def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.P
         engine.strategy.load_state_dict(ck["strategy"])
         log.info("resuming from checkpoint round %d", state.next_round - 1)
     kill_after, fail_after = os.environ.get(KILL_ENV), os.environ.get(FAIL_ENV)
-    for rnd in range(state.next_round, n_rounds):
-        engine.run_round(state, rnd, n_rounds)
-        if (rnd + 1) % every == 0 and rnd + 1 < n_rounds:
-            save_checkpoint(out_dir, rnd, state_to_checkpoint(state, engine.strategy, chash))
-        if kill_after is not None and int(kill_after) == rnd:
-            os.kill(os.getpid(), signal.SIGKILL)
-        if fail_after is not None and int(fail_after) == rnd:
-            raise TrainingDiverged(f"test hook {FAIL_ENV}={rnd}")
+    watchers = [ProgressRecord(out_dir), *monitors]
+    truth = np.asarray(fed.true_clusters) if len(fed.true_clusters) == fed.n_clients else None
+    try:
+        for m in watchers:
+            m.start(state.next_round, n_rounds)
+        for rnd in range(state.next_round, n_rounds):
+            engine.run_round(state, rnd, n_rounds)
+            if (rnd + 1) % every == 0 and rnd + 1 < n_rounds:
+                save_checkpoint(out_dir, rnd, state_to_checkpoint(state, engine.strategy, chash))
+            record = round_record(state.server_rows[-1], n_rounds, state.labels, truth)
+            for m in watchers:
+                m.round(record)
+            if kill_after is not None and int(kill_after) == rnd:
+                os.kill(os.getpid(), signal.SIGKILL)
+            if fail_after is not None and int(fail_after) == rnd:
+                raise TrainingDiverged(f"test hook {FAIL_ENV}={rnd}")
+    finally:
+        for m in watchers:
+            m.close()
     write_outputs(engine, state, out_dir, n_rounds - 1)
