@@ -5,7 +5,7 @@ from __future__ import annotations
 from torch import nn
 
 from . import MODELS
-from ._layers import GeneratorDropout
+from ._layers import GeneratorDropout, GlobalAvgPool
 
 
 @MODELS.register("mobilenetv2")
@@ -79,7 +79,7 @@ class MobileNetV1(nn.Module):
             layers.append(depthwise_separable(c, scaled(channels, width_mult), s))
             c = scaled(channels, width_mult)
         self.features = nn.Sequential(*layers)
-        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.pool = GlobalAvgPool()  # AdaptiveAvgPool2d(1), deterministic on CUDA
         self.classifier = nn.Sequential(nn.Flatten(), GeneratorDropout(dropout), nn.Linear(c, n_classes))
         self.explain_layer = f"features.{len(layers) - 1}.3"  # the last pointwise conv
         for module in self.modules():
