@@ -79,9 +79,16 @@ def set_deterministic(device: torch.device, deterministic: bool = True) -> bool:
 
 def prepare_device(name: str, deterministic: bool = True) -> torch.device:
     """The job's device (:func:`resolve_device`) with ``engine.deterministic`` applied (:func:`set_deterministic`);
-    train and explain jobs call this before any tensor reaches the device. ``cuda:N`` also makes GPU N the
-    process's current device, so that library calls that take no device (captum, cuDNN handles) use it."""
+    train and explain jobs call this before any tensor reaches the device.
+
+    ``auto`` / ``cuda`` on a machine with several visible GPUs takes one GPU for the job (a slot,
+    cflcore.fl.gpu_slots: jobs spread over the GPUs); ``cuda:N`` is GPU N. Either way the GPU becomes the process's
+    current device, so that library calls that take no device (captum, cuDNN handles) use it."""
     device = resolve_device(name)
+    if device.type == "cuda" and device.index is None and torch.cuda.device_count() > 1:
+        from .gpu_slots import job_gpu
+
+        device = torch.device("cuda", job_gpu(torch.cuda.device_count()))
     set_deterministic(device, deterministic)
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)

@@ -52,9 +52,14 @@ class GlobalAvgPool(nn.Module):
     pool runs as before, so CPU results keep their bytes; no parameters, so state dicts are unchanged."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.is_cuda:
-            return x.mean(dim=(-2, -1), keepdim=True)
-        return nn.functional.adaptive_avg_pool2d(x, 1)
+        return global_avg_pool(x)
+
+
+def global_avg_pool(x: torch.Tensor) -> torch.Tensor:
+    """:class:`GlobalAvgPool` as a function (for a network whose forward pools without a module)."""
+    if x.is_cuda:
+        return x.mean(dim=(-2, -1), keepdim=True)
+    return nn.functional.adaptive_avg_pool2d(x, 1)
 
 
 def dropout_modules(model: nn.Module) -> list[GeneratorDropout]:
