@@ -64,6 +64,10 @@ Evaluator.predict on one round's sets (15 x 130 client + 2,000 orchestrator samp
 The ablation row "- eval batch 64 (1024)" puts the old batch back.
 
     OMP_NUM_THREADS=1 python benchmarks/round_speed.py [--quick] [--repeats 5] [--threads 1] [--clients 15 30]
+
+With ``--device cpu|cuda|cuda:N`` it runs benchmarks/device_speed.py instead (issue 41): on that device, the reference
+loop, the plain loop, the engine's loop and vmap trainers for tinyvgg and ocfl-cnn at N = 15, 30, 100, each against
+the round's FLOP floor from a GEMM timed there. Without ``--device`` the CPU benchmark above runs, unchanged.
 """
 from __future__ import annotations
 
@@ -516,6 +520,10 @@ def print_layer_table(res: dict[tuple[str, str], harness.Result], steps_per_roun
 
 # ---------------------------------------------------------------------------------------------
 def main() -> None:
+    if any(a == "--device" or a.startswith("--device=") for a in sys.argv[1:]):
+        import device_speed
+
+        return device_speed.main(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     harness.add_common_args(ap, default_repeats=5, quick_repeats=1)
     ap.add_argument("--clients", type=int, nargs="*", default=None, help="N values (default 15; quick 4)")
