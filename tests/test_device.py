@@ -108,13 +108,19 @@ def test_global_pool_is_the_adaptive_pool_on_a_cpu():
         assert not any(isinstance(m, (nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d)) for m in model.modules()), name
 
 
-def test_mobilenetv2_forward_is_torchvisions():
+def test_mobilenetv2_forward_is_torchvisions(monkeypatch):
+    """torchvision's forward pools with adaptive_avg_pool2d (no deterministic CUDA backward); ours goes through
+    global_avg_pool, with the same numbers on a CPU."""
     from torchvision.models.mobilenetv2 import MobileNetV2
+
+    from cflcore.models import mobilenet
 
     torch.manual_seed(0)
     model = build_model("mobilenetv2", 1, 16, 4).eval()
     x = torch.randn(3, 1, 16, 16)
-    assert torch.equal(model(x), MobileNetV2.forward(model, x))
+    pooled = []
+    monkeypatch.setattr(mobilenet, "global_avg_pool", lambda t: pooled.append(t.shape) or global_avg_pool(t))
+    assert torch.equal(model(x), MobileNetV2.forward(model, x)) and len(pooled) == 1
 
 
 def test_gpu_slots_spread_jobs_evenly(tmp_path):
