@@ -14,8 +14,10 @@ Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
 
 * ``trainer`` auto|loop|vmap (cflcore.fl.trainers); ``precision`` fp32|bf16 (autocast, fp32 master
   weights; evaluation autocast too)|fp64; ``channels_last`` (worth it on CPU for conv nets: about 1.5-1.8x
-  for tinyvgg); ``memory_budget_mb`` (vmap chunking, and whether start vectors are kept in RoundUpdates for a strategy
-  with ``needs_start_vectors``, i.e. Louvain);
+  for tinyvgg; ``auto``: on for a CPU, off on CUDA); ``memory_budget_mb`` (vmap chunking, and whether start vectors are
+  kept in RoundUpdates for a strategy with ``needs_start_vectors``, i.e. Louvain; ``auto``: 2048 on a CPU, a share of
+  the GPU on CUDA, cflcore.fl.trainers.resolve_memory_budget); ``deterministic`` (CUDA's deterministic kernels,
+  cflcore.fl.artifacts.set_deterministic; nothing on a CPU);
   ``threads`` (torch.set_num_threads); ``compile`` (loop trainer through torch.compile: faster steps after a
   one-off compilation, so only for long runs; see cflcore.fl.trainers.LoopTrainer).
 * ``server_optimizer`` sgd|adam|yogi, ``server_lr``, ``server_betas``, ``server_eps``, ``server_momentum``
