@@ -10,6 +10,7 @@ Format ``cflcore.models/1`` (``torch.load(weights_only=True)``)::
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,8 +69,6 @@ def set_deterministic(device: torch.device, deterministic: bool = True) -> bool:
     Returns whether the flags were set."""
     if device.type != "cuda" or not deterministic:
         return False
-    import os
-
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
     torch.backends.cudnn.deterministic = True
     torch.backends.cudnn.benchmark = False
