@@ -69,6 +69,10 @@ and TensorBoard's scalars where the extra is installed), timed against the same 
 
     OMP_NUM_THREADS=1 python benchmarks/round_speed.py [--quick] [--repeats 5] [--threads 1] [--clients 15 30]
     OMP_NUM_THREADS=1 python benchmarks/round_speed.py --recording-only [--quick] [--repeats 5]
+
+With ``--device cpu|cuda|cuda:N`` it runs benchmarks/device_speed.py instead (issue 41): on that device, the reference
+loop, the plain loop, the engine's loop and vmap trainers for tinyvgg and ocfl-cnn at N = 15, 30, 100, each against
+the round's FLOP floor from a GEMM timed there. Without ``--device`` the CPU benchmark above runs, unchanged.
 """
 from __future__ import annotations
 
@@ -565,6 +569,10 @@ def recording_overhead(fed, seed: int, threads: int, repeats: int, rec: harness.
 
 # ---------------------------------------------------------------------------------------------
 def main() -> None:
+    if any(a == "--device" or a.startswith("--device=") for a in sys.argv[1:]):
+        import device_speed
+
+        return device_speed.main(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     harness.add_common_args(ap, default_repeats=5, quick_repeats=1)
     ap.add_argument("--clients", type=int, nargs="*", default=None, help="N values (default 15; quick 4)")

@@ -189,7 +189,7 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
                       cc.whatif_settings(cfg, a.dataset, a.algorithm), a.seed)
     elif a.cmd == "explain":
         stages.explain(p["dataset"], p["split"], p["run"], cc.explain_settings(cfg, a.dataset), a.seed,
-                       p["explain"], device=cfg["device"])
+                       p["explain"], device=cfg["device"], deterministic=cfg["engine"]["deterministic"])
     elif a.cmd == "report":
         stages.report(cfg, p["report"])
     return 0

@@ -175,17 +175,19 @@ def evaluate_late_clients(run_dir: str | Path, manifest_path: str | Path, out_pa
 
 
 def explain(dataset_path: str | Path, split_dir: str | Path, run_dir: str | Path,
-            settings: Mapping[str, Any], seed: int, out_dir: str | Path, device: str = "auto") -> None:
+            settings: Mapping[str, Any], seed: int, out_dir: str | Path, device: str = "auto",
+            deterministic: bool = True) -> None:
+    """Rule ``explain``. ``deterministic`` is ``engine.deterministic``: on CUDA the attributions' backward passes
+    run deterministic kernels too (cflcore.fl.artifacts.set_deterministic), set before the models reach the GPU."""
     from .data.store import load_federated
     from .explain import explain_run, write_empty_explain
-    from .fl.artifacts import load_run_models
-    from .fl.artifacts import resolve_device
+    from .fl.artifacts import load_run_models, prepare_device
 
     status = run_status(run_dir)
     if status.get("status") != "ok":
         write_empty_explain(out_dir, reason=f"run {status.get('status')}: {status.get('reason', '')}")
         return
-    dev = resolve_device(device)
+    dev = prepare_device(device, bool(deterministic))
     fed = load_federated(dataset_path, split_dir)
     models = load_run_models(Path(run_dir) / "models.pt", device=dev)
     explain_run(models, fed, dict(settings), int(seed), out_dir)

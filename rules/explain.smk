@@ -27,6 +27,8 @@ rule explain:
         settings=p_explain,
         seed=lambda w: int(w.seed),
         device=config["device"],
+        # engine.deterministic: deterministic CUDA kernels for the attributions too (no effect on a CPU)
+        deterministic=config["engine"]["deterministic"],
         code=p_explain_code,
     script:
         "../workflow_scripts/explain.py"

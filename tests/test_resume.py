@@ -49,12 +49,12 @@ train_run(synthetic_federated(**json.loads(sys.argv[2])), settings, 3, sys.argv[
 """
 
 
-def _run(out_dir, kill_after=None, settings=SETTINGS):
+def _run(out_dir, kill_after=None, settings=SETTINGS, fed=FED_KW):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop(KILL_ENV, None)
     if kill_after is not None:
         env[KILL_ENV] = str(kill_after)
-    return subprocess.run([sys.executable, "-c", SCRIPT, str(out_dir), json.dumps(FED_KW), json.dumps(settings)],
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(out_dir), json.dumps(fed), json.dumps(settings)],
                           env=env, capture_output=True, text=True, timeout=300)
 
 

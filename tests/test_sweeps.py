@@ -263,7 +263,7 @@ def test_a_dataset_runs_only_its_own_splits():
 
 
 @pytest.mark.parametrize("name, trainings", [("louvain-002-offline.yaml", 54), ("fedgwc-004-offline.yaml", 46),
-                                                     ("fedgwc-004-domains.yaml", 6)])
+                                                     ("fedgwc-004-domains.yaml", 6), ("paper-mnist5k.yaml", 56)])
 def test_offline_studies_plan_their_grid(tmp_path, name, trainings):
     """Each seed's offline study parses and plans its trainings and the report's six rules (its config text, e.g. a
     departure's "{0}", reaches the report's params unformatted)."""
@@ -277,6 +277,22 @@ def test_offline_studies_plan_their_grid(tmp_path, name, trainings):
     assert jobs["train"] == trainings
     assert all(jobs.get(r) == 1 for r in ("report_tables", "report_figures", "report_whatif", "report_late_clients",
                                           "report_explain", "report")), jobs
+
+
+def test_paper_mnist5k_trains_at_000_table_3():
+    """config/paper-mnist5k.yaml over config.yaml: 000's CNN with no constructor arguments (config.yaml's tinyvgg
+    {hidden: 8} must not merge in), SGD lr 0.01, batch 32, 3 local epochs, 50 rounds, 000's draw per client."""
+    cfg = cc.validate_config(cc.load_config(REPO / "config" / "config.yaml", REPO / "config" / "paper-mnist5k.yaml"))
+    assert sorted(a for _, a in cc.study_runs(cfg))[::8] == ["bcl", "bnc", "ocfl-aff", "ocfl-hdb", "ocfl-km",
+                                                               "ocfl-ms", "scl"]
+    for _, algorithm in cc.study_runs(cfg):
+        training = cc.run_settings(cfg, "mnist5k", algorithm)["training"]
+        assert not training["model_kwargs"] and {k: training[k] for k in ("model", "optimizer", "lr", "batch_size",
+                                                                           "local_epochs", "rounds")} == \
+            {"model": "ocfl-cnn", "optimizer": "sgd", "lr": 0.01, "batch_size": 32, "local_epochs": 3, "rounds": 50}
+    assert all(cc.split_settings(cfg, s)["samples_per_client"] is None for s in cfg["study"]["splits"])
+    scl = cc.run_settings(cfg, "mnist5k", "scl")["algorithm"]
+    assert {k: scl[k] for k in ("eps1", "eps2", "cooldown")} == {"eps1": 0.35, "eps2": 1.0, "cooldown": 30}  # Table 4
 
 
 def test_a_split_carries_its_home_papers_clients_and_participation():

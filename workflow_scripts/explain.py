@@ -8,4 +8,5 @@ from cflcore.logutil import run_job
 sm = snakemake  # noqa: F821
 run_job(sm.log[0], lambda: stages.explain(
     sm.input.dataset, Path(sm.input.manifest).parent, Path(sm.input.models).parent,
-    json.loads(sm.params.settings), sm.params.seed, Path(sm.output.insdel).parent, device=sm.params.device))
+    json.loads(sm.params.settings), sm.params.seed, Path(sm.output.insdel).parent, device=sm.params.device,
+    deterministic=sm.params.deterministic))

@@ -14,8 +14,10 @@ Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
 
 * ``trainer`` auto|loop|vmap (cflcore.fl.trainers); ``precision`` fp32|bf16 (autocast, fp32 master
   weights; evaluation autocast too)|fp64; ``channels_last`` (worth it on CPU for conv nets: about 1.5-1.8x
-  for tinyvgg); ``memory_budget_mb`` (vmap chunking, and whether start vectors are kept in RoundUpdates for a strategy
-  with ``needs_start_vectors``, i.e. Louvain);
+  for tinyvgg; ``auto``: on for a CPU, off on CUDA); ``memory_budget_mb`` (vmap chunking, and whether start vectors are
+  kept in RoundUpdates for a strategy with ``needs_start_vectors``, i.e. Louvain; ``auto``: 2048 on a CPU, a share of
+  the GPU on CUDA, cflcore.fl.trainers.resolve_memory_budget); ``deterministic`` (CUDA's deterministic kernels,
+  cflcore.fl.artifacts.set_deterministic; nothing on a CPU);
   ``threads`` (torch.set_num_threads); ``compile`` (loop trainer through torch.compile: faster steps after a
   one-off compilation, so only for long runs; see cflcore.fl.trainers.LoopTrainer).
 * ``server_optimizer`` sgd|adam|yogi, ``server_lr``, ``server_betas``, ``server_eps``, ``server_momentum``
@@ -64,7 +66,7 @@ from ..defaults import with_config_defaults
 from ..errors import CflError, ConfigError, TrainingDiverged
 from ..io import canonical_json, stable_hash, write_parquet
 from ..models import build_model, check_compatible
-from .artifacts import resolve_device, save_run_models
+from .artifacts import prepare_device, save_run_models
 from .checkpoint import load_latest, save_checkpoint
 from .deltas import restore_, to_deltas_
 from .evaluation import Evaluator, Scores
@@ -74,7 +76,7 @@ from .optim import ClientOptimizer
 from .personal import Personalisation, PersonalTrainer
 from .progress import Monitor, ProgressRecord, round_record
 from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
-from .trainers import TrainSpec, bf16_warning, derive_seed, resolve_trainer
+from .trainers import TrainSpec, bf16_warning, derive_seed, resolve_channels_last, resolve_memory_budget, resolve_trainer
 
 KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/test_resume.py)
 # test hook: raise TrainingDiverged after that round, once per attempt (a recorded failure, tests/test_faults.py)
@@ -676,8 +678,12 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     (cflcore.strategies.build_strategy), which the engine sets up for this federation."""
     # the schema's defaults under settings built by hand (a validated config's run settings carry them all)
     training, eng = with_config_defaults("datasets.*", settings["training"]), with_config_defaults("engine", settings.get("engine"))
-    device = resolve_device(str(with_config_defaults("", settings)["device"]))
+    device = prepare_device(str(with_config_defaults("", settings)["device"]), bool(eng["deterministic"]))
     torch.set_num_threads(int(eng["threads"]))
+    # `auto` values resolved for this device once; the engine reads the resolved ones (the run's settings and its
+    # checkpoints' config hash keep `auto`)
+    eng = {**eng, "memory_budget_mb": resolve_memory_budget(eng["memory_budget_mb"], device),
+           "channels_last": resolve_channels_last(eng["channels_last"], device)}
     model_name = training["model"]
     c, h, w = fed.shape
     check_compatible(model_name, (c, h, w), fed.n_classes, **dict(training.get("model_kwargs") or {}))

@@ -403,6 +403,35 @@ class VmapTrainer(Trainer):
             losses[i].append(loss[j])
 
 
+CPU_MEMORY_BUDGET_MB = 2048
+"""``engine.memory_budget_mb: auto`` on a CPU: the figure the CPU studies were measured and run with."""
+CUDA_MEMORY_SHARE = 8
+"""``engine.memory_budget_mb: auto`` on CUDA: 1/8 of the GPU's total memory. Total, not free: the chunking decides
+which vmapped kernels run (cuDNN and cuBLAS pick per batch shape), so a budget read from the free memory would make a
+run's bytes depend on what other jobs held when it started. With the gpu-workstation profile's 4 jobs a GPU, chunks
+hold at most half of it (the estimate in :meth:`VmapTrainer.chunk_size` is rough; issue 41 measured 10.8 GiB peak
+for ocfl-cnn at 100 clients under a 2 GB budget on an H100). The share is a design choice, not a measured optimum."""
+
+
+def resolve_memory_budget(value: int | str, device: torch.device) -> int:
+    """``engine.memory_budget_mb`` in MB: a number as given; ``auto`` = :data:`CPU_MEMORY_BUDGET_MB` on a CPU and
+    :data:`CUDA_MEMORY_SHARE`'s share of the GPU's total memory (``torch.cuda.mem_get_info``) on CUDA."""
+    if value != "auto":
+        return int(value)
+    if device.type != "cuda":
+        return CPU_MEMORY_BUDGET_MB
+    _, total = torch.cuda.mem_get_info(device)
+    return max(64, int(total // 2 ** 20 // CUDA_MEMORY_SHARE))
+
+
+def resolve_channels_last(value: bool | str, device: torch.device) -> bool:
+    """``engine.channels_last``: a boolean as given; ``auto`` = on for a CPU (1.5-1.8x faster convolutions there) and
+    off on CUDA, where cuDNN spent 26 % of a channels-last ocfl-cnn round transposing layouts (issue 41, H100)."""
+    if value == "auto":
+        return device.type != "cuda"
+    return bool(value)
+
+
 def resolve_trainer(name: str, device: torch.device) -> type[Trainer]:
     """``auto`` = loop on CPU, vmap on CUDA (docs/architecture.md §5)."""
     if name == "auto":

@@ -1,4 +1,5 @@
-"""Layers shared by the networks: a dropout whose masks come from an explicit generator."""
+"""Layers shared by the networks: a dropout whose masks come from an explicit generator, and a global average pool
+with a deterministic CUDA backward."""
 from __future__ import annotations
 
 from typing import Callable
@@ -42,6 +43,23 @@ class GeneratorDropout(nn.Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
+
+
+class GlobalAvgPool(nn.Module):
+    """``nn.AdaptiveAvgPool2d(1)``, except on CUDA: there the mean over the spatial dimensions, whose backward is
+    deterministic. ``adaptive_avg_pool2d``'s CUDA backward has no deterministic kernel (it raises under
+    ``torch.use_deterministic_algorithms(True)``, which ``engine.deterministic`` sets on CUDA). On a CPU the adaptive
+    pool runs as before, so CPU results keep their bytes; no parameters, so state dicts are unchanged."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return global_avg_pool(x)
+
+
+def global_avg_pool(x: torch.Tensor) -> torch.Tensor:
+    """:class:`GlobalAvgPool` as a function (for a network whose forward pools without a module)."""
+    if x.is_cuda:
+        return x.mean(dim=(-2, -1), keepdim=True)
+    return nn.functional.adaptive_avg_pool2d(x, 1)
 
 
 def dropout_modules(model: nn.Module) -> list[GeneratorDropout]:

@@ -2,10 +2,13 @@
 adapted to small images."""
 from __future__ import annotations
 
+import types
+
+import torch
 from torch import nn
 
 from . import MODELS
-from ._layers import GeneratorDropout
+from ._layers import GeneratorDropout, GlobalAvgPool, global_avg_pool
 
 
 @MODELS.register("mobilenetv2")
@@ -13,7 +16,8 @@ def build_mobilenetv2(in_channels: int, image_size: tuple[int, int], n_classes: 
                       dropout: float = 0.2) -> nn.Module:
     """torchvision's MobileNetV2 with: a stride-1 stem taking ``in_channels`` for images below 64 px (the
     usual CIFAR adaptation; total stride 16 instead of 32), ``n_classes`` outputs, and the classifier's
-    dropout replaced by :class:`GeneratorDropout` (explicit-generator masks)."""
+    dropout replaced by :class:`GeneratorDropout` (explicit-generator masks), and the global pool by
+    :func:`global_avg_pool` (deterministic on CUDA)."""
     from torchvision.models import mobilenet_v2  # lazy: importing torchvision costs ~2 s per job
 
     model = mobilenet_v2(weights=None, num_classes=n_classes, width_mult=width_mult, dropout=dropout)
@@ -23,7 +27,14 @@ def build_mobilenetv2(in_channels: int, image_size: tuple[int, int], n_classes: 
     nn.init.kaiming_normal_(model.features[0][0].weight, mode="fan_out")
     model.classifier[0] = GeneratorDropout(dropout)
     model.explain_layer = f"features.{len(model.features) - 1}.0"
+    model.forward = types.MethodType(_mobilenetv2_forward, model)
     return model
+
+
+def _mobilenetv2_forward(self: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """torchvision's MobileNetV2.forward with :func:`global_avg_pool` (the same on a CPU) in place of
+    ``adaptive_avg_pool2d``, whose CUDA backward has no deterministic kernel (engine.deterministic)."""
+    return self.classifier(torch.flatten(global_avg_pool(self.features(x)), 1))
 
 
 # MobileNet v1 body (Howard et al. 2017, Table 1): (output channels, stride) of the 13 depthwise-separable
@@ -79,7 +90,7 @@ class MobileNetV1(nn.Module):
             layers.append(depthwise_separable(c, scaled(channels, width_mult), s))
             c = scaled(channels, width_mult)
         self.features = nn.Sequential(*layers)
-        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.pool = GlobalAvgPool()  # AdaptiveAvgPool2d(1), deterministic on CUDA
         self.classifier = nn.Sequential(nn.Flatten(), GeneratorDropout(dropout), nn.Linear(c, n_classes))
         self.explain_layer = f"features.{len(layers) - 1}.3"  # the last pointwise conv
         for module in self.modules():

@@ -4,6 +4,7 @@ from __future__ import annotations
 from torch import nn
 
 from . import MODELS
+from ._layers import GlobalAvgPool
 
 
 class BasicBlock(nn.Module):
@@ -40,7 +41,7 @@ class ResNet(nn.Module):
             layers.append(nn.Sequential(*mods))
             c_in = c_out
         self.layer1, self.layer2, self.layer3, self.layer4 = layers
-        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.pool = GlobalAvgPool()  # AdaptiveAvgPool2d(1), deterministic on CUDA
         self.fc = nn.Linear(c_in, n_classes)
         self.explain_layer = f"layer4.{blocks[3] - 1}.conv2"
 
