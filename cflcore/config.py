@@ -337,10 +337,11 @@ def _check_study(cfg: Mapping[str, Any]) -> None:
     in_study = set(study["splits"])
     for section, names in (("datasets", study["datasets"]), ("algorithms", study["algorithms"])):
         for name in names:
-            for i, split in enumerate(cfg[section][name].get("splits") or []):
-                if split not in in_study:
-                    raise ConfigError(f"{entry_field(cfg, section, name)}.splits[{i}]: {split!r} is not a split of "
-                                      f"the study; allowed: {', '.join(study['splits'])} (study.splits)")
+            only = cfg[section][name].get("splits")
+            if only and not in_study.intersection(only):
+                raise ConfigError(f"{entry_field(cfg, section, name)}.splits: {only} names no split of the study, so "
+                                  f"{name!r} would run nowhere; allowed: at least one of {', '.join(study['splits'])} "
+                                  f"(study.splits)")
     for i, name in enumerate((cfg.get("whatif") or {}).get("algorithms") or []):
         if name not in study["algorithms"]:
             raise ConfigError(f"whatif.algorithms[{i}]: {name!r} is not a variant of the study, so it gets no what-if "
