@@ -106,6 +106,7 @@ def test_a_split_with_its_own_clients_is_named(tmp_path):
 
 def test_size_queries_match_what_the_loaders_load(tmp_path):
     for loader, rows in (("mnist5k", MNIST5K_ROWS), ("digits", DIGITS_ROWS)):
+        assert len(load_raw(loader, {"loader": loader}).labels) == rows  # the constants are the files' rows
         for tf, cap in ((0.2, None), (0.37, None), (0.2, 111)):
             s = {"loader": loader, "test_fraction": tf, "max_train": cap}
             assert train_size(s) == int(np.sum(load_raw(loader, s).part == "train"))
