@@ -19,6 +19,7 @@ Every error is one line naming the dotted field and the allowed values.
 from __future__ import annotations
 
 import copy
+import math
 import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -141,6 +142,7 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
     if isinstance(cfg.get("whatif"), dict):
         cfg["whatif"].pop(OWN_CLUSTERERS_KEY, None)  # derived by pass 3, never given
     schema = load_schema()
+    _check_finite(cfg)
     schema_check(cfg, schema)
     _fill_defaults(schema, cfg)
     expand_sweeps(cfg, engine_options=list(schema["properties"]["engine"]["properties"]))
@@ -151,6 +153,16 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
         _check_whatif_params(cfg.get("whatif") or {})
     check_feasible(cfg)
     return cfg
+
+
+def _check_finite(node: Any, field: str = "") -> None:
+    """No NaN or infinity anywhere (YAML's ``.nan`` / ``.inf``): JSON-schema bounds never refuse NaN (every comparison
+    with it is false), so ``participation: .nan`` would pass them and fail inside a job."""
+    if isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"{field or '<config>'}: {node!r} is not allowed; allowed: a finite number")
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in items:
+        _check_finite(v, f"{field}.{k}" if field else str(k))
 
 
 # Distributions whose presence or version a plug-in check consults (clusterer and model availability,
@@ -410,7 +422,8 @@ def _check_writable_dir(value: str, field: str) -> None:
 
 def _check_data_sizes(cfg: Mapping[str, Any]) -> None:
     """Every scenario's clients get at least ``MIN_SAMPLES_PER_CLIENT`` of the dataset's train samples on average
-    (``len(train) // clients``, what a split without ``samples_per_client`` draws per client, 000 §4.1), asked of
+    (``len(train) // clients``, what a split without ``samples_per_client`` draws per client, 000 §4.1), and a
+    split's ``samples_per_client`` is at most the train part's size, asked of
     the loader's size query (cflcore.data.loaders.train_size); skipped where the size is unknown before the data
     job."""
     from .data.loaders import train_size
@@ -423,7 +436,14 @@ def _check_data_sizes(cfg: Mapping[str, Any]) -> None:
         if d not in sizes:
             sizes[d] = train_size(data_settings(cfg, d))
         n_train = sizes[d]
-        if n_train is None or n_train // n >= MIN_SAMPLES_PER_CLIENT:
+        if n_train is None:
+            continue
+        draws = cfg["splits"][s["split"]].get("samples_per_client")
+        if isinstance(draws, int) and draws > n_train:
+            raise ConfigError(f"{entry_field(cfg, 'splits', s['split'])}.samples_per_client: {draws} draws per client "
+                              f"from the {n_train} train samples of dataset {d}; allowed: at most {n_train} (draws "
+                              f"beyond the train part only repeat samples, and cost memory per draw)")
+        if n_train // n >= MIN_SAMPLES_PER_CLIENT:
             continue
         field = (f"{entry_field(cfg, 'splits', s['split'])}.clients" if s["split"] in own_clients else "study.clients")
         raise ConfigError(f"{field}: {n} clients on dataset {d} (split {s['split']}) get {n_train // n} of its "

@@ -99,6 +99,15 @@ def test_clients_are_weighed_against_the_capped_train_part(tmp_path):
     assert "get 9 of its 179 train samples" in msg and "at most 17 clients" in msg
 
 
+def test_more_draws_per_client_than_train_samples_are_refused(tmp_path):
+    # found by tests/test_config_fuzz.py: samples_per_client 10**9 was accepted and the split job exhausted memory
+    split = {"generator": "ocfl", "samples_per_client": 1438}
+    msg = refused(layered({"splits": {"nonoverlap-balanced": split}}, base=TINY), tmp_path)
+    assert msg.startswith("splits.nonoverlap-balanced.samples_per_client: 1438 draws per client from the 1437 train")
+    cc.validate_config_cached(layered({"splits": {"nonoverlap-balanced": {**split, "samples_per_client": 1437}}},
+                                      base=TINY), tmp_path / "cache")
+
+
 def test_a_split_with_its_own_clients_is_named(tmp_path):
     cfg = layered({"splits": {"nonoverlap-balanced": {"clients": [6, 500]}}}, base=TINY)
     assert refused(cfg, tmp_path).startswith("splits.nonoverlap-balanced.clients: 500 clients on dataset digits")
@@ -132,6 +141,17 @@ def test_data_not_yet_there_is_no_reason_to_refuse(tmp_path):
     cfg = layered({"data_root": str(tmp_path / "nodata"), "datasets": {"digits": {"loader": "cifar10"}},
                    "study": {"clients": [5000]}}, base=TINY)
     cc.validate_config_cached(cfg, tmp_path / "cache")
+
+
+@pytest.mark.parametrize("override,expected", [
+    ({"splits": {"nonoverlap-balanced": {"participation": float("nan")}}},
+     "splits.nonoverlap-balanced.participation: nan is not allowed; allowed: a finite number"),
+    ({"datasets": {"digits": {"lr": float("inf")}}}, "datasets.digits.lr: inf is not allowed"),
+    ({"study": {"clients": [6, float("-inf")]}}, "study.clients.1: -inf is not allowed"),
+])
+def test_nan_and_infinity_are_refused(tmp_path, override, expected):
+    # found by tests/test_config_fuzz.py: NaN passes every JSON-schema bound, and participation .nan crashed validation
+    assert refused(layered(override, base=TINY), tmp_path).startswith(expected)
 
 
 # ---------------------------------------------------------------------------------------------- shares
