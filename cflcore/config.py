@@ -244,7 +244,7 @@ def _check_names(cfg: dict[str, Any]) -> None:
         for i, split in enumerate(ds.get("splits") or []):
             if split not in cfg["splits"]:
                 raise ConfigError(f"datasets.{name}.splits[{i}]: unknown split {split!r}; defined: {', '.join(sorted(cfg['splits']))}")
-    study["algorithms"] = list(study.get("algorithms") or sorted(cfg["algorithms"]))
+    study["algorithms"] = list(sorted(cfg["algorithms"]) if study.get("algorithms") is None else study["algorithms"])
     for i, name in enumerate(study["algorithms"]):
         if name not in cfg["algorithms"]:
             raise ConfigError(

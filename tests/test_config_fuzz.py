@@ -106,26 +106,35 @@ def reference_names(cfg: dict) -> list[str]:
     return sorted({name for section in NAMES if isinstance(cfg.get(section), dict) for name in cfg[section]})
 
 
+def applicable(cfg: dict, path: tuple) -> list[str]:
+    value = get(cfg, path)
+    ops = ["drop", "type"]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        ops.append("bounds")
+    if isinstance(value, list):
+        ops.append("empty")
+    if isinstance(value, str) or (len(path) == 2 and path[0] in NAMES and isinstance(cfg[path[0]], dict)):
+        ops.append("rename")
+    return ops
+
+
 @st.composite
 def mutants(draw) -> tuple[str, dict, list[str]]:
+    """A base config and 1-3 mutations. The kind of mutation is drawn first, then a path it applies to, so the few
+    numbers and lists of a config are pushed as often as its many keys are dropped."""
     base_name = draw(st.sampled_from(sorted(BASES)))
     cfg = copy.deepcopy(BASES[base_name])
     log = [base_name]
     for _ in range(draw(st.integers(1, 3))):
-        every = paths(cfg)
-        if not every:
+        by_op: dict[str, list[tuple]] = {}
+        for path in paths(cfg):
+            for op in applicable(cfg, path):
+                by_op.setdefault(op, []).append(path)
+        if not by_op:
             break
-        path = draw(st.sampled_from(every))
+        op = draw(st.sampled_from(sorted(by_op)))
+        path = draw(st.sampled_from(by_op[op]))
         value = get(cfg, path)
-        ops = ["drop", "type"]
-        if isinstance(value, (int, float)):
-            ops.append("bounds")
-        if isinstance(value, list):
-            ops.append("empty")
-        defines = len(path) == 2 and path[0] in NAMES and isinstance(cfg[path[0]], dict)
-        if isinstance(value, str) or defines:
-            ops.append("rename")
-        op = draw(st.sampled_from(ops))
         if op == "drop":
             drop(cfg, path)
         elif op == "type":
@@ -135,7 +144,7 @@ def mutants(draw) -> tuple[str, dict, list[str]]:
             put(cfg, path, draw(st.sampled_from(past_bounds(value))))
         elif op == "empty":
             put(cfg, path, [])
-        elif defines:  # rename the key that defines a dataset, split or variant
+        elif len(path) == 2 and path[0] in NAMES and isinstance(cfg[path[0]], dict):  # the key defining an entry
             new = draw(st.sampled_from(["renamed", *[n for n in reference_names(cfg) if n != path[1]]]))
             section = get(cfg, path[:1])
             section[new] = section.pop(path[1])
@@ -272,7 +281,6 @@ def test_the_fuzzer_both_refuses_and_runs():
     """The sample above exercises both outcomes (it would prove nothing if every mutant were refused)."""
     if not any(OUTCOMES.values()):
         pytest.skip("the fuzz test did not run in this process")
-    print(OUTCOMES)
     assert OUTCOMES["refused"] > 0 and OUTCOMES["ran"] > 0, OUTCOMES
 
 
