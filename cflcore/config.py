@@ -10,7 +10,7 @@ Validation happens in three passes, all before any job starts:
 3. with ``plugins=True`` (the default; the workflow and the CLI), registry checks that need the plug-in
    classes: each algorithm variant against its strategy plug-in's own ``params_schema``, split generator
    parameters, and each ``whatif`` clusterer against its clusterer's ``params_schema``.
-Two more passes check what the fields mean together (:func:`_check_study`, after pass 2: no empty grid, every
+Two more passes check what the fields mean together (:func:`_check_study`, after pass 3: no empty grid, every
 name a study entry gives is in the study, participation samples a client) and what the machine can do
 (:func:`check_feasible`, last, never remembered by :func:`validate_config_cached`: the results directory can be
 written, the data gives every client its minimum of samples, asked of the loader's size query, never loaded).
@@ -147,10 +147,10 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
     _fill_defaults(schema, cfg)
     expand_sweeps(cfg, engine_options=list(schema["properties"]["engine"]["properties"]))
     _check_names(cfg)
-    _check_study(cfg)
     if plugins:
         _check_registries(cfg)
         _check_whatif_params(cfg.get("whatif") or {})
+    _check_study(cfg)  # after each entry's own checks: an entry's error is named before a combination's
     check_feasible(cfg)
     return cfg
 
