@@ -10,11 +10,16 @@ Validation happens in three passes, all before any job starts:
 3. with ``plugins=True`` (the default; the workflow and the CLI), registry checks that need the plug-in
    classes: each algorithm variant against its strategy plug-in's own ``params_schema``, split generator
    parameters, and each ``whatif`` clusterer against its clusterer's ``params_schema``.
+Two more passes check what the fields mean together (:func:`_check_study`, after pass 3: no empty grid, every
+name a study entry gives is in the study, participation samples a client) and what the machine can do
+(:func:`check_feasible`, last, never remembered by :func:`validate_config_cached`: the results directory can be
+written, the data gives every client its minimum of samples, asked of the loader's size query, never loaded).
 Every error is one line naming the dotted field and the allowed values.
 """
 from __future__ import annotations
 
 import copy
+import math
 import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -137,6 +142,7 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
     if isinstance(cfg.get("whatif"), dict):
         cfg["whatif"].pop(OWN_CLUSTERERS_KEY, None)  # derived by pass 3, never given
     schema = load_schema()
+    _check_finite(cfg)
     schema_check(cfg, schema)
     _fill_defaults(schema, cfg)
     expand_sweeps(cfg, engine_options=list(schema["properties"]["engine"]["properties"]))
@@ -148,7 +154,19 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
         from .fl.progress import check_tensorboard
 
         check_tensorboard()
+    _check_study(cfg)  # after each entry's own checks: an entry's error is named before a combination's
+    check_feasible(cfg)
     return cfg
+
+
+def _check_finite(node: Any, field: str = "") -> None:
+    """No NaN or infinity anywhere (YAML's ``.nan`` / ``.inf``): JSON-schema bounds never refuse NaN (every comparison
+    with it is false), so ``participation: .nan`` would pass them and fail inside a job."""
+    if isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"{field or '<config>'}: {node!r} is not allowed; allowed: a finite number")
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in items:
+        _check_finite(v, f"{field}.{k}" if field else str(k))
 
 
 # Distributions whose presence or version a plug-in check consults (clusterer and model availability,
@@ -194,9 +212,12 @@ def validate_config_cached(cfg: Mapping[str, Any], cache_dir: str | Path) -> dic
     path = Path(cache_dir) / f"{validation_key(cfg)}.json"
     if path.is_file():
         try:
-            return json.loads(path.read_text())
+            validated = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError, UnicodeDecodeError):
             pass  # unreadable: validate again and rewrite it
+        else:
+            check_feasible(validated)  # the machine may have changed since (pass 4 is never remembered)
+            return validated
     validated = validate_config(cfg)
     try:
         exact = json.loads(json.dumps(validated)) == validated
@@ -228,7 +249,7 @@ def _check_names(cfg: dict[str, Any]) -> None:
         for i, split in enumerate(ds.get("splits") or []):
             if split not in cfg["splits"]:
                 raise ConfigError(f"datasets.{name}.splits[{i}]: unknown split {split!r}; defined: {', '.join(sorted(cfg['splits']))}")
-    study["algorithms"] = list(study.get("algorithms") or sorted(cfg["algorithms"]))
+    study["algorithms"] = list(sorted(cfg["algorithms"]) if study.get("algorithms") is None else study["algorithms"])
     for i, name in enumerate(study["algorithms"]):
         if name not in cfg["algorithms"]:
             raise ConfigError(
@@ -324,6 +345,116 @@ def _check_population(cfg: Mapping[str, Any]) -> None:
         for params, field in _variant_instances(cfg, name):
             for n in cfg["study"]["clients"]:
                 cls.check_population(strategy_params(params), int(n), field)
+
+
+def _check_study(cfg: Mapping[str, Any]) -> None:
+    """Cross-field checks that need no plug-in and no data: a grid that plans runs, study entries that name
+    only what the study runs, and a participation that samples a client in every run."""
+    study = cfg["study"]
+    in_study = set(study["splits"])
+    for section, names in (("datasets", study["datasets"]), ("algorithms", study["algorithms"])):
+        for name in names:
+            only = cfg[section][name].get("splits")
+            if only and not in_study.intersection(only):
+                raise ConfigError(f"{entry_field(cfg, section, name)}.splits: {only} names no split of the study, so "
+                                  f"{name!r} would run nowhere; allowed: at least one of {', '.join(study['splits'])} "
+                                  f"(study.splits)")
+    for i, name in enumerate((cfg.get("whatif") or {}).get("algorithms") or []):
+        if name not in study["algorithms"]:
+            raise ConfigError(f"whatif.algorithms[{i}]: {name!r} is not a variant of the study, so it gets no what-if "
+                              f"replay; allowed: {', '.join(study['algorithms'])} (study.algorithms)")
+    runs = study_runs(cfg)
+    if not runs:
+        raise ConfigError(f"study: the grid plans no run (datasets {study['datasets']}, splits {study['splits']}, "
+                          f"algorithms {study['algorithms']}); allowed: a dataset and a variant that share a split")
+    planned = {a for _, a in runs}
+    for i, name in enumerate(study["algorithms"]):
+        if name not in planned:
+            raise ConfigError(f"study.algorithms[{i}]: {name!r} runs on no split of the study "
+                              f"({entry_field(cfg, 'algorithms', name)}.splits); allowed: a variant with a run")
+    counts = sorted({s["clients"] for s, _ in runs})
+    for i, n in enumerate((study.get("explain") or {}).get("clients") or []):
+        if n not in counts:
+            raise ConfigError(f"study.explain.clients[{i}]: {n} is not a client count of the study, so nothing is "
+                              f"explained for it; allowed: {', '.join(map(str, counts))}")
+    for scenario, algorithm in runs:
+        _check_participation(cfg, scenario, algorithm)
+
+
+def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], algorithm: str) -> None:
+    """The engine samples round(participation × clients) clients a round (cflcore.fl.run.sample_clients): that must
+    be at least one, or the run would silently train one client where the config asks for none."""
+    d, sp, n = scenario["dataset"], scenario["split"], int(scenario["clients"])
+    p = float(run_settings(cfg, d, algorithm, sp)["engine"]["participation"])
+    if p >= 1.0 or round(p * n) >= 1:
+        return
+    override = (cfg["datasets"][d].get("algorithm_params") or {}).get(algorithm) or {}
+    if "participation" in (override.get("engine") or {}):
+        field = f"datasets.{d}.algorithm_params.{algorithm}.engine.participation"
+    elif "participation" in (cfg["algorithms"][algorithm].get("engine") or {}):
+        field = f"{entry_field(cfg, 'algorithms', algorithm)}.engine.participation"
+    elif "participation" in cfg["splits"][sp]:
+        field = f"{entry_field(cfg, 'splits', sp)}.participation"
+    else:
+        field = "engine.participation"
+    raise ConfigError(f"{field}: {p} samples no client of {n} (round({p} × {n}) = 0; run {d}/{sp}/{algorithm}); "
+                      f"allowed: a participation above {0.5 / n:.4g} with {n} clients")
+
+
+def check_feasible(cfg: Mapping[str, Any]) -> None:
+    """What the machine must give a validated config (never remembered: the disk and the data may change): a
+    results directory that can be created and written, and a train part that gives every client of every
+    scenario its minimum of samples. Reads no data and writes nothing."""
+    _check_writable_dir(str(cfg["results_dir"]), "results_dir")
+    _check_data_sizes(cfg)
+
+
+def _check_writable_dir(value: str, field: str) -> None:
+    """``value`` is a directory this process can write, or one it can create: its nearest existing ancestor is a
+    writable directory. Nothing is created (parsing the Snakefile never changes files)."""
+    import os
+
+    path = Path(value).absolute()
+    existing = next(p for p in (path, *path.parents) if p.exists() or p == p.parent)
+    if not existing.is_dir():
+        raise ConfigError(f"{field}: {value!r} cannot be created: {str(existing)!r} is not a directory; "
+                          f"allowed: a directory this user can write, or a new one under such a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "is not writable" if existing == path else f"cannot be created in {str(existing)!r} (not writable)"
+        raise ConfigError(f"{field}: {value!r} {what}; allowed: a directory this user can write, or a new one "
+                          f"under such a directory")
+
+
+def _check_data_sizes(cfg: Mapping[str, Any]) -> None:
+    """Every scenario's clients get at least ``MIN_SAMPLES_PER_CLIENT`` of the dataset's train samples on average
+    (``len(train) // clients``, what a split without ``samples_per_client`` draws per client, 000 §4.1), and a
+    split's ``samples_per_client`` is at most the train part's size, asked of
+    the loader's size query (cflcore.data.loaders.train_size); skipped where the size is unknown before the data
+    job."""
+    from .data.loaders import train_size
+    from .data.splits import MIN_SAMPLES_PER_CLIENT
+
+    sizes: dict[str, int | None] = {}
+    own_clients = split_clients(cfg)
+    for s in scenarios(cfg):
+        d, n = s["dataset"], s["clients"]
+        if d not in sizes:
+            sizes[d] = train_size(data_settings(cfg, d))
+        n_train = sizes[d]
+        if n_train is None:
+            continue
+        draws = cfg["splits"][s["split"]].get("samples_per_client")
+        if isinstance(draws, int) and draws > n_train:
+            raise ConfigError(f"{entry_field(cfg, 'splits', s['split'])}.samples_per_client: {draws} draws per client "
+                              f"from the {n_train} train samples of dataset {d}; allowed: at most {n_train} (draws "
+                              f"beyond the train part only repeat samples, and cost memory per draw)")
+        if n_train // n >= MIN_SAMPLES_PER_CLIENT:
+            continue
+        field = (f"{entry_field(cfg, 'splits', s['split'])}.clients" if s["split"] in own_clients else "study.clients")
+        raise ConfigError(f"{field}: {n} clients on dataset {d} (split {s['split']}) get {n_train // n} of its "
+                          f"{n_train} train samples each; allowed: at most {n_train // MIN_SAMPLES_PER_CLIENT} "
+                          f"clients ({MIN_SAMPLES_PER_CLIENT} samples each, the split's minimum; "
+                          f"datasets.{d}.max_train and test_fraction set the train part)")
 
 
 STUDY_KEYS = ("splits", "engine")

