@@ -117,7 +117,7 @@ def test_silhouette_method_uses_the_sampled_clients_global_ids():
     assert per_round.loc[0, "silhouette_method"] == pytest.approx(0.75, abs=1e-12)
     assert pd.isna(per_round.loc[1, "silhouette_method"])
     assert frame.set_index("kind").loc["mean", "silhouette_method"] == pytest.approx(0.75, abs=1e-12)
-    assert list(frame.columns)[-1] == "silhouette_method"  # appended: the older columns keep their place
+    assert list(frame.columns)[-2:] == ["silhouette_method", "silhouette_authors"]  # appended: older columns keep their place
 
 
 def test_evaluate_run_reads_the_runs_divergence(runs, tmp_path):

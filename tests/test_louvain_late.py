@@ -21,7 +21,7 @@ from cflcore.fl.run import KILL_ENV
 from test_resume import _assert_same_outputs, kill_and_resume
 from test_strategies import TRUTH, config_with, louvain_round, make, save_load
 
-LATE = {"method": "louvain", "attribution": "late", "late_round": 2}
+LATE = {"method": "louvain", "attribution": "late", "late_round": 2, "late_start": "own"}  # communities train their own
 SWAPPED = np.arange(15) % 3  # another planted partition of the same 15 clients
 
 
@@ -50,6 +50,21 @@ def test_late_is_avg_then_freezes_the_communities_of_late_round():
     forgotten = save_load(strategy, LATE)
     forgotten.frozen = False  # what a load_state_dict that drops the flag would give
     assert not np.array_equal(forgotten.aggregate(louvain_round(5, labels=SWAPPED)).assignment.labels, frozen)
+
+
+def test_late_from_the_global_model_trains_from_wt_and_is_evaluated_with_its_community():
+    """late_start global (the default, 002 §V-B2's "unique global model"): after late_round every client trains
+    from W_t, while the frozen communities still give each client its community's model for evaluation."""
+    strategy = make({**LATE, "late_start": "global"})
+    for rnd in range(3):
+        strategy.aggregate(louvain_round(rnd, labels=TRUTH))
+    frozen = strategy.assignment.labels
+    assert strategy.frozen
+    models = {c: torch.zeros(300) for c in np.unique(frozen)}
+    assert all(spec == {c: pytest.approx(1 / 3) for c in models}
+               for spec in strategy.configure(3, np.arange(15), None, models).values())
+    assert strategy.personalised(models) == {q: int(frozen[q]) for q in range(15)}
+    assert make({"method": "louvain", "attribution": "late"}).params["late_start"] == "global"
 
 
 def test_clients_unseen_when_late_freezes_stay_newcomers_on_the_global_model():
@@ -82,7 +97,7 @@ LATE_ROUND = 4
 
 def late_settings(study) -> dict:
     settings = study.settings("louvain")
-    settings["algorithm"].update(attribution="late", late_round=LATE_ROUND)
+    settings["algorithm"].update(attribution="late", late_round=LATE_ROUND, late_start="own")
     return settings
 
 

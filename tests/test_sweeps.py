@@ -241,7 +241,14 @@ def test_louvain_002_configs_are_one_study():
     extra = {"louvain-superclass@attribution=avg", "louvain-superclass@attribution=1nn"}
     assert offline["sweep_index"]["algorithms"].keys() - paper["sweep_index"]["algorithms"].keys() == extra
     assert paper["sweep_index"]["algorithms"].keys() <= offline["sweep_index"]["algorithms"].keys()
-    assert offline["study"]["splits"] == [*paper["study"]["splits"], "superclass"]
+    # Figs. 3-5 run offline on the 002-like community splits (distinct majority digits in two groups, issue 42), the
+    # paper's majority-mk / majority in shape: the m_k sweep and m_k 0.7
+    rename = {"majority-mk": "community-mk", "majority": "community"}
+    assert offline["study"]["splits"] == [*(s.replace(*next((k, v) for k, v in rename.items() if s.startswith(k)), 1)
+                                            for s in paper["study"]["splits"]), "superclass"]
+    for name in ("community-mk@majority_share=0.7", "community"):
+        assert offline["splits"][name]["generator"] == "majority" and offline["splits"][name]["majority_share"] == 0.7
+        assert len({c for group in offline["splits"][name]["class_sets"] for c in group}) == 10
     assert offline["study"]["algorithms"] == [*paper["study"]["algorithms"], *sorted(extra, reverse=True)]
     assert paper["study"]["clients"] == offline["study"]["clients"] == [10]
     assert paper["study"]["seeds"] == [0, 1, 2, 3] and len(offline["study"]["seeds"]) >= 2
@@ -262,8 +269,8 @@ def test_a_dataset_runs_only_its_own_splits():
         config(study={"datasets": ["mnist5k", "digits"]}, datasets={"digits": {"splits": ["nb"]}})
 
 
-@pytest.mark.parametrize("name, trainings", [("louvain-002-offline.yaml", 54), ("fedgwc-004-offline.yaml", 46),
-                                                     ("fedgwc-004-domains.yaml", 6), ("paper-mnist5k.yaml", 56)])
+@pytest.mark.parametrize("name, trainings", [("louvain-002-offline.yaml", 81), ("fedgwc-004-offline.yaml", 46),
+                                             ("fedgwc-004-domains.yaml", 6), ("paper-mnist5k.yaml", 56)])
 def test_offline_studies_plan_their_grid(tmp_path, name, trainings):
     """Each seed's offline study parses and plans its trainings and the report's six rules (its config text, e.g. a
     departure's "{0}", reaches the report's params unformatted)."""

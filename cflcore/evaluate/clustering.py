@@ -49,6 +49,7 @@ from ..metrics import (
     external_scores,
     personalisation_by_round,
     personalisation_scores,
+    silhouette_authors_from_distances,
     silhouette_from_distances,
     silhouette_from_gram,
     wasserstein_davies_bouldin,
@@ -59,7 +60,9 @@ SCORE_COLUMNS = (
     "ari", "rand", "ami", "completeness", "homogeneity", "v_measure",
     "silhouette", "davies_bouldin", "was", "wadb", "n_clusters", "n_sampled",
 )
-METHOD_SCORE_COLUMNS = ("silhouette_method",)  # scores on the method's own matrix (appended: older columns keep their place)
+METHOD_SCORE_COLUMNS = ("silhouette_method", "silhouette_authors")
+"""Scores on the method's own matrix (appended: older columns keep their place): sklearn's silhouette and 002's
+authors' variant (cflcore.metrics.internal.silhouette_authors_from_distances)."""
 SUMMARY_COLUMNS = ("clustering_round", "first_clustering_round", "ever_clustered", "n_rounds_scored")
 CLUSTERING_COLUMNS = ["kind", "round", *SCORE_COLUMNS, *SUMMARY_COLUMNS, *METHOD_SCORE_COLUMNS]
 PERSONALISATION_COLUMNS = ["kind", "round", "pf1", "gf1", "learning_gap", "local_bacc", "orch_bacc", "local_acc",
@@ -217,6 +220,8 @@ def round_scores(part: RoundPartition, truth: GroundTruth, gram: np.ndarray | No
         "n_clusters": int(len(np.unique(labels))),
         "n_sampled": int(part.sampled.size),
         "silhouette_method": None if divergence is None else silhouette_from_distances(divergence, sampled_labels),
+        "silhouette_authors": None if divergence is None else silhouette_authors_from_distances(divergence,
+                                                                                                 sampled_labels),
     }
 
 

@@ -105,6 +105,13 @@ class ModelLayout:
                 last = prefix
         return tuple(sizes)
 
+    def array_sizes(self, bn_buffers_in_delta: bool, bn_local: bool) -> tuple[int, ...]:
+        """Sizes of the shared vector's per-array blocks (one per parameter or shared buffer tensor, a module's
+        weight and bias apart): 002's authors' eq. 2 takes one factor per weight array (``layer_sizes`` merges a
+        module's arrays into one layer)."""
+        return tuple(e.numel for e in self.entries
+                     if not (bn_local and e.is_bn) and (e.is_param or bn_buffers_in_delta))
+
     # ----- module <-> vector ----------------------------------------------------------------------
     def tensors(self, model: nn.Module) -> list[torch.Tensor]:
         """The module's parameter and float-buffer tensors, in layout order."""

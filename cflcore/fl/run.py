@@ -710,7 +710,8 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     evaluator = Evaluator(make(0), layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
     strategy.setup(StrategyContext(fed.n_clients, int(len(part.shared)), int(seed), device,
                                    float(eng["participation"]), fed.n_true_clusters, dtype,
-                                   layout.layer_sizes(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")))
+                                   layout.layer_sizes(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local"),
+                                   layout.array_sizes(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")))
     make_init = lambda i: layout.flatten(make(i)).to(device=device, dtype=dtype)[part.shared]  # noqa: E731
     models = {int(k): v.to(device=device, dtype=dtype).clone() for k, v in strategy.initial_models(init_full[part.shared].clone(), make_init).items()}
     state = EngineState(0, models, {k: init_full[part.extra].clone() for k in models}, {},

@@ -17,6 +17,7 @@ from .internal import (
     distances_from_gram,
     embedding_from_gram,
     partition_is_scorable,
+    silhouette_authors_from_distances,
     silhouette_from_distances,
     silhouette_from_gram,
 )
@@ -40,7 +41,7 @@ __all__ = [
     "EXTERNAL_SCORES", "adjusted_mutual_info", "adjusted_rand", "completeness", "external_scores",
     "homogeneity", "published_com", "rand_index", "v_measure",
     "davies_bouldin_from_gram", "distances_from_gram", "embedding_from_gram", "partition_is_scorable",
-    "silhouette_from_distances", "silhouette_from_gram",
+    "silhouette_authors_from_distances", "silhouette_from_distances", "silhouette_from_gram",
     "PersonalisationScores", "learning_gap", "personalisation_by_round", "personalisation_scores",
     "size_weighted_bacc",
     "class_frequencies", "rank_sorted", "sorted_frequency_wasserstein", "wasserstein_davies_bouldin",

@@ -93,3 +93,32 @@ def silhouette_from_distances(distances: np.ndarray, labels: Sequence[int]) -> f
     sym = np.clip(0.5 * (distances + distances.T), 0.0, None)
     np.fill_diagonal(sym, 0.0)
     return float(silhouette_score(sym, labels, metric="precomputed"))
+
+
+def silhouette_authors_from_distances(distances: np.ndarray, labels: Sequence[int]) -> float | None:
+    """002's authors' silhouette (``ClusteringEvaluator.silhouette_score`` in albenoit/DeepLearningTools, re-derived)
+    on a precomputed distance matrix, beside sklearn's :func:`silhouette_from_distances`: a(i) is the mean distance
+    from i to every member of its cluster *including itself* (so a singleton has a = 0 and scores 1); the other
+    cluster compared is the nearest one by its centre, here its medoid (the member with the least summed distance
+    to the others: only distances are recorded, so the centroid the authors take on vectors is not available);
+    b(i) is the mean distance from i to that cluster's members; s(i) = (b − a) / max(a, b) over all nodes. None
+    with fewer than two clusters or a non-finite matrix."""
+    d = np.asarray(distances, dtype=np.float64)
+    labels = np.asarray(labels).ravel()
+    if labels.size != d.shape[0]:
+        raise DataError(f"distances: {d.shape[0]} clients but {labels.size} labels; they must match")
+    clusters = np.unique(labels)
+    if len(clusters) < 2 or not np.isfinite(d).all():
+        return None
+    sym = np.clip(0.5 * (d + d.T), 0.0, None)
+    np.fill_diagonal(sym, 0.0)
+    members = {c: np.flatnonzero(labels == c) for c in clusters}
+    medoid = {c: int(m[np.argmin(sym[np.ix_(m, m)].sum(axis=1))]) for c, m in members.items()}
+    scores = np.empty(labels.size)
+    for i in range(labels.size):
+        own = labels[i]
+        a = float(sym[i, members[own]].mean())
+        nearest = min((c for c in clusters if c != own), key=lambda c: (sym[i, medoid[c]], c))
+        b = float(sym[i, members[nearest]].mean())
+        scores[i] = 0.0 if max(a, b) == 0 else (b - a) / max(a, b)
+    return float(scores.mean())

@@ -501,11 +501,13 @@ def claims_checks(claims: pd.DataFrame | None) -> list[PaperCheck]:
         return []
     checks = []
     for paper, rows in claims.groupby("paper", sort=False):
-        held = int((rows["holds"] == "yes").sum())
-        tested = int((rows["holds"] != "n/a").sum())
-        text = (f"{held} of {tested} testable claims hold ({len(rows) - tested} not testable in this study). Each row "
-                f"is one qualitative claim of {paper}, our measured values (final round, mean over seeds), and whether "
-                "it holds; a claim that does not hold says why in *Note*.\n\n")
+        count = rows["holds"].value_counts()
+        held, against, unsure = (int(count.get(w, 0)) for w in ("holds", "contradicted", "inconclusive"))
+        tested = held + against + unsure
+        text = (f"{held} of {tested} testable claims hold, {against} are contradicted and {unsure} are inconclusive "
+                f"(within the seed noise or partly unmeasured); {len(rows) - tested} not testable in this study. Each "
+                f"row is one qualitative claim of {paper}, our measured values (final round, mean over seeds), and its "
+                "verdict (holds / contradicted / inconclusive / n/a); *Note* gives the reason with its numbers.\n\n")
         frame = rows[["where", "claim", "ours", "holds", "note"]].rename(columns=str.capitalize)
         checks.append(PaperCheck(f"Paper check ({paper}): its claims against this study", text, [(f"{paper}: claims", frame)]))
     return checks

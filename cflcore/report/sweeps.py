@@ -42,7 +42,7 @@ SWEEP_METRICS = {
 the orchestrator test set, the balanced held-out set 002 scores on; the silhouette on the updates is drawn only
 where the method records no distance of its own."""
 SUMMARY_METRICS = [*SWEEP_METRICS, "rand", "was", "wadb", "pf1", "gf1", "local_bacc", "local_bacc_weighted",
-                   "global_orch_acc"]
+                   "global_orch_acc", "silhouette_authors"]
 """Every final-round score :func:`sweep_summary` records (the claims of the paper checks read them too)."""
 ROUND_METRICS = {"ari": "ARI", "silhouette_method": "silhouette (own distance)", "silhouette": "silhouette (updates)",
                  "local_acc": "accuracy (own model)", "global_acc": "accuracy (global model W_t)"}

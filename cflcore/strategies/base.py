@@ -70,6 +70,7 @@ class StrategyContext:
     n_true_clusters: int | None = None
     dtype: torch.dtype = torch.float32
     layer_sizes: tuple[int, ...] | None = None  # sizes of the flat vector's per-layer blocks (002 eq. 2)
+    array_sizes: tuple[int, ...] | None = None  # sizes of its per-array blocks (002's authors' eq. 2)
 
     def generator(self, *stream: int) -> np.random.Generator:
         """A numpy generator derived from the root seed and a stream id (never a global RNG)."""

@@ -2,8 +2,8 @@
 
 Aggregation (002 Algorithm 1): the client graph of known clients is updated with this round's
 pairwise distances (trusted distance, eq. 2, or cosine), turned into similarities by min–max
-normalisation (eq. 3) and cubed (``exponent``, §IV-A); Louvain communities (networkx, seeded per round)
-give the partition; each community model is the mean of its members' models (eq. 1),
+normalisation (eq. 3) and cubed (``exponent``, §IV-A); Louvain communities (networkx; node order fixed per
+run by default, ``louvain_order``) give the partition; each community model is the mean of its members' models (eq. 1),
 which the engine's FedAvg aggregation computes. Cluster ids are kept stable across rounds by matching
 communities to the previous partition (Hungarian on overlaps); ``inherit`` seeds every community's
 model from the previous cluster most of its members came from.
@@ -15,14 +15,16 @@ model; ``wnn`` = the k = 3 nearest community models mixed with weights u = softm
 the model towards zero; the u are already normalised, so the mix uses u alone (a convex mix). A client
 never seen before gets the global model (Alg. 2, l. 4).
 
-``late`` (002 §V-B2, after Espinoza-Castellon et al. 2022): AVG while training rounds 0..``late_round``
+``late`` (002 §V-B2, after Espinoza-Castellon et al. 2022; ``late_start``): AVG while training rounds 0..``late_round``
 (0-based, as in history.parquet; 002 clusters "at round 10" of Flower's 1-based rounds, our round 9, the
 default), with Louvain's communities recorded every round as for AVG (002 Fig. 5c shows Late's ARI
 converging before round 10, "following the clustering phase applied at round 10, the later cluster
 personalization phase maintains the communities"); the communities found after ``late_round``'s training
 are then frozen: no later round re-clusters, each community model is the mean of its members (eq. 1) and
-each client is evaluated with (from ``late_round`` on) and trains from (from ``late_round`` + 1 on) its own
-community's model (1NN's attribution with the frozen partition). A client never
+each client is evaluated with its own community's model (from ``late_round`` on; 1NN's attribution with the frozen
+partition). It trains (from ``late_round`` + 1 on) from the global model W_t (``late_start: global``, the default:
+002 explains Late's low silhouette by its "reliance on a unique global model") or from its own community's model
+(``own``, this package's earlier reading). A client never
 seen by then stays a newcomer and gets the global model (Alg. 2, l. 4). The trusted distances are still
 measured and recorded every round (divergence.parquet: the method's space, for its silhouette). A
 ``late_round`` at or after the last round is AVG throughout.
@@ -55,7 +57,9 @@ by the factor (max − min)^e, and modularity is invariant to scaling every edge
 partition is the same up to floating point; the similarity *distributions* differ (002 Fig. 2).
 
 Layers (eq. 2 is a product over layers): ``layer_sizes`` (parameter counts per layer, in flat order),
-else ``ctx.layer_sizes`` if the engine provides it, else the whole vector is ONE layer and trusted
+else the engine's blocks (``eq2_product``: ``array``, the default, one factor per parameter array as the authors'
+``methods.deep_relative_trust`` takes one per weight array, ``ctx.array_sizes``; ``module``, one factor per module,
+its weight and bias merged, ``ctx.layer_sizes``), else the whole vector is ONE layer and trusted
 distance reduces to ‖w_a − w_b‖ / ‖w_a‖. Eq. 2 is asymmetric; the graph uses the mean of both
 directions. Models come from ``RoundUpdates.params`` (start + delta): when the engine did not keep the
 start vectors (they exceed ``engine.memory_budget_mb``) the run stops with a ConfigError naming the
@@ -67,6 +71,34 @@ to a limited number of large clusters", the convention of python-louvain's ``bes
 multiplies the null-model term instead (Σ_c [L_c/m − γ(d_c/2m)²]: γ > 1 gives smaller communities), and
 the two objectives are proportional for γ = 1/r. ``resolution`` here follows 002 and is passed to
 networkx as 1/resolution; 002's default and ours is 1.0, where both conventions agree.
+
+Departures from 002's authors' code (albenoit/DeepLearningTools), each an option whose default is the code's
+behaviour where 002's numbers came from it (docs/seed-text-vs-code.md):
+
+=====================  ==========================================  ============================================
+parameter              default (the authors' code, or 002's text)  other value (this package's earlier reading)
+=====================  ==========================================  ============================================
+``eq2_product``        ``array``: one factor of eq. 2 per weight    ``module``: one factor per module (weight and
+                       array (``methods.deep_relative_trust``;      bias merged, ``ModelLayout.layer_sizes``): 5
+                       about 137 for MobileNet v1)                  factors for tinyvgg; smaller trusted distances
+                                                                    make WNN's exp(−β·d) weights nearly uniform
+``louvain_order``      ``fixed``: one networkx seed for the whole   ``per-round``: networkx re-seeded every round
+                       run, so Louvain is deterministic in its      (node order shuffled anew)
+                       graph (python-louvain ``randomize=False``)
+``late_start``         ``global``: after ``late_round`` clients     ``own``: each frozen community trains from
+                       train from W_t (002 §V-B2's "reliance on a   its own model, as 1NN does
+                       unique global model"; no authors' code)
+silhouette             both recorded: ``silhouette_method``         sklearn's (``silhouette_method``), over the
+                       (sklearn) and ``silhouette_authors``         sampled clients
+                       (``ClusteringEvaluator.silhouette_score``:
+                       the node counted in a, nearest cluster by
+                       centre, singletons ≈ 1)
+=====================  ==========================================  ============================================
+
+Smaller differences kept as they are (not options): the authors take t(i, j) one way for i < j, we average both
+directions; their WNN starts after round 2, ours as soon as a client has distances; when max = min they return
+the distances, we set every similarity to 1; their per-round ARI is −1 until every node has been seen, ours
+counts unseen clients in cluster 0.
 """
 from __future__ import annotations
 
@@ -198,6 +230,15 @@ class LouvainCommunities(Strategy):
                            "and a community model averages all its members' latest models (002 eq. 1, authors' code); "
                            "co-sampled = edges only between clients sampled together, community model = mean of the "
                            "sampled members (the earlier reading)"},
+        "eq2_product": {"enum": ["array", "module"], "default": "array",
+                        "description": "002 eq. 2's product: one factor per parameter array (authors' code) or per "
+                                       "module (weight and bias merged); ignored when layer_sizes is given"},
+        "louvain_order": {"enum": ["fixed", "per-round"], "default": "fixed",
+                          "description": "fixed = one networkx seed per run, Louvain deterministic in its graph "
+                                         "(authors: python-louvain randomize=False); per-round = re-seeded each round"},
+        "late_start": {"enum": ["global", "own"], "default": "global",
+                       "description": "late, after late_round: clients train from the global model W_t (002 §V-B2) "
+                                      "or from their own frozen community's model"},
         "similarity": {"enum": ["normalised", "raw"], "default": "normalised",
                        "description": "normalised = 002 eq. 3 then ^exponent; raw = (max - v)^exponent without the "
                                       "min-max scaling (002 Fig. 2's non-normalised trial; same Louvain partition)"},
@@ -212,7 +253,8 @@ class LouvainCommunities(Strategy):
 
     def setup(self, ctx: StrategyContext) -> None:
         super().setup(ctx)
-        sizes = self.params["layer_sizes"] or getattr(ctx, "layer_sizes", None) or [ctx.n_params]
+        engine = "array_sizes" if self.params["eq2_product"] == "array" else "layer_sizes"
+        sizes = self.params["layer_sizes"] or getattr(ctx, engine, None) or [ctx.n_params]
         if int(np.sum(sizes)) != ctx.n_params:
             raise ConfigError(f"louvain.layer_sizes: sums to {int(np.sum(sizes))}, the model has "
                               f"{ctx.n_params} parameters; allowed: sizes summing to {ctx.n_params} or null")
@@ -285,7 +327,8 @@ class LouvainCommunities(Strategy):
             own = self.community_models(self.assignment.labels, clients) if self.keeps_latest else {}
             return StrategyResult(self.assignment, diagnostics, divergence=pairwise, models=own)
         sim = self.similarity(self.distance[np.ix_(seen, seen)])
-        seed = int(self.ctx.generator(updates.round, 0x10BA).integers(2**31 - 1))
+        stream = (0x10BA,) if self.params["louvain_order"] == "fixed" else (updates.round, 0x10BA)
+        seed = int(self.ctx.generator(*stream).integers(2**31 - 1))
         local = community_labels(sim, float(self.params["resolution"]), seed)  # l. 3
         groups = [seen[local == c] for c in range(int(local.max()) + 1)]
         previous = self.assignment.labels
@@ -348,8 +391,8 @@ class LouvainCommunities(Strategy):
             self.client_distance[int(q)] = {c: float(dist[row, j]) for j, c in enumerate(present)}
 
     # ----- attribution (002 Algorithm 2) -------------------------------------------------------------
-    def start_spec(self, client: int, available: Sequence[int]) -> StartSpec:
-        """The model client ``client`` starts from / is evaluated with (Alg. 2, l. 4–12)."""
+    def start_spec(self, client: int, available: Sequence[int], training: bool = False) -> StartSpec:
+        """The model client ``client`` starts from (``training``) / is evaluated with (Alg. 2, l. 4–12)."""
         available = [c for c in self.communities if c in set(available)]
         if not available:
             return int(self.assignment.labels[client])
@@ -357,7 +400,7 @@ class LouvainCommunities(Strategy):
         mode = self.params["attribution"]
         if mode == "late":
             own = int(self.assignment.labels[client])
-            if self.frozen and own in available:
+            if self.frozen and own in available and not (training and self.params["late_start"] == "global"):
                 return own
             mode = "avg"  # before late_round, or a client never seen by then (Alg. 2, l. 4)
         known = {c: d for c, d in self.client_distance.get(int(client), {}).items() if c in available}
@@ -373,7 +416,7 @@ class LouvainCommunities(Strategy):
 
     def configure(self, rnd: int, clients: np.ndarray, evaluate: EvaluateFn,
                   models: Mapping[int, torch.Tensor]) -> dict[int, StartSpec]:
-        return {int(q): self.start_spec(int(q), list(models)) for q in clients}
+        return {int(q): self.start_spec(int(q), list(models), training=True) for q in clients}
 
     def personalised(self, models: Mapping[int, torch.Tensor]) -> dict[int, StartSpec]:
         return {q: self.start_spec(q, list(models)) for q in range(self.ctx.n_clients)}
