@@ -10,6 +10,7 @@ from hypothesis import given, settings as hyp_settings, strategies as st
 
 from cflcore.data import load_dataset, load_federated, make_split, prepare_dataset, split_summary
 from cflcore.data.splits import DEFAULT_CLASS_SETS, apportion
+from cflcore.errors import ConfigError
 from cflcore.io import read_json, read_parquet
 
 OCFL = {
@@ -163,6 +164,41 @@ def test_majority_share_one_gives_single_class_clients(digits, tmp_path):
     hist = np.asarray(manifest["label_histograms"])
     assert ((hist > 0).sum(axis=1) == 1).all()
     assert manifest["clients_per_cluster"] == [4, 6]
+
+
+GROUPS = [[0, 3, 6, 8, 9], [1, 2, 4, 5, 7]]
+
+
+def test_majority_group_spread_shares_a_communitys_classes(digits, tmp_path):
+    """group_spread s: P(l_k) = m (1 - s), the group's other classes share m s, the rest (1 - m)/(C - 1) each; at
+    m = 1 a client draws from its own group only, its majority class still the most frequent."""
+    manifest = make_split(digits, {"generator": "majority", "majority_share": 1.0, "class_sets": GROUPS,
+                                   "group_spread": 0.5, "samples_per_client": 120}, 10, 0, tmp_path)
+    hist = np.asarray(manifest["label_histograms"])
+    for k in range(10):
+        group = GROUPS[manifest["cluster_of_client"][k]]
+        assert set(np.flatnonzero(hist[k])) <= set(group)
+        assert len(np.flatnonzero(hist[k])) >= 4  # the group's mates are drawn too
+        assert hist[k].argmax() == manifest["majority_class_of_client"][k]
+        assert 0.35 < hist[k][manifest["majority_class_of_client"][k]] / hist[k].sum() < 0.65
+    assert manifest["params"]["group_spread"] == 0.5
+
+
+def test_majority_group_spread_zero_is_002s_draw_bit_for_bit(digits, tmp_path):
+    """group_spread 0 (the default) leaves the streams' key and the manifest as before the option existed."""
+    settings = {"generator": "majority", "majority_share": 0.7, "class_sets": GROUPS}
+    make_split(digits, settings, 10, 0, tmp_path / "omitted")
+    make_split(digits, {**settings, "group_spread": 0.0}, 10, 0, tmp_path / "zero")
+    make_split(digits, {**settings, "group_spread": 0.3}, 10, 0, tmp_path / "spread")
+    for f in ("assignments.parquet", "manifest.json"):
+        assert (tmp_path / "omitted" / f).read_bytes() == (tmp_path / "zero" / f).read_bytes()
+        assert (tmp_path / "omitted" / f).read_bytes() != (tmp_path / "spread" / f).read_bytes()
+    assert "group_spread" not in read_json(tmp_path / "omitted" / "manifest.json")["params"]
+
+
+def test_majority_group_spread_out_of_range_is_refused(digits, tmp_path):
+    with pytest.raises(ConfigError, match=r"split\.group_spread"):
+        make_split(digits, {"generator": "majority", "group_spread": 1.5}, 10, 0, tmp_path)
 
 
 def test_dirichlet_mix_heterogeneity_levels(digits, tmp_path):

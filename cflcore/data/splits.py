@@ -243,6 +243,7 @@ class SplitGenerator(Plugin):
     defaults and the unknown-key check are the plug-in contract's."""
 
     defaults: ClassVar[dict[str, Any]] = {}
+    key_neutral: ClassVar[dict[str, Any]] = {}  # parameters left out of the streams' key at these values (build_split)
     common_defaults: ClassVar[dict[str, Any]] = {"samples_per_client": None, "local_test_fraction": 0.3}
     plugin_kind: ClassVar[str] = "generator"
 
@@ -360,11 +361,13 @@ class OcflSplit(SplitGenerator):
 class MajoritySplit(SplitGenerator):
     """002 §V-1: every client has a majority class with share m_k; ground truth = the group of that class."""
 
-    defaults = {"majority_share": 0.7, "class_sets": None}
+    defaults = {"majority_share": 0.7, "class_sets": None, "group_spread": 0.0}
+    key_neutral = {"group_spread": 0.0}  # added with issue 42: 0 draws as before it
 
     @classmethod
     def check_own_params(cls, p: dict[str, Any], field: str) -> None:
         check_number(p["majority_share"], f"{field}.majority_share", 0.0, 1.0)
+        check_number(p["group_spread"], f"{field}.group_spread", 0.0, 1.0, low_open=False)
         if p["class_sets"] is not None:
             check_class_sets(p["class_sets"], f"{field}.class_sets")
             flat = [c for s in p["class_sets"] for c in s]
@@ -385,7 +388,14 @@ class MajoritySplit(SplitGenerator):
 
     def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
                  client_rngs: list[np.random.Generator]) -> SplitPlan:
-        """P_k(l_k) = m_k, P_k(l_o) = (1 - m_k)/(C - 1) for l_o ≠ l_k (002 §V-1)."""
+        """P_k(l_k) = m_k, P_k(l_o) = (1 - m_k)/(C - 1) for l_o ≠ l_k (002 §V-1; ``group_spread`` 0, the default).
+
+        ``group_spread`` s > 0 (a declared departure, for proxies whose class groups no image feature carries, e.g.
+        MNIST digit groups standing in for CIFAR's animals / vehicles): a share s of the majority mass moves from l_k
+        to the other classes of its group G, P_k(l_k) = m_k (1 - s), P_k(g) = (1 - m_k)/(C - 1) + m_k s / (|G| - 1) for g in G
+        other than l_k, every other class (1 - m_k)/(C - 1) as above. Clients keep distinct majority classes, as in 002, and a
+        community's clients share data in proportion to m_k, as CIFAR's superclass mates share features: close to
+        iid at m_k = 1/C, communities strongest at m_k = 1. A one-class group keeps its mass on l_k."""
         sets = self.class_sets(ctx)
         check_enough_clients(n_clients, len(sets), self.field)
         depth = max(len(s) for s in sets)
@@ -395,7 +405,10 @@ class MajoritySplit(SplitGenerator):
         for k in range(n_clients):
             group, majority = order[k % len(order)]
             w = np.full(ctx.n_classes, (1.0 - m) / (ctx.n_classes - 1) if ctx.n_classes > 1 else 0.0)
-            w[majority] = m
+            mates = [c for c in sets[group] if c != majority]
+            spread = float(self.params["group_spread"]) if mates else 0.0
+            w[mates] += m * spread / max(len(mates), 1)
+            w[majority] = m * (1.0 - spread)
             clients.append(ClientPlan(cluster=group, class_weights=w / w.sum(), info={"majority_class": majority}))
         return SplitPlan(len(sets), sets, clients)
 
@@ -548,7 +561,10 @@ def build_split(ctx: SplitContext, settings: Mapping[str, Any], n_clients: int, 
         raise ConfigError(f"seed: {seed!r} is not allowed; allowed: an integer >= 0")
     generator = cls(settings, field)
     params = generator.params
-    cluster_rng, client_rngs = split_streams(seed, params, n_clients, ctx)
+    # a parameter added after splits were published enters the streams' key and the manifest only when it departs
+    # from its neutral value, so every split written before it keeps its draws and its files bit for bit
+    key_params = {k: v for k, v in params.items() if k not in cls.key_neutral or v != cls.key_neutral[k]}
+    cluster_rng, client_rngs = split_streams(seed, key_params, n_clients, ctx)
     plan = generator.generate(ctx, int(n_clients), cluster_rng, client_rngs)
     n_draws = params["samples_per_client"] or max(2, len(ctx.train_idx) // n_clients)
     pools = ctx.class_pools()
@@ -563,7 +579,7 @@ def build_split(ctx: SplitContext, settings: Mapping[str, Any], n_clients: int, 
     hist_test = [label_histogram(s.test_idx, labels_by_idx, ctx.n_classes) for s in samples]
     manifest: dict[str, Any] = {
         "generator": params["generator"],
-        "params": params,
+        "params": key_params,
         "dataset": ctx.dataset,
         "loader": ctx.loader,
         "classes": ctx.classes,
