@@ -1,12 +1,13 @@
 """002's paper check can tell: every claim, fed a synthetic table where it is false, never "holds", and fed one where
-its compared values tie within the seed noise, says "inconclusive" (cflcore.report.claims; issue 42)."""
+its compared values tie within the seed noise, says "inconclusive" (cflcore.report.claims.louvain_002; issue 42)."""
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from cflcore.report import claims as cl
+from cflcore.report.claims import framework as cl
+from cflcore.report.claims import louvain_002 as c002
 
 SEEDS = (0, 1, 2)
 MK, RES, ATTR, PART = (0.1, 0.4, 0.7, 1.0), (0.5, 1.0, 2.0), ("avg", "late", "1nn", "wnn"), (1.0, 0.5)
@@ -94,7 +95,7 @@ def _mk1(runs, false):
     if false:
         runs.loc[m, "ari"] = 0.5
     else:
-        tie(runs, m, "ari", cl.COMMUNITIES_FOUND)
+        tie(runs, m, "ari", c002.COMMUNITIES_FOUND)
 
 
 def _acc_res(runs, false):
@@ -187,7 +188,7 @@ def _half_1nn(runs, false):
     if false:
         runs.loc[m, "ari"] = 0.8
     else:
-        tie(runs, m, "ari", cl.HALF_ARI_CLOSE_TO_ZERO)
+        tie(runs, m, "ari", c002.HALF_ARI_CLOSE_TO_ZERO)
 
 
 def _global(runs, false):
@@ -203,7 +204,7 @@ def _superclass(runs, false):
     if false:
         runs.loc[m, "ari"] = 0.43
     else:
-        tie(runs, m, "ari", cl.COMMUNITIES_FOUND)
+        tie(runs, m, "ari", c002.COMMUNITIES_FOUND)
 
 
 CASES = {"002-ari-mk": _ari_mk, "002-mk1": _mk1, "002-acc-res": _acc_res, "002-sil-mk": _sil_mk,

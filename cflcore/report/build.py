@@ -26,7 +26,7 @@ from .front_page import (
 from .paper import paper_split, paper_vs_run, ranking_agreement
 from .index import entry as index_entry
 from .runs import LoadedRun, MissingRun, RunSpec
-from .claims import ClaimData, check_claims
+from .claims.framework import ClaimData, check_claims
 from .cross_paper import cross_analysis, cross_section_rst
 from .sweeps import round_frame, sweep_summary
 from .traces import split_trace_figures
