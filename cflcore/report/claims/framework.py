@@ -9,20 +9,21 @@ measured, what the paper says, and a verdict (column ``holds``, one of :data:`VE
 * ``inconclusive``: no part is contradicted, but some part lies within the seed noise or was not measured;
 * ``n/a``: the study has no run that can test it (the row says why).
 
-The seed noise (002's claims): a comparison of two cells is the t-interval (:data:`CONFIDENCE`, two-sided) of the
-per-seed *paired* differences (the runs of one seed of one federation, :data:`PAIR_KEYS`, pair across cells;
-Welch's interval where fewer than two seeds pair; one seed gives no interval). A claimed difference holds when
-its interval excludes 0 on the claimed side, is contradicted when it excludes 0 on the other side, and is
+The seed noise (002's and 004's claims): a comparison of two cells is the t-interval (:data:`CONFIDENCE`,
+two-sided) of the per-seed *paired* differences (the runs of one seed of one federation, :data:`PAIR_KEYS`, pair
+across cells; Welch's interval where fewer than two seeds pair; one seed gives no interval). A claimed difference
+holds when its interval excludes 0 on the claimed side, is contradicted when it excludes 0 on the other side, and is
 inconclusive when it contains 0: a difference within the noise is never a verdict. A claimed level (ARI ≥ 0.9,
 silhouette 0.5 ± 0.1) holds when the t-interval of the per-seed values lies inside the range, is contradicted
 when it lies wholly outside, and is inconclusive when it straddles a bound. "Comparable" (accuracy, flatness) is an
 equivalence test: the interval of the difference inside ± a stated margin (:data:`COMPARABLE_ACC`,
-:data:`FLAT_DRIFT`) holds, wholly outside contradicts. With two seeds t is 12.7 and most differences are
+:data:`.louvain_002.FLAT_DRIFT`) holds, wholly outside contradicts. With two seeds t is 12.7 and most differences are
 inconclusive; three seeds (t 4.3) are the least that can tell. The reason (``note``) names every part with its
 interval. A claim that does not hold carries the study's own explanation where the config gives one
 (``report.claim_notes: {claim id: text}``), after the check's reason.
 
-004's claims compare means against the thresholds of 004's text (``holds`` / ``contradicted`` / ``n/a``).
+004's claims take the same tie rule (issue 42): the per-seed paired difference of two cells (methods, splits,
+β) or a cell's t-interval against 004's threshold; see :mod:`.fedgwc_004`.
 
 The registry :data:`CLAIMS` maps a seed (``"002"``, ``"004"``) to its claims; a study picks its checks with
 ``report.paper_checks``. A new claim is one decorated function, in its paper's module of this package (named after
@@ -139,7 +140,7 @@ def factor_values(runs: pd.DataFrame, base: str, column: str) -> list:
 
 # ---- cells, intervals and verdicts -------------------------------------------------------------------
 BOUNDED = {"ari": 1.0, ACCURACY: 1.0, "local_acc": 1.0, "global_orch_acc": 1.0, "silhouette": 1.0,
-           "silhouette_method": 1.0, "silhouette_authors": 1.0}
+           "silhouette_method": 1.0, "silhouette_authors": 1.0, "rand": 1.0}
 """Scores with an upper bound: two cells both at it with no difference are a saturated tie (inconclusive)."""
 COMPARABLE_ACC = 0.02  # "comparable" / "not notably" accuracy: a difference whose interval lies within ± 2 points
 CONFIDENCE = 0.95  # two-sided t-intervals over seeds
