@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .framework import (PAIR_KEYS, ClaimData, ClaimResult, above, cell, claim, comparable, comparison, difference,
-                        factor_values, fmt, greater, result, select, silhouette_column, t_interval, threshold, verdict,
+                        factor_values, fmt, greater, per_seed, result, select, silhouette_column, t_interval, threshold, verdict,
                         within)
 
 PAPER = "002"
@@ -222,7 +222,7 @@ def ifca_below_louvain(data: ClaimData) -> ClaimResult:
 
 
 @claim("002")
-def global_model_avg_above_1nn_above_ifca(data: ClaimData) -> ClaimResult:
+def global_model_avg_above1nn_aboveifca(data: ClaimData) -> ClaimResult:
     text = "The global model W_t is most accurate with AVG, slightly lower with 1NN, lowest with IFCA (100 %)"
     where = "§V-B3, Fig. 5a"
     avg = select(data.runs, FIG4, attribution="avg", **{"engine.participation": 1.0})
@@ -450,3 +450,83 @@ def superclass_communities(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "002-superclass", where, text, "; ".join(rows), parts,
                    "distance matrices ordered by group: figures/louvain_groups/")
 
+
+
+# ---- one-factor ablations (issue 42) ------------------------------------------------------------------------
+EQ2_MODULE, LATE_OWN = "louvain-eq2-module", "louvain-late-own"
+"""The ablation variants of config/louvain-002-offline.yaml: louvain-fig4's cells with one departure option changed
+(``eq2_product: module``; ``late_start: own``); the silhouette needs no runs (both are recorded on every run)."""
+ABLATION_COLUMNS = ("factor", "a", "b", "cell", "metric", "with_a", "with_b", "difference", "moved", "part",
+                    "verdict_a", "verdict_b", "verdict_moved")
+
+
+def _ablation_cell(runs: pd.DataFrame, base: str, attribution: str | None, participation: float,
+                   minus: str | None = None) -> Any:
+    """A function ``metric -> per-seed values`` of one cell (``minus``: the per-seed difference to that
+    attribution's cell of the same runs)."""
+    def pick(attr: str | None) -> pd.DataFrame:
+        factors: dict[str, Any] = {"engine.participation": participation}
+        if attr is not None and base != LATE_OWN:  # Late's own-start variant fixes its attribution, no column
+            factors["attribution"] = attr
+        return select(runs, base, **factors)
+
+    def values(metric: str) -> pd.Series:
+        a = per_seed(pick(attribution), metric)
+        return a if minus is None else (a - per_seed(pick(minus), metric)).dropna()
+    return values
+
+
+def ablations(runs: pd.DataFrame) -> pd.DataFrame:
+    """Issue 42's one-factor ablations on the cells that disagree with 002 (1NN at 50 %, WNN against 1NN; Late and
+    AVG for the factors that act on them), each factor varied alone from louvain-fig4's defaults: one row per
+    factor, cell and metric with the cell's value under setting ``a`` (the default) and ``b``, the per-seed paired
+    difference b − a with its t-interval and whether it ``moved`` beyond the seed noise, and, where the cell is a
+    part of a claim, that part's status under a and under b (``verdict_moved``: the part's verdict differs).
+    Empty when the study has no ablation runs."""
+    word = {"yes": "holds", "no": "contradicted", "tie": "inconclusive", "missing": "n/a"}
+    rows: list[dict[str, Any]] = []
+
+    def row(factor: str, a: str, b: str, cell_: str, metric: str, va: pd.Series, vb: pd.Series,
+            part: str = "", test: Any = None) -> None:
+        common = va.index.intersection(vb.index)
+        d = t_interval((vb[common] - va[common]).to_numpy(), "paired seeds")
+        ia, ib = t_interval(va.to_numpy()), t_interval(vb.to_numpy())
+        if not np.isfinite(ia.mean) and not np.isfinite(ib.mean):
+            return
+        sa = word[test(ia)] if test else ""
+        sb = word[test(ib)] if test else ""
+        rows.append({"factor": factor, "a": a, "b": b, "cell": cell_, "metric": metric, "with_a": ia.text(3, False),
+                     "with_b": ib.text(3, False), "difference": d.text(3),
+                     "moved": {"yes": "moved", "no": "moved", "tie": "within the seed noise"}.get(above(d), "n/a"),
+                     "part": part, "verdict_a": sa, "verdict_b": sb,
+                     "verdict_moved": ("yes" if sa != sb else "no") if test else ""})
+
+    half_ari = (f"002-half-1nn: 1NN ARI ≤ {HALF_ARI_CLOSE_TO_ZERO}", lambda i: within(i, -np.inf, HALF_ARI_CLOSE_TO_ZERO))
+    one_above = ("002-1nn-wnn: 1NN above WNN", above)
+    if len(select(runs, EQ2_MODULE)):
+        for p in (1.0, 0.5):
+            for attr in ("1nn", "wnn"):
+                for metric in ("ari", W_T, "orch_acc"):
+                    part, test = half_ari if (attr, p, metric) == ("1nn", 0.5, "ari") else ("", None)
+                    row("eq2_product", "array", "module", f"{attr.upper()} at {p:.0%}", metric,
+                        _ablation_cell(runs, FIG4, attr, p)(metric), _ablation_cell(runs, EQ2_MODULE, attr, p)(metric),
+                        part, test)
+            for metric in ("ari", W_T):
+                part, test = one_above if p == 1.0 else ("", None)
+                row("eq2_product", "array", "module", f"1NN − WNN at {p:.0%}", metric,
+                    _ablation_cell(runs, FIG4, "1nn", p, minus="wnn")(metric),
+                    _ablation_cell(runs, EQ2_MODULE, "1nn", p, minus="wnn")(metric), part, test)
+    if len(select(runs, LATE_OWN)):
+        for p in (1.0, 0.5):
+            for metric in ("ari", "silhouette_method", W_T, "orch_acc"):
+                row("late_start", "global", "own", f"Late at {p:.0%}", metric,
+                    _ablation_cell(runs, FIG4, "late", p)(metric), _ablation_cell(runs, LATE_OWN, "late", p)(metric))
+    lo, hi = AVG_SILHOUETTE[0] - AVG_SILHOUETTE[1], AVG_SILHOUETTE[0] + AVG_SILHOUETTE[1]
+    for p in (1.0, 0.5):
+        for attr in ("avg", "late", "1nn", "wnn"):
+            part, test = ((f"002-avg-sil: AVG silhouette {AVG_SILHOUETTE[0]:g} ± {AVG_SILHOUETTE[1]:g}",
+                           lambda i: within(i, lo, hi)) if (attr, p) == ("avg", 1.0) else ("", None))
+            values = _ablation_cell(runs, FIG4, attr, p)
+            row("silhouette", "sklearn", "authors'", f"{attr.upper()} at {p:.0%}", "silhouette",
+                values("silhouette_method"), values("silhouette_authors"), part, test)
+    return pd.DataFrame(rows, columns=list(ABLATION_COLUMNS))
