@@ -1,12 +1,13 @@
 """002's paper check can tell: every claim, fed a synthetic table where it is false, never "holds", and fed one where
-its compared values tie within the seed noise, says "inconclusive" (cflcore.report.claims; issue 42)."""
+its compared values tie within the seed noise, says "inconclusive" (cflcore.report.claims.louvain_002; issue 42)."""
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from cflcore.report import claims as cl
+from cflcore.report.claims import framework as cl
+from cflcore.report.claims import louvain_002 as c002
 
 SEEDS = (0, 1, 2)
 MK, RES, ATTR, PART = (0.1, 0.4, 0.7, 1.0), (0.5, 1.0, 2.0), ("avg", "late", "1nn", "wnn"), (1.0, 0.5)
@@ -94,7 +95,7 @@ def _mk1(runs, false):
     if false:
         runs.loc[m, "ari"] = 0.5
     else:
-        tie(runs, m, "ari", cl.COMMUNITIES_FOUND)
+        tie(runs, m, "ari", c002.COMMUNITIES_FOUND)
 
 
 def _acc_res(runs, false):
@@ -187,7 +188,7 @@ def _half_1nn(runs, false):
     if false:
         runs.loc[m, "ari"] = 0.8
     else:
-        tie(runs, m, "ari", cl.HALF_ARI_CLOSE_TO_ZERO)
+        tie(runs, m, "ari", c002.HALF_ARI_CLOSE_TO_ZERO)
 
 
 def _global(runs, false):
@@ -203,7 +204,7 @@ def _superclass(runs, false):
     if false:
         runs.loc[m, "ari"] = 0.43
     else:
-        tie(runs, m, "ari", cl.COMMUNITIES_FOUND)
+        tie(runs, m, "ari", c002.COMMUNITIES_FOUND)
 
 
 CASES = {"002-ari-mk": _ari_mk, "002-mk1": _mk1, "002-acc-res": _acc_res, "002-sil-mk": _sil_mk,
@@ -289,3 +290,30 @@ def test_fig2_check_reads_the_two_modes_of_the_true_communities(tmp_path):
     row = check(runs, loaded=loaded).loc["002-fig2"]
     assert row["holds"] != cl.HOLDS, (row["ours"], row["note"])  # the far pairs are the communities
     assert check(planted()).loc["002-fig2", "holds"] == cl.NA  # no recorded distances: n/a with its reason
+
+
+def test_ablations_say_which_factor_moves_which_cell():
+    """issue 42's one-factor ablations: a factor that moves a cell beyond the seed noise reads "moved" (and, where
+    the cell is a claim's part, whether its verdict moved); one whose cells tie within the noise does not."""
+    rows = []
+    for seed in SEEDS:
+        def add(base, attribution, participation, index, seed=seed, **scores):
+            rows.append({"dataset": "d", "clients": 10, "seed": seed, "algorithm": f"{base}@{attribution},{participation}",
+                         "algorithm_base": base, "split_base": "community", "engine.participation": participation,
+                         "attribution": None if base == c002.LATE_OWN else attribution,
+                         **{k: v + noise(seed, index) for k, v in scores.items()}})
+        for k, (attr, p) in enumerate([(a, p) for a in ("avg", "1nn", "wnn", "late") for p in (1.0, 0.5)]):
+            collapsed = 0.1 if (attr, p) == ("1nn", 0.5) else 0.9  # 1NN at 50 %: "close to 0" by default
+            add(c002.FIG4, attr, p, k, ari=collapsed, global_orch_acc=0.7, orch_acc=0.7, silhouette_method=0.5,
+                silhouette_authors=0.5)
+            if attr in ("1nn", "wnn"):  # eq. 2 per module: 1NN at 50 % keeps its communities; accuracy unmoved
+                add(c002.EQ2_MODULE, attr, p, k + 8, ari=0.9, global_orch_acc=0.7, orch_acc=0.7)
+    table = c002.ablations(pd.DataFrame(rows)).set_index(["factor", "cell", "metric"])
+    moved = table.loc[("eq2_product", "1NN at 50%", "ari")]
+    assert moved["moved"] == "moved" and moved["verdict_a"] == cl.HOLDS and moved["verdict_moved"] == "yes"
+    assert moved["verdict_b"] == "contradicted"
+    assert table.loc[("eq2_product", "1NN at 50%", "global_orch_acc"), "moved"] == "within the seed noise"
+    assert table.loc[("eq2_product", "WNN at 100%", "ari"), "moved"] == "within the seed noise"
+    assert table.loc[("silhouette", "AVG at 100%", "silhouette"), "moved"] == "within the seed noise"
+    assert "late_start" not in table.index.get_level_values("factor")  # no Late-from-its-own-models runs
+    assert c002.ablations(pd.DataFrame(rows[:0], columns=list(rows[0]))).empty

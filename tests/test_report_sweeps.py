@@ -3,7 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cflcore.report import claims as cl
+from cflcore.report.claims import framework as cl
+from cflcore.report.claims import louvain_002 as c002
 from cflcore.report import sweeps as sw
 
 
@@ -138,9 +139,9 @@ def test_fig2_convergence_normalised_against_raw_distances():
             d = (d + d.T) / 2
             rows += [{"round": r, "i": i, "j": k, "value": 0.0 if i == k else float(d[i, k])} for i in range(8) for k in range(8)]
         return pd.DataFrame(rows)
-    growing = cl.similarity_convergence(frame(0.5))
+    growing = c002.similarity_convergence(frame(0.5))
     assert growing["normalised"] < growing["raw"]
-    fixed = cl.similarity_convergence(frame(0.0, settles=0))  # shape and scale fixed: both settled from round 0
+    fixed = c002.similarity_convergence(frame(0.0, settles=0))  # shape and scale fixed: both settled from round 0
     assert fixed["normalised"] < 0.05 and fixed["raw"] < 0.05
 
 
@@ -259,7 +260,7 @@ def test_004_negative_control_needs_mse_below_epsilon_and_no_split():
 
 
 def test_004_cells_compare_matching_federations_and_say_what_was_not_run():
-    from cflcore.report.claims import paper004
+    from cflcore.report.claims.fedgwc_004 import paper004
     from cflcore.report.paper004 import paper004_cells
 
     table = paper004_cells(planted_004())

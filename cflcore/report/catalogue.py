@@ -116,6 +116,8 @@ OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
     _table("departures", "tables", "tables", "Front page", "departures by design"),
     _table("paper_vs_run", "tables", "tables", "Paper check", "000 Tables 1-2 and Figure 2 beside ours", wide=True),
     _table("paper_claims", "tables", "tables", "Paper check", "the seeds' claims (002, 004) against this study"),
+    _table("louvain_002_ablations", "tables", "tables", "Paper check",
+           "002's one-factor ablations: which departure option moves which cell (issue 42)"),
     _table("paper004_cells", "tables", "paper004_cells", "Paper check",
            "every printed cell of 004's Tables 1, 3-9 beside ours, or not run in this study"),
     _table("table1_clustering", "tables", "tables", "Paper tables", "000 Table 1: clustering scores", wide=True),

@@ -13,7 +13,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from .claims import _at_k_by_accuracy, _bacc, paper004, select
+from .claims.fedgwc_004 import _at_k_by_accuracy, _bacc, paper004
+from .claims.framework import select
 
 # 004's federation -> the split families (config/fedgwc-004*.yaml) with its structure
 FEDERATIONS: dict[str, tuple[str, ...]] = {
