@@ -180,7 +180,7 @@ def explain(dataset_path: str | Path, split_dir: str | Path, run_dir: str | Path
     """Rule ``explain``. ``deterministic`` is ``engine.deterministic``: on CUDA the attributions' backward passes
     run deterministic kernels too (cflcore.fl.artifacts.set_deterministic), set before the models reach the GPU."""
     from .data.store import load_federated
-    from .explain import explain_run, write_empty_explain
+    from .explain.framework import explain_run, write_empty_explain
     from .fl.artifacts import load_run_models, prepare_device
 
     status = run_status(run_dir)
