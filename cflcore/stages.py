@@ -202,7 +202,7 @@ def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     from . import layout
     from .config import algorithm_splits, dataset_splits, late_client_runs, split_clients, study_runs
     from .defaults import with_config_defaults
-    from .report.front_page import front_page_context
+    from .report.front_context import front_page_context
 
     only = (cfg["study"].get("explain") or {}).get("clients")
     explain = with_config_defaults("explain", with_config_defaults("", cfg)["explain"])

@@ -232,7 +232,7 @@ def build_report(runs: Sequence[Any], out_dir: str | Path, context: Mapping[str,
     """The whole report for the expected ``runs`` (:class:`runs.RunSpec`, e.g. outside a config) in this
     process; returns the index. Runs without evaluation files are listed in ``missing_runs.csv`` with their
     reason and shown as "missing" in the tables; they never stop the report. ``context``
-    (:func:`front_page.front_page_context` of the config) feeds the front page's departures; ``late_runs`` (run
+    (:func:`front_context.front_page_context` of the config) feeds the front page's departures; ``late_runs`` (run
     ids with late-joining clients, 000 §6.2) get the late-client table and figure; ``benchmarks``: see
     :func:`index.write_index`. No runs are explained here (the explain part needs a config's plan)."""
     plan = {"front_page": context, "late_runs": list(late_runs), "benchmarks": benchmarks, "sweep_index": sweep_index}
