@@ -470,10 +470,7 @@ def strategy_params(variant: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def algorithm_splits(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
-    """algorithm -> the splits its variant is restricted to (only variants with a ``splits:`` list). A report
-    plan (stages.report_plan), which has no ``algorithms`` block, carries this mapping itself."""
-    if "algorithm_splits" in cfg:
-        return {str(a): list(v) for a, v in cfg["algorithm_splits"].items()}
+    """algorithm -> the splits its variant is restricted to (only variants with a ``splits:`` list)."""
     return {str(a): list(v["splits"]) for a, v in (cfg.get("algorithms") or {}).items() if v.get("splits")}
 
 
@@ -637,9 +634,7 @@ def whatif_runs(cfg: Mapping[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 def dataset_splits(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
     """dataset -> the splits it is restricted to (``datasets.<name>.splits``, study-level; only datasets with
-    one). A report plan carries this mapping itself."""
-    if "dataset_splits" in cfg:
-        return {str(d): list(v) for d, v in cfg["dataset_splits"].items()}
+    one)."""
     return {str(d): list(v["splits"]) for d, v in (cfg.get("datasets") or {}).items() if v.get("splits")}
 
 
@@ -649,10 +644,7 @@ its generator: :func:`split_settings` leaves them out."""
 
 
 def split_clients(cfg: Mapping[str, Any]) -> dict[str, list[int]]:
-    """split -> its own client counts (``splits.<name>.clients``, over ``study.clients``; only splits with one). A
-    report plan carries this mapping itself."""
-    if "split_clients" in cfg:
-        return {str(k): [int(n) for n in v] for k, v in cfg["split_clients"].items()}
+    """split -> its own client counts (``splits.<name>.clients``, over ``study.clients``; only splits with one)."""
     return {str(k): [int(n) for n in v["clients"]] for k, v in (cfg.get("splits") or {}).items() if v.get("clients")}
 
 
@@ -677,12 +669,24 @@ def study_runs(cfg: Mapping[str, Any]) -> list[tuple[dict[str, Any], str]]:
     return [(s, a) for s in scenarios(cfg) for a in cfg["study"]["algorithms"] if a not in only or s["split"] in only[a]]
 
 
+def study_run_ids(cfg: Mapping[str, Any]) -> list[str]:
+    """The run ids (``{scenario}/{algorithm}``) of :func:`study_runs`, in its order."""
+    return [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg)]
+
+
+def explain_runs(cfg: Mapping[str, Any]) -> list[str]:
+    """The run ids the explain stage explains: every run of the study whose client count ``study.explain.clients``
+    names (all when it names none), none when ``explain.enabled`` is false (its default: the schema's). The rules'
+    targets and the report's plan both read it from here."""
+    if not with_config_defaults("explain", with_config_defaults("", cfg)["explain"])["enabled"]:
+        return []
+    only = (cfg["study"].get("explain") or {}).get("clients")
+    return [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg) if not only or s["clients"] in only]
+
+
 def late_client_runs(cfg: Mapping[str, Any]) -> list[str]:
     """Run ids (``{scenario}/{algorithm}``) whose variant holds clients out until after clustering
-    (``late_clients`` > 0, 000 §6.2): they get a late_clients.parquet evaluation. A report plan carries
-    the list itself (``late_runs``)."""
-    if "late_runs" in cfg:
-        return [str(r) for r in cfg["late_runs"]]
+    (``late_clients`` > 0, 000 §6.2): they get a late_clients.parquet evaluation."""
     return [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg)
             if run_settings(cfg, s["dataset"], a)["algorithm"].get("late_clients")]
 

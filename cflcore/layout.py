@@ -182,6 +182,21 @@ def report_dir(results: str) -> str:
     return f"{results}/report"
 
 
+REPORT_INDEX = ("index.json", "index.csv")
+"""The report's index (rule ``report``, cflcore.report.index), in the report folder."""
+
+
+def report_file(results: str, relative: str) -> str:
+    """A file or folder of the report, ``relative`` to the report folder (the catalogue's paths,
+    :func:`part_index_file`, :data:`REPORT_INDEX`); the folder itself for ``""``."""
+    return f"{report_dir(results)}/{relative}" if relative else report_dir(results)
+
+
+def part_index_file(part: str) -> str:
+    """A report part's index entries (``parts/<part>.json``, cflcore.report.parts), relative to the report folder."""
+    return f"parts/{part}.json"
+
+
 def run_status_glob() -> str:
     """The glob (relative to :func:`runs_root`) of every run's status.json: one ``*`` per run id segment."""
     return "/".join("*" for _ in RUN_PATTERN.split("/")) + "/status.json"

@@ -180,7 +180,7 @@ def explain(dataset_path: str | Path, split_dir: str | Path, run_dir: str | Path
     """Rule ``explain``. ``deterministic`` is ``engine.deterministic``: on CUDA the attributions' backward passes
     run deterministic kernels too (cflcore.fl.artifacts.set_deterministic), set before the models reach the GPU."""
     from .data.store import load_federated
-    from .explain import explain_run, write_empty_explain
+    from .explain.framework import explain_run, write_empty_explain
     from .fl.artifacts import load_run_models, prepare_device
 
     status = run_status(run_dir)
@@ -198,26 +198,23 @@ def clean_dir(path: str | Path) -> None:
 
 
 def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """What the report stage needs from the config (the rule passes the same dict as a param)."""
+    """What the report stage needs from the config (the rule passes the same dict as a param): the run ids it
+    expects (``runs``; the report builds each run's paths from cflcore.layout), those with late-joining clients
+    and those explained, and the per-run facts the front page and the figures read."""
     from . import layout
-    from .config import algorithm_splits, dataset_splits, late_client_runs, split_clients, study_runs
+    from .config import explain_runs, late_client_runs, study_run_ids
     from .defaults import with_config_defaults
-    from .report.front_page import front_page_context
+    from .report.front_context import front_page_context
 
-    only = (cfg["study"].get("explain") or {}).get("clients")
     explain = with_config_defaults("explain", with_config_defaults("", cfg)["explain"])
-    explain_on = bool(explain["enabled"])
-    explain_runs = [layout.run_id(**s, algorithm=a) for s, a in study_runs(cfg)
-                    if explain_on and (not only or s["clients"] in only)]
+    explained = explain_runs(cfg)
     results = str(cfg["results_dir"]).rstrip("/")
-    return {"results_dir": results, "study": cfg["study"],
-            "algorithm_splits": algorithm_splits(cfg), "dataset_splits": dataset_splits(cfg),
-            "split_clients": split_clients(cfg),
+    return {"results_dir": results, "runs": study_run_ids(cfg),
             "late_runs": late_client_runs(cfg),
-            "explain_runs": explain_runs, "grid_clients": explain["grid_clients"],
+            "explain_runs": explained, "grid_clients": explain["grid_clients"],
             "sweep_index": cfg.get("sweep_index") or {"algorithms": {}, "splits": {}},
             "front_page": front_page_context(cfg),
-            "benchmarks": {"root": layout.benchmarks_dir(results), "jobs": benchmark_jobs(cfg, explain_runs)}}
+            "benchmarks": {"root": layout.benchmarks_dir(results), "jobs": benchmark_jobs(cfg, explained)}}
 
 
 def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str, list[str]]:
@@ -225,10 +222,10 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
     ``results/benchmarks/<rule>/<path>.tsv``; a rule without wildcards, e.g. ``report_tables``, has one job named
     after it; the ``report`` job's own time is measured by itself)."""
     from . import layout
-    from .config import late_client_runs, scl_proxy_rounds, study_runs, whatif_runs
+    from .config import late_client_runs, scl_proxy_rounds, study_run_ids, whatif_runs
     from .report.parts import PARTS, part_rule
 
-    runs = [layout.run_id(**s, algorithm=a) for s, a in study_runs(cfg)]
+    runs = study_run_ids(cfg)
     scenarios = sorted({layout.parse_run_id(r).scenario for r in runs})
     replayed = set(whatif_runs(cfg))  # rule evaluate (scores and what-if replay); the others evaluate_no_whatif
     return {"prepare_dataset": sorted({layout.parse_scenario_id(s).dataset for s in scenarios}), "split": scenarios,

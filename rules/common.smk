@@ -60,7 +60,7 @@ RUN = lay.RUN_PATTERN
 
 def run_list():
     """Every run of the grid; a variant with a `splits:` list runs on those splits only."""
-    return [lay.run_id(**s, algorithm=a) for s, a in cc.study_runs(config)]
+    return cc.study_run_ids(config)
 
 
 def whatif_algorithm_constraint():
@@ -70,21 +70,13 @@ def whatif_algorithm_constraint():
     return "|".join(re.escape(a) for a in names) or "(?!)"  # (?!) matches nothing
 
 
-def explain_enabled():
-    return bool(config["explain"].get("enabled", True))
-
-
 def explain_runs():
-    only = (STUDY.get("explain") or {}).get("clients")
-    runs = [lay.run_id(**s, algorithm=a) for s, a in cc.study_runs(config) if not only or s["clients"] in only]
-    return runs if explain_enabled() else []
-
-
-REPORT_DIR = lay.report_dir(RESULTS)
+    """The runs the explain stage explains (cc.explain_runs: none when `explain.enabled` is false)."""
+    return cc.explain_runs(config)
 
 
 def all_targets():
-    return [f"{REPORT_DIR}/index.json"]
+    return [lay.report_file(RESULTS, lay.REPORT_INDEX[0])]
 
 
 def stop_rescheduling_timers():

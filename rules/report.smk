@@ -31,9 +31,9 @@ for report_part in catalogue.PARTS:
         output:
             **part_outputs(report_part.name),
         log:
-            f"{RESULTS}/logs/report/{report_part.rule}.log",
+            lay.log_file(RESULTS, "report", report_part.rule),
         benchmark:
-            f"{RESULTS}/benchmarks/{report_part.rule}/{report_part.rule}.tsv"
+            lay.benchmark_file(RESULTS, report_part.rule, report_part.rule)
         threads: 1
         resources:
             mem_mb=report_part.mem_mb,
@@ -48,20 +48,20 @@ for report_part in catalogue.PARTS:
 
 rule report:
     input:
-        parts=[f"{REPORT_DIR}/parts/{p.name}.json" for p in catalogue.PARTS],
+        parts=[report_path(lay.part_index_file(p.name)) for p in catalogue.PARTS],
         # every part's files: when the report reruns (e.g. its code changed), a part whose files it asks for are
         # missing (a new figure kind's folder) reruns too; Snakemake looks for missing outputs only among those
         # a later job asks for
         outputs=part_files(),
     output:
-        index=f"{REPORT_DIR}/index.json",
-        index_csv=f"{REPORT_DIR}/index.csv",
+        index=report_path(lay.REPORT_INDEX[0]),
+        index_csv=report_path(lay.REPORT_INDEX[1]),
         # where the study's time went (issue 13): per-rule benchmark table and critical path
         benchmark_tables=[registered_table(o) for o in catalogue.outputs_of("index")],
     log:
-        f"{RESULTS}/logs/report/report.log",
+        lay.log_file(RESULTS, "report", "report"),
     benchmark:
-        f"{RESULTS}/benchmarks/report/report.tsv"
+        lay.benchmark_file(RESULTS, "report", "report")
     threads: 1
     resources:
         mem_mb=catalogue.INDEX.mem_mb,

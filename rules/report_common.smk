@@ -22,7 +22,7 @@ def part_param(part):
 
 
 def report_path(relative):
-    return f"{REPORT_DIR}/{relative}" if relative else REPORT_DIR
+    return lay.report_file(RESULTS, relative)
 
 
 def registered_table(output):
@@ -60,7 +60,7 @@ def part_outputs(part):
         "pages": [report_path(p) for o in outputs if o.form == "page" for p in o.paths()],
     }
     if part != catalogue.INDEX.name:
-        named["part"] = f"{REPORT_DIR}/parts/{part}.json"
+        named["part"] = report_path(lay.part_index_file(part))
     return {name: files for name, files in named.items() if files}
 
 
@@ -71,28 +71,25 @@ def part_files():
 
 def evaluated_runs(w):
     runs = run_list()
-    return {
-        "clustering": [f"{RESULTS}/eval/{r}/clustering.parquet" for r in runs],
-        "personalisation": [f"{RESULTS}/eval/{r}/personalisation.parquet" for r in runs],
-    }
+    return {name.split(".")[0]: [lay.eval_file(RESULTS, r, name) for r in runs] for name in lay.EVAL_OUTPUTS}
 
 
 def whatif_inputs(w):
     return {
         **evaluated_runs(w),
-        "whatif": [f"{RESULTS}/eval/{r}/whatif.parquet" for r in cc.whatif_runs(config)],
+        "whatif": [lay.eval_file(RESULTS, r, lay.WHATIF_OUTPUT) for r in cc.whatif_runs(config)],
     }
 
 
 def late_inputs(w):
-    return {"late_clients": [f"{RESULTS}/eval/{r}/late_clients.parquet" for r in cc.late_client_runs(config)]}
+    return {"late_clients": [lay.eval_file(RESULTS, r, lay.LATE_CLIENTS_OUTPUT) for r in cc.late_client_runs(config)]}
 
 
 def explain_inputs(w):
     runs = explain_runs()
     return {
-        "insdel": [f"{RESULTS}/explain/{r}/insdel.parquet" for r in runs],
-        "saliency": [f"{RESULTS}/explain/{r}/saliency.npz" for r in runs],
+        "insdel": [lay.explain_file(RESULTS, r, "insdel.parquet") for r in runs],
+        "saliency": [lay.explain_file(RESULTS, r, "saliency.npz") for r in runs],
     }
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from cflcore.config import run_settings, study_runs, validate_config
+from cflcore.config import run_settings, study_run_ids, study_runs, validate_config
 from cflcore.errors import ConfigError
 from cflcore.evaluate.clustering import GroundTruth
 from cflcore.evaluate.late_clients import late_clients_frame, late_summary
@@ -21,7 +21,7 @@ from cflcore.fl.run import KILL_ENV
 from engine_runs import train_run
 from cflcore.strategies.base import StrategyContext, build_strategy
 from cflcore.fl.synthetic import synthetic_federated
-from cflcore.report.runs import run_specs_from_config
+from cflcore.report.runs import run_specs
 from cflcore.strategies._late import choose_late_clients, mean_cosine_distance, mean_unit_updates, resolve_late_count
 from synthetic_clusters import planted_deltas, planted_labels, round_updates
 
@@ -176,8 +176,7 @@ def test_splits_key_restricts_runs_and_never_reaches_the_strategy():
     settings = run_settings(cfg, "digits", "algo")
     assert "splits" not in settings["algorithm"]
     build_strategy(settings["algorithm"])  # the strategy's params_schema does not see `splits`
-    plan = {"study": cfg["study"], "results_dir": "r", "algorithm_splits": {"algo": ["nob"]}}
-    assert [s.split for s in run_specs_from_config(plan)] == ["nob"]
+    assert [s.split for s in run_specs("r", study_run_ids(cfg))] == ["nob"]
 
 
 # ----- the engine on a synthetic task with well-separated groups ----------------------------------------

@@ -10,7 +10,7 @@ import pytest
 
 from cflcore.io import write_json
 from cflcore.evaluate import evaluate_run
-from cflcore.report import build_report, run_specs_from_config
+from cflcore.report import build_report, run_specs
 from cflcore.report import figures as fg
 from cflcore.report.paper import paper_split, paper_table1, paper_table2
 from cflcore.report.runs import RunSpec, load_run
@@ -162,11 +162,11 @@ def test_report_with_every_run_missing_still_writes_tables_and_folders(tmp_path)
         assert (tmp_path / "out" / "figures" / kind).is_dir()  # the report rule declares them as directory()
 
 
-def test_run_specs_from_config_paths():
-    cfg = {"results_dir": "res", "study": {"datasets": ["mnist5k"], "splits": ["a"], "clients": [15], "seeds": [0, 1],
-                                           "algorithms": ["ocfl-km", "bcl"]}}
-    specs = run_specs_from_config(cfg)
-    assert len(specs) == 4
+def test_run_specs_paths():
+    runs = [f"mnist5k/a/n15/s{seed}/{algo}" for seed in (0, 1) for algo in ("ocfl-km", "bcl")]
+    specs = run_specs("res/", runs)
+    assert [s.run_id for s in specs] == runs
+    assert (specs[1].clients, specs[1].seed, specs[1].algorithm) == (15, 0, "bcl")
     assert specs[0].eval_dir == Path("res/eval/mnist5k/a/n15/s0/ocfl-km")
     assert specs[0].manifest == Path("res/splits/mnist5k/a/n15/s0/manifest.json")
     assert specs[0].log == Path("res/logs/train/mnist5k/a/n15/s0/ocfl-km.log")

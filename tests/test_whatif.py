@@ -129,7 +129,7 @@ def test_report_and_config_validation_import_neither_torch_nor_the_engine():
 import sys, yaml
 import cflcore.report, cflcore.report.runs, cflcore.report.build, cflcore.config as cc
 cfg = cc.validate_config(yaml.safe_load(open({str(Path(REPO) / 'config' / 'config.yaml')!r})), plugins=False)
-cflcore.report.run_specs_from_config(cfg)
+cflcore.report.run_specs(cfg["results_dir"], cc.study_run_ids(cfg))
 bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith(('cflcore.fl', 'cflcore.strategies', 'cflcore.models')))
 print(bad)
 """

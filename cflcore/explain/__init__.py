@@ -20,16 +20,25 @@ Outputs of :func:`explain_run` in ``results/explain/{scenario}/{algorithm}/``:
 
 Every Parquet file carries the settings (and ``status``/``reason``) as schema metadata.
 """
-from .attribution import ATTRIBUTIONS, attribute, conv_layer_names, display_map, make_attributor
-from .framework import (BASELINES, MODES, SCORED, STATISTICS, TARGETS, ExplainSettings, auc_statistics,
-                        baseline_generator, draw_sample, evaluation_pool, explain_run, randomised_model, run_summary,
-                        sample_generator, spearman_rows, target_classes, write_empty_explain)
-from .insdel import InsDelCurves, insertion_deletion, insertion_deletion_per_image, make_substrate
+import importlib
+from typing import Any
 
-__all__ = [
-    "ATTRIBUTIONS", "BASELINES", "MODES", "SCORED", "STATISTICS", "TARGETS", "ExplainSettings", "InsDelCurves",
-    "attribute", "auc_statistics", "baseline_generator", "conv_layer_names", "display_map", "draw_sample",
-    "evaluation_pool", "explain_run", "insertion_deletion", "insertion_deletion_per_image", "make_attributor",
-    "make_substrate", "randomised_model", "run_summary", "sample_generator", "spearman_rows", "target_classes",
-    "write_empty_explain",
-]
+# Where each public name lives. Imported on first use (PEP 562), so that ``cflcore.explain.tables``, the torch-free
+# module the report reads, can be imported without the torch-based stage.
+_HOMES = {
+    "attribution": ("ATTRIBUTIONS", "attribute", "conv_layer_names", "make_attributor"),
+    "framework": ("ExplainSettings", "auc_statistics", "baseline_generator", "draw_sample", "evaluation_pool",
+                  "explain_run", "randomised_model", "sample_generator", "spearman_rows", "target_classes",
+                  "write_empty_explain"),
+    "insdel": ("InsDelCurves", "insertion_deletion", "insertion_deletion_per_image", "make_substrate"),
+    "tables": ("BASELINES", "MODES", "SCORED", "STATISTICS", "TARGETS", "display_map", "run_summary"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME_OF)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOME_OF[name]}", __name__), name)

@@ -70,8 +70,8 @@ def gradcam_maps(model: nn.Module, x: torch.Tensor, target: torch.Tensor, layer:
 
     ReLU is *not* applied here: it is monotone, so the ranking of the positive evidence is the same as
     the original Grad-CAM's, while the ties it would create among non-positive pixels are broken by
-    their (negative) evidence. Plots clip at zero (see :func:`display_map`). See the module doc for why
-    Grad-CAM's averaged gradients can invert the ranking on a Flatten → Linear head."""
+    their (negative) evidence. Plots clip at zero (see :func:`cflcore.explain.tables.display_map`). See the module
+    doc for why Grad-CAM's averaged gradients can invert the ranking on a Flatten → Linear head."""
     cam = LayerGradCam(model, layer).attribute(x, target=target, relu_attributions=False)
     cam = LayerAttribution.interpolate(cam, tuple(x.shape[-2:]), interpolate_mode)
     return cam.sum(dim=1)
@@ -122,10 +122,3 @@ def attribute(model: nn.Module, x: torch.Tensor, target: torch.Tensor, name: str
     """Attribution maps (B, H, W) of ``model`` for images ``x`` (B, C, H, W) and classes ``target`` (B,)."""
     maps = make_attributor(model, name, layer_name)(x, target)
     return maps.detach()
-
-
-def display_map(maps: torch.Tensor) -> torch.Tensor:
-    """Maps for plotting: clipped at zero and scaled to [0, 1] per image (Grad-CAM's ReLU + min-max)."""
-    pos = maps.clamp(min=0).flatten(1)
-    top = pos.max(dim=1, keepdim=True).values.clamp(min=1e-12)
-    return (pos / top).reshape(maps.shape)

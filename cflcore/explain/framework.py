@@ -52,14 +52,8 @@ from ..errors import ConfigError, DataError
 from ..io import atomic_path, write_parquet
 from .attribution import CAM_ATTRIBUTIONS, check_attribution_name, default_layer_name, make_attributor
 from .insdel import DEFAULT_FORWARD_BATCH, check_substrate_name, insertion_deletion, to_channels_last
+from .tables import BASELINES, METRICS, MODES, PERCENTILES, SCORED, STATISTICS, TARGETS, run_summary  # noqa: F401
 
-MODES: tuple[str, ...] = ("in_cluster", "out_cluster", "orchestrator")
-TARGETS: tuple[str, ...] = ("predicted", "label")
-STATISTICS: tuple[str, ...] = ("mean", "median", "var", "std", "p05", "p10", "p25", "p50", "p75", "p90", "p95")
-PERCENTILES: dict[str, float] = {"p05": 5, "p10": 10, "p25": 25, "p50": 50, "p75": 75, "p90": 90, "p95": 95}
-METRICS: tuple[str, ...] = ("insertion", "deletion")
-BASELINES: tuple[str, ...] = ("insertion_random", "deletion_random")  # the same metrics, random pixel order
-SCORED: tuple[str, ...] = METRICS + BASELINES
 GRID_SPAWN = 3  # spawn-key slot of the saliency-grid draw (0-2 are the modes)
 RANDOM_SPAWN = 4  # spawn-key slot of the random-order baseline
 SANITY_SPAWN = 5  # spawn-key slot of the re-initialised (sanity-check) models
@@ -339,21 +333,6 @@ def statistics_row(cluster: int, mode: str, pool: EvaluationPool, scored: Scored
     row["sanity_threshold"] = float(sanity_threshold)
     row["reason"] = reason
     return row
-
-
-def run_summary(insdel: pd.DataFrame) -> pd.DataFrame:
-    """Per mode: the mean over clusters of the per-cluster mean AUC (000 footnote 12); null clusters skipped."""
-    rows = []
-    for mode in MODES:
-        part = insdel[insdel["mode"] == mode] if len(insdel) else insdel
-        row = {"mode": mode, "n_clusters": int(len(part)),
-               "n_clusters_evaluated": int(part["insertion_mean"].notna().sum()) if len(part) else 0}
-        for metric in SCORED:
-            col = f"{metric}_mean"
-            vals = part[col].dropna() if len(part) and col in part else pd.Series(dtype=float)
-            row[f"{metric}_auc"] = float(vals.mean()) if len(vals) else None
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------------

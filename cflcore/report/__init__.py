@@ -3,14 +3,14 @@
 * :func:`build_report` — the ``report`` stage in one process for a list of runs (every part of
   :mod:`cflcore.report.parts`, the one orchestrator; the workflow runs the parts as jobs, rules/report.smk);
   what it writes is the catalogue's (:mod:`cflcore.report.catalogue`);
-* :func:`run_specs_from_config` — the runs a validated config expects, with their standard paths.
+* :func:`run_specs` — runs by id (a report plan's: cflcore.stages.report_plan), with their standard paths.
 """
 from importlib import import_module
 from typing import Any
 
 # Lazy exports: the evaluate job must not pay for matplotlib/scipy.stats imports of the report job.
 _EXPORTS = {"build_report": "parts", "LoadedRun": "runs", "MissingRun": "runs",
-            "RunSpec": "runs", "load_run": "runs", "run_specs_from_config": "runs"}
+            "RunSpec": "runs", "load_run": "runs", "run_specs": "runs"}
 
 
 def __getattr__(name: str) -> Any:
@@ -19,4 +19,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-__all__ = ["build_report", "LoadedRun", "MissingRun", "RunSpec", "load_run", "run_specs_from_config"]
+__all__ = ["build_report", "LoadedRun", "MissingRun", "RunSpec", "load_run", "run_specs"]

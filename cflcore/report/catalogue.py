@@ -77,7 +77,7 @@ class ReportOutput:
         return [f"{prefix}{self.kind}.{fmt}" for fmt in self.formats]
 
 
-_RUNS = ("results_dir", "study", "algorithm_splits", "dataset_splits", "split_clients")
+_RUNS = ("results_dir", "runs")
 PARTS: tuple[Part, ...] = (
     Part("tables", "evaluations", (*_RUNS, "front_page", "sweep_index")),
     Part("figures", "evaluations", (*_RUNS, "sweep_index"), mem_mb=3000),

@@ -29,8 +29,7 @@ import pandas as pd  # noqa: E402
 
 from .. import layout  # noqa: E402
 from ..errors import CflError  # noqa: E402
-from ..explain.attribution import display_map  # noqa: E402
-from ..explain.framework import METRICS, MODES, run_summary  # noqa: E402
+from ..explain.tables import METRICS, MODES, display_map, run_summary  # noqa: E402
 from ..io import atomic_path, parquet_metadata, read_parquet  # noqa: E402
 from .cd import cd_analysis, draw_cd_diagram, save_figure  # noqa: E402
 
@@ -140,9 +139,7 @@ def _show_cell(ax: plt.Axes, image: np.ndarray, attribution: np.ndarray, greysca
         ax.imshow(image.mean(axis=0), cmap="gray", vmin=0, vmax=1)
     else:
         ax.imshow(np.clip(image.transpose(1, 2, 0), 0, 1))
-    import torch
-
-    overlay = display_map(torch.from_numpy(attribution[None]))[0].numpy()
+    overlay = display_map(attribution[None])[0]
     ax.imshow(overlay, cmap="jet", alpha=0.45, vmin=0, vmax=1)
 
 

@@ -31,6 +31,8 @@ import pandas as pd
 
 from . import tables as tb
 from ..defaults import with_config_defaults
+from .front_context import (Departure, engine_departures, format_value, front_page_context,  # noqa: F401
+                            metric_departure, split_departures)
 from .paper import DATASET_ALIASES, paper_algorithm, paper_dataset, paper_fig2, paper_table1, paper_table3
 
 FRONT_PAGE = "front_page.rst"
@@ -61,38 +63,7 @@ class PaperCheck:
     subsections: Sequence["PaperCheck"] = ()
 
 
-@dataclass(frozen=True)
-class Departure:
-    """One departure by design (from 000, or from the study's own paper: ``report.departures``) and what it does
-    to the comparison."""
-
-    topic: str
-    ours: str
-    paper: str
-    effect: str
-
-
-# ---- what the front page needs from the config -------------------------------------------------
-def front_page_context(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON-able part of a validated config the front page reads (the report rule's param)."""
-    study = cfg["study"]
-    return {
-        "study": {k: study[k] for k in ("datasets", "splits", "clients", "seeds", "algorithms")},
-        "datasets": {d: dict(cfg["datasets"][d]) for d in study["datasets"]},
-        "splits": {s: dict(cfg["splits"][s]) for s in study["splits"]},
-        "algorithms": {a: dict(cfg["algorithms"][a]) for a in study["algorithms"]},
-        "engine": dict(cfg.get("engine") or {}),
-        "report": dict(cfg.get("report") or {}),
-    }
-
-
 # ---- departures ----------------------------------------------------------------------------------
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
 def _table3_row(dataset: str) -> dict[str, Any] | None:
     name = paper_dataset(dataset)
     t3 = paper_table3()
@@ -185,11 +156,11 @@ def training_departure(dataset: str, settings: Mapping[str, Any], engine: Mappin
     engine = with_config_defaults("engine", engine)
     server_lr = engine["server_lr"]
     if not np.isclose(float(server_lr), float(row["server_lr"])) or engine["server_optimizer"] != "sgd":
-        diffs.append(("server", f"{engine['server_optimizer']} lr {_fmt(server_lr)}", f"sgd lr {_fmt(row['server_lr'])}"))
+        diffs.append(("server", f"{engine['server_optimizer']} lr {format_value(server_lr)}", f"sgd lr {format_value(row['server_lr'])}"))
     if not diffs:
         return Departure(f"Training ({dataset})", "as 000 Table 3", "000 Table 3", "None: same local training.")
-    ours = ", ".join(f"{k} {_fmt(o)}" for k, o, _ in diffs)
-    paper = ", ".join(f"{k} {_fmt(p)}" for k, _, p in diffs)
+    ours = ", ".join(f"{k} {format_value(o)}" for k, o, _ in diffs)
+    paper = ", ".join(f"{k} {format_value(p)}" for k, _, p in diffs)
     keys = {k for k, _, _ in diffs}
     effect = []
     if keys & {"optimizer", "lr", "batch_size", "local_epochs", "weight_decay", "server"}:
@@ -197,39 +168,11 @@ def training_departure(dataset: str, settings: Mapping[str, Any], engine: Mappin
                       "given round differ by construction; the ranking of methods (τ) is the like-for-like check. "
                       "The temperature trigger reacts to the geometry of the updates, so clustering rounds may move.")
     if "model" in keys:
-        effect.append(f"A different network ({_fmt(settings.get('model'))} instead of {_fmt(row['model'])}) sets a "
+        effect.append(f"A different network ({format_value(settings.get('model'))} instead of {format_value(row['model'])}) sets a "
                       "different ceiling on PF1/GF1.")
     if same:
-        effect.append("Unchanged: " + ", ".join(f"{k} {_fmt(o)}" for k, o, _ in same) + ".")
+        effect.append("Unchanged: " + ", ".join(f"{k} {format_value(o)}" for k, o, _ in same) + ".")
     return Departure(f"Training ({dataset})", ours, paper, " ".join(effect))
-
-
-def split_departures(splits: Mapping[str, Mapping[str, Any]]) -> list[Departure]:
-    """One line per distinct ``samples_per_client`` (the paper draws len(train) / n_clients per client)."""
-    by_size: dict[int, list[str]] = {}
-    for name, settings in splits.items():
-        if settings.get("samples_per_client"):
-            by_size.setdefault(int(settings["samples_per_client"]), []).append(name)
-    return [Departure(f"Split size ({', '.join(names)})", f"{n} samples drawn per client",
-                      "len(train) / n_clients per client (docs/architecture.md §7)",
-                      "Smaller local train/test sets: lower and noisier per-client PF1 than the paper's; "
-                      "clustering is unaffected as long as each client still shows its cluster's classes.")
-            for n, names in by_size.items()]
-
-
-def engine_departures(engine: Mapping[str, Any]) -> list[Departure]:
-    out = []
-    engine = with_config_defaults("engine", engine)
-    participation = float(engine["participation"] or 1.0)
-    if participation < 1.0:
-        out.append(Departure("Participation", f"{participation:g} of the clients per round", "every client, every round",
-                             "Fewer updates per round: the divergence matrix and temperature see a subset, so "
-                             "clustering rounds and scores are noisier than the paper's."))
-    aggregation = engine["aggregation"]
-    if aggregation != "unweighted":
-        out.append(Departure("Aggregation", str(aggregation), "unweighted mean (000)",
-                             "Large clients weigh more in each cluster model: PF1 of small clients may drop."))
-    return out
 
 
 def _published_range(method: str, datasets: Sequence[str], clients: Sequence[int], metric: str = "rand") -> str:
@@ -282,14 +225,14 @@ def bug_departures(algorithms: Mapping[str, Mapping[str, Any]], datasets: Sequen
                           f"the paper is the fix, not the method" + (f" ({reference})" if reference else "") + ". "
                           + (f"Compare with {twin}, run in this study." if twin in algorithms
                              else f"Add the {twin} variant (config/paper.yaml) to measure that part."))
-                out.append(Departure(f"Published bug fixed ({name})", f"{ours_text} ({param}: {_fmt(value)})",
+                out.append(Departure(f"Published bug fixed ({name})", f"{ours_text} ({param}: {format_value(value)})",
                                      paper_text, effect))
             else:
                 effect = (f"{tb.PUBLISHED_NOTE.capitalize()} on purpose: this row should match the paper's "
                           + (f"({reference})" if reference else "row") + "; its gap to the fixed variant is what "
                           "the bug costs.")
                 out.append(Departure(f"{tb.PUBLISHED_NOTE.capitalize()} ({name})",
-                                     f"{paper_text} ({param}: {_fmt(value)})", paper_text, effect))
+                                     f"{paper_text} ({param}: {format_value(value)})", paper_text, effect))
     return out
 
 
@@ -300,16 +243,6 @@ def method_departures(algorithms: Sequence[str]) -> list[Departure]:
         return []
     return [Departure("Methods not in 000", ", ".join(extra), "–",
                       "No published values: in the headline table, absent from the paper check and from τ.")]
-
-
-def metric_departure() -> Departure:
-    return Departure("PF1 / GF1 definition",
-                     "macro F1 of each client's cluster model on its local test split (PF1) and on the "
-                     "orchestrator's test set (GF1), averaged over clients (docs/architecture.md §8)",
-                     "the f1score columns of the authors' after_update_metrics.csv / "
-                     "after_update_generalizability.csv, averaged over clients and rounds (Fig. 2's data)",
-                     "The F1 averaging of the published files is not stated, so absolute differences carry "
-                     "that uncertainty; the ranking (τ) does not.")
 
 
 def departures(context: Mapping[str, Any] | None, headline: pd.DataFrame, comparison: pd.DataFrame,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..io import atomic_path, write_json
+from ..layout import REPORT_INDEX
 from . import catalogue
 from .benchmarks import REPORT_JOB, write_benchmark_tables
 
@@ -37,7 +38,7 @@ def write_index(out_dir: str | Path, runs: Mapping[str, Any], entries: Sequence[
     writer = csv.DictWriter(text, fieldnames=INDEX_COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     writer.writerows({k: ("" if v is None else v) for k, v in e.items()} for e in entries)
-    with atomic_path(out_dir / "index.csv") as tmp:
+    with atomic_path(out_dir / REPORT_INDEX[1]) as tmp:
         tmp.write_text(text.getvalue())
-    write_json(index, out_dir / "index.json")
+    write_json(index, out_dir / REPORT_INDEX[0])
     return index

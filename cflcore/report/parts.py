@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from .. import layout
 from ..errors import CflError
 from ..io import read_json, write_json
 from . import catalogue
@@ -37,17 +38,14 @@ def part_rule(part: str) -> str:
 
 
 def part_index(out_dir: str | Path, part: str) -> Path:
-    return Path(out_dir) / "parts" / f"{part}.json"
+    return Path(out_dir) / layout.part_index_file(part)
 
 
 def plan_specs(plan: Mapping[str, Any]) -> list:
     """The runs the plan (stages.report_plan) expects, with their standard paths (:class:`runs.RunSpec`)."""
-    from .runs import run_specs_from_config
+    from .runs import run_specs
 
-    return run_specs_from_config({"study": plan["study"], "results_dir": str(plan["results_dir"]),
-                                  "algorithm_splits": plan.get("algorithm_splits") or {},
-                                  "dataset_splits": plan.get("dataset_splits") or {},
-                                  "split_clients": plan.get("split_clients") or {}})
+    return run_specs(str(plan["results_dir"]), plan["runs"])
 
 
 @dataclass
@@ -154,7 +152,6 @@ def _late_clients(inputs: ReportInputs) -> list[dict[str, Any]]:
 
 def _explain(inputs: ReportInputs) -> list[dict[str, Any]]:
     """The explain figures of the plan's explained runs (saliency grids, insertion/deletion, CD diagrams)."""
-    from .. import layout
     from .explain_figures import cd_figures, insdel_boxplot_figures, saliency_grid_figures
 
     results, figs = str(inputs.plan.get("results_dir", "")).rstrip("/"), inputs.out_dir / "figures"
@@ -202,7 +199,7 @@ def _write(inputs: ReportInputs, part: str) -> dict[str, Any]:
 def write_part(plan: Mapping[str, Any], part: str, out_dir: str | Path) -> dict[str, Any]:
     """Rule ``report_<part>``: the part's files and ``parts/<part>.json``: ``{"part", "entries"}`` (and ``"runs"``,
     the account of expected / loaded / missing runs, for ``tables``)."""
-    specs = plan_specs(plan) if "study" in plan else []
+    specs = plan_specs(plan) if "runs" in plan else []
     return _write(ReportInputs(specs, Path(out_dir), plan), part)
 
 
@@ -232,7 +229,7 @@ def build_report(runs: Sequence[Any], out_dir: str | Path, context: Mapping[str,
     """The whole report for the expected ``runs`` (:class:`runs.RunSpec`, e.g. outside a config) in this
     process; returns the index. Runs without evaluation files are listed in ``missing_runs.csv`` with their
     reason and shown as "missing" in the tables; they never stop the report. ``context``
-    (:func:`front_page.front_page_context` of the config) feeds the front page's departures; ``late_runs`` (run
+    (:func:`front_context.front_page_context` of the config) feeds the front page's departures; ``late_runs`` (run
     ids with late-joining clients, 000 §6.2) get the late-client table and figure; ``benchmarks``: see
     :func:`index.write_index`. No runs are explained here (the explain part needs a config's plan)."""
     plan = {"front_page": context, "late_runs": list(late_runs), "benchmarks": benchmarks, "sweep_index": sweep_index}

@@ -11,7 +11,6 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from .. import layout
-from ..defaults import with_config_defaults
 from ..errors import CflError
 from ..io import parquet_metadata, read_json, read_parquet
 
@@ -71,19 +70,17 @@ class MissingRun:
     reason: str
 
 
-def run_specs_from_config(cfg: Mapping[str, Any], results_dir: str | Path | None = None) -> list[RunSpec]:
-    """Every run the (validated) config expects, with the standard paths of docs/architecture.md §2 (a variant with a
-    ``splits:`` list only on those splits)."""
-    from ..config import study_runs
-
-    results = str(results_dir if results_dir is not None else with_config_defaults("", cfg)["results_dir"]).rstrip("/")
+def run_specs(results_dir: str | Path, runs: Sequence[str]) -> list[RunSpec]:
+    """The runs ``runs`` (run ids, e.g. a report plan's, cflcore.stages.report_plan) with the standard paths of
+    docs/architecture.md §2 under ``results_dir`` (cflcore.layout)."""
+    results = str(results_dir).rstrip("/")
     specs = []
-    for scen, algorithm in study_runs(cfg):
-        sid, run = layout.scenario_id(**scen), layout.run_id(**scen, algorithm=algorithm)
+    for run in runs:
+        ref = layout.parse_run_id(run)
         specs.append(RunSpec(
-            **scen, algorithm=algorithm,
+            ref.dataset, ref.split, ref.clients, ref.seed, str(ref.algorithm),
             eval_dir=Path(layout.eval_dir(results, run)), run_dir=Path(layout.run_dir(results, run)),
-            manifest=Path(layout.split_file(results, sid, "manifest.json")),
+            manifest=Path(layout.split_file(results, ref.scenario, "manifest.json")),
             log=Path(layout.log_file(results, "train", run)), status=Path(layout.run_file(results, run, "status.json")),
         ))
     return specs
