@@ -141,6 +141,7 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
     cfg = copy.deepcopy(dict(cfg))
     if isinstance(cfg.get("whatif"), dict):
         cfg["whatif"].pop(OWN_CLUSTERERS_KEY, None)  # derived by pass 3, never given
+    cfg.pop(STRATEGY_INPUTS_KEY, None)  # idem
     schema = load_schema()
     _check_finite(cfg)
     schema_check(cfg, schema)
@@ -151,7 +152,7 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
         _check_registries(cfg)
         _check_whatif_params(cfg.get("whatif") or {})
     if cfg["monitor"]["tensorboard"]:  # the optional extra (cflcore.fl.progress.TensorBoardMonitor)
-        from .fl.progress import check_tensorboard
+        from .extras import check_tensorboard
 
         check_tensorboard()
     _check_study(cfg)  # after each entry's own checks: an entry's error is named before a combination's
@@ -288,6 +289,7 @@ def _check_registries(cfg: dict[str, Any]) -> None:
     _check_cluster_counts(cfg)
     _check_population(cfg)
     cfg["whatif"][OWN_CLUSTERERS_KEY] = _own_clusterers(cfg)
+    cfg[STRATEGY_INPUTS_KEY] = _strategy_inputs(cfg)
 
 
 def entry_field(cfg: Mapping[str, Any], section: str, name: str) -> str:
@@ -742,9 +744,9 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: st
     }
 
 
-def scl_proxy_settings(cfg: Mapping[str, Any], dataset: str, round_size: str) -> dict[str, Any]:
-    """What rule ``scl_proxy`` depends on (000 App. A.2, cflcore/scl_proxy.py): the dataset's training recipe and
-    rounds, the engine's shared-vector choice, and the proxy's round size."""
+def centralised_settings(cfg: Mapping[str, Any], dataset: str, round_size: str) -> dict[str, Any]:
+    """What a ``centralised_update_norms`` job depends on (cflcore/fl/centralised.py): the dataset's training recipe
+    and rounds, the engine's shared-vector choice, and the round size."""
     ds = dataset_settings(cfg, dataset)
     training = {k: v for k, v in ds.items() if k not in _NOT_TRAINING}
     engine = with_config_defaults("", cfg)["engine"]
@@ -752,13 +754,28 @@ def scl_proxy_settings(cfg: Mapping[str, Any], dataset: str, round_size: str) ->
             "engine": {k: engine[k] for k in ("bn_buffers_in_delta", "bn_stats") if k in engine}}
 
 
-def scl_proxy_rounds(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> str | None:
-    """The proxy round size a run reads (``client`` / ``epoch``), or None when its variant is not SCL with
-    ``epsilon: proxy``."""
-    from .scl_proxy import uses_proxy
+STRATEGY_INPUTS_KEY = "strategy_inputs"
+"""``strategy_inputs``: ``{"<dataset>/<algorithm>": {name: file kind}}``, what each run's strategy declares it reads
+beyond the split (``Strategy.inputs``), derived by validation pass 3 (which imports the plug-ins anyway) so that
+building the train jobs' inputs at every Snakemake start imports none. Dropped and derived again whenever a config
+is validated."""
 
-    variant = run_settings(cfg, dataset, algorithm)["algorithm"]
-    return str(variant["proxy_round"]) if uses_proxy(variant) else None
+
+def _strategy_inputs(cfg: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    from .strategies.base import strategy_inputs as declared
+
+    return {f"{d}/{a}": declared(run_settings(cfg, d, a)["algorithm"]) for d in cfg["datasets"] for a in cfg["algorithms"]}
+
+
+def strategy_inputs(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:
+    """The files a run's train job reads beyond its split, ``{name: file kind}`` (``Strategy.inputs``)."""
+    stored = cfg.get(STRATEGY_INPUTS_KEY)
+    key = f"{dataset}/{algorithm}"
+    if stored and key in stored:
+        return dict(stored[key])
+    from .strategies.base import strategy_inputs as declared
+
+    return declared(run_settings(cfg, dataset, algorithm)["algorithm"])
 
 
 def run_plugins(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:

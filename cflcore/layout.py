@@ -98,6 +98,21 @@ def split_file(results: str, scenario: str, name: str) -> str:
     return f"{split_dir(results, scenario)}/{name}"
 
 
+def input_file_name(kind: str) -> str:
+    """The file name, in the scenario's split folder, of a strategy input of file kind ``"<kind>/<option>"``
+    (cflcore.strategies.base.INPUT_KINDS). ``centralised_update_norms/<round size>`` keeps the name it had when SCL's
+    proxy was its only user: ``scl_proxy-<round size>.parquet``."""
+    base, _, option = kind.partition("/")
+    if base == "centralised_update_norms" and option:
+        return f"scl_proxy-{option}.parquet"
+    raise ValueError(f"strategy input kind {kind!r}: known kinds: centralised_update_norms/<round size>")
+
+
+def input_file(results: str, scenario: str, kind: str) -> str:
+    """A strategy input's path (:func:`input_file_name`) beside the scenario's split."""
+    return split_file(results, scenario, input_file_name(kind))
+
+
 def runs_root(results: str) -> str:
     return f"{results}/runs"
 

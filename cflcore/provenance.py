@@ -42,7 +42,7 @@ STAGE_ENTRIES: dict[str, tuple[str, ...]] = {
     "data": ("prepare_dataset",),
     "splits": ("make_split",),
     "train": ("train",),
-    "scl_proxy": ("scl_proxy",),
+    "centralised_update_norms": ("centralised_update_norms",),
     "evaluate": ("evaluate",),
     "whatif": ("whatif",),
     "late_clients": ("evaluate_late_clients",),

@@ -33,8 +33,9 @@ def make_split(dataset_path: str | Path, settings: Mapping[str, Any], n_clients:
 
 def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str, Any], seed: int,
           out_dir: str | Path, on_failure: str = "fail", tensorboard_dir: str | Path | None = None,
-          monitors: Sequence[Any] = ()) -> dict[str, Any]:
-    """Train one run. With ``on_failure='record'`` a failure inside training (e.g. a diverging loss)
+          monitors: Sequence[Any] = (), inputs: Mapping[str, str | Path] | None = None) -> dict[str, Any]:
+    """Train one run; ``inputs``: the files its strategy declares beyond the split, by name (``Strategy.inputs``; the
+    rule's input files of those names, or :func:`strategy_input_paths`). With ``on_failure='record'`` a failure inside training (e.g. a diverging loss)
     is written to ``status.json`` (and empty run files) instead of raised, so that the other runs and
     the report go on; the next Snakemake invocation retries it (:func:`failed_attempts`).
 
@@ -43,16 +44,18 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
     (``cfl train``'s progress bar). None of them is a declared output or a param: they change no rerun decision."""
     from .data.store import load_federated
     from .fl.run import train_run
-    from .scl_proxy import resolve_scl_epsilons
-    from .strategies import build_strategy
+    from .strategies.base import build_strategy, resolve_params, strategy_inputs
 
     out_dir = Path(out_dir)
     t0 = time.time()
     fed = load_federated(dataset_path, split_dir)
-    algorithm, proxy = resolve_scl_epsilons(settings["algorithm"], split_dir)  # SCL's `epsilon: proxy` (000 App. A.2)
-    if proxy is not None:
-        log.info("SCL epsilons from the centralised proxy: %s", proxy)
-        settings = {**settings, "algorithm": algorithm}
+    declared = strategy_inputs(settings["algorithm"])  # files beyond the split (Strategy.inputs)
+    if declared:
+        missing = sorted(set(declared) - set(inputs or {}))
+        if missing:
+            raise CflError(f"the strategy's declared inputs {', '.join(missing)} were not given (Strategy.inputs)")
+        given = {name: Path(inputs[name]) for name in declared}
+        settings = {**settings, "algorithm": resolve_params(settings["algorithm"], given)}
     try:
         watchers = [*monitors]
         if tensorboard_dir is not None:
@@ -73,16 +76,26 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
     return status
 
 
-def scl_proxy(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str, Any], seed: int,
-              out_path: str | Path) -> None:
-    """Rule ``scl_proxy``: the centralised proxy's update norm per round (000 App. A.2, cflcore/scl_proxy.py) on the
-    scenario's pooled client training data, beside the split. ``settings``: :func:`config.scl_proxy_settings`."""
+def strategy_input_paths(results: str, scenario: str, algorithm: Mapping[str, Any]) -> dict[str, str]:
+    """The paths of the files a run's strategy declares beyond the split (``Strategy.inputs``), by name, as rule
+    ``train`` asks for them (``cfl train`` calls this; the Snakemake adapter takes the rule's inputs)."""
+    from . import layout
+    from .strategies.base import strategy_inputs
+
+    return {name: layout.input_file(results, scenario, kind) for name, kind in strategy_inputs(algorithm).items()}
+
+
+def centralised_update_norms(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str, Any], seed: int,
+                             out_path: str | Path) -> None:
+    """Rule ``centralised_update_norms``: a centralised training's update norm per round on the scenario's pooled
+    client training data, beside the split (cflcore/fl/centralised.py), for the strategies that declare it among
+    their inputs. ``settings``: :func:`config.centralised_settings`."""
     from .data.store import load_federated
-    from .scl_proxy import proxy_update_norms, write_proxy
+    from .fl.centralised import centralised_update_norms as norms_of, write_update_norms
 
     fed = load_federated(dataset_path, split_dir)
-    norms = proxy_update_norms(fed, settings["training"], settings["engine"], int(seed), settings["round_size"])
-    write_proxy(norms, out_path, {"round_size": settings["round_size"], "rounds": len(norms), "seed": int(seed)})
+    norms = norms_of(fed, settings["training"], settings["engine"], int(seed), settings["round_size"])
+    write_update_norms(norms, out_path, {"round_size": settings["round_size"], "rounds": len(norms), "seed": int(seed)})
 
 
 def _ensure_divergence(out_dir: Path) -> None:
@@ -222,17 +235,21 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
     ``results/benchmarks/<rule>/<path>.tsv``; a rule without wildcards, e.g. ``report_tables``, has one job named
     after it; the ``report`` job's own time is measured by itself)."""
     from . import layout
-    from .config import late_client_runs, scl_proxy_rounds, study_run_ids, whatif_runs
+    from .config import late_client_runs, strategy_inputs, study_run_ids, whatif_runs
     from .report.parts import PARTS, part_rule
 
     runs = study_run_ids(cfg)
     scenarios = sorted({layout.parse_run_id(r).scenario for r in runs})
     replayed = set(whatif_runs(cfg))  # rule evaluate (scores and what-if replay); the others evaluate_no_whatif
+    inputs: dict[str, set[str]] = {}  # a strategy input's kind is its rule's name; the option its last wildcard
+    for r in runs:
+        run = layout.parse_run_id(r)
+        for kind in strategy_inputs(cfg, run.dataset, str(run.algorithm)).values():
+            base, _, option = kind.partition("/")
+            inputs.setdefault(base, set()).add(f"{run.scenario}/{option}")
     return {"prepare_dataset": sorted({layout.parse_scenario_id(s).dataset for s in scenarios}), "split": scenarios,
             "train": runs, "evaluate": [r for r in runs if r in replayed],
-            "scl_proxy": sorted({f"{layout.parse_run_id(r).scenario}/{size}" for r in runs
-                                 if (size := scl_proxy_rounds(cfg, layout.parse_run_id(r).dataset,
-                                                              str(layout.parse_run_id(r).algorithm)))}),
+            **{base: sorted(paths) for base, paths in inputs.items()},
             "evaluate_no_whatif": [r for r in runs if r not in replayed],
             "evaluate_late_clients": late_client_runs(cfg), "explain": explain_runs,
             **{part_rule(p): [part_rule(p)] for p in PARTS}}

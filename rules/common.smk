@@ -114,22 +114,20 @@ def p_train_code(w):
     return code_version("train", cc.run_plugins(config, w.dataset, w.algorithm))
 
 
-def scl_proxy_input(w):
-    """The run's SCL epsilon proxy, for an SCL variant with `epsilon: proxy` (cflcore/scl_proxy.py); else nothing."""
-    size = cc.scl_proxy_rounds(config, w.dataset, w.algorithm)
-    if size is None:
-        return {}
+def strategy_input_files(w):
+    """The files the run's strategy declares beyond the split (Strategy.inputs), by name, beside the split."""
     scenario = lay.scenario_id(w.dataset, w.split, w.clients, w.seed)
-    return {"scl_proxy": lay.split_file(RESULTS, scenario, f"scl_proxy-{size}.parquet")}
+    declared = cc.strategy_inputs(config, w.dataset, w.algorithm)
+    return {name: lay.input_file(RESULTS, scenario, kind) for name, kind in declared.items()}
 
 
-def p_scl_proxy(w):
-    return canonical_json(cc.scl_proxy_settings(config, w.dataset, w.round_size))
+def p_centralised(w):
+    return canonical_json(cc.centralised_settings(config, w.dataset, w.round_size))
 
 
-def p_scl_proxy_code(w):
-    """The proxy's code: the proxy stage and the dataset's model (cflcore.provenance)."""
-    return code_version("scl_proxy", {"model": cc.dataset_settings(config, w.dataset)["model"]})
+def p_centralised_code(w):
+    """The centralised training's code: its stage and the dataset's model (cflcore.provenance)."""
+    return code_version("centralised_update_norms", {"model": cc.dataset_settings(config, w.dataset)["model"]})
 
 
 def p_explain_code(w):

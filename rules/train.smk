@@ -8,8 +8,9 @@
 
 rule train:
     input:
-        # SCL with `epsilon: proxy` reads its epsilons' proxy (rule scl_proxy); no other run does
-        unpack(scl_proxy_input),
+        # the files the run's strategy declares beyond the split (Strategy.inputs; e.g. rule
+        # centralised_update_norms); most strategies declare none
+        unpack(strategy_input_files),
         dataset=lay.dataset_file(RESULTS, "{dataset}"),
         assignments=lay.split_file(RESULTS, SCENARIO, "assignments.parquet"),
         manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
@@ -41,27 +42,27 @@ rule train:
         "../workflow_scripts/train.py"
 
 
-# SCL's epsilons and cool-down from a centralised proxy (000 App. A.2; cflcore/scl_proxy.py): the update norm per
-# round of a centralised training on the scenario's pooled client data, beside the split. Only scenarios with an
-# SCL variant set to `epsilon: proxy` get one (its train jobs ask for it).
-rule scl_proxy:
+# A strategy input of file kind `centralised_update_norms/<round size>` (cflcore/fl/centralised.py): the update norm
+# per round of a centralised training on the scenario's pooled client data, beside the split. Only scenarios with a
+# variant whose strategy declares it get one (its train jobs ask for it).
+rule centralised_update_norms:
     input:
         dataset=lay.dataset_file(RESULTS, "{dataset}"),
         assignments=lay.split_file(RESULTS, SCENARIO, "assignments.parquet"),
         manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
     output:
-        lay.split_file(RESULTS, SCENARIO, "scl_proxy-{round_size}.parquet"),
+        lay.input_file(RESULTS, SCENARIO, "centralised_update_norms/{round_size}"),
     log:
-        lay.log_file(RESULTS, "scl_proxy", f"{SCENARIO}/{{round_size}}"),
+        lay.log_file(RESULTS, "centralised_update_norms", f"{SCENARIO}/{{round_size}}"),
     benchmark:
-        lay.benchmark_file(RESULTS, "scl_proxy", f"{SCENARIO}/{{round_size}}")
+        lay.benchmark_file(RESULTS, "centralised_update_norms", f"{SCENARIO}/{{round_size}}")
     threads: config["engine"]["threads"]
     resources:
         mem_mb=mem_train,
         runtime=120,
     params:
-        settings=p_scl_proxy,
+        settings=p_centralised,
         seed=lambda w: int(w.seed),
-        code=p_scl_proxy_code,
+        code=p_centralised_code,
     script:
-        "../workflow_scripts/scl_proxy.py"
+        "../workflow_scripts/centralised_update_norms.py"

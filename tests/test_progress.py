@@ -17,7 +17,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from cflcore import config as cc
-from cflcore import layout, stages
+from cflcore import extras, layout, stages
 from cflcore.cli import main as cfl_main
 from cflcore.errors import CflError, ConfigError
 from cflcore.fl import progress
@@ -157,7 +157,7 @@ def test_torn_last_line_is_ignored(tmp_path):
 
 
 def test_tensorboard_switch_without_the_extra_is_a_config_error(monkeypatch):
-    monkeypatch.setattr(progress, "tensorboard_available", lambda: False)
+    monkeypatch.setattr(extras, "tensorboard_available", lambda: False)
     with pytest.raises(ConfigError) as e:
         cc.load_config(f"{REPO}/config/tiny.yaml", overrides={"monitor": {"tensorboard": True}})
     msg = str(e.value)

@@ -1,4 +1,5 @@
-"""SCL's ε₁, ε₂ and cool-down from a centralised proxy (000 App. A.2; cflcore/scl_proxy.py)."""
+"""SCL's ε₁, ε₂ and cool-down from a centralised proxy (000 App. A.2): the proxy is a strategy input
+(cflcore/strategies/scl.py declares it, cflcore/fl/centralised.py trains it), the only one today."""
 from __future__ import annotations
 
 import copy
@@ -10,14 +11,11 @@ import yaml
 
 from cflcore import config as cc
 from cflcore.fl.synthetic import synthetic_federated
-from cflcore.scl_proxy import (
-    convergence_round,
-    epsilons_from_proxy,
-    proxy_file,
-    proxy_update_norms,
-    resolve_scl_epsilons,
-    write_proxy,
-)
+from cflcore import layout
+from cflcore.fl.centralised import centralised_update_norms as proxy_update_norms
+from cflcore.fl.centralised import write_update_norms
+from cflcore.strategies.base import resolve_params, strategy_inputs
+from cflcore.strategies.scl import convergence_round, epsilons_from_proxy
 
 REPO = Path(__file__).resolve().parents[1]
 TRAINING = {"model": "tinyvgg", "optimizer": "sgd", "lr": 0.05, "batch_size": 8, "local_epochs": 1, "rounds": 4}
@@ -53,17 +51,21 @@ def test_the_proxy_trains_deterministically_and_an_epoch_round_moves_further():
 
 
 def test_an_scl_run_with_epsilon_proxy_takes_its_thresholds_from_the_proxy(tmp_path):
-    write_proxy(np.array([3.0, 6.0, 2.0, 1.0]), tmp_path / proxy_file("client"), {"round_size": "client"})
     algorithm = {"method": "scl", "eps1": 0.35, "eps2": 1.0, "cooldown": 30, "epsilon": "proxy",
                  "proxy_round": "client", "proxy_factor": 5.0, "proxy_tolerance": 0.1}
-    resolved, record = resolve_scl_epsilons(algorithm, tmp_path)
+    declared = strategy_inputs(algorithm)
+    assert declared == {"proxy": "centralised_update_norms/client"}
+    path = tmp_path / layout.input_file_name(declared["proxy"])
+    assert path.name == "scl_proxy-client.parquet"  # the name the proxy always had
+    write_update_norms(np.array([3.0, 6.0, 2.0, 1.0]), path, {"round_size": "client"})
+    resolved = resolve_params(algorithm, {"proxy": path})
     assert (resolved["eps1"], resolved["eps2"], resolved["cooldown"]) == (pytest.approx(0.6), pytest.approx(3.0), 3)
-    assert record["source"] == "proxy" and record["max_update_norm"] == 6.0
     explicit = {**algorithm, "epsilon": "explicit"}
-    assert resolve_scl_epsilons(explicit, tmp_path) == (explicit, None)  # explicit: the config's values
-    assert resolve_scl_epsilons({"method": "bnc"}, tmp_path) == ({"method": "bnc"}, None)
+    assert strategy_inputs(explicit) == {} and resolve_params(explicit, {}) == explicit  # the config's values
+    assert strategy_inputs({"method": "bnc"}) == {} and resolve_params({"method": "bnc"}, {}) == {"method": "bnc"}
+    assert strategy_inputs({**algorithm, "proxy_round": "epoch"}) == {"proxy": "centralised_update_norms/epoch"}
     with pytest.raises(FileNotFoundError):
-        resolve_scl_epsilons({**algorithm, "proxy_round": "epoch"}, tmp_path)
+        resolve_params(algorithm, {"proxy": tmp_path / "missing.parquet"})
 
 
 def _tiny(**algorithms):
@@ -80,14 +82,16 @@ def test_the_config_names_the_field_and_the_allowed_values():
         cc.validate_config(_tiny(**{"scl-x": {"method": "scl", "epsilon": "proxy", "proxy_factor": 20}}))
     cfg = cc.validate_config(_tiny(**{"scl-p": {"method": "scl", "epsilon": "proxy"}, "scl": {"method": "scl"},
                                       "scl-e": {"method": "scl", "epsilon": "proxy", "proxy_round": "epoch"}}))
-    assert cc.scl_proxy_rounds(cfg, "digits", "scl-p") == "client"
-    assert cc.scl_proxy_rounds(cfg, "digits", "scl-e") == "epoch"
-    assert cc.scl_proxy_rounds(cfg, "digits", "scl") is None
-    proxy = cc.scl_proxy_settings(cfg, "digits", "client")
+    assert cc.strategy_inputs(cfg, "digits", "scl-p") == {"proxy": "centralised_update_norms/client"}
+    assert cc.strategy_inputs(cfg, "digits", "scl-e") == {"proxy": "centralised_update_norms/epoch"}
+    assert cc.strategy_inputs(cfg, "digits", "scl") == {}
+    # validation stores what every variant declares, so building the jobs imports no plug-in
+    assert cfg[cc.STRATEGY_INPUTS_KEY]["digits/scl-e"] == {"proxy": "centralised_update_norms/epoch"}
+    proxy = cc.centralised_settings(cfg, "digits", "client")
     assert proxy["training"]["rounds"] == 3 and proxy["round_size"] == "client"
     later = copy.deepcopy(cfg)
     later["datasets"]["digits"]["explain_samples"] = 99  # not the proxy's: its param does not move
-    assert cc.scl_proxy_settings(later, "digits", "client") == proxy
+    assert cc.centralised_settings(later, "digits", "client") == proxy
 
 
 def test_the_workflow_runs_one_proxy_per_scenario_and_round_size(workflow_dir):
@@ -103,7 +107,7 @@ def test_the_workflow_runs_one_proxy_per_scenario_and_round_size(workflow_dir):
     path.write_text(yaml.safe_dump(cfg))
     p = run_sm(workflow_dir, "-n", "--cores", "2", "--configfile", str(path), "--quiet", "rules")
     jobs = planned_jobs(p.stdout + p.stderr)
-    assert jobs.get("scl_proxy") == 2 and jobs.get("train") == 5
+    assert jobs.get("centralised_update_norms") == 2 and jobs.get("train") == 5
     p = run_sm(workflow_dir, "-n", "--cores", "2", "--configfile", str(path), "-p",
                "results/runs/digits/nonoverlap-balanced/n6/s0/scl-p10/status.json")
     assert "scl_proxy-client.parquet" in p.stdout and "scl_proxy-epoch.parquet" not in p.stdout

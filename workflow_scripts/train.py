@@ -15,4 +15,5 @@ if sm.config["monitor"]["tensorboard"]:
     tensorboard = lay.tensorboard_dir(str(sm.config["results_dir"]).rstrip("/"), run)
 run_job(sm.log[0], lambda: stages.train(
     sm.input.dataset, Path(sm.input.manifest).parent, json.loads(sm.params.run), sm.params.seed,
-    Path(sm.output.status).parent, on_failure=sm.params.on_failure, tensorboard_dir=tensorboard))
+    Path(sm.output.status).parent, on_failure=sm.params.on_failure, tensorboard_dir=tensorboard,
+    inputs={name: path for name, path in sm.input.items() if name not in ("dataset", "assignments", "manifest")}))

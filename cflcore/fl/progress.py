@@ -37,14 +37,11 @@ from typing import Any, Mapping, Protocol
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..extras import check_tensorboard
 from ..io import atomic_path
 
 PROGRESS = "progress.jsonl"  # cflcore.layout.PROGRESS_OUTPUT names it for cfl status (tests/test_progress.py)
 ETA_WINDOW = 5  # rounds whose mean duration predicts the rest
-TENSORBOARD_EXTRA = "pip install -e '.[tensorboard]'"
-
-
 class Monitor(Protocol):
     """What the engine tells a watcher of a run: the attempt's first round, each finished round, the end."""
 
@@ -155,20 +152,6 @@ def read_progress(path: str | os.PathLike) -> dict[str, Any]:
 # TensorBoard (optional extra)
 # ---------------------------------------------------------------------------------------------
 TENSORBOARD_SCALARS = ("loss", "local_f1", "clusters", "ari", "temperature")
-
-
-def tensorboard_available() -> bool:
-    """Whether the ``tensorboard`` extra is installed (torch.utils.tensorboard needs the tensorboard package)."""
-    import importlib.util
-
-    return importlib.util.find_spec("tensorboard") is not None
-
-
-def check_tensorboard(field: str = "monitor.tensorboard") -> None:
-    """One-line ConfigError when TensorBoard is switched on but its extra is not installed."""
-    if not tensorboard_available():
-        raise ConfigError(f"{field}: true needs the tensorboard package, which is not installed; install the extra "
-                          f"with {TENSORBOARD_EXTRA} or set {field}: false")
 
 
 class TensorBoardMonitor:

@@ -48,7 +48,7 @@ RULE_UPSTREAM: dict[str, tuple[str, ...]] = {
     "prepare_dataset": (),
     "split": ("prepare_dataset",),
     "train": ("split",),
-    "scl_proxy": ("split",),  # SCL's epsilon: proxy (000 App. A.2); its train jobs read it too
+    "centralised_update_norms": ("split",),  # a strategy input (Strategy.inputs); the train jobs declaring it read it
     "evaluate": ("train",),
     "evaluate_no_whatif": ("train",),
     "evaluate_late_clients": ("train",),

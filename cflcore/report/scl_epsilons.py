@@ -2,7 +2,7 @@
 ``scl_epsilons`` beside 000's Table 4 (``cflcore/reference/paper_table4_scl.csv``).
 
 A run's values are the ones its SCL strategy recorded in ``server.parquet`` (``eps1``, ``eps2``, ``cooldown``,
-``epsilon_source``: ``explicit`` from the config, ``proxy`` from the centralised proxy of cflcore/scl_proxy.py).
+``epsilon_source``: how the strategy set them, as cflcore/strategies/scl.py records it).
 """
 from __future__ import annotations
 

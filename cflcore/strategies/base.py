@@ -182,6 +182,10 @@ class Strategy(Plugin, ABC):
     config validator checks every algorithm variant against it, so a plug-in carries its own schema
     (the plug-in contract, :class:`cflcore.plugin.Plugin`: defaults, unknown keys, the optional hooks
     ``check_params``, ``check_population`` and :meth:`replay_clusterer`).
+
+    A method that needs more than the split before it trains declares it: :meth:`inputs` names the files its train
+    job reads, each of a file kind the workflow builds without knowing the method (:data:`INPUT_KINDS`), and
+    :meth:`resolve_params` turns them into parameters before the strategy is built (cflcore/strategies/scl.py is an example).
     """
 
     plugin_kind: ClassVar[str] = "method"
@@ -192,6 +196,21 @@ class Strategy(Plugin, ABC):
     def __init__(self, **params: Any) -> None:
         """Hold the hyper-parameters: the ``params_schema`` defaults, updated by ``params`` (unknown keys refused)."""
         self.params = type(self).with_defaults(params)
+
+    @classmethod
+    def inputs(cls, params: Mapping[str, Any]) -> dict[str, str]:
+        """The files this variant's train job reads beyond the split, ``{name: file kind}`` (default: none).
+
+        A file kind is ``"<kind>/<option>"`` with ``<kind>`` in :data:`INPUT_KINDS`; the workflow builds each beside
+        the scenario's split (cflcore.layout.input_file) with method-agnostic code, and a change to that code reruns
+        only the variants that read it. ``params``: the variant's parameters with their defaults."""
+        return {}
+
+    @classmethod
+    def resolve_params(cls, params: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` with what the declared :meth:`inputs` determine filled in, given each input's path by name;
+        the train stage calls it before :func:`build_strategy` (default: ``params`` unchanged)."""
+        return dict(params)
 
     @classmethod
     def replay_clusterer(cls, params: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -255,8 +274,30 @@ class Strategy(Plugin, ABC):
         self.assignment = ClusterAssignment(np.asarray(state["labels"]))
 
 
+INPUT_KINDS = ("centralised_update_norms",)
+"""The file kinds a strategy may declare among its :meth:`Strategy.inputs`: ``centralised_update_norms/<client|epoch>``,
+a centralised training's update norm per round on the scenario's pooled data (cflcore/fl/centralised.py)."""
+
 STRATEGIES: Registry[type[Strategy]] = Registry("method", package="cflcore.strategies")
 register_strategy = STRATEGIES.register
+
+
+def strategy_inputs(variant: Mapping[str, Any]) -> dict[str, str]:
+    """The files one config variant's train job reads beyond the split (:meth:`Strategy.inputs`), checked against
+    :data:`INPUT_KINDS`."""
+    params = dict(variant)
+    cls = STRATEGIES.get(params.pop("method"), field="algorithms.*.method")
+    declared = cls.inputs(cls.with_defaults(params))
+    for name, kind in declared.items():
+        if kind.split("/", 1)[0] not in INPUT_KINDS:
+            raise ValueError(f"{cls.__name__}.inputs: {name!r} has file kind {kind!r}; known kinds: {', '.join(INPUT_KINDS)}")
+    return declared
+
+
+def resolve_params(variant: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """One config variant's parameters resolved from its declared inputs (:meth:`Strategy.resolve_params`)."""
+    cls = STRATEGIES.get(variant["method"], field="algorithms.*.method")
+    return cls.resolve_params(dict(variant), inputs)
 
 
 def build_strategy(variant: Mapping[str, Any]) -> Strategy:

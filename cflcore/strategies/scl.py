@@ -13,7 +13,13 @@ wrongly, putting a client in two clusters after a second split; here a split onl
 members of the split cluster, so every client is in exactly one cluster by construction.
 Partial participation: the split uses the sampled members; unsampled members follow the larger child.
 Table 4 of 000: ε1 = 0.35, ε2 = 1.0, cooldown 30 (MNIST). With ``epsilon: proxy`` the three are derived before
-training from a centralised proxy, as 000 App. A.2 does (cflcore/scl_proxy.py; the train stage resolves them).
+training from a centralised proxy, as 000 App. A.2 does: the strategy declares the proxy's update norms among its
+inputs (:meth:`SCL.inputs`; the workflow builds them with cflcore/fl/centralised.py) and derives ε₁ = max Δθ̂ / 10,
+ε₂ = ``proxy_factor`` · ε₁ and the cool-down from them (:meth:`SCL.resolve_params`, :func:`epsilons_from_proxy`).
+The factor 5 is what both Sattler et al. (ε₁ 6, ε₂ 30 on MNIST; 25 and 125) and 000's own proxy-derived values
+(Table 4: CIFAR-10 185 / 925, PathMNIST 12 / 60, BloodMNIST 38 / 188) use. The cool-down is the number of rounds
+before Δθ̂ settles: the first round from which it stays within ``proxy_tolerance`` of its total decrease above its
+final value (Δθ̂ˢ ≤ Δθ̂_final + tolerance · (max Δθ̂ − Δθ̂_final) for every later s).
 
 Diagnostics (every round, columns of server.parquet): ``eps1``, ``eps2``, and per cluster with a sampled
 member ``mean_update_norms`` {cluster: ‖mean Δ‖} and ``max_update_norms`` {cluster: max ‖Δ‖} (JSON), with
@@ -21,6 +27,9 @@ their largest values as scalars; the report's ``split_traces`` figure draws them
 """
 from __future__ import annotations
 
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -30,6 +39,58 @@ from ..clustering.divergence import cosine_similarity_from_gram
 from ..errors import ConfigError
 from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
 from ._common import as_int_list, labels_tensor
+
+
+log = logging.getLogger(__name__)
+
+CENTRALISED_NORMS = "centralised_update_norms"  # the file kind SCL's proxy is (cflcore/layout.py, cflcore/fl/centralised.py)
+
+
+@dataclass(frozen=True)
+class ProxyEpsilons:
+    """What an SCL run with ``epsilon: proxy`` uses, and where it came from."""
+
+    eps1: float
+    eps2: float
+    cooldown: int
+    max_update_norm: float
+    factor: float
+    tolerance: float
+    source: str = "proxy"
+
+    def as_params(self) -> dict[str, Any]:
+        return {"eps1": self.eps1, "eps2": self.eps2, "cooldown": self.cooldown}
+
+
+def convergence_round(norms: np.ndarray, tolerance: float) -> int:
+    """The first 0-based round from which ``norms`` stays within ``tolerance`` of its total decrease above its
+    final value (0 for a trace that never rises above that band)."""
+    norms = np.asarray(norms, dtype=np.float64)
+    if norms.size == 0:
+        return 0
+    final, peak = float(norms[-1]), float(norms.max())
+    above = np.flatnonzero(norms > final + tolerance * (peak - final))
+    return int(above[-1] + 1) if above.size else 0
+
+
+def epsilons_from_proxy(norms: np.ndarray, factor: float = 5.0, tolerance: float = 0.1) -> ProxyEpsilons:
+    """Sattler et al.'s recommendation on the proxy (000 App. A.2): ε₁ = max Δθ̂ / 10, ε₂ = factor · ε₁ with
+    factor ∈ [1, 10], cool-down = the rounds before Δθ̂ settles (:func:`convergence_round`)."""
+    if not 1.0 <= factor <= 10.0:
+        raise ValueError(f"factor {factor!r}: allowed 1 <= factor <= 10 (eps2 within [eps1, 10 eps1])")
+    norms = np.asarray(norms, dtype=np.float64)
+    if norms.size == 0 or not np.isfinite(norms).all():
+        raise ValueError("the proxy's update norms are empty or not finite")
+    peak = float(norms.max())
+    eps1 = peak / 10.0
+    return ProxyEpsilons(eps1, factor * eps1, convergence_round(norms, tolerance), peak, float(factor), float(tolerance))
+
+
+def read_update_norms(path: str | Path) -> np.ndarray:
+    """The proxy's update norm per round (column ``update_norm`` of the file cflcore/fl/centralised.py writes)."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).column("update_norm").to_numpy()
 
 
 def bipartition(similarity: np.ndarray) -> np.ndarray:
@@ -64,7 +125,7 @@ class SattlerClustering(Strategy):
         "max_clusters": {"type": ["integer", "null"], "minimum": 1, "default": None},
         "epsilon": {"enum": ["explicit", "proxy"], "default": "explicit",
                     "description": "explicit: eps1, eps2 and cooldown as given; proxy: derived before training from a "
-                                   "centralised proxy on the pooled data (000 App. A.2; cflcore/scl_proxy.py)"},
+                                   "centralised proxy on the pooled data (000 App. A.2; cflcore/fl/centralised.py)"},
         "proxy_round": {"enum": ["client", "epoch"], "default": "client",
                         "description": "a proxy round: a client's step count (client) or an epoch over the pooled "
                                        "data (epoch, the text's SGD(theta, D))"},
@@ -83,6 +144,24 @@ class SattlerClustering(Strategy):
         e1, e2 = float(params["eps1"]), float(params["eps2"])
         if e2 < e1:
             raise ConfigError(f"{field}.eps2: {e2} is smaller than eps1 = {e1}; allowed: eps2 >= eps1")
+
+
+    @classmethod
+    def inputs(cls, params: Mapping[str, Any]) -> dict[str, str]:
+        """With ``epsilon: proxy``, the centralised proxy's update norms per round of ``proxy_round`` size."""
+        if params.get("epsilon") != "proxy":
+            return {}
+        return {"proxy": f"{CENTRALISED_NORMS}/{params['proxy_round']}"}
+
+    @classmethod
+    def resolve_params(cls, params: Mapping[str, Any], inputs: Mapping[str, str | Path]) -> dict[str, Any]:
+        """With ``epsilon: proxy``: ``eps1``, ``eps2`` and ``cooldown`` from the proxy (:func:`epsilons_from_proxy`)."""
+        if "proxy" not in inputs:
+            return dict(params)
+        eps = epsilons_from_proxy(read_update_norms(inputs["proxy"]), float(params["proxy_factor"]),
+                                  float(params["proxy_tolerance"]))
+        log.info("SCL epsilons from the centralised proxy: %s", asdict(eps))
+        return {**params, **eps.as_params()}
 
     @classmethod
     def replay_clusterer(cls, params: Mapping[str, Any]) -> dict[str, Any] | None:
