@@ -31,7 +31,7 @@ from .errors import ConfigError
 from .layout import scenario_id
 from .plugin import schema_check
 from .registry import check_declared, declared_names
-from .sweeps import INDEX_KEY, expand_sweeps
+from .sweep_expansion import INDEX_KEY, expand_sweeps
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
 
@@ -294,7 +294,7 @@ def _check_registries(cfg: dict[str, Any]) -> None:
 
 def entry_field(cfg: Mapping[str, Any], section: str, name: str) -> str:
     """The config field an entry comes from: ``algorithms.louvain``, or for an entry expanded from a sweep
-    (cflcore.sweeps) ``algorithms.louvain.sweep{resolution=0.5}``, so an error names what the user wrote."""
+    (cflcore.sweep_expansion) ``algorithms.louvain.sweep{resolution=0.5}``, so an error names what the user wrote."""
     record = ((cfg.get(INDEX_KEY) or {}).get(section) or {}).get(name)
     if record is None:
         return f"{section}.{name}"

@@ -13,7 +13,7 @@ import cflcore.layout as lay
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
 from cflcore.stages import failed_attempts, report_plan
-from cflcore.sweeps import NAME_PATTERN as SWEPT_NAME
+from cflcore.sweep_expansion import NAME_PATTERN as SWEPT_NAME
 
 # 1) JSON-schema validation (fills defaults), 2) registry checks (method/clusterer/model names,
 # per-method parameter schemas). Both run before any job is scheduled. The registry checks import torch and
@@ -43,7 +43,7 @@ RESULTS = config["results_dir"].rstrip("/")
 STUDY = config["study"]
 
 
-# split and algorithm names may carry a sweep's factor values (cflcore.sweeps: louvain@resolution=0.5); no "/"
+# split and algorithm names may carry a sweep's factor values (cflcore.sweep_expansion: louvain@resolution=0.5); no "/"
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_-]+",
     split=SWEPT_NAME,

@@ -163,7 +163,7 @@ def given_values_kept(given: Any, validated: Any, path: str = "") -> None:
     if isinstance(given, dict) and isinstance(validated, dict):
         for k, v in given.items():
             if k == "sweep":
-                continue  # expanded into named entries (cflcore.sweeps)
+                continue  # expanded into named entries (cflcore.sweep_expansion)
             assert k in validated, f"validation dropped {path}{k}"
             given_values_kept(v, validated[k], f"{path}{k}.")
     else:

@@ -1,4 +1,4 @@
-"""Factor sweeps (cflcore.sweeps): expansion into named variants and splits, clear errors for bad sweeps,
+"""Factor sweeps (cflcore.sweep_expansion): expansion into named variants and splits, clear errors for bad sweeps,
 and rerun-only-what-changed in the DAG (add a value: only its jobs; remove one: the others stay cached;
 change one: only that value's jobs)."""
 import copy

@@ -1,7 +1,7 @@
 """Factor sweeps and seed envelopes in the report (issue "Factor sweeps and seed envelopes…").
 
 * :func:`sweep_summary` — one row per run: its base variant and split, the factor values it was run with
-  (cflcore.sweeps' ``sweep_index``) and its final-round scores.
+  (cflcore.sweep_expansion's ``sweep_index``) and its final-round scores.
 * :func:`sweep_table` — per sweep (dataset × clients × base variant × base split with at least one factor
   that takes several values), mean, sample std (ddof 1) and number of seeds of every metric at every
   combination of factor values: the numbers behind the sweep figures.
