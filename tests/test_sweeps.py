@@ -238,7 +238,10 @@ def test_louvain_002_configs_are_one_study():
     offline = cc.load_config(REPO / "config" / "config.yaml", REPO / "config" / "louvain-002-offline.yaml")
     # the same sweeps, variants and splits; only the data, model and budget differ, and the offline study adds the
     # superclass-like split (CIFAR-10's majority split is one already: MNIST's needs its own, issue 29)
-    extra = {"louvain-superclass@attribution=avg", "louvain-superclass@attribution=1nn"}
+    extra = {"louvain-superclass@attribution=avg", "louvain-superclass@attribution=1nn",
+             # issue 42's one-factor ablations (eq. 2 per module; Late from its own models), offline only
+             *(f"louvain-eq2-module@attribution={a},participation={p}" for a in ("1nn", "wnn") for p in ("0.5", "1.0")),
+             "louvain-late-own@participation=0.5", "louvain-late-own@participation=1.0"}
     assert offline["sweep_index"]["algorithms"].keys() - paper["sweep_index"]["algorithms"].keys() == extra
     assert paper["sweep_index"]["algorithms"].keys() <= offline["sweep_index"]["algorithms"].keys()
     # Figs. 3-5 run offline on the 002-like community splits (distinct majority digits in two groups, issue 42), the
@@ -249,7 +252,10 @@ def test_louvain_002_configs_are_one_study():
     for name in ("community-mk@majority_share=0.7", "community"):
         assert offline["splits"][name]["generator"] == "majority" and offline["splits"][name]["majority_share"] == 0.7
         assert len({c for group in offline["splits"][name]["class_sets"] for c in group}) == 10
-    assert offline["study"]["algorithms"] == [*paper["study"]["algorithms"], *sorted(extra, reverse=True)]
+    superclass = sorted((a for a in extra if a.startswith("louvain-superclass")), reverse=True)
+    ablations = [f"louvain-eq2-module@attribution={a},participation={p}" for a in ("1nn", "wnn") for p in ("1.0", "0.5")]
+    ablations += ["louvain-late-own@participation=1.0", "louvain-late-own@participation=0.5"]
+    assert offline["study"]["algorithms"] == [*paper["study"]["algorithms"], *superclass, *ablations]
     assert paper["study"]["clients"] == offline["study"]["clients"] == [10]
     assert paper["study"]["seeds"] == [0, 1, 2, 3] and len(offline["study"]["seeds"]) >= 2
     assert paper["results_dir"] != offline["results_dir"] != cc.load_config(REPO / "config" / "config.yaml")["results_dir"]
