@@ -132,6 +132,10 @@ def test_each_edit_reruns_exactly_the_stages_importing_it(package):
     assert changed_by["explain/insdel.py"] == {"explain"}  # the report reads explain/tables.py, never torch code
     assert changed_by["explain/tables.py"] == {"explain", "report"}
     assert not changed_by["provenance.py"] and not changed_by["cli.py"]
+    # a strategy input's builder (SCL's proxy) is its own stage's only: no train job's hash holds it, so an edit
+    # reruns the proxy jobs and, through their files, the train jobs of the variants that declare it (issue 43)
+    assert changed_by["fl/centralised.py"] == {"centralised_update_norms"}
+    assert "centralised_update_norms" not in changed_by["strategies/scl.py"]
 
 
 def test_editing_the_train_adapter_reruns_train_only(package):

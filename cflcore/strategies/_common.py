@@ -2,12 +2,14 @@
 registry's auto-discovery away)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-import torch
 
 from ..clustering.divergence import cosine_divergence_matrix
+
+if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
+    import torch
 
 
 class LazySchema:
@@ -30,6 +32,7 @@ def divergence_numpy(deltas: torch.Tensor, precision: str = "float32") -> np.nda
 
 
 def labels_tensor(labels: np.ndarray) -> torch.Tensor:
+    import torch
     return torch.as_tensor(np.asarray(labels, dtype=np.int64))
 
 

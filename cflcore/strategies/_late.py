@@ -23,12 +23,14 @@ received gradients with the given clustering structure". These are the pure piec
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-import torch
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
+    import torch
 
 ATTACH_MODES = ("divergence", "loss")
 
@@ -70,6 +72,7 @@ def choose_late_clients(n_clients: int, count: int, rng: np.random.Generator) ->
 
 def unit_rows(x: torch.Tensor) -> torch.Tensor:
     """Rows scaled to unit L2 norm in float64 on the CPU; an all-zero row stays zero."""
+    import torch
     x = x.detach().to("cpu", torch.float64)
     norms = torch.linalg.vector_norm(x, dim=1, keepdim=True)
     return torch.where(norms > 0, x / torch.where(norms > 0, norms, torch.ones_like(norms)), torch.zeros_like(x))
@@ -77,6 +80,7 @@ def unit_rows(x: torch.Tensor) -> torch.Tensor:
 
 def mean_unit_updates(deltas: torch.Tensor, labels: np.ndarray) -> tuple[list[int], torch.Tensor]:
     """(sorted cluster ids, (k, P) float64 matrix): per cluster the mean of its members' unit updates."""
+    import torch
     unit = unit_rows(deltas)
     labels = np.asarray(labels, dtype=np.int64)
     ids = sorted(int(c) for c in np.unique(labels))
@@ -87,6 +91,7 @@ def mean_unit_updates(deltas: torch.Tensor, labels: np.ndarray) -> tuple[list[in
 def mean_cosine_distance(late_deltas: torch.Tensor, centroids: torch.Tensor) -> np.ndarray:
     """(m, k): mean cosine distance of each late update to each cluster's members, 1 − x̂ · mean_j d̂_j.
     An all-zero late update is at distance 1 from every cluster (cosine 0, as in Γ)."""
+    import torch
     return (1.0 - unit_rows(late_deltas) @ centroids.to(torch.float64).T).numpy()
 
 

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
-import torch
 
 from ..plugin import Plugin
 from ..registry import Registry
+
+if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
+    import torch
 
 StartSpec = int | Mapping[int, float]
 """A cluster id, or a convex combination of cluster models ``{cluster_id: weight}``."""
@@ -68,16 +70,22 @@ class StrategyContext:
     device: torch.device
     participation: float = 1.0
     n_true_clusters: int | None = None
-    dtype: torch.dtype = torch.float32
+    dtype: torch.dtype | None = None  # None: torch.float32 (set in __post_init__; no torch at import)
     layer_sizes: tuple[int, ...] | None = None  # sizes of the flat vector's per-layer blocks (002 eq. 2)
     array_sizes: tuple[int, ...] | None = None  # sizes of its per-array blocks (002's authors' eq. 2)
+
+    def __post_init__(self) -> None:
+        if self.dtype is None:
+            import torch
+
+            object.__setattr__(self, "dtype", torch.float32)  # frozen: the dataclass's own way to set a default late
 
     def generator(self, *stream: int) -> np.random.Generator:
         """A numpy generator derived from the root seed and a stream id (never a global RNG)."""
         return np.random.default_rng([self.seed, 0x5EED, *stream])
 
 
-EvaluateFn = Callable[[Mapping[int, torch.Tensor], Sequence[int]], np.ndarray]
+EvaluateFn = Callable[[Mapping[int, "torch.Tensor"], Sequence[int]], np.ndarray]
 """``evaluate(models, clients)`` -> array (len(clients), len(models)) of mean training loss of each
 model (flat vector, keyed by any int) on each client's *training* data, in the order of ``models``."""
 
@@ -268,6 +276,7 @@ class Strategy(Plugin, ABC):
     def state_dict(self) -> dict[str, Any]:
         """Plain tensors / lists / numbers only: saved with ``torch.save`` and loaded with
         ``weights_only=True``."""
+        import torch
         return {"labels": torch.as_tensor(self.assignment.labels)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:

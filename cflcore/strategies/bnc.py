@@ -1,11 +1,13 @@
 """BNC: Baseline No-Clustering (000 §4.2) — every client in one cohort, i.e. FedAvg / FedOpt."""
 from __future__ import annotations
 
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-import torch
 
 from .base import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyResult, register_strategy
+
+if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
+    import torch
 
 
 @register_strategy("bnc")

@@ -29,21 +29,24 @@ recomputed from the round's updates.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
-import torch
 
 from ..errors import CflError
 from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
 from ._common import cluster_count, labels_tensor
 
+if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
+    import torch
+
 _STREAM_INIT = 0xFE5
 
 
 def squared_distances(models: torch.Tensor, centres: torch.Tensor) -> np.ndarray:
     """‖W_i − W̃_k‖² in float64, (n_models, n_centres) (the E-step's distance)."""
+    import torch
     a, b = models.to(torch.float64), centres.to(torch.float64)
     d = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * a @ b.T
     return np.maximum(d.cpu().numpy(), 0.0)
@@ -56,6 +59,7 @@ def e_step(distances: np.ndarray, centre_ids: list[int]) -> np.ndarray:
 
 def kmeanspp_seeds(models: torch.Tensor, k: int, seed: int) -> np.ndarray:
     """Row indices of ``k`` k-means++ seeds among ``models`` (scikit-learn's greedy k-means++)."""
+    import torch
     from sklearn.cluster import kmeans_plusplus  # lazy: keeps job start-up short
 
     x = models.to(torch.float64).cpu().numpy()
@@ -83,12 +87,14 @@ class FeSEM(Strategy):
 
     def local_models(self, updates: RoundUpdates) -> torch.Tensor:
         """W_i of the sampled clients: start + delta (the start is their centre when not kept by the engine)."""
+        import torch
         if updates.start is not None:
             return updates.params
         starts = torch.stack([self._sent[int(self.assignment.labels[c])] for c in updates.clients])
         return starts.to(updates.deltas) + updates.deltas
 
     def aggregate(self, updates: RoundUpdates) -> StrategyResult:
+        import torch
         local = self.local_models(updates)
         labels = self.assignment.labels.copy()
         inherit: dict[int, int] = {}

@@ -103,10 +103,9 @@ counts unseen clients in cluster 0.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
-import torch
 
 from ..clustering.graph import community_labels, normalised_similarity, raw_similarity
 from ..clustering.partition import inherit_by_overlap, match_cluster_ids
@@ -114,6 +113,9 @@ from ..errors import ConfigError
 from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
 from ._common import labels_tensor
+
+if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
+    import torch
 
 NEWCOMER = 0  # cluster of clients never sampled yet (they start from the global model)
 _CHUNK = 1 << 20
@@ -128,6 +130,7 @@ def _layer_pairwise(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """Squared pairwise distances (n × n) and squared norms (n,) of the rows of one layer, in float64.
     Rows are centred per column block before the Gram product: distances are translation-invariant and
     centring avoids the cancellation of ‖a‖² + ‖b‖² − 2ab for nearly equal models."""
+    import torch
     n, p = x.shape
     gram = torch.zeros(n, n, dtype=torch.float64, device=x.device)
     sq_norm = torch.zeros(n, dtype=torch.float64, device=x.device)
@@ -164,6 +167,7 @@ def trusted_distance_matrix(models: torch.Tensor, layers: Sequence[slice]) -> np
 
 def trusted_to_references(models: torch.Tensor, references: torch.Tensor, layers: Sequence[slice]) -> np.ndarray:
     """t(w_q, W_c) of every model (rows) to every reference (community model), (n × K) — 002 eq. 2, 4."""
+    import torch
     n, k = models.shape[0], references.shape[0]
     log_prod = np.zeros((n, k))
     for sl in layers:
@@ -286,6 +290,7 @@ class LouvainCommunities(Strategy):
 
     def remember(self, clients: np.ndarray, models: torch.Tensor) -> None:
         """Store the sampled clients' new models as their latest ones (``latest`` mode)."""
+        import torch
         if self.latest is None:
             self.latest = torch.zeros(self.ctx.n_clients, models.shape[1], dtype=models.dtype, device=models.device)
         self.latest[torch.as_tensor(clients, device=self.latest.device)] = models.to(self.latest.dtype)
@@ -293,6 +298,7 @@ class LouvainCommunities(Strategy):
     def community_models(self, labels: np.ndarray, clients: np.ndarray) -> dict[int, torch.Tensor]:
         """002 eq. 1 over all members' latest models: W^{C_i} = (1/|C_i|) Σ_{k∈C_i} w^k, for every community with a
         member not sampled this round (the engine's unweighted FedAvg already gives it when all were sampled)."""
+        import torch
         assert self.latest is not None
         sampled = set(int(q) for q in clients)
         out: dict[int, torch.Tensor] = {}
@@ -308,6 +314,7 @@ class LouvainCommunities(Strategy):
 
     # ----- aggregation (002 Algorithm 1) -----------------------------------------------------------
     def aggregate(self, updates: RoundUpdates) -> StrategyResult:
+        import torch
         clients = np.asarray(updates.clients, dtype=np.int64)
         models = require_models(updates)
         self.seen[clients] = True
@@ -353,6 +360,7 @@ class LouvainCommunities(Strategy):
 
     def _distances_to(self, models: torch.Tensor, references: torch.Tensor) -> np.ndarray:
         """Distance of each model (rows) to each reference (community model): trusted (eq. 2, 4) or cosine."""
+        import torch
         if self.params["distance"] == "trusted":
             return trusted_to_references(models, references, self.layers)
         from ..clustering.divergence import cosine_similarity_from_gram
@@ -364,6 +372,7 @@ class LouvainCommunities(Strategy):
     def _measure_latest_distances(self, labels: np.ndarray) -> None:
         """``latest`` mode: trusted distance of every seen client's latest model to every community model (eq. 1 over
         all members' latest models), kept for 1NN / WNN attribution next round (002 Alg. 2)."""
+        import torch
         if self.params["attribution"] in ("avg", "late") or not self.communities:
             return
         assert self.latest is not None
@@ -378,6 +387,7 @@ class LouvainCommunities(Strategy):
     def _measure_client_distances(self, models: torch.Tensor, clients: np.ndarray, labels: np.ndarray) -> None:
         """Trusted distance of each sampled client's model to each community model (eq. 1 mean of the
         sampled members), kept for 1NN / WNN attribution next round."""
+        import torch
         if self.params["attribution"] in ("avg", "late"):
             return
         present = [c for c in self.communities if np.any(labels[clients] == c)]
@@ -432,6 +442,7 @@ class LouvainCommunities(Strategy):
 
     # ----- checkpointing -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
+        import torch
         return {"labels": labels_tensor(self.assignment.labels), "distance": torch.as_tensor(self.distance),
                 "seen": torch.as_tensor(self.seen), "communities": list(self.communities),
                 "client_distance": {int(q): {int(c): float(d) for c, d in v.items()} for q, v in self.client_distance.items()},
@@ -439,6 +450,7 @@ class LouvainCommunities(Strategy):
                 **({"latest": self.latest.detach().cpu().clone()} if self.latest is not None else {})}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        import torch
         self.assignment = ClusterAssignment(np.asarray(state["labels"]))
         self.distance = np.asarray(state["distance"], dtype=np.float64).copy()
         self.seen = np.asarray(state["seen"], dtype=bool).copy()

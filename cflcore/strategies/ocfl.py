@@ -44,10 +44,9 @@ from __future__ import annotations
 import copy
 
 import math
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
-import torch
 
 from ..clustering.clusterers import CLUSTERERS, FEATURES, ClusteringInput, build_clusterer, run_clusterer, union_params_schema
 from ..clustering.divergence import temperature
@@ -57,6 +56,9 @@ from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strat
 from ._common import LazySchema, labels_tensor
 from ._late import (ATTACH_MODES, check_late_clients_value, choose_late_clients, mean_cosine_distance,
                     mean_unit_updates, nearest, resolve_late_count)
+
+if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
+    import torch
 
 _STREAM_LATE, _STREAM_FALLBACK = 0x1A7E, 0x1A7F  # generator streams: who is late; a fallback trainer
 
@@ -183,6 +185,7 @@ class OneShotClustering(Strategy):
 
     def record_founders(self, updates: RoundUpdates, local: np.ndarray, base: int) -> None:
         """At the clustering round: the found cluster ids and the mean unit update of each (attach: divergence)."""
+        import torch
         self.found = sorted(int(base + c) for c in np.unique(local))
         if self.late.size and self.params["attach"] == "divergence":
             ids, centroids = mean_unit_updates(updates.deltas, base + np.asarray(local, dtype=np.int64))
@@ -191,6 +194,7 @@ class OneShotClustering(Strategy):
 
     def attach_late(self, updates: RoundUpdates, joining: np.ndarray) -> tuple[dict[str, Any], dict[int, int]]:
         """Attach the joining late clients; returns (diagnostics, aggregate_as)."""
+        import torch
         if self.params["attach"] == "divergence":
             rows = torch.as_tensor(np.searchsorted(updates.clients, joining))
             scores = mean_cosine_distance(updates.deltas.index_select(0, rows.to(updates.deltas.device)), self.centroids)
@@ -259,6 +263,7 @@ class OneShotClustering(Strategy):
         return StrategyResult(self.assignment, diagnostics, divergence=gamma, inherit=inherit)
 
     def state_dict(self) -> dict[str, Any]:
+        import torch
         return {"labels": labels_tensor(self.assignment.labels), "temperatures": list(map(float, self.temperatures)),
                 "clustered": bool(self.clustered), "clustering_round": int(self.clustering_round),
                 "late": labels_tensor(self.late), "found": list(self.found),

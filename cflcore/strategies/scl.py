@@ -30,15 +30,17 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
-import torch
 
 from ..clustering.divergence import cosine_similarity_from_gram
 from ..errors import ConfigError
 from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
 from ._common import as_int_list, labels_tensor
+
+if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
+    import torch
 
 
 log = logging.getLogger(__name__)
@@ -103,6 +105,7 @@ def bipartition(similarity: np.ndarray) -> np.ndarray:
 
 def update_norms(deltas: torch.Tensor) -> tuple[float, float]:
     """(‖mean Δ‖, max ‖Δ‖) of a cluster's updates, in float64."""
+    import torch
     d = deltas.to(torch.float64)
     return float(torch.linalg.vector_norm(d.mean(dim=0))), float(torch.linalg.vector_norm(d, dim=1).max())
 
@@ -180,6 +183,7 @@ class SattlerClustering(Strategy):
         self.last_events: list[dict[str, Any]] = []  # the splits of the latest aggregate() (with members; not state)
 
     def aggregate(self, updates: RoundUpdates) -> StrategyResult:
+        import torch
         p = self.params
         clients = np.asarray(updates.clients, dtype=np.int64)
         labels = self.assignment.labels.copy()
