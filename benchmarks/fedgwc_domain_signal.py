@@ -16,7 +16,7 @@ with the same ratios.
 ``mechanism``  FedGWC's own select_clients / aggregate (cflcore.strategies.fedgwc, zero stand-in updates) on
     traces where client k of domain d reports, at step s, ``2 − s/(S−1) + gap·d + o_k + e`` with o_k ~ N(0,
     offset²) fixed and e ~ N(0, step²) fresh; prints the final Rand index and cluster count per seed (the
-    traces of tests/test_fedgwc_mechanism.py, with the ratios as arguments).
+    traces of tests/strategies/test_fedgwc_mechanism.py, with the ratios as arguments).
 ``run-signal RUN_DIR SPLIT_DIR``  the same quantities read back from a finished FedGWC run on a ``domains``
     split: per window of rounds, the clean and noisy clients' mean training loss and their gap in client-offset
     and round-to-round standard deviations (history.parquet); per Alg. 2 snapshot of the whole federation

@@ -58,7 +58,7 @@ gradient to conv1 in NCHW (bit-identical) measured 0.95x (median; 0.99x min), an
 conv1 (bit-identical) 0.98x. The best per-layer choice would save 0.07 s of 1.8 s (4 %) at most.
 
 Evaluation runs in batches of 64 on CPU (cflcore.fl.evaluation.default_eval_batch; it was 1024): the
-activations stay in L2, predictions and per-sample losses are bit-identical (tests/test_trainers.py), and
+activations stay in L2, predictions and per-sample losses are bit-identical (tests/fl/test_trainers.py), and
 Evaluator.predict on one round's sets (15 x 130 client + 2,000 orchestrator samples) took 226 ms instead of
 336 ms (1.49x, median of 15 side by side; batch 32: 1.49x, 128: 1.32x, 256: 1.28x, 2048/4096: 0.68x).
 The ablation row "- eval batch 64 (1024)" puts the old batch back.

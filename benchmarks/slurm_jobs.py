@@ -2,7 +2,7 @@
 
 Runs ``snakemake --profile <profile> --configfile <config>`` in a fresh copy of a workflow folder on a SLURM cluster
 that is already up (``.ci/slurm-up.sh``), with ``profiles/slurm`` cut for the CI's 2-CPU node the way
-tests/test_slurm.py does it (1 CPU per job, 5-second status checks, latency-wait 10), then counts the SLURM jobs
+tests/workflow/test_slurm.py does it (1 CPU per job, 5-second status checks, latency-wait 10), then counts the SLURM jobs
 the executor submitted (one log per job under ``.snakemake/slurm_logs``) and prints one line of results.
 
     python benchmarks/slurm_jobs.py --workflow . --config config/tiny.yaml
@@ -25,7 +25,7 @@ PARTS = ("Snakefile", "rules", "workflow_scripts", "config", "report", "profiles
 
 
 def ci_profile(base: dict) -> dict:
-    """profiles/slurm for the 2-CPU CI node (as tests/test_slurm.py: 1 CPU per job, 5-second status checks)."""
+    """profiles/slurm for the 2-CPU CI node (as tests/workflow/test_slurm.py: 1 CPU per job, 5-second status checks)."""
     profile = yaml.safe_load(yaml.safe_dump(base))
     for resources in profile["set-resources"].values():
         resources["cpus_per_task"] = 1

@@ -1,5 +1,5 @@
 """The defaults of the config schema (``cflcore/schemas/config.schema.yaml``), for the code that receives a section
-of the config: the schema is the only place a default is written (tests/test_plugins.py checks that no code
+of the config: the schema is the only place a default is written (tests/strategies/test_plugins.py checks that no code
 restates one as ``.get(key, default)``). Validated configs carry every default already; these fill the same values
 into settings built by hand (the command line's and the tests' partial dicts)."""
 from __future__ import annotations

@@ -28,7 +28,7 @@ LATE_CLIENTS_OUTPUT = "late_clients.parquet"
 EXPLAIN_OUTPUTS = ("insdel.parquet", "samples.parquet", "saliency.npz")
 # a run's files that no rule declares (so they never change a rerun decision), beside RUN_OUTPUTS: the live per-round
 # record (cflcore.fl.progress.PROGRESS), the failed attempts (cflcore.stages.FAILURES) and the checkpoints' folder
-# (cflcore.fl.checkpoint.checkpoint_dir); the train stage names them itself, tests/test_progress.py checks they agree
+# (cflcore.fl.checkpoint.checkpoint_dir); the train stage names them itself, tests/fl/test_progress.py checks they agree
 PROGRESS_OUTPUT = "progress.jsonl"
 FAILURES_OUTPUT = "failures.jsonl"
 CHECKPOINTS_DIR = "checkpoints"

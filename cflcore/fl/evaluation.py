@@ -48,7 +48,7 @@ def default_eval_batch(device: torch.device) -> int:
     """Inference batch size: 64 on CPU, 1024 elsewhere. On CPU the activations of a small batch stay in the
     core's L2 cache (tinyvgg at 28x28: 64 x 10 x 28 x 28 fp32 = 2 MB): one round's evaluation ran 1.3-1.5x
     faster than with 1024 (benchmarks/round_speed.py docstring; ablation row "- eval batch 64 (1024)"), and eval-mode outputs do
-    not depend on the batch size in fp32 (each sample's logits are bit-identical; tests/test_trainers.py). In bf16 on
+    not depend on the batch size in fp32 (each sample's logits are bit-identical; tests/fl/test_trainers.py). In bf16 on
     a CPU with AMX, oneDNN's bf16 matrix product may sum in another order for another batch size (1.2e-6 relative
     in the losses, same predictions)."""
     return CPU_EVAL_BATCH if torch.device(device).type == "cpu" else GPU_EVAL_BATCH

@@ -1,7 +1,7 @@
 """Client optimisers as one fused multi-tensor step (torch._foreach_*), shared by both trainers.
 
 The arithmetic copies ``torch.optim.SGD`` / ``torch.optim.Adam`` (foreach path, L2 weight decay,
-no nesterov/amsgrad/maximize) op for op, so results are the same numbers (tests/test_trainers.py).
+no nesterov/amsgrad/maximize) op for op, so results are the same numbers (tests/fl/test_trainers.py).
 It is hand-rolled rather than calling torch.optim so that the same step runs on the stacked
 (n_clients, ...) tensors of the vmap trainer, where every element is updated independently.
 """

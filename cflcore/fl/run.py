@@ -78,8 +78,8 @@ from .progress import Monitor, ProgressRecord, round_record
 from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
 from .trainers import TrainSpec, bf16_warning, derive_seed, resolve_channels_last, resolve_memory_budget, resolve_trainer
 
-KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/test_resume.py)
-# test hook: raise TrainingDiverged after that round, once per attempt (a recorded failure, tests/test_faults.py)
+KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/fl/test_resume.py)
+# test hook: raise TrainingDiverged after that round, once per attempt (a recorded failure, tests/workflow/test_faults.py)
 FAIL_ENV = "CFL_TEST_FAIL_AFTER_ROUND"
 _STREAM_SAMPLE, _STREAM_TRAIN, _STREAM_INIT, _STREAM_ADAPT = 0x5A, 0x7A, 0x1A, 0xAD
 

@@ -82,7 +82,7 @@ def rows_mean(matrix: torch.Tensor, rows: Sequence[int] | None, weights: torch.T
     """FedAvg of some rows of ``matrix`` (000 Algorithm 1, l. 26–28): :func:`weighted_mean` of ``matrix[rows]``
     (all rows: ``None``), read in place: all rows in one reduction, a subset column block by column block, so no
     (members × P) copy is made. The same bits as ``weighted_mean(matrix.index_select(0, rows), weights)``: each
-    column is reduced over the same rows in the same order (tests/test_aggregators.py)."""
+    column is reduced over the same rows in the same order (tests/fl/test_aggregators.py)."""
     if rows is None:
         return weighted_mean(matrix, weights)
     index = torch.as_tensor(list(rows), dtype=torch.long, device=matrix.device)

@@ -129,7 +129,7 @@ def pin_inductor_simd() -> None:
 
     Inductor picks its vector width from the CPU's flags, not from ``ATEN_CPU_CAPABILITY``. On a 2-core AMX
     Xeon with ATen held to AVX2 and one thread, that automatic pick gave NaN from the first local step
-    (tests/test_trainers.py's compiled-trainer test under ``ATEN_CPU_CAPABILITY=avx2``); an explicit width of
+    (tests/fl/test_trainers.py's compiled-trainer test under ``ATEN_CPU_CAPABILITY=avx2``); an explicit width of
     256, 512 or 0 did not. An explicit width on an unrestricted CPU is the width inductor would pick itself.
     Leaves the setting alone when the user has set it or the capability is not an x86 one."""
     import torch._inductor.config as inductor_config

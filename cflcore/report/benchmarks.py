@@ -20,7 +20,7 @@ The dependencies between jobs are :data:`RULE_UPSTREAM` (rule -> the rules whose
 wildcard layout of the rules: a job depends on the upstream job whose wildcards path is a prefix of its own
 (``train`` ``mnist5k/nonoverlap-balanced/n15/s0/bnc`` on ``split`` ``mnist5k/nonoverlap-balanced/n15/s0``
 on ``prepare_dataset`` ``mnist5k``); a rule in :data:`AGGREGATING_RULES` depends on every job of its
-upstream rules. tests/test_report_benchmarks.py checks that this table names every rule of rules/*.smk.
+upstream rules. tests/report/test_report_benchmarks.py checks that this table names every rule of rules/*.smk.
 
 Snakemake samples a job's CPU time and memory every 0.5 s (every 30 s after the first 15 s), so ``cpu_time``
 misses the last interval of a job and a job shorter than one interval may have no sample (``NA``, empty

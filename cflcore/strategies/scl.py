@@ -234,7 +234,7 @@ class SattlerClustering(Strategy):
         return StrategyResult(self.assignment, diagnostics, inherit=inherit)
 
     def state_dict(self) -> dict[str, Any]:
-        # every field is read by a later round: tests/test_resume.py fails when load_state_dict drops one
+        # every field is read by a later round: tests/fl/test_resume.py fails when load_state_dict drops one
         return {"labels": labels_tensor(self.assignment.labels), "next_id": int(self.next_id)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:

@@ -20,7 +20,7 @@ What each paper says on a non-overlapping split, asserted per method:
 * FedGWC (004 Alg. 1) splits recursively, a cluster only once its interaction matrix's MSE is below eps;
 * IFCA (Ghosh et al.) never holds more than its k models.
 
-Each method is trained once per session; tests/test_resume.py reuses these runs as the uninterrupted
+Each method is trained once per session; tests/fl/test_resume.py reuses these runs as the uninterrupted
 references of its kill-and-resume tests.
 """
 import json

@@ -13,7 +13,7 @@ from cflcore.errors import ConfigError
 from conftest import copy_workflow, snakemake_cmd
 from test_rerun import planned
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def config(**sections):

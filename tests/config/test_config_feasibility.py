@@ -100,7 +100,7 @@ def test_clients_are_weighed_against_the_capped_train_part(tmp_path):
 
 
 def test_more_draws_per_client_than_train_samples_are_refused(tmp_path):
-    # found by tests/test_config_fuzz.py: samples_per_client 10**9 was accepted and the split job exhausted memory
+    # found by tests/config/test_config_fuzz.py: samples_per_client 10**9 was accepted and the split job exhausted memory
     split = {"generator": "ocfl", "samples_per_client": 1438}
     msg = refused(layered({"splits": {"nonoverlap-balanced": split}}, base=TINY), tmp_path)
     assert msg.startswith("splits.nonoverlap-balanced.samples_per_client: 1438 draws per client from the 1437 train")
@@ -150,7 +150,7 @@ def test_data_not_yet_there_is_no_reason_to_refuse(tmp_path):
     ({"study": {"clients": [6, float("-inf")]}}, "study.clients.1: -inf is not allowed"),
 ])
 def test_nan_and_infinity_are_refused(tmp_path, override, expected):
-    # found by tests/test_config_fuzz.py: NaN passes every JSON-schema bound, and participation .nan crashed validation
+    # found by tests/config/test_config_fuzz.py: NaN passes every JSON-schema bound, and participation .nan crashed validation
     assert refused(layered(override, base=TINY), tmp_path).startswith(expected)
 
 

@@ -5,7 +5,7 @@ tests only, so these skips do not fail CI on a machine without a GPU.
 What they check, with ``engine.deterministic`` at its default (true):
 * the same run in two processes gives the same bytes (the default study's ocfl-km run did not before, issue 41);
 * a run SIGKILLed after a round and resumed ends bit-identical to the uninterrupted run;
-* the vmap trainer equals the loop trainer within the tolerance tests/test_trainers.py states for the CPU;
+* the vmap trainer equals the loop trainer within the tolerance tests/fl/test_trainers.py states for the CPU;
 * ``explain`` runs on CUDA (captum's backward passes under the deterministic mode, mobilenet's global pool).
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_kill_and_resume_is_bit_identical_on_cuda(tmp_path, kill_after):
     ("mobilenetv1", {"width_mult": 0.125, "dropout": 0.2}, [16, 13], (1, 32, 32)),  # depthwise, BN, dropout
 ])
 def test_vmap_equals_loop_on_cuda(name, kw, sizes, shape):
-    """tests/test_trainers.py's stated tolerance, float64 parameters within 1e-10, holds on CUDA too."""
+    """tests/fl/test_trainers.py's stated tolerance, float64 parameters within 1e-10, holds on CUDA too."""
     from cflcore.fl.artifacts import prepare_device
     from cflcore.fl.flat_params import ModelLayout
     from cflcore.fl.optim import ClientOptimizer

@@ -18,7 +18,7 @@ give what it was asked). ``test_a_real_dry_run_plans_a_mutant`` runs one accepte
 ``snakemake -n``.
 
 CI runs a fixed, derandomised sample of 400 mutants (``EXAMPLES`` below; 14 s on a 2-core AMD EPYC). For a longer local
-search set ``CFL_FUZZ_EXAMPLES`` (e.g. ``CFL_FUZZ_EXAMPLES=3000 python -m pytest -n0 tests/test_config_fuzz.py``);
+search set ``CFL_FUZZ_EXAMPLES`` (e.g. ``CFL_FUZZ_EXAMPLES=3000 python -m pytest -n0 tests/config/test_config_fuzz.py``);
 ``CFL_FUZZ_SEED`` then picks another random sequence (unset: derandomised, the same mutants every time).
 """
 from __future__ import annotations

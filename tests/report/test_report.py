@@ -138,7 +138,7 @@ def test_index_lists_every_written_file_and_figures_are_valid(study):
         entry = next(e for e in index["files"] if e["kind"] == kind and e["format"] == "csv")
         table = pd.read_csv(study["out"] / entry["path"])
         assert sorted(zip(table["split"], table["algorithm"])) == sorted((s, a) for s in SPLITS for a in ("bcl", "ocfl-km"))
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     for kind in kinds:
         assert (repo / "report" / "captions" / f"{kind}.rst").is_file(), kind
     assert len(pd.read_csv(study["out"] / "index.csv")) == len(index["files"])
@@ -238,7 +238,7 @@ def test_front_page_holds_headline_and_paper_check_and_renders(study):
     head = read_csv(study, "headline.csv")
     row = head[(head["split"] == SPLITS[0]) & (head["algorithm"] == "ocfl-km")].iloc[0]
     assert f"{row['pf1_final_mean']:.2f} ± {row['pf1_final_std']:.2f}" in text  # the headline PF1 final cell
-    fig2 = pd.read_csv(Path(__file__).resolve().parents[1] / "cflcore/reference/paper_fig2_f1.csv")
+    fig2 = pd.read_csv(Path(__file__).resolve().parents[2] / "cflcore/reference/paper_fig2_f1.csv")
     paper = fig2[(fig2["dataset"] == "mnist") & (fig2["clients"] == CLIENTS) & (fig2["split"] == SPLITS[0])
                  & (fig2["algorithm"] == "ocfl-km")].iloc[0]
     cell = f"{row['pf1_final_mean']:.2f} vs {paper['pf1_final']:.2f} ({row['pf1_final_mean'] - paper['pf1_final']:+.2f})"
@@ -304,7 +304,7 @@ def _context(**dataset_changes) -> dict:
     import cflcore.config as cc
     from cflcore.report.front_page import front_page_context
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     cfg = cc.validate_config(cc.load_config(repo / "config" / "config.yaml"))
     cfg["datasets"]["mnist5k"].update(dataset_changes)
     return front_page_context(cfg)
@@ -481,7 +481,7 @@ def test_workflow_rst_includes_the_front_page(study):
     from docutils.core import publish_parts
     from jinja2 import Environment
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     template = (repo / "report" / "workflow.rst").read_text() + "\n.. _headline.csv: javascript:void(0)\n"
     config = {"results_dir": str(study["root"]), "study": {"datasets": ["mnist5k"], "splits": SPLITS,
                                                            "clients": [CLIENTS], "seeds": [0, 1], "algorithms": ["ocfl-km", "bcl"]}}
@@ -500,7 +500,7 @@ def test_a_studys_own_departures_join_the_table():
     import cflcore.config as cc
     from cflcore.report.front_page import departures, front_page_context
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     for name, paper in (("louvain-002-offline.yaml", "(002)"), ("fedgwc-004-offline.yaml", "(004)")):
         cfg = cc.load_config(repo / "config" / "config.yaml", repo / "config" / name)  # validated, sweeps expanded
         context = {**front_page_context(cfg), "datasets": {}}  # no results here: skip the computed per-dataset rows
@@ -513,7 +513,7 @@ def test_a_studys_own_departures_join_the_table():
 def test_a_departure_without_its_effect_is_refused():
     import cflcore.config as cc
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     bad = {"report": {"departures": [{"topic": "Data", "ours": "MNIST", "paper": "CIFAR-10"}]}}
     with pytest.raises(cc.ConfigError, match=r"report\.departures.*effect"):
         cc.load_config(repo / "config" / "config.yaml", overrides=bad)

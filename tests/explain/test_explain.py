@@ -617,7 +617,7 @@ def test_random_baseline_is_seeded_and_independent_of_batch_size(tmp_path):
     np.testing.assert_allclose(frames[0][cols].to_numpy(), frames[1][cols].to_numpy(), rtol=0, atol=1e-9)
 
 
-CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
+CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
 
 
 def test_schema_refuses_a_bad_target_naming_field_and_allowed_values():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "pandas")
 
 # Runs `snakemake -n` in this process with every import statement of a HEAVY module in a cflcore module recorded;

@@ -77,7 +77,7 @@ def test_tiny_study_through_report_and_html(workflow_dir):
         assert "\\begin{tabular}" in (tables / f"{t}.tex").read_text(), t
         assert "| algorithm" in (tables / f"{t}.md").read_text() or "| method" in (tables / f"{t}.md").read_text(), t
     # the headline: one row per run of the tiny study, each trained once; BNC never clusters, the two
-    # OCFL variants recover the 3 planted clusters of digits NB (as in tests/test_end_to_end.py on MNIST)
+    # OCFL variants recover the 3 planted clusters of digits NB (as in tests/workflow/test_end_to_end.py on MNIST)
     headline = pd.read_csv(tables / "headline.csv").set_index("algorithm")
     assert sorted(headline.index) == ["bnc", "ocfl-hdb", "ocfl-km"]
     assert (headline["n_seeds"] == 1).all() and (headline["n_missing"] == 0).all()

@@ -111,7 +111,7 @@ def test_each_method_replays_its_own_clustering_in_its_own_file():
     assert STRATEGIES.get("ifca").replay_clusterer({}) is None
 
 
-TOY = '''"""A toy method (tests/test_plugins.py): FedAvg until round ``round``, then K-Means on Γ into ``k`` clusters."""
+TOY = '''"""A toy method (tests/strategies/test_plugins.py): FedAvg until round ``round``, then K-Means on Γ into ``k`` clusters."""
 from __future__ import annotations
 
 from typing import Any, Mapping

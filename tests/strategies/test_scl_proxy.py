@@ -17,7 +17,7 @@ from cflcore.fl.centralised import write_update_norms
 from cflcore.strategies.base import resolve_params, strategy_inputs
 from cflcore.strategies.scl import convergence_round, epsilons_from_proxy
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TRAINING = {"model": "tinyvgg", "optimizer": "sgd", "lr": 0.05, "batch_size": 8, "local_epochs": 1, "rounds": 4}
 
 

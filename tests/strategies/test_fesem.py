@@ -84,7 +84,7 @@ def test_fesem_resumes_bit_identically_and_fails_without_its_state(mnist_study, 
 def test_evaluation_records_test_size_weighted_balanced_accuracy(mnist_study, fesem_run, tmp_path):
     """personalisation.parquet's new ``local_bacc_weighted`` (004 App. F) on the real run: the client
     balanced accuracies of history.parquet weighted by the manifest's local test-set sizes; recomputed here
-    with scikit-learn's balanced_accuracy_score semantics already pinned in tests/test_trainers.py."""
+    with scikit-learn's balanced_accuracy_score semantics already pinned in tests/fl/test_trainers.py."""
     from cflcore import stages
 
     stages.evaluate(fesem_run, mnist_study.manifest, tmp_path, mnist_study.cfg["report"])

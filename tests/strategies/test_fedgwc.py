@@ -310,7 +310,7 @@ def test_004_studies_run_the_authors_code_readings_over_the_default_config(study
 
     schema = GaussianWeightingClustering.params_schema
     props = schema.get("properties", schema)
-    config_dir = Path(__file__).resolve().parents[1] / "config"
+    config_dir = Path(__file__).resolve().parents[2] / "config"
     default = load_config(config_dir / "config.yaml")["algorithms"]["fedgwc"]
     assert {k: default[k] for k in TEXT_READINGS} == TEXT_READINGS
     merged = load_config(config_dir / "config.yaml", config_dir / study)["algorithms"]["fedgwc"]
@@ -337,7 +337,7 @@ def test_a_study_that_extends_another_inherits_no_claim_note(tmp_path):
     own = read_config_file(tmp_path / "own.yaml")
     assert own["report"] == {"paper_checks": ["004"], "claim_notes": {"004-was": "own"}}
 
-    config_dir = Path(__file__).resolve().parents[1] / "config"
+    config_dir = Path(__file__).resolve().parents[2] / "config"
     checked = 0
     for path in sorted(config_dir.glob("*.yaml")):
         raw = yaml.safe_load(path.read_text()) or {}

@@ -221,7 +221,7 @@ def test_every_report_output_is_registered_with_labels():
     """rules/report*.smk: every report() flag carries a category and labels (so the HTML report can filter)."""
     import re
 
-    rules = Path(__file__).resolve().parents[1] / "rules"
+    rules = Path(__file__).resolve().parents[2] / "rules"
     text = (rules / "report.smk").read_text() + (rules / "report_common.smk").read_text()
     bodies = []
     for m in re.finditer(r"\breport(?:_file)?\(\n", text):  # a call opening a line: the flag, not the rule
@@ -246,7 +246,7 @@ def test_the_parts_and_their_index(tmp_path):
     from cflcore.errors import CflError
     from cflcore.report.parts import PARTS
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     cfg = yaml.safe_load((repo / "config" / "tiny.yaml").read_text())
     cfg["results_dir"] = str(tmp_path / "results")
     plan = stages.report_plan(cc.validate_config(cfg))
@@ -315,7 +315,7 @@ def test_cflcore_has_no_import_circle():
 
     import networkx as nx
 
-    root = Path(__file__).resolve().parents[1] / "cflcore"
+    root = Path(__file__).resolve().parents[2] / "cflcore"
 
     def name_of(path: Path) -> str:
         parts = list(path.relative_to(root.parent).with_suffix("").parts)

@@ -19,7 +19,7 @@ Checked:
 
 The CI node has 2 CPUs, so the tests use ``profiles/slurm`` with ``cpus_per_task: 1`` and 5-second
 status checks (profiles/slurm-ci, written into the copied workflow); everything else is the shipped
-profile. Runs: ``OMP_NUM_THREADS=1 python -m pytest -m slurm tests/test_slurm.py`` (648 s measured on the
+profile. Runs: ``OMP_NUM_THREADS=1 python -m pytest -m slurm tests/workflow/test_slurm.py`` (648 s measured on the
 shared 2-core machine at load average 3-4; the tiny study alone takes ~10 min on SLURM there).
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ import yaml
 
 pytestmark = [pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SLURM_UP = REPO / ".ci" / "slurm-up.sh"
 SLURM_DOWN = REPO / ".ci" / "slurm-down.sh"
 UNAVAILABLE_EXIT_CODE = 3  # slurm-up.sh: SLURM cannot be brought up on this machine

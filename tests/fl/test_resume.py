@@ -3,7 +3,7 @@
 The first tests use the synthetic federation (BNC: the engine's own state; fresh interpreters). Then every
 algorithm of the default study (config/config.yaml ``study.algorithms``) on real MNIST-5k, through
 ``stages.train`` as the Snakemake rule calls it, killed after a round at which that method's state decides
-what follows (``kill_round``); the uninterrupted reference is the run tests/test_end_to_end.py scores (the
+what follows (``kill_round``); the uninterrupted reference is the run tests/workflow/test_end_to_end.py scores (the
 session fixture ``mnist_study`` trains each method once). Last, partial participation on the synthetic
 federation, for the Louvain and IFCA state that the MNIST runs' full participation rebuilds every round.
 Together they fail when a strategy's ``load_state_dict`` forgets any field that the outputs depend on (FedGWC's
@@ -243,7 +243,7 @@ def kill_round(study, algorithm: str) -> int:
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_every_method_resumes_bit_identically_on_mnist(mnist_study, algorithm, tmp_path, monkeypatch):
     """Killed after ``kill_round`` and restarted, with checkpoints every round: history, server, gram,
-    divergence and models are those of the uninterrupted run of tests/test_end_to_end.py (default settings,
+    divergence and models are those of the uninterrupted run of tests/workflow/test_end_to_end.py (default settings,
     checkpoints every 4 rounds: checkpointing changes nothing either)."""
     monkeypatch.delenv(KILL_ENV, raising=False)
     reference = mnist_study.run(algorithm)
