@@ -5,7 +5,7 @@ side in one process, for tinyvgg and 000's CNN (ocfl-cnn) at N = 15, 30 and 100 
     python benchmarks/round_speed.py --device cuda [--quick] [--models ocfl-cnn] [--clients 15 30 100]
     python benchmarks/device_speed.py --device cpu --quick        # the same, run directly
 
-Workload: 000 Table 3's MNIST training on MNIST-shaped 1x28x28 synthetic data (cflcore.fl.synthetic): 267 training
+Workload: 000 Table 3's MNIST training on MNIST-shaped 1x28x28 synthetic data (cflcore.data.synthetic): 267 training
 samples a client (000's draw per client at N = 15, the issue's workload), 32 test samples a client, 256 orchestrator
 samples, batch 32, 3 local epochs, SGD lr 0.01, BNC (= FedAvg), evaluation every round. ``--quick``: tinyvgg at
 N = 4 and ocfl-cnn at N = 2 with 64 samples a client (a smoke run of a minute on a 2-core CPU).
@@ -57,9 +57,9 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
-from cflcore.fl.artifacts import prepare_device  # noqa: E402
+from cflcore.fl.device import prepare_device  # noqa: E402
 from cflcore.fl.run import _STREAM_TRAIN  # noqa: E402
-from cflcore.fl.synthetic import synthetic_federated  # noqa: E402
+from cflcore.data.synthetic import synthetic_federated  # noqa: E402
 from cflcore.fl.trainers import derive_seed, epoch_order, uniform_source  # noqa: E402
 from cflcore.models import build_model  # noqa: E402
 from cflcore.models._layers import dropout_modules  # noqa: E402

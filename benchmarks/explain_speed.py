@@ -1,7 +1,7 @@
 """Explanation speed: insertion + deletion AUCs (and the attribution maps they rank) batched vs per image.
 
 (a) Insertion + deletion curves (cflcore.explain.insdel; 000 §5.1) of B images: tinyvgg (cflcore.models),
-    28×28 greyscale images from cflcore.fl.synthetic, step = 28 pixels (29 points per curve), zero
+    28×28 greyscale images from cflcore.data.synthetic, step = 28 pixels (29 points per curve), zero
     substrate, random attributions (the attribution's cost is section (b)). The model is trained for a
     few seeded SGD steps so its probabilities move along the curves. Variants:
 
@@ -50,7 +50,7 @@ from cflcore.explain.attribution import attribute  # noqa: E402
 from cflcore.explain.insdel import (DEFAULT_FORWARD_BATCH, InsDelCurves, insertion_deletion,  # noqa: E402
                                     insertion_deletion_per_image, step_pixel_counts, to_channels_last,
                                     trapezoid_auc)
-from cflcore.fl.synthetic import synthetic_federated  # noqa: E402
+from cflcore.data.synthetic import synthetic_federated  # noqa: E402
 from cflcore.models import build_model  # noqa: E402
 
 INSDEL_ATOL = 1e-5

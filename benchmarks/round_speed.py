@@ -1,7 +1,7 @@
 """Seconds per federated round: the engine against the published style and against the strongest plain
 PyTorch loop a user would write, side by side in one process, with an equivalence check and ablations.
 
-Workload (as in issue 13): tinyvgg (hidden 10) on MNIST-shaped 1x28x28 data (cflcore.fl.synthetic), N = 15
+Workload (as in issue 13): tinyvgg (hidden 10) on MNIST-shaped 1x28x28 data (cflcore.data.synthetic), N = 15
 clients with 300 train / 130 test samples each, 2,000 orchestrator samples, batch 32, 3 local epochs, SGD
 lr 0.01, BNC (= FedAvg), evaluation every round. One timed call = one whole round.
 
@@ -100,7 +100,7 @@ import harness  # noqa: E402
 from cflcore.fl import run as run_mod  # noqa: E402
 from cflcore.fl.run import _STREAM_TRAIN  # noqa: E402
 from harness import build_engine  # noqa: E402
-from cflcore.fl.synthetic import synthetic_federated  # noqa: E402
+from cflcore.data.synthetic import synthetic_federated  # noqa: E402
 from cflcore.fl.trainers import LoopTrainer, derive_seed, epoch_order  # noqa: E402
 from cflcore.models import build_model  # noqa: E402
 

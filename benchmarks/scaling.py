@@ -1,7 +1,7 @@
 """Scaling with the number of clients N: seconds per round of training, and the server step's seconds and
 peak memory for the paper's 25M-parameter CNN (issue 13 §4). Writes docs/figures/scaling.png.
 
-Training (the round_speed workload): tinyvgg on MNIST-shaped synthetic data (cflcore.fl.synthetic), 300
+Training (the round_speed workload): tinyvgg on MNIST-shaped synthetic data (cflcore.data.synthetic), 300
 train / 130 test samples per client, 2,000 orchestrator samples, batch 32, 3 local epochs, SGD lr 0.01,
 evaluation every round, BNC (FedAvg), the ``loop`` trainer; N = 15, 30, 60, 120. Each N is a fresh engine
 (cflcore.fl.run.build_engine) whose rounds are timed whole and with ``trainer.train`` timed inside; one
@@ -102,7 +102,7 @@ import harness  # noqa: E402
 from harness import Result, assert_close  # noqa: E402
 
 from harness import build_engine  # noqa: E402
-from cflcore.fl.synthetic import synthetic_federated  # noqa: E402
+from cflcore.data.synthetic import synthetic_federated  # noqa: E402
 from cflcore.fl.trainers import TrainResult  # noqa: E402
 
 LOG = logging.getLogger("bench.scaling")

@@ -191,10 +191,11 @@ def explain(dataset_path: str | Path, split_dir: str | Path, run_dir: str | Path
             settings: Mapping[str, Any], seed: int, out_dir: str | Path, device: str = "auto",
             deterministic: bool = True) -> None:
     """Rule ``explain``. ``deterministic`` is ``engine.deterministic``: on CUDA the attributions' backward passes
-    run deterministic kernels too (cflcore.fl.artifacts.set_deterministic), set before the models reach the GPU."""
+    run deterministic kernels too (cflcore.fl.device.set_deterministic), set before the models reach the GPU."""
     from .data.store import load_federated
     from .explain.framework import explain_run, write_empty_explain
-    from .fl.artifacts import load_run_models, prepare_device
+    from .fl.artifacts import load_run_models
+    from .fl.device import prepare_device
 
     status = run_status(run_dir)
     if status.get("status") != "ok":

@@ -1,5 +1,5 @@
 """A run's files as the engine writes them: ``models.pt`` (the final cluster models, and their loader for the explain
-stage), the names of its tables (:data:`RUN_TABLES`), and the device a run's models go to (:func:`resolve_device`).
+stage) and its tables (:data:`RUN_TABLES`, :func:`write_outputs`). The device a run's models go to: cflcore/fl/device.py.
 
 Format ``cflcore.models/1`` (``torch.load(weights_only=True)``)::
 
@@ -10,88 +10,27 @@ Format ``cflcore.models/1`` (``torch.load(weights_only=True)``)::
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
+import pyarrow as pa
 import torch
 from torch import nn
 
-from ..errors import CflError, ConfigError, DataError
-from ..io import torch_save
+from ..errors import DataError
+from ..io import canonical_json, torch_save, write_parquet
 from ..models import build_model
+
+if TYPE_CHECKING:
+    from .run import Engine
+    from .state import EngineState
 
 FORMAT = "cflcore.models/1"
 RUN_TABLES = ("history.parquet", "server.parquet", "gram.parquet", "divergence.parquet")
 """The tables of a run's folder, beside ``models.pt`` and ``status.json`` (cflcore.layout.RUN_OUTPUTS names all six for
 the rules; the train stage does not import the layout, so that editing the layout retrains nothing)."""
-
-
-def resolve_device(name: str) -> torch.device:
-    """``auto`` -> cuda if available else cpu; ``cuda`` / ``cuda:N`` without a GPU (or without GPU N) is an error.
-
-    ``cuda:N`` binds the process to one of several visible GPUs (docs/cluster.md: the gpu-workstation profile's
-    jobs each take one). Resolving does no CUDA work beyond counting the devices, so :func:`prepare_device` can
-    still set the determinism flags before the first kernel."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cpu":
-        return torch.device("cpu")
-    index = name[len("cuda:"):] if name.startswith("cuda:") else None
-    if name != "cuda" and not (index is not None and index.isdigit() and str(int(index)) == index):
-        raise ConfigError(f"device: {name!r} is not allowed; allowed: auto, cpu, cuda, cuda:N (N = 0, 1, ...)")
-    if not torch.cuda.is_available():
-        raise CflError(f"device: {name!r} requested but no CUDA GPU is available; use device: auto or cpu")
-    if index is not None and int(index) >= torch.cuda.device_count():
-        raise CflError(f"device: {name!r} requested but only {torch.cuda.device_count()} CUDA GPU(s) are visible "
-                       f"(cuda:0 to cuda:{torch.cuda.device_count() - 1}); allowed: auto, cpu, cuda, or one of those")
-    return torch.device(name)
-
-
-CUBLAS_WORKSPACE = ":4096:8"
-"""``CUBLAS_WORKSPACE_CONFIG`` for deterministic cuBLAS (CUDA >= 10.2; torch's reproducibility notes): a fixed
-workspace per stream, so that cuBLAS picks the same reduction order in every process."""
-
-
-def set_deterministic(device: torch.device, deterministic: bool = True) -> bool:
-    """``engine.deterministic``: on a CUDA device, before the process's first CUDA kernel, make every kernel
-    deterministic, so that one run gives the same bytes in every process and on resume (on one GPU model,
-    driver and torch build): ``CUBLAS_WORKSPACE_CONFIG`` (set only if unset, and read by cuBLAS when its first
-    handle is made), cuDNN's deterministic algorithms with autotuning off, and
-    ``torch.use_deterministic_algorithms(True)``, under which an op with no deterministic CUDA kernel raises
-    instead of silently varying (the engine has none: docs/architecture.md, "Determinism on CUDA").
-
-    A CPU device changes nothing (returns False): the CPU kernels the engine runs are deterministic already, and
-    the global mode could change which kernels torch picks there, so CPU results stay those of earlier versions.
-    The settings are process-wide and stay on; a job runs one device, so nothing else in the process sees them.
-    Returns whether the flags were set."""
-    if device.type != "cuda" or not deterministic:
-        return False
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
-    torch.backends.cudnn.deterministic = True
-    torch.backends.cudnn.benchmark = False
-    torch.use_deterministic_algorithms(True)
-    return True
-
-
-def prepare_device(name: str, deterministic: bool = True) -> torch.device:
-    """The job's device (:func:`resolve_device`) with ``engine.deterministic`` applied (:func:`set_deterministic`);
-    train and explain jobs call this before any tensor reaches the device.
-
-    ``auto`` / ``cuda`` on a machine with several visible GPUs takes one GPU for the job (a slot,
-    cflcore.fl.gpu_slots: jobs spread over the GPUs); ``cuda:N`` is GPU N. Either way the GPU becomes the process's
-    current device, so that library calls that take no device (captum, cuDNN handles) use it."""
-    device = resolve_device(name)
-    if device.type == "cuda" and device.index is None and torch.cuda.device_count() > 1:
-        from .gpu_slots import job_gpu
-
-        device = torch.device("cuda", job_gpu(torch.cuda.device_count()))
-    set_deterministic(device, deterministic)
-    if device.type == "cuda" and device.index is not None:
-        torch.cuda.set_device(device)
-    return device
 
 
 @dataclass
@@ -129,3 +68,78 @@ def load_run_models(path: str | Path, device: str | torch.device = "cpu") -> Run
     return RunModels(models, blob["labels"].cpu().numpy().astype(np.int64), blob["model"], int(blob["round"]),
                      {int(c): {int(k): float(w) for k, w in m.items()} for c, m in blob.get("client_models", {}).items()},
                      kwargs)
+
+
+# ----- the run's tables (RUN_TABLES) and models.pt, as the engine writes them at the end ------------------------------
+HISTORY_SCHEMA = pa.schema([
+    ("round", pa.int32()), ("client", pa.int32()), ("cluster", pa.int64()), ("sampled", pa.bool_()),
+    ("train_loss", pa.float64()), ("local_loss", pa.float64()), ("local_acc", pa.float64()),
+    ("local_f1", pa.float64()), ("local_bacc", pa.float64()), ("orch_loss", pa.float64()),
+    ("orch_acc", pa.float64()), ("orch_f1", pa.float64()), ("orch_bacc", pa.float64()), ("model_key", pa.string()),
+    # the strategy's global model (Strategy.global_model; 002 Fig. 6) on the client's local test set and on the
+    # orchestrator set; null for methods without one and in rounds without evaluation
+    ("global_loss", pa.float64()), ("global_acc", pa.float64()), ("global_f1", pa.float64()),
+    ("global_bacc", pa.float64()), ("global_orch_acc", pa.float64()), ("global_orch_f1", pa.float64()),
+])
+GLOBAL_COLUMNS = ("global_loss", "global_acc", "global_f1", "global_bacc", "global_orch_acc", "global_orch_f1")
+SERVER_COLUMNS = ["round", "n_clusters", "clustered_now", "temperature", "mean_train_loss", "mean_local_f1", "seconds"]
+
+
+def history_table(rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist([{k: r.get(k) for k in HISTORY_SCHEMA.names} for r in rows], schema=HISTORY_SCHEMA)
+
+
+def _diag_column(values: list[Any]) -> pa.Array:
+    """Scalars stay typed (bool / int / float); anything else becomes strings (canonical JSON)."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return pa.array(values, type=pa.bool_())
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        if all(isinstance(v, int) for v in present):
+            return pa.array(values, type=pa.int64())
+        return pa.array([None if v is None else float(v) for v in values], type=pa.float64())
+    return pa.array([None if v is None else (v if isinstance(v, str) else canonical_json(v)) for v in values], type=pa.string())
+
+
+def server_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """One row per round; one extra column per strategy diagnostic (union over rounds, null where absent).
+    A diagnostic whose name clashes with an engine column is stored as ``strategy_<name>``."""
+    cols: dict[str, pa.Array] = {
+        "round": pa.array([r["round"] for r in rows], type=pa.int32()),
+        "n_clusters": pa.array([r["n_clusters"] for r in rows], type=pa.int32()),
+        "clustered_now": pa.array([r["clustered_now"] for r in rows], type=pa.bool_()),
+        "temperature": pa.array([r["temperature"] for r in rows], type=pa.float64()),
+        "mean_train_loss": pa.array([r["mean_train_loss"] for r in rows], type=pa.float64()),
+        "mean_local_f1": pa.array([r["mean_local_f1"] for r in rows], type=pa.float64()),
+        "seconds": pa.array([r["seconds"] for r in rows], type=pa.float64()),
+    }
+    keys = sorted({k for r in rows for k in r["diagnostics"]})
+    for k in keys:
+        name = f"strategy_{k}" if k in cols else k
+        cols[name] = _diag_column([r["diagnostics"].get(k) for r in rows])
+    return pa.table(cols)
+
+
+def matrix_table(rows: list[list[float]]) -> pa.Table:
+    a = np.asarray(rows, dtype=np.float64).reshape(-1, 4)
+    return pa.table({"round": pa.array(a[:, 0].astype(np.int32)), "i": pa.array(a[:, 1].astype(np.int32)),
+                     "j": pa.array(a[:, 2].astype(np.int32)), "value": pa.array(a[:, 3])})
+
+
+def write_outputs(engine: Engine, state: EngineState, out_dir: Path, last_round: int) -> None:
+    write_parquet(history_table(state.history), out_dir / "history.parquet")
+    write_parquet(server_table(state.server_rows), out_dir / "server.parquet")
+    write_parquet(matrix_table(state.gram_rows), out_dir / "gram.parquet")
+    if state.divergence_rows:
+        write_parquet(matrix_table(state.divergence_rows), out_dir / "divergence.parquet")
+    specs = engine.strategy.personalised(state.models)
+    cluster_models = {}
+    for c in state.models:
+        members = np.flatnonzero(state.labels == c)
+        full = engine.full_vector(state, c, None, local=engine.mean_local(state, members))
+        cluster_models[int(c)] = engine.layout.state_dict(engine.template, full)
+    client_models = {int(i): {int(k): float(w) for k, w in s.items()} for i, s in specs.items() if isinstance(s, Mapping)}
+    save_run_models(out_dir / "models.pt", {
+        "model": engine.model_name, "model_kwargs": engine.model_kwargs, "round": int(last_round),
+        "cluster_models": cluster_models, "labels": torch.as_tensor(state.labels, dtype=torch.long),
+        "client_models": client_models})

@@ -9,11 +9,17 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
+import numpy as np
 import torch
 
-from ..io import torch_save
+from ..io import stable_hash, torch_save
+from .state import EngineState
+
+if TYPE_CHECKING:
+    from ..data.federated import FederatedData
+    from ..strategies.base import Strategy
 
 FORMAT = "cflcore.checkpoint/1"
 _NAME = re.compile(r"^round_(\d{5,})\.pt$")
@@ -56,3 +62,43 @@ def load_latest(run_dir: str | Path, config_hash: str, log: logging.Logger) -> d
             continue
         return ck
     return None
+
+
+# ----- (de)serialisation of the engine's state: plain tensors / lists / dicts only ------------------------------
+def plain(v: Any) -> Any:
+    """numpy scalars -> Python scalars (checkpoints hold plain values only)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def state_to_checkpoint(state: EngineState, strategy: Strategy, config_hash: str) -> dict[str, Any]:
+    cpu = lambda d: {int(k): v.detach().cpu().clone() for k, v in d.items()}  # noqa: E731
+    return {
+        "config_hash": config_hash,
+        "next_round": state.next_round,
+        "models": cpu(state.models), "extra": cpu(state.extra),
+        "server_state": {int(c): {k: v.detach().cpu().clone() for k, v in s.items()} for c, s in state.server_state.items()},
+        "client_local": cpu(state.client_local),
+        "labels": torch.as_tensor(state.labels, dtype=torch.long),
+        "strategy": strategy.state_dict(),
+        "history": [{k: plain(v) for k, v in r.items()} for r in state.history],
+        "server_rows": [{k: plain(v) for k, v in r.items()} for r in state.server_rows],
+        "divergence_rows": torch.tensor(state.divergence_rows, dtype=torch.float64).reshape(-1, 4),
+        "gram_rows": torch.tensor(state.gram_rows, dtype=torch.float64).reshape(-1, 4),
+        "personal": cpu(state.personal),
+    }
+
+
+def state_from_checkpoint(ck: Mapping[str, Any], device: torch.device, dtype: torch.dtype) -> EngineState:
+    dev = lambda d: {int(k): v.to(device=device, dtype=dtype) for k, v in d.items()}  # noqa: E731
+    return EngineState(
+        next_round=int(ck["next_round"]), models=dev(ck["models"]), extra=dev(ck["extra"]),
+        server_state={int(c): {k: v.to(device=device, dtype=dtype) for k, v in s.items()} for c, s in ck["server_state"].items()},
+        client_local=dev(ck["client_local"]), labels=ck["labels"].numpy().astype(np.int64),
+        history=[dict(r) for r in ck["history"]], server_rows=[dict(r) for r in ck["server_rows"]],
+        divergence_rows=ck["divergence_rows"].tolist(), gram_rows=ck["gram_rows"].tolist(), personal=dev(ck["personal"]))
+
+
+def config_hash(settings: Mapping[str, Any], seed: int, fed: FederatedData) -> str:
+    """stable_hash of the run settings, the seed and the split manifest's hash (checkpoint validity)."""
+    return stable_hash({"settings": settings, "seed": int(seed), "split": stable_hash(fed.manifest),
+                        "n_clients": fed.n_clients, "shape": list(fed.shape), "n_classes": fed.n_classes})

@@ -17,7 +17,7 @@ Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
   for tinyvgg; ``auto``: on for a CPU, off on CUDA); ``memory_budget_mb`` (vmap chunking, and whether start vectors are
   kept in RoundUpdates for a strategy with ``needs_start_vectors``, i.e. Louvain; ``auto``: 2048 on a CPU, a share of
   the GPU on CUDA, cflcore.fl.trainers.resolve_memory_budget); ``deterministic`` (CUDA's deterministic kernels,
-  cflcore.fl.artifacts.set_deterministic; nothing on a CPU);
+  cflcore.fl.device.set_deterministic; nothing on a CPU);
   ``threads`` (torch.set_num_threads); ``compile`` (loop trainer through torch.compile: faster steps after a
   one-off compilation, so only for long runs; see cflcore.fl.trainers.LoopTrainer).
 * ``server_optimizer`` sgd|adam|yogi, ``server_lr``, ``server_betas``, ``server_eps``, ``server_momentum``
@@ -45,6 +45,11 @@ record ``progress.jsonl`` always, TensorBoard and a progress bar when asked; the
 
 Determinism: the outputs are a function of (settings, seed, data); ``seconds`` is the only wall-clock
 column. A resumed run gives bit-identical outputs except ``server.parquet``'s ``seconds``.
+
+This module is the engine only: its state is cflcore/fl/state.py, the state's checkpoint (de)serialisation and
+``config_hash`` are cflcore/fl/checkpoint.py, the run's tables and ``models.pt`` cflcore/fl/artifacts.py, the device
+cflcore/fl/device.py. ``KILL_ENV`` / ``FAIL_ENV`` are test hooks the engine itself honours (a SIGKILL or a failure
+after a round), so they stay beside it.
 """
 from __future__ import annotations
 
@@ -52,22 +57,23 @@ import logging
 import os
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import pyarrow as pa
 import torch
 
 from ..clustering.divergence import update_gram
 from ..data.federated import FederatedData
 from ..defaults import with_config_defaults
 from ..errors import CflError, ConfigError, TrainingDiverged
-from ..io import canonical_json, stable_hash, write_parquet
+from ..io import canonical_json
 from ..models import build_model, check_compatible
-from .artifacts import prepare_device, save_run_models
-from .checkpoint import load_latest, save_checkpoint
+from .artifacts import GLOBAL_COLUMNS, write_outputs
+from .device import prepare_device
+from .checkpoint import config_hash, load_latest, plain, save_checkpoint, state_from_checkpoint, state_to_checkpoint
+from .state import EngineState
 from .deltas import restore_, to_deltas_
 from .evaluation import Evaluator, Scores
 from ..strategies.base import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext
@@ -83,18 +89,6 @@ KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after 
 FAIL_ENV = "CFL_TEST_FAIL_AFTER_ROUND"
 _STREAM_SAMPLE, _STREAM_TRAIN, _STREAM_INIT, _STREAM_ADAPT = 0x5A, 0x7A, 0x1A, 0xAD
 
-HISTORY_SCHEMA = pa.schema([
-    ("round", pa.int32()), ("client", pa.int32()), ("cluster", pa.int64()), ("sampled", pa.bool_()),
-    ("train_loss", pa.float64()), ("local_loss", pa.float64()), ("local_acc", pa.float64()),
-    ("local_f1", pa.float64()), ("local_bacc", pa.float64()), ("orch_loss", pa.float64()),
-    ("orch_acc", pa.float64()), ("orch_f1", pa.float64()), ("orch_bacc", pa.float64()), ("model_key", pa.string()),
-    # the strategy's global model (Strategy.global_model; 002 Fig. 6) on the client's local test set and on the
-    # orchestrator set; null for methods without one and in rounds without evaluation
-    ("global_loss", pa.float64()), ("global_acc", pa.float64()), ("global_f1", pa.float64()),
-    ("global_bacc", pa.float64()), ("global_orch_acc", pa.float64()), ("global_orch_f1", pa.float64()),
-])
-GLOBAL_COLUMNS = ("global_loss", "global_acc", "global_f1", "global_bacc", "global_orch_acc", "global_orch_f1")
-SERVER_COLUMNS = ["round", "n_clusters", "clustered_now", "temperature", "mean_train_loss", "mean_local_f1", "seconds"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,31 +138,9 @@ def spec_key(spec: StartSpec) -> str:
     return f"c{int(spec)}"
 
 
-def _py(v: Any) -> Any:
-    """numpy scalars -> Python scalars (checkpoints hold plain values only)."""
-    return v.item() if isinstance(v, np.generic) else v
-
-
 # ---------------------------------------------------------------------------------------------
-# Engine state
+# The engine
 # ---------------------------------------------------------------------------------------------
-@dataclass
-class EngineState:
-    """Everything that changes from round to round (and is checkpointed)."""
-
-    next_round: int
-    models: dict[int, torch.Tensor]  # cluster -> shared vector (what strategies see)
-    extra: dict[int, torch.Tensor]  # cluster -> BN buffers kept out of the deltas (may be empty)
-    server_state: dict[int, dict[str, torch.Tensor]]
-    client_local: dict[int, torch.Tensor]  # FedBN: client -> its own BN tensors (empty otherwise)
-    labels: np.ndarray
-    history: list[dict[str, Any]] = field(default_factory=list)
-    server_rows: list[dict[str, Any]] = field(default_factory=list)
-    divergence_rows: list[list[float]] = field(default_factory=list)  # [round, i, j, value]
-    gram_rows: list[list[float]] = field(default_factory=list)
-    personal: dict[int, torch.Tensor] = field(default_factory=dict)  # pFedMe: client -> its personal full vector
-
-
 @dataclass
 class Engine:
     fed: FederatedData
@@ -348,7 +320,7 @@ class Engine:
                "clustered_now": not same_partition(labels, previous.labels), "temperature": temp,
                "mean_train_loss": float(np.mean(train_losses)), "mean_local_f1": float(np.mean(f1s)) if f1s else None,
                "seconds": time.perf_counter() - t0,
-               "diagnostics": {str(k): _py(v) if np.isscalar(v) or v is None else canonical_json(v) for k, v in res.diagnostics.items()}}
+               "diagnostics": {str(k): plain(v) if np.isscalar(v) or v is None else canonical_json(v) for k, v in res.diagnostics.items()}}
         state.server_rows.append(row)
         state.labels = labels
         state.next_round = rnd + 1
@@ -562,100 +534,6 @@ class Engine:
 
 
 # ---------------------------------------------------------------------------------------------
-# Checkpoint (de)serialisation: plain tensors / lists / dicts only
-# ---------------------------------------------------------------------------------------------
-def state_to_checkpoint(state: EngineState, strategy: Strategy, config_hash: str) -> dict[str, Any]:
-    cpu = lambda d: {int(k): v.detach().cpu().clone() for k, v in d.items()}  # noqa: E731
-    return {
-        "config_hash": config_hash,
-        "next_round": state.next_round,
-        "models": cpu(state.models), "extra": cpu(state.extra),
-        "server_state": {int(c): {k: v.detach().cpu().clone() for k, v in s.items()} for c, s in state.server_state.items()},
-        "client_local": cpu(state.client_local),
-        "labels": torch.as_tensor(state.labels, dtype=torch.long),
-        "strategy": strategy.state_dict(),
-        "history": [{k: _py(v) for k, v in r.items()} for r in state.history],
-        "server_rows": [{k: _py(v) for k, v in r.items()} for r in state.server_rows],
-        "divergence_rows": torch.tensor(state.divergence_rows, dtype=torch.float64).reshape(-1, 4),
-        "gram_rows": torch.tensor(state.gram_rows, dtype=torch.float64).reshape(-1, 4),
-        "personal": cpu(state.personal),
-    }
-
-
-def state_from_checkpoint(ck: Mapping[str, Any], device: torch.device, dtype: torch.dtype) -> EngineState:
-    dev = lambda d: {int(k): v.to(device=device, dtype=dtype) for k, v in d.items()}  # noqa: E731
-    return EngineState(
-        next_round=int(ck["next_round"]), models=dev(ck["models"]), extra=dev(ck["extra"]),
-        server_state={int(c): {k: v.to(device=device, dtype=dtype) for k, v in s.items()} for c, s in ck["server_state"].items()},
-        client_local=dev(ck["client_local"]), labels=ck["labels"].numpy().astype(np.int64),
-        history=[dict(r) for r in ck["history"]], server_rows=[dict(r) for r in ck["server_rows"]],
-        divergence_rows=ck["divergence_rows"].tolist(), gram_rows=ck["gram_rows"].tolist(), personal=dev(ck["personal"]))
-
-
-# ---------------------------------------------------------------------------------------------
-# Outputs
-# ---------------------------------------------------------------------------------------------
-def history_table(rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.Table.from_pylist([{k: r.get(k) for k in HISTORY_SCHEMA.names} for r in rows], schema=HISTORY_SCHEMA)
-
-
-def _diag_column(values: list[Any]) -> pa.Array:
-    """Scalars stay typed (bool / int / float); anything else becomes strings (canonical JSON)."""
-    present = [v for v in values if v is not None]
-    if present and all(isinstance(v, bool) for v in present):
-        return pa.array(values, type=pa.bool_())
-    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
-        if all(isinstance(v, int) for v in present):
-            return pa.array(values, type=pa.int64())
-        return pa.array([None if v is None else float(v) for v in values], type=pa.float64())
-    return pa.array([None if v is None else (v if isinstance(v, str) else canonical_json(v)) for v in values], type=pa.string())
-
-
-def server_table(rows: list[dict[str, Any]]) -> pa.Table:
-    """One row per round; one extra column per strategy diagnostic (union over rounds, null where absent).
-    A diagnostic whose name clashes with an engine column is stored as ``strategy_<name>``."""
-    cols: dict[str, pa.Array] = {
-        "round": pa.array([r["round"] for r in rows], type=pa.int32()),
-        "n_clusters": pa.array([r["n_clusters"] for r in rows], type=pa.int32()),
-        "clustered_now": pa.array([r["clustered_now"] for r in rows], type=pa.bool_()),
-        "temperature": pa.array([r["temperature"] for r in rows], type=pa.float64()),
-        "mean_train_loss": pa.array([r["mean_train_loss"] for r in rows], type=pa.float64()),
-        "mean_local_f1": pa.array([r["mean_local_f1"] for r in rows], type=pa.float64()),
-        "seconds": pa.array([r["seconds"] for r in rows], type=pa.float64()),
-    }
-    keys = sorted({k for r in rows for k in r["diagnostics"]})
-    for k in keys:
-        name = f"strategy_{k}" if k in cols else k
-        cols[name] = _diag_column([r["diagnostics"].get(k) for r in rows])
-    return pa.table(cols)
-
-
-def matrix_table(rows: list[list[float]]) -> pa.Table:
-    a = np.asarray(rows, dtype=np.float64).reshape(-1, 4)
-    return pa.table({"round": pa.array(a[:, 0].astype(np.int32)), "i": pa.array(a[:, 1].astype(np.int32)),
-                     "j": pa.array(a[:, 2].astype(np.int32)), "value": pa.array(a[:, 3])})
-
-
-def write_outputs(engine: Engine, state: EngineState, out_dir: Path, last_round: int) -> None:
-    write_parquet(history_table(state.history), out_dir / "history.parquet")
-    write_parquet(server_table(state.server_rows), out_dir / "server.parquet")
-    write_parquet(matrix_table(state.gram_rows), out_dir / "gram.parquet")
-    if state.divergence_rows:
-        write_parquet(matrix_table(state.divergence_rows), out_dir / "divergence.parquet")
-    specs = engine.strategy.personalised(state.models)
-    cluster_models = {}
-    for c in state.models:
-        members = np.flatnonzero(state.labels == c)
-        full = engine.full_vector(state, c, None, local=engine.mean_local(state, members))
-        cluster_models[int(c)] = engine.layout.state_dict(engine.template, full)
-    client_models = {int(i): {int(k): float(w) for k, w in s.items()} for i, s in specs.items() if isinstance(s, Mapping)}
-    save_run_models(out_dir / "models.pt", {
-        "model": engine.model_name, "model_kwargs": engine.model_kwargs, "round": int(last_round),
-        "cluster_models": cluster_models, "labels": torch.as_tensor(state.labels, dtype=torch.long),
-        "client_models": client_models})
-
-
-# ---------------------------------------------------------------------------------------------
 # Entry point
 # ---------------------------------------------------------------------------------------------
 def _init_model(name: str, kwargs: dict[str, Any], seed: int) -> torch.nn.Module:
@@ -664,12 +542,6 @@ def _init_model(name: str, kwargs: dict[str, Any], seed: int) -> torch.nn.Module
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return build_model(name, **kwargs)
-
-
-def config_hash(settings: Mapping[str, Any], seed: int, fed: FederatedData) -> str:
-    """stable_hash of the run settings, the seed and the split manifest's hash (checkpoint validity)."""
-    return stable_hash({"settings": settings, "seed": int(seed), "split": stable_hash(fed.manifest),
-                        "n_clients": fed.n_clients, "shape": list(fed.shape), "n_classes": fed.n_classes})
 
 
 def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log: logging.Logger, *,

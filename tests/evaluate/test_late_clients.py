@@ -20,7 +20,7 @@ from cflcore.evaluate.late_clients import late_clients_frame, late_summary
 from cflcore.fl.run import KILL_ENV
 from engine_runs import train_run
 from cflcore.strategies.base import StrategyContext, build_strategy
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from cflcore.report.runs import run_specs
 from cflcore.strategies._late import choose_late_clients, mean_cosine_distance, mean_unit_updates, resolve_late_count
 from synthetic_clusters import planted_deltas, planted_labels, round_updates
@@ -239,7 +239,7 @@ def test_unfounded_true_cluster_is_flagged_and_counted_wrong():
 SCRIPT = """
 import json, logging, sys
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stdout)
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from cflcore.fl.run import train_run
 from cflcore.strategies import build_strategy
 settings = json.loads(sys.argv[2])

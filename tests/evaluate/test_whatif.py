@@ -197,7 +197,7 @@ def write_manifest(fed, path: Path) -> None:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     from engine_runs import train_run
-    from cflcore.fl.synthetic import synthetic_federated
+    from cflcore.data.synthetic import synthetic_federated
 
     root = tmp_path_factory.mktemp("whatif_runs")
     fed = synthetic_federated(n_clients=N_CLIENTS, n_train=24, n_clusters=3, seed=1)
@@ -327,7 +327,7 @@ def test_engine_temperature_equals_strategy_and_evaluation_with_a_zero_delta(tmp
     from cflcore.fl import trainers
     from cflcore.fl.run import temperature as engine_temperature
     from engine_runs import train_run
-    from cflcore.fl.synthetic import synthetic_federated
+    from cflcore.data.synthetic import synthetic_federated
 
     original = trainers.LoopTrainer.train
 

@@ -17,7 +17,7 @@ from cflcore.fl.optim import ClientOptimizer
 from cflcore.fl.run import KILL_ENV
 from engine_runs import copy_checkpoints_through, train_run
 from cflcore.fl.server import ServerOptimizer, aggregate_cluster
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from cflcore.fl.trainers import LoopTrainer, TrainSpec, VmapTrainer, derive_seed
 from cflcore.models import build_model
 from test_resume import _assert_same_outputs, kill_and_resume

@@ -61,7 +61,7 @@ def test_engine_keeps_start_vectors_only_for_strategies_that_need_them_and_reuse
     import logging
 
     from engine_runs import build_engine
-    from cflcore.fl.synthetic import synthetic_federated
+    from cflcore.data.synthetic import synthetic_federated
 
     fed = synthetic_federated(n_clients=4, n_train=16, n_test=8, n_orch=16)
     for method, kept in (("bnc", False), ("louvain", True)):

@@ -14,8 +14,8 @@ from torch import nn
 
 from cflcore import config as cc
 from cflcore.errors import CflError, ConfigError
-from cflcore.fl import artifacts
-from cflcore.fl.artifacts import prepare_device, resolve_device, set_deterministic
+from cflcore.fl import device as device_module
+from cflcore.fl.device import prepare_device, resolve_device, set_deterministic
 from cflcore.fl.gpu_slots import acquire_gpu_slot
 from cflcore.fl.trainers import CPU_MEMORY_BUDGET_MB, resolve_channels_last, resolve_memory_budget
 from cflcore.models import build_model
@@ -66,7 +66,7 @@ def test_deterministic_mode_is_never_set_for_a_cpu(monkeypatch):
     monkeypatch.setattr(torch.backends.cudnn, "benchmark", True)
     assert set_deterministic(torch.device("cuda"), False) is False and calls == []
     assert set_deterministic(torch.device("cuda"), True) is True
-    assert calls == [True] and os.environ["CUBLAS_WORKSPACE_CONFIG"] == artifacts.CUBLAS_WORKSPACE
+    assert calls == [True] and os.environ["CUBLAS_WORKSPACE_CONFIG"] == device_module.CUBLAS_WORKSPACE
     assert torch.backends.cudnn.deterministic is True and torch.backends.cudnn.benchmark is False
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")
     set_deterministic(torch.device("cuda"), True)
@@ -86,7 +86,7 @@ def test_engine_runs_auto_like_the_cpu_figures(tmp_path):
     """A run with ``memory_budget_mb`` and ``channels_last`` set to auto gives the bytes of 2048 / true on a CPU."""
     from engine_runs import train_run
 
-    from cflcore.fl.synthetic import synthetic_federated
+    from cflcore.data.synthetic import synthetic_federated
     from test_resume import _assert_same_outputs
 
     def settings(engine):
@@ -164,7 +164,7 @@ def test_a_job_on_several_gpus_takes_a_slot(tmp_path, monkeypatch):
     _fake_gpus(monkeypatch, 3)
     monkeypatch.setenv(gpu_slots.LOCK_DIR_ENV, str(tmp_path))
     monkeypatch.setattr(gpu_slots, "_HELD", [])
-    monkeypatch.setattr(artifacts, "set_deterministic", lambda device, deterministic=True: False)
+    monkeypatch.setattr(device_module, "set_deterministic", lambda device, deterministic=True: False)
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
     other = acquire_gpu_slot(3, tmp_path)  # another job holds GPU 0's first slot
     assert prepare_device("cuda:2", True) == torch.device("cuda", 2) and gpu_slots._HELD == []

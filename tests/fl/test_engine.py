@@ -13,7 +13,7 @@ from cflcore.fl.artifacts import load_run_models
 from cflcore.fl.run import _STREAM_INIT, _STREAM_TRAIN, _init_model, sample_clients, same_partition, temperature
 from cflcore.fl.server import ServerOptimizer, aggregate_cluster
 from cflcore.strategies.base import ClusterAssignment, Strategy, StrategyResult
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from cflcore.fl.trainers import derive_seed
 from engine_runs import build_engine, train_run
 

@@ -10,9 +10,9 @@ from sklearn.metrics import f1_score
 
 from cflcore.evaluate.clustering import GroundTruth, RoundPartition, clustering_frame, gram_by_round, round_scores
 from cflcore.fl.artifacts import load_run_models
-from cflcore.fl.run import GLOBAL_COLUMNS
+from cflcore.fl.artifacts import GLOBAL_COLUMNS
 from engine_runs import train_run
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from cflcore.metrics.personalisation import personalisation_scores
 
 LOG = logging.getLogger("test")

@@ -15,7 +15,7 @@ import signal
 import pytest
 import torch
 
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from test_resume import FED_KW, _assert_same_outputs, _run
 
 DEVICE = "cuda"  # the tests' device (set to "cpu" to try their code paths on a machine without a GPU)
@@ -57,7 +57,7 @@ def test_kill_and_resume_is_bit_identical_on_cuda(tmp_path, kill_after):
 ])
 def test_vmap_equals_loop_on_cuda(name, kw, sizes, shape):
     """tests/fl/test_trainers.py's stated tolerance, float64 parameters within 1e-10, holds on CUDA too."""
-    from cflcore.fl.artifacts import prepare_device
+    from cflcore.fl.device import prepare_device
     from cflcore.fl.flat_params import ModelLayout
     from cflcore.fl.optim import ClientOptimizer
     from cflcore.fl.trainers import LoopTrainer, TrainSpec, VmapTrainer, derive_seed
@@ -84,7 +84,8 @@ def test_explain_runs_on_cuda(tmp_path):
     from engine_runs import train_run
 
     from cflcore.explain import explain_run
-    from cflcore.fl.artifacts import load_run_models, prepare_device
+    from cflcore.fl.artifacts import load_run_models
+    from cflcore.fl.device import prepare_device
 
     settings = {**GPU_SETTINGS, "training": {**GPU_SETTINGS["training"], "model": "mobilenetv1", "rounds": 2}}
     fed = synthetic_federated(n_clients=4, n_train=16, shape=(1, 28, 28))

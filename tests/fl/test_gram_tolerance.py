@@ -43,7 +43,7 @@ def test_random_deltas_within_the_stated_tolerance(n, p):
 def test_real_deltas_within_the_stated_tolerance():
     """The deltas and the Gram product of two rounds of a real (tiny) federation, as the strategy sees them."""
     from engine_runs import build_engine
-    from cflcore.fl.synthetic import synthetic_federated
+    from cflcore.data.synthetic import synthetic_federated
 
     fed = synthetic_federated(n_clients=6, n_train=32, n_test=8, n_orch=16)
     settings = {"training": {"model": "tinyvgg", "optimizer": "sgd", "lr": 0.05, "batch_size": 8, "local_epochs": 1,

@@ -19,7 +19,7 @@ from cflcore.fl.optim import ClientOptimizer
 from cflcore.fl.personal import (Personalisation, PersonalTrainer, hvp_finite_difference, perfedavg_hf_direction,
                                  pfedme_envelope_grad, pfedme_inner_step)
 from cflcore.fl.run import KILL_ENV
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from cflcore.fl.trainers import TrainSpec, epoch_order
 from engine_runs import copy_checkpoints_through, train_run
 from test_resume import _assert_same_outputs, kill_and_resume

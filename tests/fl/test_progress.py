@@ -23,7 +23,7 @@ from cflcore.errors import CflError, ConfigError
 from cflcore.fl import progress
 from cflcore.fl.checkpoint import checkpoint_dir
 from cflcore.fl.run import KILL_ENV, train_run
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from cflcore.status import run_state, study_state, writer_alive
 from cflcore.strategies import build_strategy
 from conftest import REPO
@@ -37,7 +37,7 @@ RUN = "synth/s/n5/s3/ocfl-km"
 
 SCRIPT = """
 import json, sys
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from cflcore.fl.run import train_run
 from cflcore.fl.progress import TensorBoardMonitor
 from cflcore.strategies import build_strategy

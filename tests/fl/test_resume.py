@@ -29,7 +29,7 @@ import torch
 from cflcore import config as cc
 from cflcore.fl.run import KILL_ENV
 from engine_runs import train_run
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from conftest import REPO
 
 SETTINGS = {"training": {"model": "tinyvgg", "optimizer": "sgd", "lr": 0.05, "momentum": 0.5, "batch_size": 8,
@@ -41,7 +41,7 @@ FED_KW = {"n_clients": 5, "n_train": [24, 16, 24, 20, 24]}
 SCRIPT = """
 import json, logging, sys
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stdout)
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from cflcore.fl.run import train_run
 from cflcore.strategies import build_strategy
 settings = json.loads(sys.argv[3])

@@ -12,7 +12,7 @@ from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
 from cflcore.fl.evaluation import confusion, scores_from_confusion
 from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from cflcore.fl.trainers import LoopTrainer, TrainSpec, VmapTrainer, derive_seed, resolve_trainer
 from cflcore.models import build_model
 

@@ -9,7 +9,7 @@ import pandas as pd
 import torch
 
 from synthetic_clusters import round_updates
-from cflcore.fl.run import server_table
+from cflcore.fl.artifacts import server_table
 from cflcore.strategies.base import StrategyContext, build_strategy
 from cflcore.io import canonical_json
 from cflcore.report import figures as fg

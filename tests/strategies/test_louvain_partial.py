@@ -19,7 +19,7 @@ from cflcore.config import validate_config
 from cflcore.errors import ConfigError
 from cflcore.fl import run as engine_run
 from cflcore.fl.run import KILL_ENV
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from cflcore.strategies import build_strategy
 from test_resume import _assert_same_outputs, kill_and_resume
 from test_strategies import TRUTH, config_with, louvain_round, make, round_updates, save_load

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from cflcore import config as cc
-from cflcore.fl.synthetic import synthetic_federated
+from cflcore.data.synthetic import synthetic_federated
 from cflcore import layout
 from cflcore.fl.centralised import centralised_update_norms as proxy_update_norms
 from cflcore.fl.centralised import write_update_norms

@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ..data.federated import ClientData, FederatedData
+from .federated import ClientData, FederatedData
 
 
 def _images(rng: np.random.Generator, labels: np.ndarray, shape: tuple[int, int, int], n_classes: int,
