@@ -24,7 +24,6 @@ from ..io import canonical_json, torch_save, write_parquet
 from ..models import build_model
 
 if TYPE_CHECKING:
-    from .run import Engine
     from .state import EngineState
 
 FORMAT = "cflcore.models/1"
@@ -126,7 +125,9 @@ def matrix_table(rows: list[list[float]]) -> pa.Table:
                      "j": pa.array(a[:, 2].astype(np.int32)), "value": pa.array(a[:, 3])})
 
 
-def write_outputs(engine: Engine, state: EngineState, out_dir: Path, last_round: int) -> None:
+def write_outputs(engine: Any, state: EngineState, out_dir: Path, last_round: int) -> None:
+    """The run's tables and ``models.pt`` from the engine's final state (``engine``: cflcore.fl.run.Engine, which
+    imports this module, so it is not named here)."""
     write_parquet(history_table(state.history), out_dir / "history.parquet")
     write_parquet(server_table(state.server_rows), out_dir / "server.parquet")
     write_parquet(matrix_table(state.gram_rows), out_dir / "gram.parquet")
