@@ -539,7 +539,8 @@ def recording_overhead(fed, seed: int, threads: int, repeats: int, rec: harness.
     and the recording's own time (round_record with its ARI, the line appended, the scalars written) per round."""
     import tempfile
 
-    from cflcore.fl.progress import ProgressRecord, TensorBoardMonitor, tensorboard_available
+    from cflcore.extras import tensorboard_available
+    from cflcore.fl.progress import ProgressRecord, TensorBoardMonitor
 
     with tempfile.TemporaryDirectory() as tmp:
         monitors = [ProgressRecord(tmp)] + ([TensorBoardMonitor(Path(tmp) / "tb")] if tensorboard_available() else [])

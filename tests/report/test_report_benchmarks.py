@@ -160,7 +160,7 @@ def test_every_rule_has_a_benchmark_in_the_layout_and_a_place_in_the_dependency_
     assert re.search(r"^for report_part in catalogue\.PARTS:\n\n    rule:\n        name:\n            report_part\.rule\n",
                      text, flags=re.M)
     loop = text[text.index("for report_part in catalogue.PARTS:"):text.index("rule report:")]
-    assert 'f"{RESULTS}/benchmarks/{report_part.rule}/' in loop
+    assert "lay.benchmark_file(RESULTS, report_part.rule, report_part.rule)" in loop  # the path from cflcore.layout
     parts = [p.rule for p in catalogue.PARTS]
     assert set(rules) | set(parts) == set(bm.RULE_UPSTREAM)
     for rule, ups in bm.RULE_UPSTREAM.items():
