@@ -176,8 +176,7 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
         tensorboard = layout.tensorboard_dir(str(p["results"]), run) if cfg["monitor"]["tensorboard"] else None
         bar = [ProgressBar(run)] if sys.stderr.isatty() else []  # under Snakemake (no terminal): log lines only
         settings = cc.run_settings(cfg, a.dataset, a.algorithm, a.split)
-        inputs = stages.strategy_input_paths(str(p["results"]), layout.scenario_id(a.dataset, a.split, a.clients, a.seed),
-                                             settings["algorithm"])
+        inputs = stages.strategy_input_paths(cfg, a.dataset, a.split, a.clients, a.seed, a.algorithm)
         st = stages.train(p["dataset"], p["split"], settings, a.seed, p["run"], on_failure="fail",
                           tensorboard_dir=tensorboard, monitors=bar, inputs=inputs)
         log.info("run status: %s", st)

@@ -76,13 +76,16 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
     return status
 
 
-def strategy_input_paths(results: str, scenario: str, algorithm: Mapping[str, Any]) -> dict[str, str]:
-    """The paths of the files a run's strategy declares beyond the split (``Strategy.inputs``), by name, as rule
-    ``train`` asks for them (``cfl train`` calls this; the Snakemake adapter takes the rule's inputs)."""
+def strategy_input_paths(cfg: Mapping[str, Any], dataset: str, split: str, clients: int | str, seed: int | str,
+                         algorithm: str) -> dict[str, str]:
+    """The paths of the files a run's strategy declares beyond the split (``Strategy.inputs``, as validation stored
+    them: config.strategy_inputs), by name, beside the split: rule ``train``'s inputs and ``cfl train``'s."""
     from . import layout
-    from .strategies.base import strategy_inputs
+    from .config import strategy_inputs
 
-    return {name: layout.input_file(results, scenario, kind) for name, kind in strategy_inputs(algorithm).items()}
+    results = str(cfg["results_dir"]).rstrip("/")
+    scenario = layout.scenario_id(dataset, split, clients, seed)
+    return {name: layout.input_file(results, scenario, kind) for name, kind in strategy_inputs(cfg, dataset, algorithm).items()}
 
 
 def centralised_update_norms(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str, Any], seed: int,

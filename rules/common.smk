@@ -12,7 +12,7 @@ import cflcore.config as cc
 import cflcore.layout as lay
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
-from cflcore.stages import failed_attempts, report_plan
+from cflcore.stages import failed_attempts, report_plan, strategy_input_paths
 from cflcore.sweep_expansion import NAME_PATTERN as SWEPT_NAME
 
 # 1) JSON-schema validation (fills defaults), 2) registry checks (method/clusterer/model names,
@@ -116,9 +116,7 @@ def p_train_code(w):
 
 def strategy_input_files(w):
     """The files the run's strategy declares beyond the split (Strategy.inputs), by name, beside the split."""
-    scenario = lay.scenario_id(w.dataset, w.split, w.clients, w.seed)
-    declared = cc.strategy_inputs(config, w.dataset, w.algorithm)
-    return {name: lay.input_file(RESULTS, scenario, kind) for name, kind in declared.items()}
+    return strategy_input_paths(config, w.dataset, w.split, w.clients, w.seed, w.algorithm)
 
 
 def p_centralised(w):

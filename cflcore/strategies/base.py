@@ -283,7 +283,8 @@ class Strategy(Plugin, ABC):
         self.assignment = ClusterAssignment(np.asarray(state["labels"]))
 
 
-INPUT_KINDS = ("centralised_update_norms",)
+CENTRALISED_UPDATE_NORMS = "centralised_update_norms"
+INPUT_KINDS = (CENTRALISED_UPDATE_NORMS,)
 """The file kinds a strategy may declare among its :meth:`Strategy.inputs`: ``centralised_update_norms/<client|epoch>``,
 a centralised training's update norm per round on the scenario's pooled data (cflcore/fl/centralised.py)."""
 

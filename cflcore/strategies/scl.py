@@ -36,7 +36,8 @@ import numpy as np
 
 from ..clustering.divergence import cosine_similarity_from_gram
 from ..errors import ConfigError
-from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
+from .base import (CENTRALISED_UPDATE_NORMS, ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult,
+                   register_strategy)
 from ._common import as_int_list, labels_tensor
 
 if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
@@ -45,7 +46,6 @@ if TYPE_CHECKING:  # torch is imported where it runs: validating a config import
 
 log = logging.getLogger(__name__)
 
-CENTRALISED_NORMS = "centralised_update_norms"  # the file kind SCL's proxy is (cflcore/layout.py, cflcore/fl/centralised.py)
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ class SattlerClustering(Strategy):
         """With ``epsilon: proxy``, the centralised proxy's update norms per round of ``proxy_round`` size."""
         if params.get("epsilon") != "proxy":
             return {}
-        return {"proxy": f"{CENTRALISED_NORMS}/{params['proxy_round']}"}
+        return {"proxy": f"{CENTRALISED_UPDATE_NORMS}/{params['proxy_round']}"}  # built by cflcore/fl/centralised.py
 
     @classmethod
     def resolve_params(cls, params: Mapping[str, Any], inputs: Mapping[str, str | Path]) -> dict[str, Any]:
