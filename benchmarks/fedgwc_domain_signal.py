@@ -127,11 +127,12 @@ def run_signal(run_dir: Path, split_dir: Path, window: int = 250) -> tuple[pd.Da
     """A finished run's loss gap per window, its snapshots' two-way labels against the domains, its final Rand."""
     from sklearn.cluster import SpectralClustering
 
+    from cflcore import filenames as fn
     from cflcore.evaluate.clustering import load_ground_truth
     from cflcore.report.fedgwc_figures import matrix_snapshots
 
-    domain = load_ground_truth(split_dir / "manifest.json").cluster_of_client
-    history = pd.read_parquet(run_dir / "history.parquet")
+    domain = load_ground_truth(split_dir / fn.MANIFEST).cluster_of_client
+    history = pd.read_parquet(run_dir / fn.HISTORY)
     trained = history[history["sampled"] & history["train_loss"].notna()].copy()
     trained["domain"] = domain[trained["client"].to_numpy()]
     trained["window"] = trained["round"] // window * window
@@ -145,7 +146,7 @@ def run_signal(run_dir: Path, split_dir: Path, window: int = 250) -> tuple[pd.Da
         gaps.append({"rounds": f"{start}-{start + window - 1}", "clean": means.iloc[0], "noisy": means.iloc[-1],
                      "gap": gap, "gap/client_sd": gap / client_sd, "gap/round_sd": gap / round_sd})
     snapshots = []
-    for snap in matrix_snapshots(pd.read_parquet(run_dir / "server.parquet")):
+    for snap in matrix_snapshots(pd.read_parquet(run_dir / fn.SERVER)):
         if snap.members.size != domain.size or np.ptp(snap.affinity) <= 1e-12:
             continue  # only Alg. 2 on the whole federation, before any split
         labels = SpectralClustering(n_clusters=2, n_components=2, affinity="precomputed", random_state=0,

@@ -97,6 +97,7 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
+from cflcore.filenames import PROGRESS  # noqa: E402
 from cflcore.fl import run as run_mod  # noqa: E402
 from cflcore.fl.run import _STREAM_TRAIN  # noqa: E402
 from harness import build_engine  # noqa: E402
@@ -558,7 +559,7 @@ def recording_overhead(fed, seed: int, threads: int, repeats: int, rec: harness.
         res = harness.time_side_by_side({k: call(k) for k in rounds}, repeats, keep_output=False)
         for m in monitors:
             m.close()
-    what = "progress.jsonl" + (" + TensorBoard" if len(monitors) > 1 else " (tensorboard not installed)")
+    what = PROGRESS + (" + TensorBoard" if len(monitors) > 1 else " (tensorboard not installed)")
     rec.table(f"N={fed.n_clients}: recording ({what}), full round seconds; ratio = without / with",
               res, baseline="engine", case=f"N={fed.n_clients} recording")
     timed = own[1:] or own  # [0] belongs to the warm-up round

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 import yaml
 
+from . import filenames as fn
 from . import config as cc
 from . import layout, stages
 from .errors import CflError, ConfigError
@@ -38,12 +39,12 @@ def _paths(cfg: dict[str, Any], a: argparse.Namespace) -> dict[str, Path]:
     if getattr(a, "split", None):
         scen = layout.scenario_id(a.dataset, a.split, a.clients, a.seed)
         out["split"] = Path(layout.split_dir(res, scen))
-        out["manifest"] = Path(layout.split_file(res, scen, "manifest.json"))
+        out["manifest"] = Path(layout.split_file(res, scen, fn.MANIFEST))
         if getattr(a, "algorithm", None):
             run = layout.run_id(a.dataset, a.split, a.clients, a.seed, a.algorithm)
             out["run"] = Path(layout.run_dir(res, run))
             out["eval"] = Path(layout.eval_dir(res, run))
-            out["whatif"] = Path(layout.eval_file(res, run, layout.WHATIF_OUTPUT))
+            out["whatif"] = Path(layout.eval_file(res, run, fn.WHATIF))
             out["explain"] = Path(layout.explain_dir(res, run))
     return out
 

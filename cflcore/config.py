@@ -141,7 +141,7 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
     cfg = copy.deepcopy(dict(cfg))
     if isinstance(cfg.get("whatif"), dict):
         cfg["whatif"].pop(OWN_CLUSTERERS_KEY, None)  # derived by pass 3, never given
-    cfg.pop(STRATEGY_INPUTS_KEY, None)  # idem
+    cfg.pop(DECLARED_INPUTS_KEY, None)  # idem
     schema = load_schema()
     _check_finite(cfg)
     schema_check(cfg, schema)
@@ -289,7 +289,7 @@ def _check_registries(cfg: dict[str, Any]) -> None:
     _check_cluster_counts(cfg)
     _check_population(cfg)
     cfg["whatif"][OWN_CLUSTERERS_KEY] = _own_clusterers(cfg)
-    cfg[STRATEGY_INPUTS_KEY] = _strategy_inputs(cfg)
+    cfg[DECLARED_INPUTS_KEY] = _declared_inputs_by_run(cfg)
 
 
 def entry_field(cfg: Mapping[str, Any], section: str, name: str) -> str:
@@ -494,7 +494,7 @@ def _check_variant(variant: Mapping[str, Any], field: str, split_names: Sequence
 
 
 # ---------------------------------------------------------------------------------------------
-# The what-if replay (issue 12 §1): which clusterers a ``whatif`` job replays
+# The what-if replay: which clusterers a ``whatif`` job replays
 # ---------------------------------------------------------------------------------------------
 WHATIF_IMPORT_PATH = re.compile(r"^(sklearn\.cluster|hdbscan)\.([A-Za-z][A-Za-z0-9_]*)$")
 """An sklearn-style import path a what-if entry may name: only ``sklearn.cluster.<Class>`` (Class on
@@ -754,28 +754,28 @@ def centralised_settings(cfg: Mapping[str, Any], dataset: str, round_size: str) 
             "engine": {k: engine[k] for k in ("bn_buffers_in_delta", "bn_stats") if k in engine}}
 
 
-STRATEGY_INPUTS_KEY = "strategy_inputs"
-"""``strategy_inputs``: ``{"<dataset>/<algorithm>": {name: file kind}}``, what each run's strategy declares it reads
+DECLARED_INPUTS_KEY = "declared_inputs"
+"""``declared_inputs``: ``{"<dataset>/<algorithm>": {name: file kind}}``, what each run's strategy declares it reads
 beyond the split (``Strategy.inputs``), derived by validation pass 3 (which imports the plug-ins anyway) so that
 building the train jobs' inputs at every Snakemake start imports none. Dropped and derived again whenever a config
 is validated."""
 
 
-def _strategy_inputs(cfg: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    from .strategies.base import strategy_inputs as declared
+def _declared_inputs_by_run(cfg: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    from .strategies.base import declared_inputs
 
-    return {f"{d}/{a}": declared(run_settings(cfg, d, a)["algorithm"]) for d in cfg["datasets"] for a in cfg["algorithms"]}
+    return {f"{d}/{a}": declared_inputs(run_settings(cfg, d, a)["algorithm"]) for d in cfg["datasets"] for a in cfg["algorithms"]}
 
 
-def strategy_inputs(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:
+def run_inputs(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:
     """The files a run's train job reads beyond its split, ``{name: file kind}`` (``Strategy.inputs``)."""
-    stored = cfg.get(STRATEGY_INPUTS_KEY)
+    stored = cfg.get(DECLARED_INPUTS_KEY)
     key = f"{dataset}/{algorithm}"
     if stored and key in stored:
         return dict(stored[key])
-    from .strategies.base import strategy_inputs as declared
+    from .strategies.base import declared_inputs
 
-    return declared(run_settings(cfg, dataset, algorithm)["algorithm"])
+    return declared_inputs(run_settings(cfg, dataset, algorithm)["algorithm"])
 
 
 def run_plugins(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:

@@ -1,37 +1,25 @@
-"""The run layout under ``results_dir`` (docs/architecture.md §2), in one place: the run id (format and parse), the path of
-every output and the output names (what the report writes inside its folder: :mod:`cflcore.report.catalogue`). The Snakemake rules, the ``cfl`` command line,
-:mod:`cflcore.stages` and :mod:`cflcore.report` all build their paths here.
+"""The run layout under ``results_dir`` (docs/architecture.md §2), in one place: the run id (format and parse) and the
+path of every output. The file names are :mod:`cflcore.filenames` (what the report writes inside its folder:
+:mod:`cflcore.report.catalogue`). The Snakemake rules, the ``cfl`` command line, :mod:`cflcore.stages` and
+:mod:`cflcore.report` all build their paths here.
 
 (A model's parameters as one flat vector are :mod:`cflcore.fl.flat_params`.)
 
 The path functions join strings, so they take concrete ids and Snakemake wildcard patterns alike:
 ``run_dir("results", RUN_PATTERN)`` is the rules' ``results/runs/{dataset}/{split}/n{clients}/s{seed}/{algorithm}``.
 A run id is parsed by its fixed number of ``/``-separated segments, never by splitting names on other characters:
-names of datasets, splits and algorithm variants may hold ``=``, ``.``, ``,`` and ``--`` (factor sweeps,
-e.g. ``louvain--resolution=0.5``), never ``/``.
+names of datasets, splits and algorithm variants may hold ``=``, ``.``, ``,`` and ``@`` (factor sweeps,
+e.g. ``louvain@resolution=0.5``), never ``/``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .errors import CflError
+from .filenames import CENTRALISED_UPDATE_NORMS_FILE, CHECKPOINTS, FAILURES, PROGRESS, RUN_OUTPUTS, STATUS
 
 SCENARIO_PATTERN = "{dataset}/{split}/n{clients}/s{seed}"
 RUN_PATTERN = SCENARIO_PATTERN + "/{algorithm}"
-
-# ---- output names ------------------------------------------------------------------------------------------
-SPLIT_OUTPUTS = ("assignments.parquet", "manifest.json")
-RUN_OUTPUTS = ("history.parquet", "server.parquet", "gram.parquet", "divergence.parquet", "models.pt", "status.json")
-EVAL_OUTPUTS = ("clustering.parquet", "personalisation.parquet")
-WHATIF_OUTPUT = "whatif.parquet"
-LATE_CLIENTS_OUTPUT = "late_clients.parquet"
-EXPLAIN_OUTPUTS = ("insdel.parquet", "samples.parquet", "saliency.npz")
-# a run's files that no rule declares (so they never change a rerun decision), beside RUN_OUTPUTS: the live per-round
-# record (cflcore.fl.progress.PROGRESS), the failed attempts (cflcore.stages.FAILURES) and the checkpoints' folder
-# (cflcore.fl.checkpoint.checkpoint_dir); the train stage names them itself, tests/fl/test_progress.py checks they agree
-PROGRESS_OUTPUT = "progress.jsonl"
-FAILURES_OUTPUT = "failures.jsonl"
-CHECKPOINTS_DIR = "checkpoints"
 
 # ---- run ids ---------------------------------------------------------------------------------------------------
 def scenario_id(dataset: str, split: str, clients: int | str, seed: int | str) -> str:
@@ -94,7 +82,7 @@ def split_dir(results: str, scenario: str) -> str:
 
 
 def split_file(results: str, scenario: str, name: str) -> str:
-    """``name`` of :data:`SPLIT_OUTPUTS`."""
+    """``name`` of :data:`cflcore.filenames.SPLIT_OUTPUTS`."""
     return f"{split_dir(results, scenario)}/{name}"
 
 
@@ -104,7 +92,7 @@ def input_file_name(kind: str) -> str:
     proxy was its only user: ``scl_proxy-<round size>.parquet``."""
     base, _, option = kind.partition("/")
     if base == "centralised_update_norms" and option:
-        return f"scl_proxy-{option}.parquet"
+        return CENTRALISED_UPDATE_NORMS_FILE.format(option=option)
     raise ValueError(f"strategy input kind {kind!r}: known kinds: centralised_update_norms/<round size>")
 
 
@@ -122,23 +110,23 @@ def run_dir(results: str, run: str) -> str:
 
 
 def run_file(results: str, run: str, name: str) -> str:
-    """``name`` of :data:`RUN_OUTPUTS`."""
+    """``name`` of :data:`cflcore.filenames.RUN_OUTPUTS`."""
     return f"{run_dir(results, run)}/{name}"
 
 
 def progress_file(results: str, run: str) -> str:
     """A run's live per-round record (undeclared; cflcore.fl.progress)."""
-    return f"{run_dir(results, run)}/{PROGRESS_OUTPUT}"
+    return f"{run_dir(results, run)}/{PROGRESS}"
 
 
 def failures_file(results: str, run: str) -> str:
     """A run's failed attempts, one JSON line each (undeclared; cflcore.stages.failed_attempts)."""
-    return f"{run_dir(results, run)}/{FAILURES_OUTPUT}"
+    return f"{run_dir(results, run)}/{FAILURES}"
 
 
 def checkpoints_dir(results: str, run: str) -> str:
     """A run's checkpoints (undeclared; cflcore.fl.checkpoint)."""
-    return f"{run_dir(results, run)}/{CHECKPOINTS_DIR}"
+    return f"{run_dir(results, run)}/{CHECKPOINTS}"
 
 
 def tensorboard_root(results: str) -> str:
@@ -161,7 +149,7 @@ def eval_dir(results: str, run: str) -> str:
 
 
 def eval_file(results: str, run: str, name: str) -> str:
-    """``name`` of :data:`EVAL_OUTPUTS`, :data:`WHATIF_OUTPUT` or :data:`LATE_CLIENTS_OUTPUT`."""
+    """``name`` of an evaluation file (:data:`cflcore.filenames.EVAL_OUTPUTS`, ``WHATIF``, ``LATE_CLIENTS``)."""
     return f"{eval_dir(results, run)}/{name}"
 
 
@@ -170,7 +158,7 @@ def explain_dir(results: str, run: str) -> str:
 
 
 def explain_file(results: str, run: str, name: str) -> str:
-    """``name`` of :data:`EXPLAIN_OUTPUTS`."""
+    """``name`` of :data:`cflcore.filenames.EXPLAIN_OUTPUTS`."""
     return f"{explain_dir(results, run)}/{name}"
 
 
@@ -197,13 +185,9 @@ def report_dir(results: str) -> str:
     return f"{results}/report"
 
 
-REPORT_INDEX = ("index.json", "index.csv")
-"""The report's index (rule ``report``, cflcore.report.index), in the report folder."""
-
-
 def report_file(results: str, relative: str) -> str:
     """A file or folder of the report, ``relative`` to the report folder (the catalogue's paths,
-    :func:`part_index_file`, :data:`REPORT_INDEX`); the folder itself for ``""``."""
+    :func:`part_index_file`, :data:`cflcore.filenames.REPORT_INDEX`); the folder itself for ``""``."""
     return f"{report_dir(results)}/{relative}" if relative else report_dir(results)
 
 
@@ -214,4 +198,4 @@ def part_index_file(part: str) -> str:
 
 def run_status_glob() -> str:
     """The glob (relative to :func:`runs_root`) of every run's status.json: one ``*`` per run id segment."""
-    return "/".join("*" for _ in RUN_PATTERN.split("/")) + "/status.json"
+    return "/".join("*" for _ in RUN_PATTERN.split("/")) + "/" + STATUS

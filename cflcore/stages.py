@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .errors import CflError
+from . import filenames as fn
 from .io import read_json, write_json
 
 log = logging.getLogger("cflcore")
@@ -44,12 +45,12 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
     (``cfl train``'s progress bar). None of them is a declared output or a param: they change no rerun decision."""
     from .data.store import load_federated
     from .fl.run import train_run
-    from .strategies.base import build_strategy, resolve_params, strategy_inputs
+    from .strategies.base import build_strategy, declared_inputs, resolve_params
 
     out_dir = Path(out_dir)
     t0 = time.time()
     fed = load_federated(dataset_path, split_dir)
-    declared = strategy_inputs(settings["algorithm"])  # files beyond the split (Strategy.inputs)
+    declared = declared_inputs(settings["algorithm"])  # files beyond the split (Strategy.inputs)
     if declared:
         missing = sorted(set(declared) - set(inputs or {}))
         if missing:
@@ -72,20 +73,20 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
         return {"status": "failed", "reason": str(e)}
     _ensure_divergence(out_dir)
     status = {"status": "ok", "seconds": round(time.time() - t0, 3)}
-    write_json(status, out_dir / "status.json")
+    write_json(status, out_dir / fn.STATUS)
     return status
 
 
 def strategy_input_paths(cfg: Mapping[str, Any], dataset: str, split: str, clients: int | str, seed: int | str,
                          algorithm: str) -> dict[str, str]:
     """The paths of the files a run's strategy declares beyond the split (``Strategy.inputs``, as validation stored
-    them: config.strategy_inputs), by name, beside the split: rule ``train``'s inputs and ``cfl train``'s."""
+    them: config.run_inputs), by name, beside the split: rule ``train``'s inputs and ``cfl train``'s."""
     from . import layout
-    from .config import strategy_inputs
+    from .config import run_inputs
 
     results = str(cfg["results_dir"]).rstrip("/")
     scenario = layout.scenario_id(dataset, split, clients, seed)
-    return {name: layout.input_file(results, scenario, kind) for name, kind in strategy_inputs(cfg, dataset, algorithm).items()}
+    return {name: layout.input_file(results, scenario, kind) for name, kind in run_inputs(cfg, dataset, algorithm).items()}
 
 
 def centralised_update_norms(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str, Any], seed: int,
@@ -108,7 +109,7 @@ def _ensure_divergence(out_dir: Path) -> None:
 
     from .io import write_parquet
 
-    path = out_dir / "divergence.parquet"
+    path = out_dir / fn.DIVERGENCE
     if not path.exists():
         write_parquet(pa.table({"round": pa.array([], pa.int32()), "i": pa.array([], pa.int32()),
                                 "j": pa.array([], pa.int32()), "value": pa.array([], pa.float64())}), path,
@@ -119,28 +120,24 @@ def _write_failed_run(out_dir: Path, reason: str) -> None:
     """Empty (zero-row) run files plus a status.json naming the reason: never a table of NaNs."""
     import pyarrow as pa
 
-    from .fl.artifacts import RUN_TABLES
     from .io import torch_save, write_parquet
 
-    for name in RUN_TABLES:
+    for name in fn.RUN_TABLES:
         write_parquet(pa.table({"round": pa.array([], pa.int32())}), out_dir / name,
                           metadata={"status": "failed", "reason": reason})
-    torch_save({"format": "cflcore.models/1", "status": "failed", "reason": reason}, out_dir / "models.pt")
-    write_json({"status": "failed", "reason": reason}, out_dir / "status.json")
+    torch_save({"format": "cflcore.models/1", "status": "failed", "reason": reason}, out_dir / fn.MODELS)
+    write_json({"status": "failed", "reason": reason}, out_dir / fn.STATUS)
     _record_failure(out_dir, reason)
 
 
 def run_status(run_dir: str | Path) -> dict[str, Any]:
-    p = Path(run_dir) / "status.json"
+    p = Path(run_dir) / fn.STATUS
     if not p.exists():
         return {"status": "missing", "reason": "no run files"}
     try:
         return read_json(p)
     except CflError as e:
         return {"status": "missing", "reason": str(e)}
-
-
-FAILURES = "failures.jsonl"  # one line per failed attempt of a run (not a declared output: Snakemake keeps it)
 
 
 def failed_attempts(run_dir: str | Path) -> int:
@@ -151,7 +148,7 @@ def failed_attempts(run_dir: str | Path) -> int:
     trigger plans the run again (its declared outputs are removed by Snakemake before the job starts; its
     ``checkpoints/`` are not declared outputs, so the retry resumes from them). A successful retry adds no line,
     so the run then stays done. Nothing is written or deleted at parse time."""
-    path = Path(run_dir) / FAILURES
+    path = Path(run_dir) / fn.FAILURES
     try:
         return sum(1 for line in path.read_text().splitlines() if line.strip())
     except FileNotFoundError:
@@ -161,7 +158,7 @@ def failed_attempts(run_dir: str | Path) -> int:
 def _record_failure(out_dir: Path, reason: str) -> None:
     """Append one line to ``failures.jsonl`` (append-only; written last, after the run's failure files)."""
     line = json.dumps({"attempt": failed_attempts(out_dir) + 1, "reason": reason}, sort_keys=True)
-    with open(out_dir / FAILURES, "a", encoding="utf-8") as f:
+    with open(out_dir / fn.FAILURES, "a", encoding="utf-8") as f:
         f.write(line + "\n")
 
 
@@ -206,7 +203,7 @@ def explain(dataset_path: str | Path, split_dir: str | Path, run_dir: str | Path
         return
     dev = prepare_device(device, bool(deterministic))
     fed = load_federated(dataset_path, split_dir)
-    models = load_run_models(Path(run_dir) / "models.pt", device=dev)
+    models = load_run_models(Path(run_dir) / fn.MODELS, device=dev)
     explain_run(models, fed, dict(settings), int(seed), out_dir)
 
 
@@ -239,7 +236,7 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
     ``results/benchmarks/<rule>/<path>.tsv``; a rule without wildcards, e.g. ``report_tables``, has one job named
     after it; the ``report`` job's own time is measured by itself)."""
     from . import layout
-    from .config import late_client_runs, strategy_inputs, study_run_ids, whatif_runs
+    from .config import late_client_runs, run_inputs, study_run_ids, whatif_runs
     from .report.parts import PARTS, part_rule
 
     runs = study_run_ids(cfg)
@@ -248,7 +245,7 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
     inputs: dict[str, set[str]] = {}  # a strategy input's kind is its rule's name; the option its last wildcard
     for r in runs:
         run = layout.parse_run_id(r)
-        for kind in strategy_inputs(cfg, run.dataset, str(run.algorithm)).values():
+        for kind in run_inputs(cfg, run.dataset, str(run.algorithm)).values():
             base, _, option = kind.partition("/")
             inputs.setdefault(base, set()).add(f"{run.scenario}/{option}")
     return {"prepare_dataset": sorted({layout.parse_scenario_id(s).dataset for s in scenarios}), "split": scenarios,

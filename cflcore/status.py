@@ -1,4 +1,4 @@
-"""``cfl status``: where every planned run of a study stands, read from its results directory (issue 44).
+"""``cfl status``: where every planned run of a study stands, read from its results directory.
 
 The planned runs are the config's own study expansion (cflcore.config.study_runs); every path comes from
 cflcore.layout. A run's state, in the order decided:
@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import filenames as fn
 from . import layout
 from .errors import CflError
 from .fl.progress import ETA_WINDOW, process_start, read_progress
@@ -99,7 +100,7 @@ def _run_state(results: str, run: str, rounds: int, now: float, record: dict[str
     last = lines[-1] if lines else None
     done = int(last["round"]) + 1 if last else 0
     live = writer_alive(start, last.get("time") if last else None, speed, now)
-    status_path = Path(layout.run_file(results, run, "status.json"))
+    status_path = Path(layout.run_file(results, run, fn.STATUS))
     status = _read_status(status_path)
     if status is not None and not (live and float(start.get("time", 0.0)) > status_path.stat().st_mtime):
         if status.get("status") == "ok":
@@ -114,7 +115,7 @@ def _run_state(results: str, run: str, rounds: int, now: float, record: dict[str
             eta = left * speed if speed is not None else None
         where = "" if start.get("host") == socket.gethostname() else f"on {start.get('host')} (record fresh)"
         return RunState(run, "running", done, rounds, speed, eta, where)
-    if any(Path(layout.checkpoints_dir(results, run)).glob("round_*.pt")):
+    if any(Path(layout.checkpoints_dir(results, run)).glob(f"{fn.CHECKPOINT_PREFIX}*{fn.CHECKPOINT_SUFFIX}")):
         return RunState(run, "resumable", done, rounds, speed, left * speed if speed is not None else None,
                         "checkpoints, no live writer: the next snakemake or cfl train resumes it")
     notes = []

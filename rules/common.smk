@@ -1,6 +1,6 @@
 # Shared helpers: config validation, wildcard constraints, target lists and canonical params.
 # Every value a job depends on goes through `params:` as a canonical (sorted-key) JSON string, so
-# Snakemake's params trigger reruns exactly the affected jobs (reference/slurm.md, "Rerun triggers").
+# Snakemake's params trigger reruns exactly the affected jobs (docs/cluster.md, "What reruns").
 
 import json
 import re
@@ -9,6 +9,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 import cflcore.config as cc
+import cflcore.filenames as fn
 import cflcore.layout as lay
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
@@ -76,7 +77,7 @@ def explain_runs():
 
 
 def all_targets():
-    return [lay.report_file(RESULTS, lay.REPORT_INDEX[0])]
+    return [lay.report_file(RESULTS, fn.REPORT_INDEX[0])]
 
 
 def stop_rescheduling_timers():

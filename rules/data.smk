@@ -23,8 +23,8 @@ rule split:
     input:
         dataset=lay.dataset_file(RESULTS, "{dataset}"),
     output:
-        assignments=lay.split_file(RESULTS, SCENARIO, "assignments.parquet"),
-        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
+        assignments=lay.split_file(RESULTS, SCENARIO, fn.ASSIGNMENTS),
+        manifest=lay.split_file(RESULTS, SCENARIO, fn.MANIFEST),
     log:
         lay.log_file(RESULTS, "split", SCENARIO),
     benchmark:

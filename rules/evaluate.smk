@@ -3,22 +3,22 @@
 # both are cheap, so one process pays the Python start-up and the scikit-learn / pandas imports once.
 
 
-# What-if clustering (issue 12 §1): every clusterer of `whatif.clusterers` (and the run's own) replayed on
+# What-if clustering: every clusterer of `whatif.clusterers` (and the run's own) replayed on
 # every recorded round's divergence / Gram matrix. No torch models, no retraining: seconds per run. The
 # job's params are the report's scoring settings and the what-if settings (the clusterer list and the run's
 # own clusterer) with the code versions of both stages: changing either reruns the run's evaluate job.
 rule evaluate:
     input:
-        history=lay.run_file(RESULTS, RUN, "history.parquet"),
-        server=lay.run_file(RESULTS, RUN, "server.parquet"),
-        gram=lay.run_file(RESULTS, RUN, "gram.parquet"),
-        divergence=lay.run_file(RESULTS, RUN, "divergence.parquet"),
-        status=lay.run_file(RESULTS, RUN, "status.json"),
-        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
+        history=lay.run_file(RESULTS, RUN, fn.HISTORY),
+        server=lay.run_file(RESULTS, RUN, fn.SERVER),
+        gram=lay.run_file(RESULTS, RUN, fn.GRAM),
+        divergence=lay.run_file(RESULTS, RUN, fn.DIVERGENCE),
+        status=lay.run_file(RESULTS, RUN, fn.STATUS),
+        manifest=lay.split_file(RESULTS, SCENARIO, fn.MANIFEST),
     output:
-        clustering=lay.eval_file(RESULTS, RUN, "clustering.parquet"),
-        personalisation=lay.eval_file(RESULTS, RUN, "personalisation.parquet"),
-        whatif=lay.eval_file(RESULTS, RUN, "whatif.parquet"),
+        clustering=lay.eval_file(RESULTS, RUN, fn.CLUSTERING),
+        personalisation=lay.eval_file(RESULTS, RUN, fn.PERSONALISATION),
+        whatif=lay.eval_file(RESULTS, RUN, fn.WHATIF),
     log:
         lay.log_file(RESULTS, "evaluate", RUN),
     benchmark:
@@ -45,14 +45,14 @@ rule evaluate:
 # the scores only. Rule evaluate takes every run it matches.
 rule evaluate_no_whatif:
     input:
-        history=lay.run_file(RESULTS, RUN, "history.parquet"),
-        server=lay.run_file(RESULTS, RUN, "server.parquet"),
-        gram=lay.run_file(RESULTS, RUN, "gram.parquet"),
-        status=lay.run_file(RESULTS, RUN, "status.json"),
-        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
+        history=lay.run_file(RESULTS, RUN, fn.HISTORY),
+        server=lay.run_file(RESULTS, RUN, fn.SERVER),
+        gram=lay.run_file(RESULTS, RUN, fn.GRAM),
+        status=lay.run_file(RESULTS, RUN, fn.STATUS),
+        manifest=lay.split_file(RESULTS, SCENARIO, fn.MANIFEST),
     output:
-        clustering=lay.eval_file(RESULTS, RUN, "clustering.parquet"),
-        personalisation=lay.eval_file(RESULTS, RUN, "personalisation.parquet"),
+        clustering=lay.eval_file(RESULTS, RUN, fn.CLUSTERING),
+        personalisation=lay.eval_file(RESULTS, RUN, fn.PERSONALISATION),
     log:
         lay.log_file(RESULTS, "evaluate_no_whatif", RUN),
     benchmark:
@@ -76,12 +76,12 @@ ruleorder: evaluate > evaluate_no_whatif
 # Late-joining clients (000 §6.2): only runs whose variant has `late_clients` (common.smk late_client_runs).
 rule evaluate_late_clients:
     input:
-        history=lay.run_file(RESULTS, RUN, "history.parquet"),
-        server=lay.run_file(RESULTS, RUN, "server.parquet"),
-        status=lay.run_file(RESULTS, RUN, "status.json"),
-        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
+        history=lay.run_file(RESULTS, RUN, fn.HISTORY),
+        server=lay.run_file(RESULTS, RUN, fn.SERVER),
+        status=lay.run_file(RESULTS, RUN, fn.STATUS),
+        manifest=lay.split_file(RESULTS, SCENARIO, fn.MANIFEST),
     output:
-        late=lay.eval_file(RESULTS, RUN, "late_clients.parquet"),
+        late=lay.eval_file(RESULTS, RUN, fn.LATE_CLIENTS),
     log:
         lay.log_file(RESULTS, "evaluate_late_clients", RUN),
     benchmark:

@@ -4,14 +4,15 @@
 rule explain:
     input:
         dataset=lay.dataset_file(RESULTS, "{dataset}"),
-        assignments=lay.split_file(RESULTS, SCENARIO, "assignments.parquet"),
-        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
-        models=lay.run_file(RESULTS, RUN, "models.pt"),
-        status=lay.run_file(RESULTS, RUN, "status.json"),
+        assignments=lay.split_file(RESULTS, SCENARIO, fn.ASSIGNMENTS),
+        manifest=lay.split_file(RESULTS, SCENARIO, fn.MANIFEST),
+        models=lay.run_file(RESULTS, RUN, fn.MODELS),
+        status=lay.run_file(RESULTS, RUN, fn.STATUS),
     output:
-        insdel=lay.explain_file(RESULTS, RUN, "insdel.parquet"),
-        samples=lay.explain_file(RESULTS, RUN, "samples.parquet"),
-        saliency=lay.explain_file(RESULTS, RUN, "saliency.npz"),
+        insdel=lay.explain_file(RESULTS, RUN, fn.INSDEL),
+        samples=lay.explain_file(RESULTS, RUN, fn.SAMPLES),
+        summary=lay.explain_file(RESULTS, RUN, fn.EXPLAIN_SUMMARY),
+        saliency=lay.explain_file(RESULTS, RUN, fn.SALIENCY),
     log:
         lay.log_file(RESULTS, "explain", RUN),
     benchmark:

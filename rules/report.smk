@@ -3,7 +3,7 @@
 # One rule per part of the report, generated in a loop from the catalogue (cflcore/report/catalogue.py: every
 # kind's part, writer, path, caption, category and labels), each reading only what it draws, and rule
 # `report` gathering their index entries into index.json with the per-rule benchmark tables.
-# Decision (issue 21 §5): the figure families are rules of their own. Snakemake already runs jobs side by
+# Decision: the figure families are rules of their own. Snakemake already runs jobs side by
 # side and reruns only those whose inputs changed, so the report no longer starts a second interpreter of
 # its own: with 2 cores the parts run two at a time, a new explain result redraws only the explain figures,
 # and a new what-if replay only the heatmaps; each part's param is only the part of the plan it reads
@@ -54,9 +54,9 @@ rule report:
         # a later job asks for
         outputs=part_files(),
     output:
-        index=report_path(lay.REPORT_INDEX[0]),
-        index_csv=report_path(lay.REPORT_INDEX[1]),
-        # where the study's time went (issue 13): per-rule benchmark table and critical path
+        index=report_path(fn.REPORT_INDEX[0]),
+        index_csv=report_path(fn.REPORT_INDEX[1]),
+        # where the study's time went: per-rule benchmark table and critical path
         benchmark_tables=[registered_table(o) for o in catalogue.outputs_of("index")],
     log:
         lay.log_file(RESULTS, "report", "report"),

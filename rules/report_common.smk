@@ -71,25 +71,25 @@ def part_files():
 
 def evaluated_runs(w):
     runs = run_list()
-    return {name.split(".")[0]: [lay.eval_file(RESULTS, r, name) for r in runs] for name in lay.EVAL_OUTPUTS}
+    return {name.split(".")[0]: [lay.eval_file(RESULTS, r, name) for r in runs] for name in fn.EVAL_OUTPUTS}
 
 
 def whatif_inputs(w):
     return {
         **evaluated_runs(w),
-        "whatif": [lay.eval_file(RESULTS, r, lay.WHATIF_OUTPUT) for r in cc.whatif_runs(config)],
+        "whatif": [lay.eval_file(RESULTS, r, fn.WHATIF) for r in cc.whatif_runs(config)],
     }
 
 
 def late_inputs(w):
-    return {"late_clients": [lay.eval_file(RESULTS, r, lay.LATE_CLIENTS_OUTPUT) for r in cc.late_client_runs(config)]}
+    return {"late_clients": [lay.eval_file(RESULTS, r, fn.LATE_CLIENTS) for r in cc.late_client_runs(config)]}
 
 
 def explain_inputs(w):
     runs = explain_runs()
     return {
-        "insdel": [lay.explain_file(RESULTS, r, "insdel.parquet") for r in runs],
-        "saliency": [lay.explain_file(RESULTS, r, "saliency.npz") for r in runs],
+        "insdel": [lay.explain_file(RESULTS, r, fn.INSDEL) for r in runs],
+        "saliency": [lay.explain_file(RESULTS, r, fn.SALIENCY) for r in runs],
     }
 
 

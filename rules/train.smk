@@ -12,10 +12,10 @@ rule train:
         # centralised_update_norms); most strategies declare none
         unpack(strategy_input_files),
         dataset=lay.dataset_file(RESULTS, "{dataset}"),
-        assignments=lay.split_file(RESULTS, SCENARIO, "assignments.parquet"),
-        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
+        assignments=lay.split_file(RESULTS, SCENARIO, fn.ASSIGNMENTS),
+        manifest=lay.split_file(RESULTS, SCENARIO, fn.MANIFEST),
     output:
-        # history, server, gram, divergence, models, status: cflcore.layout.RUN_OUTPUTS, named by their stems
+        # history, server, gram, divergence, models, status: cflcore.filenames.RUN_OUTPUTS, named by their stems
         **lay.run_outputs(RESULTS, RUN),
     log:
         lay.log_file(RESULTS, "train", RUN),
@@ -48,8 +48,8 @@ rule train:
 rule centralised_update_norms:
     input:
         dataset=lay.dataset_file(RESULTS, "{dataset}"),
-        assignments=lay.split_file(RESULTS, SCENARIO, "assignments.parquet"),
-        manifest=lay.split_file(RESULTS, SCENARIO, "manifest.json"),
+        assignments=lay.split_file(RESULTS, SCENARIO, fn.ASSIGNMENTS),
+        manifest=lay.split_file(RESULTS, SCENARIO, fn.MANIFEST),
     output:
         lay.input_file(RESULTS, SCENARIO, "centralised_update_norms/{round_size}"),
     log:

@@ -110,7 +110,7 @@ class KMeansClusterer(Clusterer):
     params_schema = {
         "k": {"description": "number of clusters: 'oracle' (true number) or an int",
               "default": "oracle", "oneOf": [{"const": "oracle"}, {"type": "integer", "minimum": 1}]},
-        "n_init": {"type": "integer", "minimum": 1, "default": 10},
+        "n_init": {"type": "integer", "minimum": 1, "default": 10, "description": "K-Means restarts (pinned, so the result does not follow the library's default)"},
     }
     default_features = "divergence_rows"
 
@@ -133,9 +133,9 @@ class AffinityClusterer(Clusterer):
     the published code, which fed Γ itself as the similarity (docs/architecture.md §6). No convergence → one cluster."""
 
     params_schema = {
-        "affinity_input": {"enum": ["similarity", "distance"], "default": "similarity"},
-        "damping": {"type": "number", "minimum": 0.5, "exclusiveMaximum": 1.0, "default": 0.5},
-        "max_iter": {"type": "integer", "minimum": 1, "default": 200},
+        "affinity_input": {"enum": ["similarity", "distance"], "default": "similarity", "description": "what Affinity Propagation receives: similarities 1 − Γ, or the published code's distances"},
+        "damping": {"type": "number", "minimum": 0.5, "exclusiveMaximum": 1.0, "default": 0.5, "description": "Affinity Propagation's damping (scikit-learn)"},
+        "max_iter": {"type": "integer", "minimum": 1, "default": 200, "description": "Affinity Propagation's iteration cap (scikit-learn)"},
     }
 
     def fit_labels(self, data: ClusteringInput) -> np.ndarray:
@@ -161,8 +161,8 @@ class MeanShiftClusterer(Clusterer):
     hence deterministic); quantile 0.3 is sklearn's default. ``cluster_all=True``, no bin seeding."""
 
     params_schema = {
-        "bandwidth": {"type": ["number", "null"], "exclusiveMinimum": 0, "default": None},
-        "bandwidth_quantile": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.3},
+        "bandwidth": {"type": ["number", "null"], "exclusiveMinimum": 0, "default": None, "description": "Mean-Shift's bandwidth; null: estimate_bandwidth at bandwidth_quantile"},
+        "bandwidth_quantile": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.3, "description": "the quantile of estimate_bandwidth when bandwidth is null"},
     }
     default_features = "divergence_rows"
 
@@ -188,12 +188,12 @@ class HdbscanClusterer(Clusterer):
     authors' code), ``nearest`` = each noise point joins the cluster with the smallest mean Γ to it."""
 
     params_schema = {
-        "min_cluster_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.2},
+        "min_cluster_fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "default": 0.2, "description": "min_cluster_size = max(2, ceil(fraction × clients))"},
         "min_samples": {"type": ["integer", "null"], "minimum": 1, "default": 1,
                         "description": "1 (pinned, docs/architecture.md §6) or null = the library default (= min_cluster_size)"},
-        "noise": {"enum": ["own_cluster", "nearest"], "default": "own_cluster"},
-        "backend": {"enum": ["sklearn", "hdbscan"], "default": "sklearn"},
-        "allow_single_cluster": {"type": "boolean", "default": False},
+        "noise": {"enum": ["own_cluster", "nearest"], "default": "own_cluster", "description": "what a noise point becomes: a cluster of its own (the authors' code) or a member of the nearest cluster"},
+        "backend": {"enum": ["sklearn", "hdbscan"], "default": "sklearn", "description": "scikit-learn's HDBSCAN or the hdbscan package's"},
+        "allow_single_cluster": {"type": "boolean", "default": False, "description": "let HDBSCAN return one cluster"},
     }
 
     def fit_labels(self, data: ClusteringInput) -> np.ndarray:
@@ -241,7 +241,7 @@ class LouvainClusterer(Clusterer):
                                     "description": "002's convention: higher = fewer, larger communities"},
                      "similarity": {"enum": ["complement", "normalised"], "default": "complement",
                                     "description": "edge weights: 1 − Γ, or 002 eq. 3 normalised then ^exponent"},
-                     "exponent": {"type": "number", "exclusiveMinimum": 0, "default": 3}}
+                     "exponent": {"type": "number", "exclusiveMinimum": 0, "default": 3, "description": "the power of the edge weights, as Louvain CFL's (002 eq. 3)"}}
     algorithm: ClassVar[str] = "louvain"
 
     def fit_labels(self, data: ClusteringInput) -> np.ndarray:
@@ -307,7 +307,8 @@ class SklearnClusterer(Clusterer):
         "estimator": {"type": "string", "default": "AgglomerativeClustering",
                       "description": f"one of {', '.join(sorted(SKLEARN_ALLOWLIST))}"},
         "clusterer_params": {"type": "object", "default": {},
-                             "additionalProperties": {"type": ["number", "string", "boolean", "null"]}},
+                             "additionalProperties": {"type": ["number", "string", "boolean", "null"]},
+                             "description": "keyword arguments of the estimator (n_clusters: oracle = the true number)"},
     }
     default_features = "divergence_rows"
 

@@ -13,12 +13,12 @@ norm (Gram diagonal) at or below ``finfo(dtype).tiny``, i.e. a norm ≤ sqrt(tin
 Only :func:`update_gram` / :func:`gram_matrix` touch the deltas (torch, on their device); everything after
 them works on the n × n Gram matrix in numpy, so the what-if replay computes Γ from a recorded Gram matrix
 without torch. This module is the ONE implementation of Γ and T: the engine computes ONE Gram product per
-round (:func:`update_gram`, issue 33), records it in gram.parquet, takes the temperature of server.parquet
+round (:func:`update_gram`), records it in gram.parquet, takes the temperature of server.parquet
 from it and hands it to the strategy (``RoundUpdates.gram`` / ``divergence``: OCFL's trigger and clusterer
 input, SCL, BCL); the what-if replay reads the recorded one. All call :func:`cosine_divergence_from_gram` /
 :func:`temperature`, so the zero-delta convention above holds everywhere.
 
-Precision and tolerance (issue 33). The product is float64-accumulated: each column block of the float32
+Precision and tolerance. The product is float64-accumulated: each column block of the float32
 deltas is widened to float64 (exact) and multiplied with float64 BLAS. Products of two float32 numbers are
 exact in float64, so every entry G_ij = Σ_k Δ_ik Δ_jk carries only summation error, whatever the order the
 BLAS and the blocks add in: |Ĝ_ij − G_ij| ≤ γ_P Σ_k |Δ_ik Δ_jk| ≤ γ_P ‖Δ_i‖ ‖Δ_j‖ with γ_P = P·2⁻⁵³/(1 − P·2⁻⁵³)

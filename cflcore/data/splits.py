@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from .. import filenames as fn
 from ..errors import ConfigError, DataError
 from ..io import read_json, read_parquet, stable_hash, write_json, write_parquet
 from ..plugin import Plugin
@@ -362,7 +363,7 @@ class MajoritySplit(SplitGenerator):
     """002 §V-1: every client has a majority class with share m_k; ground truth = the group of that class."""
 
     defaults = {"majority_share": 0.7, "class_sets": None, "group_spread": 0.0}
-    key_neutral = {"group_spread": 0.0}  # added with issue 42: 0 draws as before it
+    key_neutral = {"group_spread": 0.0}  # added after the first studies: 0 draws as before it
 
     @classmethod
     def check_own_params(cls, p: dict[str, Any], field: str) -> None:
@@ -446,7 +447,7 @@ class DomainsSplit(SplitGenerator):
     (cflcore.data.store): noise in pixel units [0, 1], clipped back to [0, 1] and drawn once per client (a
     fixed corruption, so every run is deterministic); on MNIST's black background clipping keeps only the
     positive half of the noise. The defaults (noise_std 0.2, blur_sigma 1.0) barely move MNIST's training
-    losses (AUC of the per-client mean loss clean vs noise 0.55, clean vs blur 0.60, issue 23 item 1);
+    losses (AUC of the per-client mean loss clean vs noise 0.55, clean vs blur 0.60);
     noise_std 0.6 and blur_sigma 2.0 separate them (AUC 1.00 and 0.86)."""
 
     defaults = {"domains": ["clean", "noise", "blur"], "cluster_shares": [0.4, 0.3, 0.3], "alpha": 100.0,
@@ -617,8 +618,8 @@ def make_split(dataset_path: str | os.PathLike, settings: Mapping[str, Any], n_c
     ctx = split_context(dataset_path)
     table, manifest = build_split(ctx, settings, n_clients, seed, field)
     out_dir = Path(out_dir)
-    write_parquet(table, out_dir / "assignments.parquet")
-    write_json(manifest, out_dir / "manifest.json")
+    write_parquet(table, out_dir / fn.ASSIGNMENTS)
+    write_json(manifest, out_dir / fn.MANIFEST)
     return manifest
 
 
@@ -631,8 +632,8 @@ def split_summary(split_dir: str | os.PathLike) -> pd.DataFrame:
     import pandas as pd
 
     split_dir = Path(split_dir)
-    manifest = read_json(split_dir / "manifest.json")
-    table = read_parquet(split_dir / "assignments.parquet", columns=["client", "role"])
+    manifest = read_json(split_dir / fn.MANIFEST)
+    table = read_parquet(split_dir / fn.ASSIGNMENTS, columns=["client", "role"])
     clients = table.column("client").to_numpy()
     per_client = np.bincount(clients[clients >= 0], minlength=int(manifest["n_clients"]))
     cluster_of = np.asarray(manifest["cluster_of_client"])

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import filenames as fn
 from ..errors import DataError
 from ..io import numeric_column, parquet_metadata, read_json, read_parquet
 from .federated import ClientData, FederatedData
@@ -169,14 +170,14 @@ def to_float_images(images: np.ndarray) -> torch.Tensor:
 def read_assignments(split_dir: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Columns of ``assignments.parquet`` as numpy arrays, and ``manifest.json``."""
     split_dir = Path(split_dir)
-    path = split_dir / "assignments.parquet"
+    path = split_dir / fn.ASSIGNMENTS
     table = read_parquet(path)
     _check_columns(table, ASSIGNMENT_COLUMNS, path)
     cols = {name: numeric_column(table, name) for name in ("client", "cluster", "idx")}
     cols["role"] = np.asarray(table.column("role").to_pylist(), dtype=object)
-    manifest = read_json(split_dir / "manifest.json")
+    manifest = read_json(split_dir / fn.MANIFEST)
     if not isinstance(manifest, dict) or "cluster_of_client" not in manifest:
-        raise DataError(f"{split_dir / 'manifest.json'}: not a split manifest (no cluster_of_client)")
+        raise DataError(f"{split_dir / fn.MANIFEST}: not a split manifest (no cluster_of_client)")
     return cols, manifest
 
 

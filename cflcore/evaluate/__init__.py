@@ -1,4 +1,4 @@
-"""The evaluation stages (docs/architecture.md §2, §8; issue 12 §3): scores of a finished run, read from its Parquet
+"""The evaluation stages (docs/architecture.md §2, §8): scores of a finished run, read from its Parquet
 files only (no torch models are loaded).
 
 * :mod:`.clustering` — the ``evaluate`` stage: clustering.parquet and personalisation.parquet;

@@ -1,6 +1,6 @@
 """The ``evaluate`` stage: clustering and personalisation scores of one run (docs/architecture.md §8, 000 §4.3–4.4).
 
-(Moved from ``cflcore/report/evaluate.py``: evaluation is a stage of its own, issue 12 §3.)
+(Evaluation is a stage of its own, so a report edit re-scores no run.)
 
 Outputs (``results/eval/{scenario}/{algorithm}/``, written atomically):
 
@@ -42,6 +42,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import filenames as fn
 from ..errors import DataError
 from ..io import read_json, read_parquet, write_parquet
 from ..metrics import (
@@ -298,7 +299,7 @@ def _typed(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 
 def failed_run_reason(run_dir: Path) -> str | None:
     """The reason in ``status.json`` when training recorded a failure (stages.train on_failure='record')."""
-    path = run_dir / "status.json"
+    path = run_dir / fn.STATUS
     if not path.exists():
         return None
     status = read_json(path)
@@ -321,9 +322,9 @@ def write_failed_evaluation(out_dir: Path, reason: str) -> None:
     """Zero-row eval files whose Parquet metadata carries ``status: failed`` and the reason."""
     metadata = {"status": "failed", "reason": reason}
     write_parquet(_typed(pd.DataFrame(columns=CLUSTERING_COLUMNS), CLUSTERING_COLUMNS),
-                  out_dir / "clustering.parquet", metadata=metadata)
+                  out_dir / fn.CLUSTERING, metadata=metadata)
     write_parquet(_typed(pd.DataFrame(columns=PERSONALISATION_COLUMNS), PERSONALISATION_COLUMNS),
-                  out_dir / "personalisation.parquet", metadata=metadata)
+                  out_dir / fn.PERSONALISATION, metadata=metadata)
 
 
 def evaluate_run(run_dir: str | Path, manifest_path: str | Path, out_dir: str | Path,
@@ -339,13 +340,13 @@ def evaluate_run(run_dir: str | Path, manifest_path: str | Path, out_dir: str | 
         write_failed_evaluation(out_dir, reason)
         return
     truth = load_ground_truth(manifest_path)
-    history = read_history(run_dir / "history.parquet")
+    history = read_history(run_dir / fn.HISTORY)
     partitions = round_partitions(history, truth.n_clients)
-    gram_path = run_dir / "gram.parquet"
+    gram_path = run_dir / fn.GRAM
     grams = gram_by_round(read_parquet(gram_path).to_pandas() if gram_path.exists() else None)
-    divergence_path = run_dir / "divergence.parquet"
+    divergence_path = run_dir / fn.DIVERGENCE
     divergences = gram_by_round(read_parquet(divergence_path).to_pandas() if divergence_path.exists() else None)
     clustering = clustering_frame(partitions, truth, grams, score_rounds, divergences)
     metadata = {"run_dir": str(run_dir), "score_rounds": score_rounds, "round_base": "round: 0-based; *_clustering_round: 1-based"}
-    write_parquet(clustering, out_dir / "clustering.parquet", metadata=metadata)
-    write_parquet(personalisation_frame(history, truth.n_test), out_dir / "personalisation.parquet", metadata=metadata)
+    write_parquet(clustering, out_dir / fn.CLUSTERING, metadata=metadata)
+    write_parquet(personalisation_frame(history, truth.n_test), out_dir / fn.PERSONALISATION, metadata=metadata)

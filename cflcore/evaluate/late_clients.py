@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import filenames as fn
 from ..errors import DataError
 from ..io import read_parquet, write_parquet
 from .clustering import GroundTruth, load_ground_truth, read_history, recorded_failure, typed_frame
@@ -174,8 +175,8 @@ def evaluate_late_clients(run_dir: str | Path, manifest_path: str | Path, out_pa
     if failed is not None:
         return failed
     truth = load_ground_truth(manifest_path)
-    history = read_history(run_dir / "history.parquet")
-    server = read_parquet(run_dir / "server.parquet").to_pandas()
+    history = read_history(run_dir / fn.HISTORY)
+    server = read_parquet(run_dir / fn.SERVER).to_pandas()
     frame = late_clients_frame(history, server, truth)
     summary = {k: None if isinstance(v, float) and not np.isfinite(v) else v for k, v in late_summary(frame).items()}
     write_parquet(frame, out_path, metadata={"run_dir": str(run_dir), "round_base": "round, join_round: 0-based",

@@ -1,4 +1,4 @@
-"""The ``whatif`` stage: every configured clusterer replayed on every recorded round of one run (issue 12 §1).
+"""The ``whatif`` stage: every configured clusterer replayed on every recorded round of one run.
 
 "What would another clusterer have found, had it run at round t?" 000 clusters once, with one clusterer
 (Algorithm 1, l. 21: C ← A(Γ)) at the round its temperature trigger fires (l. 20); the run records Γ
@@ -8,7 +8,7 @@ models: each clusterer of ``cflcore.clustering.clusterers`` (the same classes th
 
 Matrix of a round (``settings["matrix"]``; column ``source``):
 * ``divergence`` — the strategy's own recorded divergence (divergence.parquet): for OCFL and BCL the Γ
-  they clustered (since issue 33 from the round's one float64-accumulated Gram product, the one recorded);
+  they clustered (from the round's one float64-accumulated Gram product, the one recorded);
 * ``gram`` — Γ = cosine distance computed from the recorded float64 Gram matrix (gram.parquet) with
   cflcore.clustering.divergence (000 Def. 6, eq. 8; the same zero-delta convention as the run);
 * ``auto`` (default) — ``divergence`` where the round has one, else ``gram``. At the run's own
@@ -43,6 +43,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import filenames as fn
 from ..clustering.clusterers import CLUSTERERS, ClusteringInput, run_clusterer
 from ..clustering.divergence import cosine_divergence_from_gram
 from ..errors import CflError
@@ -108,8 +109,8 @@ def round_matrices(run_dir: Path, sampled_by_round: Mapping[int, np.ndarray], ma
     """The matrix of every round that has one, chosen by ``matrix`` (module docstring)."""
     if matrix not in MATRIX_SOURCES:
         raise CflError(f"whatif.matrix: {matrix!r} is not allowed; allowed: {', '.join(MATRIX_SOURCES)}")
-    grams = _read_matrix_table(run_dir / "gram.parquet") if matrix != "divergence" else {}
-    divs = _read_matrix_table(run_dir / "divergence.parquet") if matrix != "gram" else {}
+    grams = _read_matrix_table(run_dir / fn.GRAM) if matrix != "divergence" else {}
+    divs = _read_matrix_table(run_dir / fn.DIVERGENCE) if matrix != "gram" else {}
     out = []
     for rnd, sampled in sorted(sampled_by_round.items()):
         div = sampled_gram(divs.get(rnd), sampled)
@@ -306,7 +307,7 @@ def whatif_run(run_dir: str | Path, manifest_path: str | Path, out_path: str | P
     if failed is not None:
         return failed
     truth = load_ground_truth(manifest_path)
-    history = read_history(run_dir / "history.parquet")
+    history = read_history(run_dir / fn.HISTORY)
     partitions = round_partitions(history, truth.n_clients)
     sampled = {p.round: p.sampled for p in partitions}
     matrices = round_matrices(run_dir, sampled, str(settings["matrix"]))

@@ -47,6 +47,7 @@ import pyarrow as pa
 import torch
 from torch import nn
 
+from .. import filenames as fn
 from ..data.federated import FederatedData
 from ..errors import ConfigError, DataError
 from ..io import atomic_path, write_parquet
@@ -444,13 +445,13 @@ def write_outputs(out_dir: Path, insdel_rows: list[dict[str, Any]], sample_parts
     """insdel.parquet, samples.parquet, summary.parquet and saliency.npz, each written atomically."""
     out_dir.mkdir(parents=True, exist_ok=True)
     insdel = _table(insdel_rows, insdel_schema())
-    write_parquet(insdel, out_dir / "insdel.parquet", metadata=metadata)
-    write_parquet(_concat_columns(sample_parts, samples_schema()), out_dir / "samples.parquet", metadata=metadata)
+    write_parquet(insdel, out_dir / fn.INSDEL, metadata=metadata)
+    write_parquet(_concat_columns(sample_parts, samples_schema()), out_dir / fn.SAMPLES, metadata=metadata)
     summary = run_summary(insdel.to_pandas()) if insdel.num_rows else pd.DataFrame(columns=summary_schema().names)
     write_parquet(pa.Table.from_pandas(summary, schema=summary_schema(), preserve_index=False),
-                  out_dir / "summary.parquet", metadata=metadata)
+                  out_dir / fn.EXPLAIN_SUMMARY, metadata=metadata)
     write_npz({**grid, "attribution": np.asarray(metadata.get("attribution", "")),
-               "reason": np.asarray(metadata.get("reason") or "")}, out_dir / "saliency.npz")
+               "reason": np.asarray(metadata.get("reason") or "")}, out_dir / fn.SALIENCY)
 
 
 def empty_grid(shape: tuple[int, int, int] = (1, 1, 1)) -> dict[str, np.ndarray]:

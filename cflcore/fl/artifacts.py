@@ -1,5 +1,5 @@
 """A run's files as the engine writes them: ``models.pt`` (the final cluster models, and their loader for the explain
-stage) and its tables (:data:`RUN_TABLES`, :func:`write_outputs`). The device a run's models go to: cflcore/fl/device.py.
+stage) and its tables (:data:`cflcore.filenames.RUN_TABLES`, :func:`write_outputs`). The device a run's models go to: cflcore/fl/device.py.
 
 Format ``cflcore.models/1`` (``torch.load(weights_only=True)``)::
 
@@ -19,6 +19,7 @@ import pyarrow as pa
 import torch
 from torch import nn
 
+from .. import filenames as fn
 from ..errors import DataError
 from ..io import canonical_json, torch_save, write_parquet
 from ..models import build_model
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
     from .state import EngineState
 
 FORMAT = "cflcore.models/1"
-RUN_TABLES = ("history.parquet", "server.parquet", "gram.parquet", "divergence.parquet")
-"""The tables of a run's folder, beside ``models.pt`` and ``status.json`` (cflcore.layout.RUN_OUTPUTS names all six for
-the rules; the train stage does not import the layout, so that editing the layout retrains nothing)."""
 
 
 @dataclass
@@ -69,7 +67,7 @@ def load_run_models(path: str | Path, device: str | torch.device = "cpu") -> Run
                      kwargs)
 
 
-# ----- the run's tables (RUN_TABLES) and models.pt, as the engine writes them at the end ------------------------------
+# ----- the run's tables (filenames.RUN_TABLES) and models.pt, as the engine writes them at the end ------------------------------
 HISTORY_SCHEMA = pa.schema([
     ("round", pa.int32()), ("client", pa.int32()), ("cluster", pa.int64()), ("sampled", pa.bool_()),
     ("train_loss", pa.float64()), ("local_loss", pa.float64()), ("local_acc", pa.float64()),
@@ -128,11 +126,11 @@ def matrix_table(rows: list[list[float]]) -> pa.Table:
 def write_outputs(engine: Any, state: EngineState, out_dir: Path, last_round: int) -> None:
     """The run's tables and ``models.pt`` from the engine's final state (``engine``: cflcore.fl.run.Engine, which
     imports this module, so it is not named here)."""
-    write_parquet(history_table(state.history), out_dir / "history.parquet")
-    write_parquet(server_table(state.server_rows), out_dir / "server.parquet")
-    write_parquet(matrix_table(state.gram_rows), out_dir / "gram.parquet")
+    write_parquet(history_table(state.history), out_dir / fn.HISTORY)
+    write_parquet(server_table(state.server_rows), out_dir / fn.SERVER)
+    write_parquet(matrix_table(state.gram_rows), out_dir / fn.GRAM)
     if state.divergence_rows:
-        write_parquet(matrix_table(state.divergence_rows), out_dir / "divergence.parquet")
+        write_parquet(matrix_table(state.divergence_rows), out_dir / fn.DIVERGENCE)
     specs = engine.strategy.personalised(state.models)
     cluster_models = {}
     for c in state.models:
@@ -140,7 +138,7 @@ def write_outputs(engine: Any, state: EngineState, out_dir: Path, last_round: in
         full = engine.full_vector(state, c, None, local=engine.mean_local(state, members))
         cluster_models[int(c)] = engine.layout.state_dict(engine.template, full)
     client_models = {int(i): {int(k): float(w) for k, w in s.items()} for i, s in specs.items() if isinstance(s, Mapping)}
-    save_run_models(out_dir / "models.pt", {
+    save_run_models(out_dir / fn.MODELS, {
         "model": engine.model_name, "model_kwargs": engine.model_kwargs, "round": int(last_round),
         "cluster_models": cluster_models, "labels": torch.as_tensor(state.labels, dtype=torch.long),
         "client_models": client_models})

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 import torch
 
+from .. import filenames as fn
 from ..io import stable_hash, torch_save
 from .state import EngineState
 
@@ -22,16 +23,16 @@ if TYPE_CHECKING:
     from ..strategies.base import Strategy
 
 FORMAT = "cflcore.checkpoint/1"
-_NAME = re.compile(r"^round_(\d{5,})\.pt$")
+_NAME = re.compile(rf"^{re.escape(fn.CHECKPOINT_PREFIX)}(\d{{5,}}){re.escape(fn.CHECKPOINT_SUFFIX)}$")
 
 
 def checkpoint_dir(run_dir: str | Path) -> Path:
-    return Path(run_dir) / "checkpoints"
+    return Path(run_dir) / fn.CHECKPOINTS
 
 
 def save_checkpoint(run_dir: str | Path, rnd: int, state: dict[str, Any], keep: int = 2) -> Path:
     folder = checkpoint_dir(run_dir)
-    path = folder / f"round_{rnd:05d}.pt"
+    path = folder / f"{fn.CHECKPOINT_PREFIX}{rnd:05d}{fn.CHECKPOINT_SUFFIX}"
     torch_save({"format": FORMAT, "round": int(rnd), **state}, path)
     for old in _sorted(folder)[keep:]:
         old.unlink(missing_ok=True)

@@ -38,9 +38,9 @@ from typing import Any, Mapping, Protocol
 import numpy as np
 
 from ..extras import check_tensorboard
+from ..filenames import PROGRESS
 from ..io import atomic_path
 
-PROGRESS = "progress.jsonl"  # cflcore.layout.PROGRESS_OUTPUT names it for cfl status (tests/fl/test_progress.py)
 ETA_WINDOW = 5  # rounds whose mean duration predicts the rest
 class Monitor(Protocol):
     """What the engine tells a watcher of a run: the attempt's first round, each finished round, the end."""

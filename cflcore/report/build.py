@@ -99,7 +99,7 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
                           report_cfg.get("claim_notes"))
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))
-    # 002's one-factor ablations (issue 42): rows where the study checks 002 and has the cells, else the header
+    # 002's one-factor ablations: rows where the study checks 002 and has the cells, else the header
     checks_002 = "002" in [str(p) for p in report_cfg.get("paper_checks") or []]
     ablated = ablations(sweep_summary(loaded, sweep_index or {}) if checks_002 else pd.DataFrame())
     path = tb.write_text(ablated.to_csv(index=False), table_dir / "louvain_002_ablations.csv")
@@ -237,7 +237,7 @@ def whatif_panel(run: LoadedRun) -> fg.WhatifPanel | None:
 def write_whatif_figures(loaded: Sequence[LoadedRun], out_dir: Path) -> list[dict[str, Any]]:
     """One what-if heatmap per scenario (a panel per algorithm) and ``whatif_delay.csv``: per run and
     clusterer, the run's clustering round (OCFL: its temperature trigger) against the clusterer's earliest
-    round with ARI ≥ 0.99, both 1-based, and the delay between them (issue 12 §1)."""
+    round with ARI ≥ 0.99, both 1-based, and the delay between them."""
     fig_dir, entries, delays = out_dir / "figures" / "whatif_heatmap", [], []
     fig_dir.mkdir(parents=True, exist_ok=True)  # a declared directory() output, even when no run has a replay
     scenarios = dict.fromkeys((r.spec.dataset, r.spec.split, r.spec.clients, r.spec.seed) for r in loaded)

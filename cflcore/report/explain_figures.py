@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .. import filenames as fn  # noqa: E402
 from .. import layout  # noqa: E402
 from ..errors import CflError  # noqa: E402
 from ..explain.tables import METRICS, MODES, display_map, run_summary  # noqa: E402
@@ -78,7 +79,7 @@ def _unique(items: Iterable[str]) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 def run_problem(ref: ExplainRunRef) -> str | None:
     """Why a run's explain outputs cannot be used, or None."""
-    path = ref.explain_dir / "insdel.parquet"
+    path = ref.explain_dir / fn.INSDEL
     if not path.exists():
         return "no explain files"
     try:
@@ -97,7 +98,7 @@ def load_insdel(runs: Sequence[ExplainRunRef | Mapping[str, Any]]) -> tuple[pd.D
         reason = run_problem(ref)
         if reason is None:
             try:
-                df = read_parquet(ref.explain_dir / "insdel.parquet").to_pandas()
+                df = read_parquet(ref.explain_dir / fn.INSDEL).to_pandas()
             except CflError as e:
                 reason = str(e)
         if reason is not None:
@@ -123,7 +124,7 @@ def run_summaries(insdel: pd.DataFrame) -> pd.DataFrame:
 # Saliency grids (Figs. 5, 15, 16)
 # ---------------------------------------------------------------------------------------------
 def load_saliency(ref: ExplainRunRef) -> dict[str, np.ndarray] | None:
-    path = ref.explain_dir / "saliency.npz"
+    path = ref.explain_dir / fn.SALIENCY
     if not path.exists():
         return None
     try:

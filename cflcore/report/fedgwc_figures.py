@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .. import filenames as fn  # noqa: E402
 from .figures import _finish  # noqa: E402
 from .runs import diagnostics_mapping  # noqa: E402
 
@@ -221,7 +222,7 @@ def write_fedgwc_figures(loaded: Sequence[Any], out_dir: Path, entry: Any) -> li
             decided = [snap for snap in snaps if snap.decided] or snaps
             save(matrices_figure(decided[-1], truth, f"P and W, round {decided[-1].round + 1}: {stem}"), "matrices")
             save(embedding_figure(snaps, truth, f"Spectral embedding per snapshot: {stem}"), "embedding")
-        history_path = Path(s.run_dir) / "history.parquet"
+        history_path = Path(s.run_dir) / fn.HISTORY
         hist = run.manifest.get("label_histograms_train")
         if history_path.is_file() and hist is not None:
             history = pd.read_parquet(history_path, columns=["round", "client", "cluster", "local_bacc"])

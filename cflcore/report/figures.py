@@ -9,9 +9,9 @@
   round (red dotted) and the pre-clustering local minimum (grey dotted, only when the curve descended first).
 * :func:`score_progress_figure` — 001 Fig. 1 as a heatmap: per split a method × round grid of a clustering
   score (ARI by default), the mean over seeds printed in each cell. 001 draws one line per method; with the
-  default study's 11 methods per panel the lines hid each other, so the grid replaces them (issue 21 §5).
+  default study's 11 methods per panel the lines hid each other, so the grid replaces them.
 * :func:`n_clusters_figure` — the number of clusters per round, the same method × round grid.
-* :func:`whatif_heatmap_figure` — issue 12 §1: per run a clusterer × round heatmap of the ARI of every
+* :func:`whatif_heatmap_figure` — per run a clusterer × round heatmap of the ARI of every
   what-if clusterer (cflcore.evaluate.whatif), the run's clustering round (OCFL: where the temperature
   trigger fired) as a red frame, each clusterer's earliest round with ARI ≥ 0.99 as a white dot.
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..io import atomic_path, write_json
-from ..layout import REPORT_INDEX
+from ..filenames import REPORT_INDEX
 from . import catalogue
 from .benchmarks import REPORT_JOB, write_benchmark_tables
 

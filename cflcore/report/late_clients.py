@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .. import filenames as fn  # noqa: E402
 from ..errors import CflError  # noqa: E402
 from ..io import parquet_metadata, read_parquet  # noqa: E402
 from . import figures as fg  # noqa: E402
@@ -27,7 +28,6 @@ from . import tables as tb  # noqa: E402
 from .palette import style_map  # noqa: E402
 from .runs import RunSpec  # noqa: E402
 
-FILE = "late_clients.parquet"
 STEM = "table_late_clients"
 KIND = "late_clients"
 METRICS = ["attach_accuracy", "join_round", "pf1_late", "pf1_founding", "pf1_final_late", "pf1_final_founding",
@@ -42,7 +42,7 @@ def load_late_frames(specs: Sequence[RunSpec]) -> list[tuple[RunSpec, pd.DataFra
     missing runs elsewhere)."""
     out = []
     for spec in specs:
-        path = Path(spec.eval_dir) / FILE
+        path = Path(spec.eval_dir) / fn.LATE_CLIENTS
         if not path.exists():
             continue
         try:

@@ -1,4 +1,4 @@
-"""N distinguishable series styles for the report's figures (issue 21 §5: no two series in one colour).
+"""N distinguishable series styles for the report's figures: no two series in one colour.
 
 * up to 10 series: ``tab10``, solid lines;
 * up to 20: ``tab20`` with its dark half first (the tab10 hues) and its light half after, dashed, so that a

@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from .. import filenames as fn
 from .. import layout
 from ..errors import CflError
 from ..io import parquet_metadata, read_json, read_parquet
@@ -80,8 +81,8 @@ def run_specs(results_dir: str | Path, runs: Sequence[str]) -> list[RunSpec]:
         specs.append(RunSpec(
             ref.dataset, ref.split, ref.clients, ref.seed, str(ref.algorithm),
             eval_dir=Path(layout.eval_dir(results, run)), run_dir=Path(layout.run_dir(results, run)),
-            manifest=Path(layout.split_file(results, ref.scenario, "manifest.json")),
-            log=Path(layout.log_file(results, "train", run)), status=Path(layout.run_file(results, run, "status.json")),
+            manifest=Path(layout.split_file(results, ref.scenario, fn.MANIFEST)),
+            log=Path(layout.log_file(results, "train", run)), status=Path(layout.run_file(results, run, fn.STATUS)),
         ))
     return specs
 
@@ -115,15 +116,15 @@ def missing_reason(spec: RunSpec) -> str:
     reason = failed_status_reason(spec.status)
     if reason:
         return reason
-    if (Path(spec.run_dir) / "history.parquet").exists():
+    if (Path(spec.run_dir) / fn.HISTORY).exists():
         return "no eval files (training finished; the evaluate job did not)"
     return last_log_line(spec.log) or "no run files"
 
 
 def load_run(spec: RunSpec) -> LoadedRun | MissingRun:
     """Read a run's eval tables, server.parquet (optional) and manifest, or say why it is missing."""
-    clustering_path = Path(spec.eval_dir) / "clustering.parquet"
-    personalisation_path = Path(spec.eval_dir) / "personalisation.parquet"
+    clustering_path = Path(spec.eval_dir) / fn.CLUSTERING
+    personalisation_path = Path(spec.eval_dir) / fn.PERSONALISATION
     if not clustering_path.exists() or not personalisation_path.exists():
         return MissingRun(spec, missing_reason(spec))
     try:
@@ -134,12 +135,12 @@ def load_run(spec: RunSpec) -> LoadedRun | MissingRun:
         if clustering.empty:
             return MissingRun(spec, missing_reason(spec))
         personalisation = read_parquet(personalisation_path).to_pandas()
-        server_path = Path(spec.run_dir) / "server.parquet"
+        server_path = Path(spec.run_dir) / fn.SERVER
         server = read_parquet(server_path).to_pandas() if server_path.exists() else None
         manifest = read_json(spec.manifest) if Path(spec.manifest).exists() else {}
     except CflError as e:
         return MissingRun(spec, str(e))
-    whatif, whatif_meta = load_whatif(Path(spec.eval_dir) / "whatif.parquet")
+    whatif, whatif_meta = load_whatif(Path(spec.eval_dir) / fn.WHATIF)
     return LoadedRun(spec, clustering, personalisation, server, manifest, whatif, whatif_meta)
 
 

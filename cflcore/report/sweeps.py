@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .. import filenames as fn  # noqa: E402
 from .runs import LoadedRun  # noqa: E402
 
 SWEEP_GROUP = ["dataset", "clients", "algorithm_base", "split_base"]
@@ -157,7 +158,7 @@ def sweep_figure(table: pd.DataFrame, factors: Sequence[str], title: str) -> plt
 
 GRID_COLUMNS = 3
 """Panels per row of a sweep figure: at 120 dpi three panels make a ~1,300 px wide image, which the HTML report
-shows at page width with its numbers legible (issue 29: six heatmaps in one row were 3,635 px wide)."""
+shows at page width with its numbers legible (six heatmaps in one row were 3,635 px wide)."""
 
 
 def _panel_grid(n_panels: int, width: float, height: float) -> tuple[plt.Figure, list[plt.Axes]]:
@@ -339,7 +340,7 @@ def group_distance_figure(runs: Sequence[LoadedRun], title: str) -> plt.Figure |
 
     panels = []
     for run in sorted(runs, key=lambda r: (r.spec.algorithm, r.spec.seed)):
-        path = Path(run.spec.run_dir) / "divergence.parquet"
+        path = Path(run.spec.run_dir) / fn.DIVERGENCE
         if not path.exists():
             continue
         frame = pd.read_parquet(path)

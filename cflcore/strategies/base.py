@@ -117,7 +117,7 @@ class RoundUpdates:
 
     def gram(self, precision: str | None = None) -> torch.Tensor:
         """ΔΔᵀ (n × n, float64), the round's one Gram product (cflcore.clustering.divergence.update_gram). The
-        ``precision`` argument is accepted for strategies written before issue 33 and ignored: every strategy
+        ``precision`` argument is accepted for strategies written before the engine computed one Gram product per round, and ignored: every strategy
         reads the same product, within the tolerance stated there. Do not modify the returned tensor: it is shared."""
         if self.shared_gram is None:
             from ..clustering.divergence import update_gram
@@ -292,7 +292,7 @@ STRATEGIES: Registry[type[Strategy]] = Registry("method", package="cflcore.strat
 register_strategy = STRATEGIES.register
 
 
-def strategy_inputs(variant: Mapping[str, Any]) -> dict[str, str]:
+def declared_inputs(variant: Mapping[str, Any]) -> dict[str, str]:
     """The files one config variant's train job reads beyond the split (:meth:`Strategy.inputs`), checked against
     :data:`INPUT_KINDS`."""
     params = dict(variant)

@@ -47,7 +47,7 @@ class BriggsClustering(Strategy):
         "distance_threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 2, "default": 0.2,
                                "description": "cosine-distance cut of the dendrogram (000 searched 0.05–0.4)"},
         "precision": {"enum": ["float32", "float64"], "default": "float32",
-                      "description": "kept for older configs and ignored: every strategy reads the round's one float64-accumulated Gram product (cflcore/clustering/divergence.py, issue 33)"},
+                      "description": "kept for older configs and ignored: every strategy reads the round's one float64-accumulated Gram product (cflcore/clustering/divergence.py)"},
         "distance_input": {"enum": ["divergence", "similarity"], "default": "divergence",
                            "description": "what the dendrogram is built on: cosine distance Γ (Briggs et al.) or, "
                                           "as in the published OCFL code, cosine similarity 1 − Γ (a bug)"},

@@ -101,7 +101,7 @@ TEXT_READINGS: dict[str, Any] = {
     "patience": False,
 }
 """Every parameter set to 004's text where the authors' code differs (the module docstring's table): the
-behaviour of this module before issue 27. ``{"method": "fedgwc", **TEXT_READINGS, ...}``."""
+behaviour of this module before it defaulted to the authors' code. ``{"method": "fedgwc", **TEXT_READINGS, ...}``."""
 
 
 def gaussian_rewards(step_losses: Sequence[np.ndarray], n_samples: Sequence[float] | None = None,

@@ -223,11 +223,11 @@ class LouvainCommunities(Strategy):
                                       "its round 10 of 1-based rounds, after Espinoza-Castellon et al. 2022)"},
         "resolution": {"type": "number", "exclusiveMinimum": 0, "default": 1.0,
                        "description": "002's convention: higher = fewer, larger communities (networkx gets 1/resolution)"},
-        "exponent": {"type": "number", "exclusiveMinimum": 0, "default": 3},
+        "exponent": {"type": "number", "exclusiveMinimum": 0, "default": 3, "description": "the power of the edge weights (002 eq. 3)"},
         "k": {"type": "integer", "minimum": 1, "default": 3, "description": "neighbours of WNN (eq. 4)"},
         "beta": {"type": "number", "minimum": 0, "default": 1.0, "description": "WNN temperature (eq. 4)"},
-        "distance": {"enum": ["trusted", "cosine"], "default": "trusted"},
-        "layer_sizes": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "default": None},
+        "distance": {"enum": ["trusted", "cosine"], "default": "trusted", "description": "trusted (002 eq. 2; needs the start vectors: a run whose vectors exceed engine.memory_budget_mb stops with an error naming it) or cosine"},
+        "layer_sizes": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}, "default": None, "description": "parameter counts per layer of eq. 2's product, in flat order (null: from the model, by eq2_product)"},
         "partial_participation": {
             "enum": ["latest", "co-sampled"], "default": "latest",
             "description": "latest = every client keeps its latest model, the graph is recomputed over all seen clients "

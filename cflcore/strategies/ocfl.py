@@ -65,15 +65,15 @@ _STREAM_LATE, _STREAM_FALLBACK = 0x1A7E, 0x1A7F  # generator streams: who is lat
 
 def _ocfl_schema() -> dict[str, Any]:
     own = {
-        "clusterer": {"enum": CLUSTERERS.names(), "default": "hdbscan"},
+        "clusterer": {"enum": CLUSTERERS.names(), "default": "hdbscan", "description": "the clusterer run once at the trigger; its parameters (Clusterers, below) are OCFL's too"},
         "features": {"enum": [*FEATURES, None], "default": None,
                      "description": "clusterer input; null = the clusterer's default (rows of Γ for kmeans/meanshift)"},
         "precision": {"enum": ["float32", "float64"], "default": "float32",
-                      "description": "kept for older configs and ignored: every strategy reads the round's one float64-accumulated Gram product (cflcore/clustering/divergence.py, issue 33)"},
-        "p": {"type": "number", "minimum": 1, "default": 2},
-        "trigger": {"enum": ["strict", "nonstrict"], "default": "strict"},
-        "window": {"type": "integer", "minimum": 1, "default": 1},
-        "min_round": {"type": "integer", "minimum": 0, "default": 0},
+                      "description": "kept for older configs and ignored: every strategy reads the round's one float64-accumulated Gram product (cflcore/clustering/divergence.py)"},
+        "p": {"type": "number", "minimum": 1, "default": 2, "description": "the norm of the temperature ‖Γ‖ₚ/λ (000 Algorithm 1)"},
+        "trigger": {"enum": ["strict", "nonstrict"], "default": "strict", "description": "strict: cluster when the temperature rises (>, the authors' code); nonstrict: ≥ (Algorithm 1 line 20)"},
+        "window": {"type": "integer", "minimum": 1, "default": 1, "description": "moving average of the temperature over this many rounds (000 §6.3; 1 = Algorithm 1)"},
+        "min_round": {"type": "integer", "minimum": 0, "default": 0, "description": "the trigger may fire only at rounds ≥ min_round"},
         "late_clients": {"type": "number", "minimum": 0, "default": 0,
                          "description": "clients held out until after clustering (000 §6.2): a fraction in (0, 1) or a count"},
         "attach": {"enum": list(ATTACH_MODES), "default": "divergence",

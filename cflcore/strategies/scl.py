@@ -125,7 +125,7 @@ class SattlerClustering(Strategy):
         "cooldown": {"type": "integer", "minimum": 0, "default": 20,
                      "description": "the first `cooldown` rounds never split: 1-based round > cooldown "
                                     "(authors' code: c_round > 20)"},
-        "max_clusters": {"type": ["integer", "null"], "minimum": 1, "default": None},
+        "max_clusters": {"type": ["integer", "null"], "minimum": 1, "default": None, "description": "no split beyond this many clusters (null: no cap)"},
         "epsilon": {"enum": ["explicit", "proxy"], "default": "explicit",
                     "description": "explicit: eps1, eps2 and cooldown as given; proxy: derived before training from a "
                                    "centralised proxy on the pooled data (000 App. A.2; cflcore/fl/centralised.py)"},
@@ -138,7 +138,7 @@ class SattlerClustering(Strategy):
                             "description": "proxy: cooldown = rounds until the update norm stays within this share "
                                            "of its decrease above its final value"},
         "precision": {"enum": ["float32", "float64"], "default": "float32",
-                      "description": "kept for older configs and ignored: every strategy reads the round's one float64-accumulated Gram product (cflcore/clustering/divergence.py, issue 33)"},
+                      "description": "kept for older configs and ignored: every strategy reads the round's one float64-accumulated Gram product (cflcore/clustering/divergence.py)"},
     }
 
     @classmethod

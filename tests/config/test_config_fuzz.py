@@ -181,7 +181,7 @@ def plan(cfg: dict) -> list[tuple[dict, str]]:
         canonical_json(cc.split_settings(cfg, s["split"]))
         canonical_json(cc.run_settings(cfg, s["dataset"], a, s["split"]))
         code_version("train", cc.run_plugins(cfg, s["dataset"], a))
-        for kind in cc.strategy_inputs(cfg, s["dataset"], a).values():
+        for kind in cc.run_inputs(cfg, s["dataset"], a).values():
             lay.input_file(cfg["results_dir"], lay.scenario_id(**s), kind)
             canonical_json(cc.centralised_settings(cfg, s["dataset"], kind.partition("/")[2]))
         canonical_json(cc.explain_settings(cfg, s["dataset"]))

@@ -17,11 +17,10 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from cflcore import config as cc
-from cflcore import extras, layout, stages
+from cflcore import extras, layout
 from cflcore.cli import main as cfl_main
 from cflcore.errors import CflError, ConfigError
 from cflcore.fl import progress
-from cflcore.fl.checkpoint import checkpoint_dir
 from cflcore.fl.run import KILL_ENV, train_run
 from cflcore.data.synthetic import synthetic_federated
 from cflcore.status import run_state, study_state, writer_alive
@@ -54,13 +53,6 @@ def _scalars(log_dir) -> dict[str, list[tuple[int, float]]]:
     acc = EventAccumulator(str(log_dir))
     acc.Reload()
     return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
-
-
-def test_layout_names_the_engine_files():
-    assert layout.PROGRESS_OUTPUT == progress.PROGRESS
-    assert layout.FAILURES_OUTPUT == stages.FAILURES
-    assert Path(layout.checkpoints_dir("r", RUN)) == checkpoint_dir(layout.run_dir("r", RUN))
-    assert layout.tensorboard_dir("r", RUN) == f"r/tensorboard/{RUN}"
 
 
 def test_record_and_tensorboard_every_round_outputs_unchanged(tmp_path):

@@ -14,7 +14,7 @@ from cflcore.data.synthetic import synthetic_federated
 from cflcore import layout
 from cflcore.fl.centralised import centralised_update_norms as proxy_update_norms
 from cflcore.fl.centralised import write_update_norms
-from cflcore.strategies.base import resolve_params, strategy_inputs
+from cflcore.strategies.base import declared_inputs, resolve_params
 from cflcore.strategies.scl import convergence_round, epsilons_from_proxy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ def test_the_proxy_trains_deterministically_and_an_epoch_round_moves_further():
 def test_an_scl_run_with_epsilon_proxy_takes_its_thresholds_from_the_proxy(tmp_path):
     algorithm = {"method": "scl", "eps1": 0.35, "eps2": 1.0, "cooldown": 30, "epsilon": "proxy",
                  "proxy_round": "client", "proxy_factor": 5.0, "proxy_tolerance": 0.1}
-    declared = strategy_inputs(algorithm)
+    declared = declared_inputs(algorithm)
     assert declared == {"proxy": "centralised_update_norms/client"}
     path = tmp_path / layout.input_file_name(declared["proxy"])
     assert path.name == "scl_proxy-client.parquet"  # the name the proxy always had
@@ -61,9 +61,9 @@ def test_an_scl_run_with_epsilon_proxy_takes_its_thresholds_from_the_proxy(tmp_p
     resolved = resolve_params(algorithm, {"proxy": path})
     assert (resolved["eps1"], resolved["eps2"], resolved["cooldown"]) == (pytest.approx(0.6), pytest.approx(3.0), 3)
     explicit = {**algorithm, "epsilon": "explicit"}
-    assert strategy_inputs(explicit) == {} and resolve_params(explicit, {}) == explicit  # the config's values
-    assert strategy_inputs({"method": "bnc"}) == {} and resolve_params({"method": "bnc"}, {}) == {"method": "bnc"}
-    assert strategy_inputs({**algorithm, "proxy_round": "epoch"}) == {"proxy": "centralised_update_norms/epoch"}
+    assert declared_inputs(explicit) == {} and resolve_params(explicit, {}) == explicit  # the config's values
+    assert declared_inputs({"method": "bnc"}) == {} and resolve_params({"method": "bnc"}, {}) == {"method": "bnc"}
+    assert declared_inputs({**algorithm, "proxy_round": "epoch"}) == {"proxy": "centralised_update_norms/epoch"}
     with pytest.raises(FileNotFoundError):
         resolve_params(algorithm, {"proxy": tmp_path / "missing.parquet"})
 
@@ -82,11 +82,11 @@ def test_the_config_names_the_field_and_the_allowed_values():
         cc.validate_config(_tiny(**{"scl-x": {"method": "scl", "epsilon": "proxy", "proxy_factor": 20}}))
     cfg = cc.validate_config(_tiny(**{"scl-p": {"method": "scl", "epsilon": "proxy"}, "scl": {"method": "scl"},
                                       "scl-e": {"method": "scl", "epsilon": "proxy", "proxy_round": "epoch"}}))
-    assert cc.strategy_inputs(cfg, "digits", "scl-p") == {"proxy": "centralised_update_norms/client"}
-    assert cc.strategy_inputs(cfg, "digits", "scl-e") == {"proxy": "centralised_update_norms/epoch"}
-    assert cc.strategy_inputs(cfg, "digits", "scl") == {}
+    assert cc.run_inputs(cfg, "digits", "scl-p") == {"proxy": "centralised_update_norms/client"}
+    assert cc.run_inputs(cfg, "digits", "scl-e") == {"proxy": "centralised_update_norms/epoch"}
+    assert cc.run_inputs(cfg, "digits", "scl") == {}
     # validation stores what every variant declares, so building the jobs imports no plug-in
-    assert cfg[cc.STRATEGY_INPUTS_KEY]["digits/scl-e"] == {"proxy": "centralised_update_norms/epoch"}
+    assert cfg[cc.DECLARED_INPUTS_KEY]["digits/scl-e"] == {"proxy": "centralised_update_norms/epoch"}
     proxy = cc.centralised_settings(cfg, "digits", "client")
     assert proxy["training"]["rounds"] == 3 and proxy["round_size"] == "client"
     later = copy.deepcopy(cfg)

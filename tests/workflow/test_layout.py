@@ -5,16 +5,16 @@ from pathlib import Path
 
 import pytest
 
-from cflcore import layout
+from cflcore import filenames, layout
 from cflcore.errors import CflError
 from conftest import REPO
 
-SWEPT = ("mnist5k", "ocfl@overlap=true,alpha=0.5", 15, 3, "louvain--resolution=0.5,k=1.5")
+SWEPT = ("mnist5k", "ocfl@overlap=true,alpha=0.5", 15, 3, "louvain@resolution=0.5,k=1.5")
 
 
 def test_run_ids_round_trip_with_sweep_names():
     run = layout.run_id(*SWEPT)
-    assert run == "mnist5k/ocfl@overlap=true,alpha=0.5/n15/s3/louvain--resolution=0.5,k=1.5"
+    assert run == "mnist5k/ocfl@overlap=true,alpha=0.5/n15/s3/louvain@resolution=0.5,k=1.5"
     ref = layout.parse_run_id(run)
     assert (ref.dataset, ref.split, ref.clients, ref.seed, ref.algorithm) == SWEPT
     assert ref.run == run and ref.scenario == "mnist5k/ocfl@overlap=true,alpha=0.5/n15/s3"
@@ -28,9 +28,9 @@ def test_paths_are_the_workflows():
     r, run, scen = "results", "d/s/n6/s0/a", "d/s/n6/s0"
     assert layout.dataset_file(r, "d") == "results/data/d.parquet"
     assert layout.split_file(r, scen, "manifest.json") == "results/splits/d/s/n6/s0/manifest.json"
-    assert layout.run_outputs(r, run) == {n.split(".")[0]: f"results/runs/d/s/n6/s0/a/{n}" for n in layout.RUN_OUTPUTS}
+    assert layout.run_outputs(r, run) == {n.split(".")[0]: f"results/runs/d/s/n6/s0/a/{n}" for n in filenames.RUN_OUTPUTS}
     assert set(layout.run_outputs(r, run)) == {"history", "server", "gram", "divergence", "models", "status"}
-    assert layout.eval_file(r, run, layout.WHATIF_OUTPUT) == "results/eval/d/s/n6/s0/a/whatif.parquet"
+    assert layout.eval_file(r, run, filenames.WHATIF) == "results/eval/d/s/n6/s0/a/whatif.parquet"
     assert layout.explain_file(r, run, "insdel.parquet") == "results/explain/d/s/n6/s0/a/insdel.parquet"
     assert layout.log_file(r, "train", run) == "results/logs/train/d/s/n6/s0/a.log"
     assert layout.benchmark_file(r, "split", scen) == "results/benchmarks/split/d/s/n6/s0.tsv"
@@ -40,6 +40,34 @@ def test_paths_are_the_workflows():
         "results/runs/{dataset}/{split}/n{clients}/s{seed}/{algorithm}/models.pt"
     assert sorted(Path("/x/runs").glob(layout.run_status_glob())) == []  # a glob with one * per id segment
     assert layout.run_status_glob() == "*/*/*/*/*/status.json"
+    assert layout.progress_file(r, run) == "results/runs/d/s/n6/s0/a/progress.jsonl"
+    assert layout.failures_file(r, run) == "results/runs/d/s/n6/s0/a/failures.jsonl"
+    assert layout.checkpoints_dir(r, run) == "results/runs/d/s/n6/s0/a/checkpoints"
+    assert layout.tensorboard_dir(r, run) == "results/tensorboard/d/s/n6/s0/a"
+    assert layout.input_file(r, scen, "centralised_update_norms/epoch") == "results/splits/d/s/n6/s0/scl_proxy-epoch.parquet"
+
+
+def test_file_names_have_one_home():
+    """cflcore.filenames holds names only (it imports nothing, so a stage importing it widens no code hash); no other
+    module of the package, rule or adapter spells a name it holds."""
+    repo = Path(REPO)
+    tree = ast.parse((repo / "cflcore" / "filenames.py").read_text())
+    assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef))]
+    names = {v for k, v in vars(filenames).items() if k.isupper() and isinstance(v, str)}
+    assert len(names) == len([k for k, v in vars(filenames).items() if k.isupper() and isinstance(v, str)])
+    sources = [*(repo / "cflcore").rglob("*.py"), *(repo / "rules").glob("*.smk"), *(repo / "workflow_scripts").glob("*.py")]
+    spelled = {}
+    for path in sources:
+        if path.name == "filenames.py" or "__pycache__" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())) if path.suffix == ".py" else ():
+            if isinstance(node, ast.Constant) and node.value in names:
+                spelled.setdefault(node.value, []).append(str(path.relative_to(repo)))
+        if path.suffix == ".smk":
+            for name in names:
+                if f'"{name}"' in path.read_text():
+                    spelled.setdefault(name, []).append(str(path.relative_to(repo)))
+    assert not spelled, spelled
 
 
 def test_every_catalogued_kind_has_a_caption_and_every_caption_a_kind():

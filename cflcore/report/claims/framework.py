@@ -22,7 +22,7 @@ inconclusive; three seeds (t 4.3) are the least that can tell. The reason (``not
 interval. A claim that does not hold carries the study's own explanation where the config gives one
 (``report.claim_notes: {claim id: text}``), after the check's reason.
 
-004's claims take the same tie rule (issue 42): the per-seed paired difference of two cells (methods, splits,
+004's claims take the same tie rule: the per-seed paired difference of two cells (methods, splits,
 β) or a cell's t-interval against 004's threshold; see :mod:`.fedgwc_004`.
 
 The registry :data:`CLAIMS` maps a seed (``"002"``, ``"004"``) to its claims; a study picks its checks with

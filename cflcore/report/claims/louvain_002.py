@@ -9,6 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ... import filenames as fn
 from .framework import (PAIR_KEYS, ClaimData, ClaimResult, above, cell, claim, comparable, comparison, difference,
                         factor_values, fmt, greater, per_seed, result, select, silhouette_column, t_interval, threshold, verdict,
                         within)
@@ -329,8 +330,8 @@ def similarity_convergence(distances: pd.DataFrame, truth: Sequence[int] | None 
     values: dict[str, list[np.ndarray]] = {"normalised": [], "raw": []}
     for _, _, d in recorded:
         upper = np.triu_indices(len(d), k=1)
-        for name, fn in (("normalised", normalised_similarity), ("raw", raw_similarity)):
-            sim = fn(d, 3.0)[upper]
+        for name, similarity in (("normalised", normalised_similarity), ("raw", raw_similarity)):
+            sim = similarity(d, 3.0)[upper]
             values[name].append(sim[np.isfinite(sim)])
     for name, per_round in values.items():
         last = per_round[-1]
@@ -358,8 +359,8 @@ def similarity_separation(distances: pd.DataFrame, truth: Sequence[int], first_r
             continue
         upper = np.triu_indices(len(d), k=1)
         same = (truth[ids][:, None] == truth[ids][None, :])[upper]
-        for name, fn in (("normalised", normalised_similarity), ("raw", raw_similarity)):
-            sim = fn(d, 3.0)[upper]
+        for name, similarity in (("normalised", normalised_similarity), ("raw", raw_similarity)):
+            sim = similarity(d, 3.0)[upper]
             ok = np.isfinite(sim)
             pooled[name][0].append(sim[ok & same])
             pooled[name][1].append(sim[ok & ~same])
@@ -381,7 +382,7 @@ def normalised_similarity_separates_communities(data: ClaimData) -> ClaimResult:
     rows = []
     for _, row in runs.iterrows():
         run = loaded.get((row["dataset"], row["clients"], row["split"], row["seed"], row["algorithm"]))
-        path = None if run is None else Path(run.spec.run_dir) / "divergence.parquet"
+        path = None if run is None else Path(run.spec.run_dir) / fn.DIVERGENCE
         truth = None if run is None else (run.manifest or {}).get("cluster_of_client")
         if path is None or not path.exists() or not truth:
             continue
@@ -404,7 +405,7 @@ def _labels_against_classes(run: Any) -> tuple[float, float, int] | None:
     """(ARI against the class groups, ARI against the majority classes, clusters) of a run's final partition."""
     from sklearn.metrics import adjusted_rand_score
 
-    path = Path(run.spec.run_dir) / "history.parquet"
+    path = Path(run.spec.run_dir) / fn.HISTORY
     majority = (run.manifest or {}).get("majority_class_of_client")
     if not path.exists() or not majority:
         return None
@@ -452,7 +453,7 @@ def superclass_communities(data: ClaimData) -> ClaimResult:
 
 
 
-# ---- one-factor ablations (issue 42) ------------------------------------------------------------------------
+# ---- one-factor ablations ------------------------------------------------------------------------------------
 EQ2_MODULE, LATE_OWN = "louvain-eq2-module", "louvain-late-own"
 """The ablation variants of config/louvain-002-offline.yaml: louvain-fig4's cells with one departure option changed
 (``eq2_product: module``; ``late_start: own``); the silhouette needs no runs (both are recorded on every run)."""
