@@ -1,7 +1,7 @@
 """Centralised training on a scenario's pooled client data: the update norm of the model in every round.
 
 A file kind the workflow builds beside the split for any strategy that declares it among its inputs
-(``Strategy.inputs``, docs/architecture.md §12; kind :data:`cflcore.layout.CENTRALISED_NORMS`); this module knows no
+(``Strategy.inputs``, docs/architecture.md §12; kind :data:`cflcore.strategies.base.CENTRALISED_UPDATE_NORMS`, file :data:`cflcore.filenames.CENTRALISED_UPDATE_NORMS_FILE`); this module knows no
 method. :func:`centralised_update_norms` trains the dataset's model centrally on the scenario's pooled client
 training data for the study's rounds, with the clients' own recipe (optimiser, learning rate, batch size, local
 epochs), and returns ‖Δθ̂ᵗ‖ = ‖SGD(θᵗ, D) − θᵗ‖ per round over the shared parameters (the vector the engine

@@ -2,7 +2,7 @@
 
 The trainer writes the clients' trained vectors θ_i into the buffer; :func:`to_deltas_` overwrites each row
 with Δ_i = θ_i − s_i (s_i the row's start vector, rebuilt from the cluster models: no start matrix is
-kept), which is what the strategies read (only when one reads them, issue 33: the round's Gram product is
+kept), which is what the strategies read (only when one reads them: the round's Gram product is
 taken from θ_i and s_i directly, cflcore.clustering.divergence.update_gram); after ``Strategy.aggregate``
 :func:`restore_` writes θ_i back for the aggregation (docs/architecture.md §5 step 4). The same float32 subtraction as
 before gives bit-identical deltas. s_i + Δ_i does not always round back to θ_i (when the subtraction

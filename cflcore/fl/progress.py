@@ -1,4 +1,4 @@
-"""A run's live per-round record (``<run>/progress.jsonl``) and the other watchers of a training run (issue 44).
+"""A run's live per-round record (``<run>/progress.jsonl``) and the other watchers of a training run.
 
 The engine (cflcore.fl.run.train_run) hands every finished round to its monitors: :class:`ProgressRecord` always,
 :class:`TensorBoardMonitor` when the config's ``monitor.tensorboard`` is on, a progress bar when ``cfl train`` runs on

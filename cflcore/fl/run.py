@@ -3,42 +3,14 @@
 One round: sample clients (seeded by (seed, round) only) -> strategy.configure says each client's start
 model -> the trainer trains all sampled clients -> strategy.aggregate returns the partition -> per-cluster
 server-optimiser aggregation -> evaluation -> rows for history/server/gram/divergence -> checkpoint.
-Memory (issues 22, 33): one (N × P) round buffer, allocated once, holds the start rows and is trained in place.
+Memory: one (N × P) round buffer, allocated once, holds the start rows and is trained in place.
 The round's ONE Gram product (cflcore.clustering.divergence.update_gram, float64-accumulated, its tolerance
 stated there) is taken in one pass over it and the cluster models; it is recorded (gram.parquet), gives the
 temperature and is shared with the strategy (RoundUpdates.gram). The buffer becomes the deltas in place, and
 then the trained vectors again bit for bit (cflcore.fl.deltas), only when the strategy reads the deltas.
 FedAvg reads the trained vectors in place (cflcore.fl.server.rows_mean).
 
-Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
-
-* ``trainer`` auto|loop|vmap (cflcore.fl.trainers); ``precision`` fp32|bf16 (autocast, fp32 master
-  weights; evaluation autocast too)|fp64; ``channels_last`` (worth it on CPU for conv nets: about 1.5-1.8x
-  for tinyvgg; ``auto``: on for a CPU, off on CUDA); ``memory_budget_mb`` (vmap chunking, and whether start vectors are
-  kept in RoundUpdates for a strategy with ``needs_start_vectors``, i.e. Louvain; ``auto``: 2048 on a CPU, a share of
-  the GPU on CUDA, cflcore.fl.trainers.resolve_memory_budget); ``deterministic`` (CUDA's deterministic kernels,
-  cflcore.fl.device.set_deterministic; nothing on a CPU);
-  ``threads`` (torch.set_num_threads); ``compile`` (loop trainer through torch.compile: faster steps after a
-  one-off compilation, so only for long runs; see cflcore.fl.trainers.LoopTrainer).
-* ``server_optimizer`` sgd|adam|yogi, ``server_lr``, ``server_betas``, ``server_eps``, ``server_momentum``
-  (sgd only: FedAvgM, Hsu et al. 2019; per-cluster momentum buffers are checkpointed) (cflcore.fl.server);
-* ``proximal_mu``: FedProx's proximal term mu/2 ||w - w_start||^2 on every client's objective, for every
-  method (Li et al. 2020; cflcore.fl.trainers.proximal_grads); 0 = plain local training;
-  ``aggregation`` unweighted (paper) | weighted by local training-sample count.
-* ``participation``: share of clients sampled per round; the sample depends only on (seed, round).
-* ``personalisation``: pFedMe or Per-FedAvg client updates for any method (cflcore.fl.personal). pFedMe's
-  personal models (one per client that has trained) are part of the checkpointed state; the ``local_*`` columns
-  score them (pFedMe) or each client's model after one adaptation step (Per-FedAvg, seeded by (seed, round,
-  client)); ``orch_*`` and ``global_*`` stay the cluster and global models.
-* ``bn_buffers_in_delta``: true (authors' code) = BatchNorm running mean/var are part of the flat model,
-  the deltas, the temperature and the server step; false = they are left out of all of these and each
-  cluster's buffers are the plain (weighted) mean of its sampled members' trained buffers.
-* ``bn_stats``: aggregate = BN tensors are treated like any other; local = FedBN (Li et al. 2021): every
-  BN tensor (affine weight/bias and running statistics) stays with its client across rounds, is never
-  aggregated nor seen by strategies; a cluster's orchestrator evaluation and its models.pt entry use the
-  mean of its members' BN tensors.
-* ``eval_every``: evaluation rounds are 0, k, 2k, ... and always the last; metrics are null otherwise.
-* ``checkpoint_every``: checkpoint after rounds k-1, 2k-1, ... (not after the last: outputs are written).
+Engine settings (``settings["engine"]``): the schema's ``engine`` block, rendered in docs/configuration.md.
 
 After each round (and its checkpoint) the round's scalars go to the run's monitors (cflcore.fl.progress): the live
 record ``progress.jsonl`` always, TensorBoard and a progress bar when asked; they read the round and change nothing.
@@ -329,7 +301,7 @@ class Engine:
                       row["mean_train_loss"], f1_text, row["seconds"])
 
     def round_deltas(self, state: EngineState, buffer: torch.Tensor, specs: Sequence[StartSpec], start_of, shared_start):
-        """The round's deltas and its ONE Gram product (cflcore.clustering.divergence.update_gram; issue 33).
+        """The round's deltas and its ONE Gram product (cflcore.clustering.divergence.update_gram).
 
         Returns (deltas or None, Gram, fixes, materialise). Usual case (every parameter shared, each client starting
         from a cluster model): the Gram product is taken in one pass over the trained vectors and the cluster models,

@@ -44,7 +44,7 @@ def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str]:
 def bf16_warning(device: torch.device, flags: set[str] | None = None) -> str | None:
     """One line when ``engine.precision: bf16`` will run slower than fp32: on a CPU without native bf16 units
     (neither of BF16_CPU_FLAGS; torch.backends.cpu.get_cpu_capability() names the vector ISA oneDNN uses),
-    oneDNN emulates bf16 matrix products (measured 8x slower than fp32 on an AVX2-only AMD EPYC, issue 22).
+    oneDNN emulates bf16 matrix products (measured 8x slower than fp32 on an AVX2-only AMD EPYC).
     None on CUDA and on CPUs with the units. bf16 is not refused: the numbers are still valid."""
     if device.type != "cpu":
         return None
@@ -409,7 +409,7 @@ CUDA_MEMORY_SHARE = 8
 """``engine.memory_budget_mb: auto`` on CUDA: 1/8 of the GPU's total memory. Total, not free: the chunking decides
 which vmapped kernels run (cuDNN and cuBLAS pick per batch shape), so a budget read from the free memory would make a
 run's bytes depend on what other jobs held when it started. With the gpu-workstation profile's 4 jobs a GPU, chunks
-hold at most half of it (the estimate in :meth:`VmapTrainer.chunk_size` is rough; issue 41 measured 10.8 GiB peak
+hold at most half of it (the estimate in :meth:`VmapTrainer.chunk_size` is rough; 10.8 GiB peak was measured
 for ocfl-cnn at 100 clients under a 2 GB budget on an H100). The share is a design choice, not a measured optimum."""
 
 
@@ -426,7 +426,7 @@ def resolve_memory_budget(value: int | str, device: torch.device) -> int:
 
 def resolve_channels_last(value: bool | str, device: torch.device) -> bool:
     """``engine.channels_last``: a boolean as given; ``auto`` = on for a CPU (1.5-1.8x faster convolutions there) and
-    off on CUDA, where cuDNN spent 26 % of a channels-last ocfl-cnn round transposing layouts (issue 41, H100)."""
+    off on CUDA, where cuDNN spent 26 % of a channels-last ocfl-cnn round transposing layouts (measured on an H100)."""
     if value == "auto":
         return device.type != "cuda"
     return bool(value)

@@ -4,6 +4,7 @@ A link is resolved from the directory of the file that holds it, as a Markdown r
 web addresses, mail addresses and in-page anchors are not files and are left out. The parser is markdown-it-free on
 purpose: inline links and images are all these documents use, and one regular expression reads them."""
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,34 @@ def test_a_broken_image_is_found(tmp_path):
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_resolves(document):
     assert broken_links(document) == [], f"{document.relative_to(ROOT)}: links to missing files"
+
+
+MAX_LINE = 200
+_NOT_DOCUMENTS = {".git", ".venv", ".snakemake", "results", "node_modules", "__pycache__", ".pytest_cache"}
+
+
+def markdown_files() -> list[Path]:
+    """Every Markdown file of the repository: git's list where there is one, else every file outside the virtual
+    environment and a study's results (whose README git tracks)."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--", "*.md"], cwd=ROOT, capture_output=True, check=True)
+        return sorted(ROOT / name for name in listed.stdout.decode().split("\0") if name and (ROOT / name).is_file())
+    except (OSError, subprocess.CalledProcessError):
+        found = (p for p in ROOT.rglob("*.md") if not _NOT_DOCUMENTS & set(p.relative_to(ROOT).parts[:-1]))
+        return sorted({*found, *ROOT.glob("results/README.md")})
+
+
+def long_lines(text: str) -> list[int]:
+    """The 1-based numbers of the lines of ``text`` longer than :data:`MAX_LINE` characters."""
+    return [i for i, line in enumerate(text.splitlines(), 1) if len(line) > MAX_LINE]
+
+
+def test_long_lines_are_found():
+    assert long_lines("short\n" + "x" * MAX_LINE + "\n| " + "y" * MAX_LINE + " |\n") == [3]
+
+
+@pytest.mark.parametrize("document", markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_markdown_line_is_longer_than_200_characters(document):
+    """Tables included: a table row that long reads in no editor and in no diff."""
+    found = long_lines(document.read_text(encoding="utf-8"))
+    assert not found, f"{document.relative_to(ROOT)}: lines {found} are longer than {MAX_LINE} characters"
