@@ -4,15 +4,18 @@
     cfl data --dataset mnist5k
     cfl split --dataset mnist5k --split nonoverlap-balanced --clients 15 --seed 0 [--summary]
     cfl train --dataset mnist5k --split nonoverlap-balanced --clients 15 --seed 0 --algorithm ocfl-hdb
+    cfl centralised_update_norms ... --round-size client     # a strategy input beside the split (SCL's proxy)
     cfl evaluate ... --algorithm ocfl-hdb
     cfl whatif   ... --algorithm ocfl-hdb
+    cfl evaluate_late_clients ... --algorithm ocfl-hdb-late
     cfl explain  ... --algorithm ocfl-hdb
     cfl report
     cfl status [--watch]              # every planned run: state, round, speed, ETA; the study's count and ETA
     cfl --config config/tiny.yaml --set engine.threads=2 --set study.clients=[6,12] validate
 
-Paths follow the Snakemake layout under ``results_dir`` so that the two can be mixed; the settings
-are resolved by the same functions that build the rules' params.
+One command per stage of the pipeline (cflcore.pipeline.STAGES). Paths follow the Snakemake layout under
+``results_dir`` so that the two can be mixed; the settings are resolved by the same functions that build the rules'
+params.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import yaml
 
 from . import filenames as fn
 from . import config as cc
-from . import layout, stages
+from . import layout, pipeline, stages
 from .errors import CflError, ConfigError
 from .logutil import setup_logging
 
@@ -72,13 +75,19 @@ def parse_set(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _scenario_args(p: argparse.ArgumentParser, algorithm: bool) -> None:
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--split", required=True)
-    p.add_argument("--clients", type=int, required=True)
-    p.add_argument("--seed", type=int, default=0)
-    if algorithm:
-        p.add_argument("--algorithm", required=True)
+def _wildcard_args(p: argparse.ArgumentParser, wildcards: Sequence[str]) -> None:
+    """A stage's wildcards (cflcore.pipeline.Stage.wildcards) as options: ``--dataset``, ``--split``, ``--clients``,
+    ``--seed`` (default 0), ``--algorithm``, ``--round-size``."""
+    for name in wildcards:
+        if name == "clients":
+            p.add_argument("--clients", type=int, required=True)
+        elif name == "seed":
+            p.add_argument("--seed", type=int, default=0)
+        elif name == "round_size":
+            p.add_argument("--round-size", dest="round_size", choices=("client", "epoch"), required=True,
+                           help="a proxy round: a client's step count per round, or an epoch over the pooled data")
+        else:
+            p.add_argument(f"--{name}", required=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,17 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--log", default=None, help="also log to this file")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("validate", help="validate the config and print the grid")
-    p = sub.add_parser("data", help="dataset -> results/data/{dataset}.parquet")
-    p.add_argument("--dataset", required=True)
-    p = sub.add_parser("split", help="dataset -> results/splits/{scenario}/")
-    _scenario_args(p, algorithm=False)
-    p.add_argument("--summary", action="store_true", help="print clients per cluster, samples and classes")
-    for name, helptext in (("train", "federated training of one run"),
-                           ("evaluate", "clustering and personalisation scores of one run"),
-                           ("whatif", "replay the what-if clusterers on every recorded round of one run"),
-                           ("explain", "insertion/deletion scores of one run")):
-        _scenario_args(sub.add_parser(name, help=helptext), algorithm=True)
-    sub.add_parser("report", help="tables and figures of every run in the config")
+    for stage in pipeline.STAGES:  # one command per stage of the pipeline, its wildcards as options
+        p = sub.add_parser(stage.command, help=stage.help)
+        _wildcard_args(p, stage.wildcards)
+        if "summary" in stage.options:
+            p.add_argument("--summary", action="store_true", help="print clients per cluster, samples and classes")
     p = sub.add_parser("status", help="state, round, speed and ETA of every planned run, and the study's ETA")
     p.add_argument("--watch", action="store_true", help="refresh in place until Ctrl-C")
     p.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes with --watch (default 2)")
@@ -193,8 +196,18 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
     elif a.cmd == "explain":
         stages.explain(p["dataset"], p["split"], p["run"], cc.explain_settings(cfg, a.dataset), a.seed,
                        p["explain"], device=cfg["device"], deterministic=cfg["engine"]["deterministic"])
+    elif a.cmd == "centralised_update_norms":
+        scenario = layout.scenario_id(a.dataset, a.split, a.clients, a.seed)
+        out = layout.input_file(str(p["results"]), scenario, f"centralised_update_norms/{a.round_size}")
+        stages.centralised_update_norms(p["dataset"], p["split"], cc.centralised_settings(cfg, a.dataset, a.round_size),
+                                        a.seed, out)
+    elif a.cmd == "evaluate_late_clients":
+        run = layout.run_id(a.dataset, a.split, a.clients, a.seed, a.algorithm)
+        stages.evaluate_late_clients(p["run"], p["manifest"], layout.eval_file(str(p["results"]), run, fn.LATE_CLIENTS))
     elif a.cmd == "report":
         stages.report(cfg, p["report"])
+    else:
+        raise CflError(f"cfl {a.cmd}: stage {a.cmd!r} has a record (cflcore.pipeline) but no command here (cflcore.cli)")
     return 0
 
 

@@ -2,7 +2,8 @@
 its dependents), and editing anything else does not.
 
 A job's sources are derived from its entry point's real imports, never listed by hand: the entry is a function of
-:mod:`cflcore.stages` (the one its ``workflow_scripts`` adapter calls), and its sources are
+:mod:`cflcore.stages` (the one its ``workflow_scripts`` adapter calls; a stage's entries are its record's,
+:mod:`cflcore.pipeline`), and its sources are
 * the parts of ``stages.py`` that function runs: its module-level statements and the module-level functions the
   entry references, transitively (so editing ``stages.train`` reruns ``train`` only);
 * :mod:`cflcore.logutil` (every adapter runs its stage through ``logutil.run_job``);
@@ -32,23 +33,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .pipeline import stage_entries
 from .registry import PLUGIN_SOURCES, registered_in_tree
 
 PKG = Path(__file__).resolve().parent
 PACKAGE = "cflcore"
 
-STAGE_ENTRIES: dict[str, tuple[str, ...]] = {
-    # stage (the rules' ``code_version(stage)``) -> the cflcore.stages functions its adapter calls
-    "data": ("prepare_dataset",),
-    "splits": ("make_split",),
-    "train": ("train",),
-    "centralised_update_norms": ("centralised_update_norms",),
-    "evaluate": ("evaluate",),
-    "whatif": ("whatif",),
-    "late_clients": ("evaluate_late_clients",),
-    "explain": ("explain",),
-    "report": ("report_part", "report_index"),
-}
 ENTRY_MODULE = f"{PACKAGE}.stages"
 ADAPTER_MODULES = (f"{PACKAGE}.logutil",)  # workflow_scripts/*.py: ``run_job(log, lambda: stages.<entry>(...))``
 DATA_SUFFIXES_PARSED = (".yaml", ".yml", ".json")  # hashed by content, not by text (comments and layout aside)
@@ -258,7 +248,7 @@ def _package_graph(root: Path) -> PackageGraph:
                       "imports": sorted(imports), "registries": sorted(kinds)}
     data = {m: [[str(f.relative_to(root)), data_digest(f)] for f in pkg.data_files(m)] for m in pkg.files}
     entries = {}
-    for stage, names in STAGE_ENTRIES.items():
+    for stage, names in stage_entries().items():  # stage (the rules' ``code_version(stage)``) -> its code entries
         nodes = _entry_nodes(pkg.trees[ENTRY_MODULE], names)
         imports, kinds = pkg.imports(ENTRY_MODULE, nodes)
         entries[stage] = {"imports": sorted(imports | pkg.with_parents(ENTRY_MODULE) - {ENTRY_MODULE}),

@@ -234,10 +234,11 @@ def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
 def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str, list[str]]:
     """rule -> the wildcards paths of the config's jobs upstream of rule ``report`` (their benchmark files are
     ``results/benchmarks/<rule>/<path>.tsv``; a rule without wildcards, e.g. ``report_tables``, has one job named
-    after it; the ``report`` job's own time is measured by itself)."""
-    from . import layout
+    after it; the ``report`` job's own time is measured by itself): each stage's rules (cflcore.pipeline.STAGES),
+    with the jobs their records name (cflcore.pipeline.JOB_SETS)."""
+    from . import layout, pipeline
     from .config import late_client_runs, run_inputs, study_run_ids, whatif_runs
-    from .report.parts import PARTS, part_rule
+    from .report.benchmarks import report_parts
 
     runs = study_run_ids(cfg)
     scenarios = sorted({layout.parse_run_id(r).scenario for r in runs})
@@ -248,12 +249,14 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
         for kind in run_inputs(cfg, run.dataset, str(run.algorithm)).values():
             base, _, option = kind.partition("/")
             inputs.setdefault(base, set()).add(f"{run.scenario}/{option}")
-    return {"prepare_dataset": sorted({layout.parse_scenario_id(s).dataset for s in scenarios}), "split": scenarios,
-            "train": runs, "evaluate": [r for r in runs if r in replayed],
-            **{base: sorted(paths) for base, paths in inputs.items()},
-            "evaluate_no_whatif": [r for r in runs if r not in replayed],
-            "evaluate_late_clients": late_client_runs(cfg), "explain": explain_runs,
-            **{part_rule(p): [part_rule(p)] for p in PARTS}}
+    jobs = {"datasets": lambda rule: sorted({layout.parse_scenario_id(s).dataset for s in scenarios}),
+            "scenarios": lambda rule: scenarios, "input_files": lambda rule: sorted(inputs.get(rule, ())),
+            "runs": lambda rule: runs, "replayed_runs": lambda rule: [r for r in runs if r in replayed],
+            "unreplayed_runs": lambda rule: [r for r in runs if r not in replayed],
+            "late_client_runs": lambda rule: late_client_runs(cfg), "explained_runs": lambda rule: explain_runs,
+            "part": lambda rule: [rule]}
+    return {rule: jobs[kind](rule) for stage in pipeline.with_report_parts(report_parts())
+            for rule, kind in stage.rules.items() if kind != "index" and (kind != "input_files" or rule in inputs)}
 
 
 def report(cfg: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:

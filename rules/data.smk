@@ -3,7 +3,7 @@
 
 rule prepare_dataset:
     output:
-        lay.dataset_file(RESULTS, "{dataset}"),
+        dataset=lay.dataset_file(RESULTS, "{dataset}"),
     log:
         lay.log_file(RESULTS, "prepare_dataset", "{dataset}"),
     benchmark:
@@ -14,7 +14,7 @@ rule prepare_dataset:
         runtime=30,
     params:
         settings=p_data,
-        code=code_version("data"),
+        code=code_version("prepare_dataset"),
     script:
         "../workflow_scripts/prepare_dataset.py"
 
@@ -35,6 +35,6 @@ rule split:
         runtime=10,
     params:
         settings=p_split,
-        code=code_version("splits"),
+        code=code_version("split"),
     script:
         "../workflow_scripts/split.py"

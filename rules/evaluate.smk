@@ -93,6 +93,6 @@ rule evaluate_late_clients:
         mem_mb=1000,
         runtime=lambda w, attempt: 10 * attempt,
     params:
-        code=code_version("late_clients"),
+        code=code_version("evaluate_late_clients"),
     script:
         "../workflow_scripts/evaluate_late_clients.py"

@@ -51,7 +51,7 @@ rule centralised_update_norms:
         assignments=lay.split_file(RESULTS, SCENARIO, fn.ASSIGNMENTS),
         manifest=lay.split_file(RESULTS, SCENARIO, fn.MANIFEST),
     output:
-        lay.input_file(RESULTS, SCENARIO, "centralised_update_norms/{round_size}"),
+        norms=lay.input_file(RESULTS, SCENARIO, "centralised_update_norms/{round_size}"),
     log:
         lay.log_file(RESULTS, "centralised_update_norms", f"{SCENARIO}/{{round_size}}"),
     benchmark:

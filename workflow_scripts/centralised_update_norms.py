@@ -7,4 +7,4 @@ from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821
 run_job(sm.log[0], lambda: stages.centralised_update_norms(
-    sm.input.dataset, Path(sm.input.manifest).parent, json.loads(sm.params.settings), sm.params.seed, sm.output[0]))
+    sm.input.dataset, Path(sm.input.manifest).parent, json.loads(sm.params.settings), sm.params.seed, sm.output.norms))

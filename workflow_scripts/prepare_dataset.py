@@ -5,4 +5,4 @@ from cflcore import stages
 from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
-run_job(sm.log[0], lambda: stages.prepare_dataset(json.loads(sm.params.settings), sm.output[0]))
+run_job(sm.log[0], lambda: stages.prepare_dataset(json.loads(sm.params.settings), sm.output.dataset))

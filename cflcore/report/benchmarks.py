@@ -16,11 +16,12 @@ Snakemake writes a job's benchmark file after the job, so the report cannot read
 measured by the report process itself (:func:`current_process_record`: wall time since the process started,
 CPU time of it and its finished children, their peak RSS) when the tables are written, its last step.
 
-The dependencies between jobs are :data:`RULE_UPSTREAM` (rule -> the rules whose outputs it reads) with the
+The dependencies between jobs are :func:`workflow_upstream` (rule -> the rules whose outputs it reads, from the
+stages' records in cflcore/pipeline.py) with the
 wildcard layout of the rules: a job depends on the upstream job whose wildcards path is a prefix of its own
 (``train`` ``mnist5k/nonoverlap-balanced/n15/s0/bnc`` on ``split`` ``mnist5k/nonoverlap-balanced/n15/s0``
-on ``prepare_dataset`` ``mnist5k``); a rule in :data:`AGGREGATING_RULES` depends on every job of its
-upstream rules. tests/report/test_report_benchmarks.py checks that this table names every rule of rules/*.smk.
+on ``prepare_dataset`` ``mnist5k``); a rule in :func:`aggregating_rules` depends on every job of its
+upstream rules. tests/workflow/test_pipeline.py checks that the records name every rule of rules/*.smk.
 
 Snakemake samples a job's CPU time and memory every 0.5 s (every 30 s after the first 15 s), so ``cpu_time``
 misses the last interval of a job and a job shorter than one interval may have no sample (``NA``, empty
@@ -37,27 +38,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .. import layout
+from .. import layout, pipeline
 from ..io import atomic_path
 from . import catalogue
 
-_PART_UPSTREAM = {"evaluations": ("evaluate", "evaluate_no_whatif"), "whatif": ("evaluate", "evaluate_no_whatif"),
-                  "late_clients": ("evaluate_late_clients",), "explain": ("explain",)}
-"""What a report part reads (catalogue.Part.reads) -> the rules that write it."""
-RULE_UPSTREAM: dict[str, tuple[str, ...]] = {
-    "prepare_dataset": (),
-    "split": ("prepare_dataset",),
-    "train": ("split",),
-    "centralised_update_norms": ("split",),  # a strategy input (Strategy.inputs); the train jobs declaring it read it
-    "evaluate": ("train",),
-    "evaluate_no_whatif": ("train",),
-    "evaluate_late_clients": ("train",),
-    "explain": ("train",),
-    **{part.rule: _PART_UPSTREAM[part.reads] for part in catalogue.PARTS},
-    catalogue.INDEX.rule: tuple(part.rule for part in catalogue.PARTS),
-}
-"""rule -> the rules whose outputs its jobs read (transitive inputs, e.g. explain -> split, are implied)."""
-AGGREGATING_RULES = frozenset({*(part.rule for part in catalogue.PARTS), catalogue.INDEX.rule})
+def report_parts() -> dict[str, str]:
+    """The report's part rules -> what each reads (catalogue.Part.reads), for :mod:`cflcore.pipeline`."""
+    return {part.rule: part.reads for part in catalogue.PARTS}
+
+
+def workflow_upstream() -> dict[str, tuple[str, ...]]:
+    """rule -> the rules whose outputs its jobs read (transitive inputs, e.g. explain -> split, are implied), from
+    the stages' records (cflcore.pipeline.rule_upstream)."""
+    return pipeline.rule_upstream(report_parts())
+
+
+def aggregating_rules() -> frozenset[str]:
+    """The rules whose one job reads every job of its upstream rules (the report's parts and index)."""
+    return pipeline.aggregating_rules(report_parts())
 """Rules whose one job reads every job of its upstream rules."""
 ALL_JOBS = "all jobs"
 REPORT_JOB = ("report", "report")
@@ -174,8 +172,10 @@ def discover_jobs(root: str | os.PathLike) -> dict[str, list[str]]:
             for d in sorted(root.iterdir()) if d.is_dir()}
 
 
-def rule_order(rules: Iterable[str], upstream: Mapping[str, Sequence[str]] = RULE_UPSTREAM) -> list[str]:
-    """``rules`` upstream first (depth in :data:`RULE_UPSTREAM`; unknown rules first), then by name."""
+def rule_order(rules: Iterable[str], upstream: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """``rules`` upstream first (depth in ``upstream``, by default :func:`workflow_upstream`; unknown rules first),
+    then by name."""
+    upstream = workflow_upstream() if upstream is None else upstream
     depth: dict[str, int] = {}
 
     def level(rule: str, seen: tuple[str, ...] = ()) -> int:
@@ -191,12 +191,13 @@ def _is_prefix(parent: str, child: str) -> bool:
     return child == parent or child.startswith(parent + "/")
 
 
-def recorded_upstream(rule: str, recorded: Iterable[str], upstream: Mapping[str, Sequence[str]] = RULE_UPSTREAM,
-                      aggregating: Iterable[str] = AGGREGATING_RULES, seen: tuple[str, ...] = ()) -> list[tuple[str, bool]]:
+def recorded_upstream(rule: str, recorded: Iterable[str], upstream: Mapping[str, Sequence[str]] | None = None,
+                      aggregating: Iterable[str] | None = None, seen: tuple[str, ...] = ()) -> list[tuple[str, bool]]:
     """The nearest upstream rules of ``rule`` with a record: a direct upstream rule without any is looked
     through to its own upstream rules. Each with whether an aggregating rule was looked through (its jobs
     are then all parents, as for an aggregating ``rule``)."""
-    recorded, aggregating = set(recorded), frozenset(aggregating)
+    upstream = workflow_upstream() if upstream is None else upstream
+    recorded, aggregating = set(recorded), frozenset(aggregating_rules() if aggregating is None else aggregating)
     out: list[tuple[str, bool]] = []
     for up in upstream.get(rule, ()):
         if up in seen:
@@ -209,13 +210,14 @@ def recorded_upstream(rule: str, recorded: Iterable[str], upstream: Mapping[str,
     return out
 
 
-def critical_path(jobs: Sequence[BenchmarkJob], upstream: Mapping[str, Sequence[str]] = RULE_UPSTREAM,
-                  aggregating: Iterable[str] = AGGREGATING_RULES) -> list[BenchmarkJob]:
+def critical_path(jobs: Sequence[BenchmarkJob], upstream: Mapping[str, Sequence[str]] | None = None,
+                  aggregating: Iterable[str] | None = None) -> list[BenchmarkJob]:
     """The chain of jobs, upstream first, with the largest sum of wall seconds: each job's parents are the jobs
     of its upstream rules whose wildcards path is a prefix of its own (every job of them for an aggregating
     rule). Jobs without a record are absent, so the chain runs through the jobs that have one (an upstream
     rule without records is looked through, :func:`recorded_upstream`)."""
-    aggregating = frozenset(aggregating)
+    upstream = workflow_upstream() if upstream is None else upstream
+    aggregating = frozenset(aggregating_rules() if aggregating is None else aggregating)
     by_rule: dict[str, list[BenchmarkJob]] = {}
     for job in jobs:
         by_rule.setdefault(job.rule, []).append(job)

@@ -21,7 +21,7 @@ from ..io import read_json, write_json
 from . import catalogue
 from .index import entry, write_index
 
-# This module is imported when the Snakefile is parsed (stages.benchmark_jobs names the part rules) and by the
+# This module is imported when the Snakefile is parsed (rules/report_common.smk) and by the
 # gathering job: the report's modules (pandas, matplotlib, scipy) are imported inside the writers.
 
 PARTS = tuple(p.name for p in catalogue.PARTS)
@@ -31,10 +31,6 @@ def part_plan(plan: Mapping[str, Any], part: str) -> dict[str, Any]:
     """The part of ``plan`` that ``part`` reads (:attr:`catalogue.Part.plan_keys`): the rule's param."""
     return {key: plan.get(key) for key in catalogue.part(part).plan_keys}
 
-
-def part_rule(part: str) -> str:
-    """The Snakemake rule that writes ``part`` (rules/report.smk)."""
-    return catalogue.part(part).rule
 
 
 def part_index(out_dir: str | Path, part: str) -> Path:

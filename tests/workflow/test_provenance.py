@@ -120,14 +120,14 @@ def test_each_edit_reruns_exactly_the_stages_importing_it(package):
     everything = set(provenance.STAGE_ENTRIES)
     assert changed_by["stages.py"] == everything  # a module-level statement runs in every stage
     assert changed_by["logutil.py"] == everything  # every adapter runs its stage through logutil.run_job
-    assert "late_clients" in changed_by["metrics/external.py"]
+    assert "evaluate_late_clients" in changed_by["metrics/external.py"]
     assert changed_by["fl/run.py"] == {"train"}  # explain loads models.pt (fl/artifacts.py), never the engine
     assert changed_by["strategies/ocfl.py"] >= {"train"} and not changed_by["strategies/ocfl.py"] & {
-        "data", "splits", "evaluate", "whatif", "late_clients", "explain"}
+        "prepare_dataset", "split", "evaluate", "whatif", "evaluate_late_clients", "explain"}
     assert changed_by["report/figures.py"] == {"report"}
     assert changed_by["layout.py"] == {"report"}  # the run layout is the rules' and the report's, not a stage's
     assert changed_by["reference/paper_table1_clustering.csv"] == {"report"}
-    assert changed_by["data/loaders.py"] >= {"data"} and "train" not in changed_by["data/loaders.py"]
+    assert changed_by["data/loaders.py"] >= {"prepare_dataset"} and "train" not in changed_by["data/loaders.py"]
     assert changed_by["evaluate/whatif.py"] >= {"whatif"} and "evaluate" not in changed_by["evaluate/whatif.py"]
     assert changed_by["explain/insdel.py"] == {"explain"}  # the report reads explain/tables.py, never torch code
     assert changed_by["explain/tables.py"] == {"explain", "report"}
@@ -156,10 +156,10 @@ def test_a_new_import_joins_the_stage(package):
     uses_trainers = "\n\ndef _uses_trainers():\n    from ..fl import trainers\n\n    return trainers\n"
     with edited(path, lambda original: original + uses_trainers):
         graph = provenance._package_graph(package)
-    files = {s: [p for p, _ in provenance.sources_in(graph, s, {})] for s in ("evaluate", "late_clients", "data")}
+    files = {s: [p for p, _ in provenance.sources_in(graph, s, {})] for s in ("evaluate", "evaluate_late_clients", "prepare_dataset")}
     assert {"fl/trainers.py", "fl/__init__.py"} <= set(files["evaluate"])
-    assert "fl/trainers.py" in files["late_clients"]
-    assert "fl/trainers.py" not in files["data"]
+    assert "fl/trainers.py" in files["evaluate_late_clients"]
+    assert "fl/trainers.py" not in files["prepare_dataset"]
 
 
 # ---- issue 28: as fine as the change -------------------------------------------------------------------------------
@@ -253,9 +253,9 @@ root = Path(sys.argv[3]); data = root / "digits.parquet"; split = root / "split"
 whatif = cc.whatif_settings(cfg, "digits", "ocfl-km")
 before = set(m for m in sys.modules if m.startswith("cflcore"))
 stage = sys.argv[1]
-if stage == "data":
+if stage == "prepare_dataset":
     stages.prepare_dataset(cc.data_settings(cfg, "digits"), data)
-elif stage == "splits":
+elif stage == "split":
     stages.make_split(data, cc.split_settings(cfg, "nonoverlap-balanced"), 6, 0, split, name="nonoverlap-balanced")
 elif stage == "train":
     stages.train(data, split, cc.run_settings(cfg, "digits", "ocfl-km"), 0, run)
@@ -276,7 +276,7 @@ def test_the_modules_a_stage_imports_at_run_time_are_in_its_hash(tmp_path):
     cfg = cc.validate_config(yaml.safe_load((Path(REPO) / "config" / "tiny.yaml").read_text()), plugins=False)
     selections = {"train": cc.run_plugins(cfg, "digits", "ocfl-km"), "explain": cc.explain_plugins(cfg, "digits")}
     fresh(Path(REPO) / "cflcore")
-    for stage in ("data", "splits", "train", "evaluate", "whatif", "explain"):
+    for stage in ("prepare_dataset", "split", "train", "evaluate", "whatif", "explain"):
         p = subprocess.run([sys.executable, "-c", RUNTIME, stage, REPO, str(tmp_path)], capture_output=True,
                            text=True, timeout=300, cwd=REPO)
         assert p.returncode == 0, p.stderr[-3000:]
@@ -285,8 +285,8 @@ def test_the_modules_a_stage_imports_at_run_time_are_in_its_hash(tmp_path):
         # validation asks the loaders for their train sizes (cflcore.data.loaders.train_size) and the split
         # generators for their minimum, so the data and split stages' own modules are imported before the window
         # opens: for them, the hash must cover the modules they ran (checked below)
-        assert loaded or stage in ("data", "splits"), stage
+        assert loaded or stage in ("prepare_dataset", "split"), stage
         assert set(loaded) <= set(modules), (stage, set(loaded) - set(modules))
-    assert "cflcore.data.loaders" in provenance.job_modules("data")
-    assert "cflcore.data.splits" in provenance.job_modules("splits")
+    assert "cflcore.data.loaders" in provenance.job_modules("prepare_dataset")
+    assert "cflcore.data.splits" in provenance.job_modules("split")
     assert "cflcore.strategies.bnc" not in provenance.job_modules("train", selections["train"])

@@ -1,0 +1,164 @@
+"""The pipeline's stages, one record each (docs/architecture.md §2): the one list of stages that the code hashes
+(cflcore/provenance.py), the report's benchmark view (cflcore/report/benchmarks.py), the benchmark plan
+(:func:`cflcore.stages.benchmark_jobs`) and the ``cfl`` command line read.
+
+A stage is a kind of job: the ``cflcore.stages`` functions it runs (its code entries: what its code hash covers),
+the Snakemake rules that run it and which jobs each runs, its wildcards, the named inputs and outputs of its rules,
+the stages whose outputs it reads, and its ``cfl`` subcommand. The rules stay hand-written Snakemake (rules/*.smk);
+tests/workflow/test_pipeline.py checks that they match these records: every rule belongs to a stage, and a rule's
+named inputs and outputs are the union of those of the stages that list it. Adding a stage is one record here, one
+rule and one entry function in cflcore/stages.py (docs/architecture.md §2, "Adding a stage").
+
+Standard library only, on the ground floor: reading the records imports no plug-in and no torch, provenance can
+read them, and no job's code hash but the report's covers this module. The report's parts are rules generated from
+its catalogue (cflcore/report/catalogue.py, one ``report_<part>`` rule per part): the functions below take them as
+an argument (rule -> what the part reads) from the modules that know the catalogue.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+_SCENARIO = ("dataset", "split", "clients", "seed")
+_RUN = (*_SCENARIO, "algorithm")
+_RUN_FILES = ("history", "server", "gram", "divergence", "models", "status")
+
+JOB_SETS = {
+    "datasets": "one job per dataset of the study",
+    "scenarios": "one job per scenario",
+    "input_files": "one job per scenario and option of a file kind some variant declares (Strategy.inputs)",
+    "runs": "one job per run",
+    "replayed_runs": "one job per run with a what-if replay (config.whatif_runs)",
+    "unreplayed_runs": "one job per run without a what-if replay",
+    "late_client_runs": "one job per run with late clients (config.late_client_runs)",
+    "explained_runs": "one job per explained run (config.explain_runs)",
+    "part": "one job, named after its rule",
+    "index": "one job, the report's last (it measures its own time)",
+}
+"""Which jobs of a study a rule runs (:attr:`Stage.rules`): the benchmark plan lists each rule's jobs by these."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the pipeline (module docstring)."""
+
+    name: str
+    """The stage: the key of its code hash (``provenance.code_version(name)`` in the rules) and of its record."""
+    entries: tuple[str, ...]
+    """The ``cflcore.stages`` functions its jobs run: what its code hash covers (cflcore/provenance.py)."""
+    rules: Mapping[str, str]
+    """The rules that run it -> which jobs each runs (a key of :data:`JOB_SETS`)."""
+    wildcards: tuple[str, ...]
+    inputs: tuple[str, ...] | None
+    """The named inputs its rules declare for it (None: built from the report's catalogue)."""
+    outputs: tuple[str, ...] | None
+    """The named outputs its rules declare for it (None: built from the report's catalogue)."""
+    upstream: tuple[str, ...]
+    """The stages whose outputs its jobs read."""
+    command: str
+    """Its ``cfl`` subcommand."""
+    help: str
+    options: tuple[str, ...] = field(default=())
+    """Extra ``cfl`` options of its command (beyond its wildcards), e.g. ``--summary`` of ``cfl split``."""
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("prepare_dataset", ("prepare_dataset",), {"prepare_dataset": "datasets"}, ("dataset",), (), ("dataset",),
+          (), "data", "dataset -> results/data/{dataset}.parquet"),
+    Stage("split", ("make_split",), {"split": "scenarios"}, _SCENARIO, ("dataset",), ("assignments", "manifest"),
+          ("prepare_dataset",), "split", "dataset -> results/splits/{scenario}/", options=("summary",)),
+    Stage("centralised_update_norms", ("centralised_update_norms",), {"centralised_update_norms": "input_files"},
+          (*_SCENARIO, "round_size"), ("dataset", "assignments", "manifest"), ("norms",), ("split",),
+          "centralised_update_norms",
+          "a centralised training's update norm per round, beside the split (a strategy input: SCL's proxy)"),
+    Stage("train", ("train",), {"train": "runs"}, _RUN, ("dataset", "assignments", "manifest"), _RUN_FILES,
+          ("split", "centralised_update_norms"), "train", "federated training of one run"),
+    Stage("evaluate", ("evaluate",), {"evaluate": "replayed_runs", "evaluate_no_whatif": "unreplayed_runs"}, _RUN,
+          ("history", "server", "gram", "status", "manifest"), ("clustering", "personalisation"), ("train",),
+          "evaluate", "clustering and personalisation scores of one run"),
+    Stage("whatif", ("whatif",), {"evaluate": "replayed_runs"}, _RUN,
+          ("history", "server", "gram", "divergence", "status", "manifest"), ("whatif",), ("train",),
+          "whatif", "replay the what-if clusterers on every recorded round of one run"),
+    Stage("evaluate_late_clients", ("evaluate_late_clients",), {"evaluate_late_clients": "late_client_runs"}, _RUN,
+          ("history", "server", "status", "manifest"), ("late",), ("train",), "evaluate_late_clients",
+          "the late clients' scores of one run (000 §6.2)"),
+    Stage("explain", ("explain",), {"explain": "explained_runs"}, _RUN,
+          ("dataset", "assignments", "manifest", "models", "status"), ("insdel", "samples", "summary", "saliency"),
+          ("train",), "explain", "insertion/deletion scores of one run"),
+    Stage("report", ("report_part", "report_index"), {"report": "index"}, (), None, None,
+          ("evaluate", "whatif", "evaluate_late_clients", "explain"), "report",
+          "tables and figures of every run in the config"),
+)
+"""Every stage, upstream first. The report's part rules join the report stage (:func:`with_report_parts`)."""
+
+REPORT_PART_READS = {"evaluations": "evaluate", "whatif": "whatif", "late_clients": "evaluate_late_clients",
+                     "explain": "explain"}
+"""What a report part reads (catalogue.Part.reads) -> the stage that writes it; the index reads the parts."""
+
+TARGET_RULES = ("all",)
+"""Rules that run no stage: the Snakefile's default target."""
+
+
+def stage(name: str, stages: tuple[Stage, ...] | None = None) -> Stage:
+    """The record of the stage called ``name``."""
+    stages = STAGES if stages is None else stages
+    for s in stages:
+        if s.name == name:
+            return s
+    raise KeyError(f"unknown stage {name!r}; allowed: {', '.join(s.name for s in stages)}")
+
+
+def stage_entries(stages: tuple[Stage, ...] | None = None) -> dict[str, tuple[str, ...]]:
+    """Stage -> its code entries (cflcore/provenance.py)."""
+    stages = STAGES if stages is None else stages
+    return {s.name: s.entries for s in stages}
+
+
+def with_report_parts(parts: Mapping[str, str], stages: tuple[Stage, ...] | None = None) -> tuple[Stage, ...]:
+    """``stages`` with the report's part rules (rule -> what the part reads, :data:`REPORT_PART_READS`'s keys) added
+    to the report stage, each running one job."""
+    stages = STAGES if stages is None else stages
+    unknown = sorted(set(parts.values()) - set(REPORT_PART_READS))
+    if unknown:
+        raise KeyError(f"report parts read {unknown}; known: {', '.join(REPORT_PART_READS)}")
+    return tuple(replace(s, rules={**{rule: "part" for rule in parts}, **s.rules}) if s.name == "report" else s
+                 for s in stages)
+
+
+def rule_upstream(parts: Mapping[str, str], stages: tuple[Stage, ...] | None = None) -> dict[str, tuple[str, ...]]:
+    """Rule -> the rules whose outputs its jobs read, from the stages' upstream; a report part (``parts``: rule ->
+    what it reads) reads the rules of the stage that writes that (:data:`REPORT_PART_READS`), the index the parts."""
+    stages = STAGES if stages is None else stages
+    rules_of = {s.name: tuple(s.rules) for s in stages}
+    out: dict[str, tuple[str, ...]] = {}
+    for s in with_report_parts(parts, stages):
+        for rule, jobs in s.rules.items():
+            if jobs == "part":
+                ups = rules_of[REPORT_PART_READS[parts[rule]]]
+            elif jobs == "index":
+                ups = tuple(parts)
+            else:
+                ups = tuple(r for u in s.upstream for r in rules_of[u])
+            out[rule] = tuple(dict.fromkeys((*out.get(rule, ()), *ups)))
+    return out
+
+
+def aggregating_rules(parts: Mapping[str, str], stages: tuple[Stage, ...] | None = None) -> frozenset[str]:
+    """Rules with one job that reads every job of its upstream rules (the report's parts and index)."""
+    stages = STAGES if stages is None else stages
+    return frozenset(r for s in with_report_parts(parts, stages) for r, jobs in s.rules.items() if jobs in ("part", "index"))
+
+
+def rule_files(parts: Mapping[str, str] = {}, stages: tuple[Stage, ...] | None = None) -> dict[str, tuple[set[str], set[str]] | None]:
+    """Rule -> (named inputs, named outputs) its rule declares: the union over the stages that list it (None where
+    the catalogue builds them)."""
+    stages = STAGES if stages is None else stages
+    out: dict[str, tuple[set[str], set[str]] | None] = {}
+    for s in with_report_parts(parts, stages):
+        for rule in s.rules:
+            if s.inputs is None or s.outputs is None:
+                out[rule] = None
+                continue
+            ins, outs = out.setdefault(rule, (set(), set())) or (set(), set())
+            out[rule] = (ins | set(s.inputs), outs | set(s.outputs))
+    return out
