@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from cflcore import config as cc
-from cflcore import provenance
+from cflcore import pipeline, provenance
 from cflcore.registry import declared_modules
 from conftest import REPO
 
@@ -41,7 +41,7 @@ def edited(path: Path, edit: Callable[[str], str]) -> Iterator[None]:
 
 def stage_hashes(graph: dict) -> dict[str, str]:
     """Every stage's hash without a plug-in selection (each registry brings all its plug-ins)."""
-    return {stage: provenance.version_in(graph, stage) for stage in provenance.STAGE_ENTRIES}
+    return {stage: provenance.version_in(graph, stage) for stage in pipeline.stage_entries()}
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_code_version_matches_the_graph(package):
     assert provenance.package_graph(package) == graph
     selection = {"method": "ocfl", "model": "tinyvgg"}
     assert provenance.code_version("train", selection, package) == provenance.version_in(graph, "train", selection)
-    assert {s: provenance.code_version(s, root=package) for s in provenance.STAGE_ENTRIES} == stage_hashes(graph)
+    assert {s: provenance.code_version(s, root=package) for s in pipeline.stage_entries()} == stage_hashes(graph)
     fresh(package)
     assert provenance.package_graph(package) == graph  # read back from __pycache__
 
@@ -117,7 +117,7 @@ def test_each_edit_reruns_exactly_the_stages_importing_it(package):
             f.write_bytes(original)
         holders = {s for s in base if rel in [p.split("#")[0] for p, _ in provenance.sources_in(graph, s, {})]}
         assert changed_by[rel] == holders, rel
-    everything = set(provenance.STAGE_ENTRIES)
+    everything = set(pipeline.stage_entries())
     assert changed_by["stages.py"] == everything  # a module-level statement runs in every stage
     assert changed_by["logutil.py"] == everything  # every adapter runs its stage through logutil.run_job
     assert "evaluate_late_clients" in changed_by["metrics/external.py"]
@@ -204,11 +204,11 @@ def test_the_helpers_table_follows_the_imports():
 
 def test_a_comment_or_a_docstring_changes_no_hash(package, default_config):
     base = train_hashes(package, default_config)
-    base_stages = {s: provenance.code_version(s, root=package) for s in provenance.STAGE_ENTRIES}
+    base_stages = {s: provenance.code_version(s, root=package) for s in pipeline.stage_entries()}
     path = package / "strategies" / "ifca.py"
     with edited(path, lambda original: original.replace('"""', '"""A docstring edit. ', 1) + "\n# probe\n"):
         assert train_hashes(package, default_config) == base
-        assert {s: provenance.code_version(s, root=package) for s in provenance.STAGE_ENTRIES} == base_stages
+        assert {s: provenance.code_version(s, root=package) for s in pipeline.stage_entries()} == base_stages
 
 
 def test_no_module_digest_moves_with_a_comment():
