@@ -242,7 +242,7 @@ def run_case(model: str, n: int, n_train: int, device: torch.device, repeats: in
                               n_classes=CLASSES, seed=seed)
     rounds: dict[str, Any] = {"engine-loop": EngineRound(fed, model, "loop", seed, device, threads),
                               "engine-vmap": EngineRound(fed, model, "vmap", seed, device, threads)}
-    layout = rounds["engine-loop"].engine.layout
+    layout = rounds["engine-loop"].engine.model_layout
     start = build_model(model, SHAPE[0], SHAPE[1:], CLASSES)
     layout.load(start, rounds["engine-loop"].vector())  # the engine's round-0 global model
     rounds = {"reference": HandRound("reference", start, fed, seed, device),

@@ -203,7 +203,7 @@ class TorchOptimTrainer(LoopTrainer):
     """Ablation "fused optimiser off": torch.optim.SGD (single-tensor path) and zero_grad/backward."""
 
     def train_client(self, start, client, seed):
-        self.layout.load(self.model, start)
+        self.model_layout.load(self.model, start)
         opt = torch.optim.SGD(self.params, lr=LR, foreach=False)
         losses = []
         for epoch in range(self.spec.local_epochs):
@@ -213,7 +213,7 @@ class TorchOptimTrainer(LoopTrainer):
                 loss.backward()
                 opt.step()
                 losses.append(loss.detach())
-        return self.layout.flatten(self.model), torch.stack(losses).double().numpy()
+        return self.model_layout.flatten(self.model), torch.stack(losses).double().numpy()
 
 
 @contextlib.contextmanager
@@ -249,7 +249,7 @@ class EngineRound:
             self.engine.evaluator.batch_size = evaluator_batch
         if trainer_cls is not None:
             old = self.engine.trainer
-            self.engine.trainer = trainer_cls(old.model, old.layout, old.spec, old.device)
+            self.engine.trainer = trainer_cls(old.model, old.model_layout, old.spec, old.device)
         if patch is not None:
             patch(self.engine.trainer)
         harness.check_threads(threads)
@@ -312,13 +312,13 @@ def check_equivalence(fed, seed: int, threads: int) -> None:
     """One round from the same start: reference, plain and the fp32 engine (eager and compiled) agree."""
     eng = EngineRound(fed, seed, threads)
     start = build_model("tinyvgg", 1, (28, 28), 10)
-    eng.engine.layout.load(start, eng.global_vector())
+    eng.engine.model_layout.load(start, eng.global_vector())
     ref, plain = HandRound("reference", start, fed, seed), HandRound("plain", start, fed, seed)
     ref()
     plain()
     eng()
-    ref_vec = eng.engine.layout.flatten(ref.model)
-    diffs = {"plain": harness.assert_close("plain", eng.engine.layout.flatten(plain.model), ref_vec, 1e-3, 1e-5, "global parameters"),
+    ref_vec = eng.engine.model_layout.flatten(ref.model)
+    diffs = {"plain": harness.assert_close("plain", eng.engine.model_layout.flatten(plain.model), ref_vec, 1e-3, 1e-5, "global parameters"),
              "engine": harness.assert_close("engine", eng.global_vector(), ref_vec, 1e-3, 1e-5, "global parameters")}
     compiled = EngineRound(fed, seed, threads, compile_=True)
     compiled()
@@ -326,7 +326,7 @@ def check_equivalence(fed, seed: int, threads: int) -> None:
                                                    "global parameters")
     eval_model = build_model("tinyvgg", 1, (28, 28), 10).eval()
     for name, vec in (("engine", eng.global_vector()), ("engine+compile", compiled.global_vector())):
-        eng.engine.layout.load(eval_model, vec)
+        eng.engine.model_layout.load(eval_model, vec)
         with torch.no_grad():
             agree = float((eval_model(fed.x_orch).argmax(1) == ref.predictions).double().mean())
         if agree < 0.995:

@@ -225,7 +225,7 @@ def server_child(n: int, image: int, repeats: int, seed: int, threads: int) -> d
     algorithm = {"method": "ocfl", "min_round": 10 ** 6}  # Γ and T every round, never clusters
     engine, state = build_engine(fed, train_settings("ocfl-cnn", "loop", threads, algorithm, eval_every=10 ** 6), seed, LOG)
     harness.check_threads(threads)
-    p = engine.layout.n_full
+    p = engine.model_layout.n_full
     gen = torch.Generator().manual_seed(seed)
     stub = StubTrainer(torch.randn(3, p, generator=gen))
     engine.trainer = stub
@@ -306,9 +306,9 @@ def check_lean_equivalence(n: int, image: int, seed: int, threads: int) -> dict[
     engine, state = build_engine(fed, train_settings("ocfl-cnn", "loop", threads, {"method": "ocfl", "min_round": 10 ** 6},
                                                      eval_every=10 ** 6), seed, LOG)
     gen = torch.Generator().manual_seed(seed)
-    stub = StubTrainer(torch.randn(3, engine.layout.n_full, generator=gen) * 20)  # moves many weights across zero
+    stub = StubTrainer(torch.randn(3, engine.model_layout.n_full, generator=gen) * 20)  # moves many weights across zero
     engine.trainer = stub
-    tol = 2 * cosine_tolerance(engine.layout.n_full)
+    tol = 2 * cosine_tolerance(engine.model_layout.n_full)
     checked = {"rounds": 0, "fixes": 0, "worst": 0.0, "tol": tol}
     for rnd in range(2):
         starts = torch.stack([state.models[0]] * n)
@@ -403,7 +403,7 @@ def cnn_train_child(image: int, quick: bool, seed: int, threads: int) -> dict[st
     engine.trainer.train(starts, clients, [seed])  # warm-up
     t0 = time.perf_counter()
     engine.trainer.train(starts, clients, [seed + 1])
-    return {"cnn_train_s": time.perf_counter() - t0, "n_params": engine.layout.n_full}
+    return {"cnn_train_s": time.perf_counter() - t0, "n_params": engine.model_layout.n_full}
 
 
 def run_child(args: list[str]) -> dict[str, Any]:

@@ -136,7 +136,7 @@ def write_outputs(engine: Any, state: EngineState, out_dir: Path, last_round: in
     for c in state.models:
         members = np.flatnonzero(state.labels == c)
         full = engine.full_vector(state, c, None, local=engine.mean_local(state, members))
-        cluster_models[int(c)] = engine.layout.state_dict(engine.template, full)
+        cluster_models[int(c)] = engine.model_layout.state_dict(engine.template, full)
     client_models = {int(i): {int(k): float(w) for k, w in s.items()} for i, s in specs.items() if isinstance(s, Mapping)}
     save_run_models(out_dir / fn.MODELS, {
         "model": engine.model_name, "model_kwargs": engine.model_kwargs, "round": int(last_round),

@@ -47,15 +47,15 @@ def centralised_update_norms(fed: Any, training: Mapping[str, Any], engine: Mapp
     with torch.random.fork_rng(devices=[]):  # constructors draw from the default generator: fork it, seed it
         torch.manual_seed(derive_seed(seed, _STREAM_CENTRALISED, 0))
         model = build_model(training["model"], **kwargs)
-    layout = ModelLayout.of(model)
-    shared = layout.partition(bool(engine.get("bn_buffers_in_delta", False)), engine.get("bn_stats") == "local").shared
+    model_layout = ModelLayout.of(model)
+    shared = model_layout.partition(bool(engine.get("bn_buffers_in_delta", False)), engine.get("bn_stats") == "local").shared
     spec = TrainSpec(ClientOptimizer.from_training(dict(training)), int(training["batch_size"]), int(training["local_epochs"]))
-    trainer = LoopTrainer(model, layout, spec, torch.device("cpu"))
+    trainer = LoopTrainer(model, model_layout, spec, torch.device("cpu"))
     x = torch.cat([cl.x_train for cl in fed.clients])
     y = torch.cat([cl.y_train for cl in fed.clients])
     empty = np.zeros(0, dtype=np.int64)
     per_client = max(1, round(len(y) / len(fed.clients)))
-    theta = layout.flatten(model).to(torch.float32)
+    theta = model_layout.flatten(model).to(torch.float32)
     norms = []
     for rnd in range(int(training["rounds"])):
         if round_size == "client":

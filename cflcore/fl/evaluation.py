@@ -58,21 +58,21 @@ class Evaluator:
     """A separate eval-mode copy of the network that flat vectors are loaded into (the trainer's copy is untouched).
     ``batch_size`` None = :func:`default_eval_batch` of the device."""
 
-    def __init__(self, model: nn.Module, layout: ModelLayout, device: torch.device, dtype: torch.dtype,
+    def __init__(self, model: nn.Module, model_layout: ModelLayout, device: torch.device, dtype: torch.dtype,
                  batch_size: int | None = None, bf16: bool = False, channels_last: bool = False):
         self.model = model.to(device=device, dtype=dtype).eval()
         if channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
         if batch_size is None:
             batch_size = default_eval_batch(device)
-        self.layout, self.device, self.dtype, self.batch_size = layout, device, dtype, int(batch_size)
+        self.model_layout, self.device, self.dtype, self.batch_size = model_layout, device, dtype, int(batch_size)
         self.bf16, self.channels_last = bf16, channels_last
         self.n_orchestrator_calls = 0
 
     @torch.no_grad()
     def predict(self, vector: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(predicted labels, per-sample cross-entropy) of model ``vector`` on (x, y), in batches."""
-        self.layout.load(self.model, vector)
+        self.model_layout.load(self.model, vector)
         preds, losses = [], []
         for lo in range(0, len(y), self.batch_size):
             xb = x[lo:lo + self.batch_size].to(device=self.device, dtype=self.dtype)

@@ -147,9 +147,9 @@ class PersonalResult(TrainResult):
 class PersonalTrainer(LoopTrainer):
     """The loop trainer's module, data and seeded batch stream with pFedMe's or Per-FedAvg's client update."""
 
-    def __init__(self, model: nn.Module, layout: ModelLayout, spec: TrainSpec, device: torch.device,
+    def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device,
                  personal: Personalisation):
-        super().__init__(model, layout, spec, device)
+        super().__init__(model, model_layout, spec, device)
         if not personal.active:
             raise ValueError("PersonalTrainer needs engine.personalisation.kind pfedme or perfedavg")
         self.personal = personal
@@ -191,7 +191,7 @@ class PersonalTrainer(LoopTrainer):
         ``persionalized_model_bar`` aliases the module's parameters, which it sets to w_R, pFedMe issue #5) or
         θ̂ of the last local round with ``theta`` (the paper's text)."""
         p = self.personal
-        self.layout.load(self.model, start)
+        self.model_layout.load(self.model, start)
         w = [t.detach().clone() for t in self.params]
         state, losses = OptimizerState(), []
         for _, (xb, yb) in zip(range(self.steps_per_round(client)), self.stream(client, seed)):
@@ -203,9 +203,9 @@ class PersonalTrainer(LoopTrainer):
             theta = [t.detach().clone() for t in self.params]
             optimizer_step(self.spec.optimizer, w, pfedme_envelope_grad(w, theta, p.lam), state)
         self.done()
-        theta_full = self.layout.flatten(self.model)
+        theta_full = self.model_layout.flatten(self.model)
         self.set_params(w)
-        local = self.layout.flatten(self.model)
+        local = self.model_layout.flatten(self.model)
         personal = theta_full if p.personal_model == "theta" else local
         return local, personal, torch.stack(losses).to(torch.float64).cpu().numpy()
 
@@ -214,7 +214,7 @@ class PersonalTrainer(LoopTrainer):
         """Per-FedAvg's client (Alg. 1 l. 4-8): τ meta steps, each on 2 (FO) or 3 (HF) fresh mini-batches."""
         p, opt = self.personal, self.spec.optimizer
         meta = replace(opt, lr=p.beta)  # the step that moves w: lr β, the client optimiser's weight decay / momentum
-        self.layout.load(self.model, start)
+        self.model_layout.load(self.model, start)
         w = [t.detach().clone() for t in self.params]
         state, losses = OptimizerState(), []
         n_batches = 2 if p.update == "fo" else 3
@@ -231,19 +231,19 @@ class PersonalTrainer(LoopTrainer):
             optimizer_step(meta, w, direction, state)
         self.done()
         self.set_params(w)
-        return self.layout.flatten(self.model), torch.stack(losses).to(torch.float64).cpu().numpy()
+        return self.model_layout.flatten(self.model), torch.stack(losses).to(torch.float64).cpu().numpy()
 
     def adapt(self, start: torch.Tensor, client: ClientData, seed: int) -> torch.Tensor:
         """Per-FedAvg's personalised model: one SGD step of α on a training mini-batch (the paper's evaluation).
         The authors' ``train_one_step`` takes two steps (α, then β) on *test* batches (pFedMe issue #19, a
         leak); here the client's training data only. The batch is the first of an epoch seeded by ``seed``."""
         self.model.train()
-        self.layout.load(self.model, start)
+        self.model_layout.load(self.model, start)
         xb, yb = next(self.stream(client, seed))
         _, g = self.loss_grads(xb, yb)
         self.done()
         self.set_params(sgd_point([t.detach() for t in self.params], g, self.spec.optimizer.lr))
-        return self.layout.flatten(self.model)
+        return self.model_layout.flatten(self.model)
 
     # ----- the trainer interface ---------------------------------------------------------------
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],

@@ -156,7 +156,7 @@ TENSORBOARD_SCALARS = ("loss", "local_f1", "clusters", "ari", "temperature")
 
 class TensorBoardMonitor:
     """A run's per-round scalars (:data:`TENSORBOARD_SCALARS`, tag ``run/<name>``, step = round) as TensorBoard event
-    files in ``log_dir`` (one folder per run: cflcore.layout.tensorboard_dir). A fresh start empties the folder;
+    files in ``log_dir`` (one folder per run: cflcore.model_layout.tensorboard_dir). A fresh start empties the folder;
     a resume opens a new event file with ``purge_step`` = its first round, so TensorBoard's reader drops the
     previous attempt's events from that round on and shows every round once."""
 

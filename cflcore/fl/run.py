@@ -120,7 +120,7 @@ class Engine:
     seed: int
     device: torch.device
     strategy: Strategy
-    layout: ModelLayout
+    model_layout: ModelLayout
     part: Partition
     trainer: Any
     evaluator: Evaluator
@@ -137,13 +137,13 @@ class Engine:
     def shared_part(self, matrix: torch.Tensor) -> torch.Tensor:
         """Columns of the shared part; the matrix itself (no copy) when everything is shared (the usual case:
         large models x many clients would otherwise hold extra gigabytes)."""
-        if len(self.part.shared) == self.layout.n_full:
+        if len(self.part.shared) == self.model_layout.n_full:
             return matrix
         return matrix[:, self.part.shared]
 
     def full_vector(self, state: EngineState, spec: StartSpec, client: int | None, local: torch.Tensor | None = None) -> torch.Tensor:
         """The full vector of a (possibly mixed) StartSpec; the FedBN part is the client's own (or ``local``)."""
-        full = torch.empty(self.layout.n_full, dtype=self.dtype, device=self.device)
+        full = torch.empty(self.model_layout.n_full, dtype=self.dtype, device=self.device)
         if isinstance(spec, Mapping):
             weights = {int(c): float(w) for c, w in spec.items()}
             full[self.part.shared] = sum(w * state.models[c] for c, w in weights.items())  # convex mix (002 eq. 4)
@@ -160,7 +160,7 @@ class Engine:
     def start_rows(self, state: EngineState, specs: Sequence[StartSpec], clients: np.ndarray):
         """``start_of(row)``: the full start vector of the row's client, rebuilt on demand (no N × P start matrix).
         A cluster's model itself (no copy) when everything is shared, else :meth:`full_vector`."""
-        plain = len(self.part.shared) == self.layout.n_full
+        plain = len(self.part.shared) == self.model_layout.n_full
 
         def start_of(row: int) -> torch.Tensor:
             spec = specs[row]
@@ -175,7 +175,7 @@ class Engine:
         so no round pays for fresh pages; the trainer writes into it and the deltas live in it."""
         if self.buffer is None or self.buffer.shape[0] < n:
             self.buffer = None  # free the old one first
-            self.buffer = torch.empty(n, self.layout.n_full, dtype=self.dtype, device=self.device)
+            self.buffer = torch.empty(n, self.model_layout.n_full, dtype=self.dtype, device=self.device)
         return self.buffer[:n]
 
     def mean_local(self, state: EngineState, clients: Sequence[int]) -> torch.Tensor | None:
@@ -213,7 +213,7 @@ class Engine:
     def _full_from_shared(self, state: EngineState, vec: torch.Tensor, ref: int | None, client: int | None) -> torch.Tensor:
         """A full vector from a strategy-supplied shared vector. BN buffers kept out of the deltas come from
         cluster ``ref`` when the key names one, else their mean over clusters; FedBN parts from ``client``."""
-        full = torch.empty(self.layout.n_full, dtype=self.dtype, device=self.device)
+        full = torch.empty(self.model_layout.n_full, dtype=self.dtype, device=self.device)
         full[self.part.shared] = vec.to(device=self.device, dtype=self.dtype)
         if len(self.part.extra):
             full[self.part.extra] = state.extra[ref] if ref is not None else torch.stack(list(state.extra.values())).mean(0)
@@ -310,7 +310,7 @@ class Engine:
         (002 eq. 4): the buffer becomes the deltas in place first. BN tensors outside the deltas: a copy of the
         shared columns' deltas. The Gram product is the same bits in every case."""
         fixes: list = []
-        if len(self.part.shared) != self.layout.n_full:  # the shared columns are a copy anyway
+        if len(self.part.shared) != self.model_layout.n_full:  # the shared columns are a copy anyway
             deltas = self.shared_part(buffer) - torch.stack([shared_start(r) for r in range(len(specs))])
             return deltas, update_gram(deltas), fixes, None
 
@@ -362,7 +362,7 @@ class Engine:
                 rows = torch.tensor(members, device=self.device)
                 w = torch.tensor(n_samples[members], dtype=self.dtype, device=self.device) if weighted else None
                 every = len(members) == len(sampled)
-                if self.server.is_fedavg and len(self.part.shared) == self.layout.n_full:
+                if self.server.is_fedavg and len(self.part.shared) == self.model_layout.n_full:
                     # FedAvg: the members' rows read in place (a subset column block by column block), no copy
                     models[c], server_state[c] = rows_mean(news, None if every else members, w), {}
                 else:
@@ -540,28 +540,28 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     model_kwargs = {"in_channels": c, "image_size": [h, w], "n_classes": fed.n_classes, **dict(training.get("model_kwargs") or {})}
     make = lambda i: _init_model(model_name, model_kwargs, derive_seed(seed, _STREAM_INIT, i))  # noqa: E731
     template = make(0)
-    layout = ModelLayout.of(template)
-    part = layout.partition(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")
-    init_full = layout.flatten(template).to(device=device, dtype=dtype)
+    model_layout = ModelLayout.of(template)
+    part = model_layout.partition(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")
+    init_full = model_layout.flatten(template).to(device=device, dtype=dtype)
     personal = Personalisation.from_engine(eng)
     if personal.active:  # the schema refuses these too; settings built by hand meet them here
         if str(eng["trainer"]) == "vmap" or spec.proximal_mu:
             raise ConfigError(f"engine.personalisation.kind: {personal.kind} needs engine.trainer loop or auto and "
                               f"engine.proximal_mu 0 (got {eng['trainer']}, {spec.proximal_mu})")
-        trainer = PersonalTrainer(make(0), layout, spec, device, personal)
+        trainer = PersonalTrainer(make(0), model_layout, spec, device, personal)
     else:
-        trainer = resolve_trainer(str(eng["trainer"]), device)(make(0), layout, spec, device)
-    evaluator = Evaluator(make(0), layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
+        trainer = resolve_trainer(str(eng["trainer"]), device)(make(0), model_layout, spec, device)
+    evaluator = Evaluator(make(0), model_layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
     strategy.setup(StrategyContext(fed.n_clients, int(len(part.shared)), int(seed), device,
                                    float(eng["participation"]), fed.n_true_clusters, dtype,
-                                   layout.layer_sizes(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local"),
-                                   layout.array_sizes(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")))
-    make_init = lambda i: layout.flatten(make(i)).to(device=device, dtype=dtype)[part.shared]  # noqa: E731
+                                   model_layout.layer_sizes(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local"),
+                                   model_layout.array_sizes(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")))
+    make_init = lambda i: model_layout.flatten(make(i)).to(device=device, dtype=dtype)[part.shared]  # noqa: E731
     models = {int(k): v.to(device=device, dtype=dtype).clone() for k, v in strategy.initial_models(init_full[part.shared].clone(), make_init).items()}
     state = EngineState(0, models, {k: init_full[part.extra].clone() for k in models}, {},
                         {i: init_full[part.local].clone() for i in range(fed.n_clients)} if len(part.local) else {},
                         np.asarray(strategy.assignment.labels, dtype=np.int64))
-    engine = Engine(fed.to(device), {**settings, "engine": eng}, int(seed), device, strategy, layout, part, trainer, evaluator,
+    engine = Engine(fed.to(device), {**settings, "engine": eng}, int(seed), device, strategy, model_layout, part, trainer, evaluator,
                     ServerOptimizer.from_engine(eng), model_name, model_kwargs, template, dtype, log,
                     personal=personal if personal.active else None)
     return engine, state

@@ -152,9 +152,9 @@ def uniform_source(gen: torch.Generator):
 class Trainer(ABC):
     """Trains a list of clients from given start vectors; owns one reusable module."""
 
-    def __init__(self, model: nn.Module, layout: ModelLayout, spec: TrainSpec, device: torch.device):
+    def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device):
         self.model = model.to(device=device, dtype=spec.dtype)
-        self.layout = layout
+        self.model_layout = model_layout
         self.spec = spec
         self.device = device
         self.dropouts = dropout_modules(self.model)
@@ -202,11 +202,11 @@ class LoopTrainer(Trainer):
     round differently); a run is still deterministic and resumes bit for bit with the same setting.
     """
 
-    def __init__(self, model: nn.Module, layout: ModelLayout, spec: TrainSpec, device: torch.device):
-        super().__init__(model, layout, spec, device)
+    def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device):
+        super().__init__(model, model_layout, spec, device)
         if spec.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
-        names = {e.name for e in layout.params}
+        names = {e.name for e in model_layout.params}
         self.params = [p for n, p in self.model.named_parameters() if n in names]
         self.forward: Callable[[torch.Tensor], torch.Tensor] = self.model
         if spec.compile:
@@ -228,7 +228,7 @@ class LoopTrainer(Trainer):
     def train_client(self, start: torch.Tensor, client: ClientData, seed: int) -> tuple[torch.Tensor, np.ndarray]:
         """E local epochs of one client from the full vector ``start``: (new full vector, every step's loss)."""
         model, spec = self.model, self.spec
-        self.layout.load(model, start)
+        self.model_layout.load(model, start)
         state = OptimizerState()
         anchors = [p.detach().clone() for p in self.params] if spec.proximal_mu else []
         losses: list[torch.Tensor] = []
@@ -241,7 +241,7 @@ class LoopTrainer(Trainer):
                 losses.append(loss.detach())
         for m in self.dropouts:
             m.mask_source = None
-        return self.layout.flatten(model), torch.stack(losses).to(torch.float64).cpu().numpy()
+        return self.model_layout.flatten(model), torch.stack(losses).to(torch.float64).cpu().numpy()
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
               out: torch.Tensor | None = None) -> TrainResult:
@@ -268,8 +268,8 @@ class VmapTrainer(Trainer):
     * Clients are processed in chunks whose estimated memory fits ``memory_budget_mb``.
     """
 
-    def __init__(self, model: nn.Module, layout: ModelLayout, spec: TrainSpec, device: torch.device):
-        super().__init__(model, layout, spec, device)
+    def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device):
+        super().__init__(model, model_layout, spec, device)
         from torch.func import functional_call, grad, vmap
 
         self.model.train()
@@ -315,7 +315,7 @@ class VmapTrainer(Trainer):
 
     def chunk_size(self) -> int:
         elt = torch.finfo(self.spec.dtype).bits // 8
-        per_client = self.layout.n_full * elt * 6 + self._activation_numel * self.spec.batch_size * elt * 4
+        per_client = self.model_layout.n_full * elt * 6 + self._activation_numel * self.spec.batch_size * elt * 4
         return max(1, int(self.spec.memory_budget_mb * 2 ** 20 // max(per_client, 1)))
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
@@ -344,7 +344,7 @@ class VmapTrainer(Trainer):
 
     def _train_chunk(self, mat: torch.Tensor, clients: Sequence[ClientData], seeds: Sequence[int]) -> list[np.ndarray]:
         k = len(clients)
-        params, buffers = self.layout.split_rows(mat)
+        params, buffers = self.model_layout.split_rows(mat)
         names = list(params)
         state = OptimizerState(exp_avg=None)
         zeros = lambda: [torch.zeros_like(params[n]) for n in names]  # noqa: E731

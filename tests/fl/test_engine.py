@@ -163,7 +163,7 @@ def test_evaluate_matches_direct_loss():
     evaluate = engine.make_evaluate(state)
     out = evaluate({0: state.models[0], 5: state.models[0] * 0.5}, [2, 0])
     model = engine.evaluator.model
-    engine.layout.load(model, state.models[0])
+    engine.model_layout.load(model, state.models[0])
     with torch.no_grad():
         direct = F.cross_entropy(model(fed.clients[2].x_train), fed.clients[2].y_train).item()
     assert out.shape == (2, 2) and out[0, 0] == pytest.approx(direct, rel=1e-6)
@@ -227,7 +227,7 @@ def test_fedbn_keeps_batchnorm_local():
     fed = synthetic_federated(n_clients=3, n_train=[20, 14, 10])
     s = settings(rounds=1, model="resnet34", model_kwargs={"width": 4}, bn_stats="local")
     engine, state = build_engine(fed, s, 0, LOG)
-    layout = engine.layout
+    layout = engine.model_layout
     assert len(engine.part.local) == sum(e.numel for e in layout.entries if e.is_bn) > 0
     assert len(engine.part.shared) + len(engine.part.local) == layout.n_full
     engine.run_round(state, 0, 1)
@@ -243,8 +243,8 @@ def test_bn_buffers_out_of_delta_are_still_averaged(aggregation):
     fed = synthetic_federated(n_clients=3, n_train=[20, 14, 10])
     engine, state = build_engine(fed, settings(rounds=1, model="resnet34", model_kwargs={"width": 4}, bn_buffers_in_delta=False,
                                                aggregation=aggregation), 0, LOG)
-    buffers = sum(e.numel for e in engine.layout.buffers)
-    assert len(engine.part.extra) == buffers and len(engine.part.shared) == engine.layout.n_trainable
+    buffers = sum(e.numel for e in engine.model_layout.buffers)
+    assert len(engine.part.extra) == buffers and len(engine.part.shared) == engine.model_layout.n_trainable
     trained = []
     real_train = engine.trainer.train
     engine.trainer.train = lambda *args: trained.append(real_train(*args)) or trained[-1]

@@ -303,7 +303,7 @@ def test_perfedavg_local_scores_are_the_final_model_after_one_adaptation_step(tm
     out = _run(tmp_path, "p", s)
     engine, _ = build_engine(synthetic_federated(**FED_KW), s, 3, LOG)
     engine.template.load_state_dict(torch.load(out / "models.pt", weights_only=True)["cluster_models"][0])
-    final = engine.layout.flatten(engine.template)
+    final = engine.model_layout.flatten(engine.template)
     last = _history(out).query("round == 1").set_index("client")
     for i, client in enumerate(engine.fed.clients):
         adapted = engine.trainer.adapt(final, client, derive_seed(3, _STREAM_ADAPT, 1, i))
