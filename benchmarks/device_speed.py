@@ -1,6 +1,6 @@
 """Seconds per federated round on one device (CPU or CUDA GPU), against the round's FLOP floor on that device:
 the published-style reference loop, the plain PyTorch loop, the engine's loop trainer and its vmap trainer, side by
-side in one process, for tinyvgg and 000's CNN (ocfl-cnn) at N = 15, 30 and 100 clients (issue 41).
+side in one process, for tinyvgg and 000's CNN (ocfl-cnn) at N = 15, 30 and 100 clients.
 
     python benchmarks/round_speed.py --device cuda [--quick] [--models ocfl-cnn] [--clients 15 30 100]
     python benchmarks/device_speed.py --device cpu --quick        # the same, run directly

@@ -1,4 +1,4 @@
-"""Shared timing harness of the benchmark scripts (issue 13: benchmarks a skeptic trusts).
+"""Shared timing harness of the benchmark scripts: benchmarks a skeptic trusts.
 
 * :func:`time_side_by_side` times named callables in one process: a warm-up pass (not recorded), then
   ``repeats`` passes, each running every variant once in an order rotated by one per pass (so no variant

@@ -1,7 +1,7 @@
 """Seconds per federated round: the engine against the published style and against the strongest plain
 PyTorch loop a user would write, side by side in one process, with an equivalence check and ablations.
 
-Workload (as in issue 13): tinyvgg (hidden 10) on MNIST-shaped 1x28x28 data (cflcore.data.synthetic), N = 15
+Workload: tinyvgg (hidden 10) on MNIST-shaped 1x28x28 data (cflcore.data.synthetic), N = 15
 clients with 300 train / 130 test samples each, 2,000 orchestrator samples, batch 32, 3 local epochs, SGD
 lr 0.01, BNC (= FedAvg), evaluation every round. One timed call = one whole round.
 
@@ -25,7 +25,7 @@ accuracy on the 1,000 held-out images is below fp32's by more than the one-sided
 difference of two proportions, z·sqrt(2p(1-p)/n) (2.0 points at p = 0.96, n = 1,000; accuracy_tolerance). It
 used to be two-sided at 0.5 points (5 images), and failed on an AMD EPYC when bf16 scored 0.50 points *better*.
 On a CPU without native bf16 units (no amx_bf16 / avx512_bf16 in /proc/cpuinfo) bf16 is emulated: the run
-prints the bf16 training time against fp32 as a slowdown (8x on an AVX2 AMD EPYC, issue 22) and exits 0.
+prints the bf16 training time against fp32 as a slowdown (8x on an AVX2 AMD EPYC) and exits 0.
 
 Where a round's time goes (torch.profiler, eager engine, N = 15, one thread; `--profile` prints it):
 the convolutions' backward and forward (oneDNN) take about 70-75 % of the local training, and the element-wise
@@ -63,14 +63,14 @@ Evaluator.predict on one round's sets (15 x 130 client + 2,000 orchestrator samp
 336 ms (1.49x, median of 15 side by side; batch 32: 1.49x, 128: 1.32x, 256: 1.28x, 2048/4096: 0.68x).
 The ablation row "- eval batch 64 (1024)" puts the old batch back.
 
-Recording (issue 44): each round's live record (cflcore.fl.progress: its ARI, one line appended to progress.jsonl,
+Recording: each round's live record (cflcore.fl.progress: its ARI, one line appended to progress.jsonl,
 and TensorBoard's scalars where the extra is installed), timed against the same rounds without it, side by side;
 ``--recording-only`` runs just that table (the issue's bound: <= 2 % of a round).
 
     OMP_NUM_THREADS=1 python benchmarks/round_speed.py [--quick] [--repeats 5] [--threads 1] [--clients 15 30]
     OMP_NUM_THREADS=1 python benchmarks/round_speed.py --recording-only [--quick] [--repeats 5]
 
-With ``--device cpu|cuda|cuda:N`` it runs benchmarks/device_speed.py instead (issue 41): on that device, the reference
+With ``--device cpu|cuda|cuda:N`` it runs benchmarks/device_speed.py instead: on that device, the reference
 loop, the plain loop, the engine's loop and vmap trainers for tinyvgg and ocfl-cnn at N = 15, 30, 100, each against
 the round's FLOP floor from a GEMM timed there. Without ``--device`` the CPU benchmark above runs, unchanged.
 """

@@ -1,5 +1,5 @@
 """Scaling with the number of clients N: seconds per round of training, and the server step's seconds and
-peak memory for the paper's 25M-parameter CNN (issue 13 §4). Writes docs/figures/scaling.png.
+peak memory for the paper's 25M-parameter CNN. Writes docs/figures/scaling.png.
 
 Training (the round_speed workload): tinyvgg on MNIST-shaped synthetic data (cflcore.data.synthetic), 300
 train / 130 test samples per client, 2,000 orchestrator samples, batch 32, 3 local epochs, SGD lr 0.01,
@@ -10,8 +10,8 @@ that only exercises its code path (the vmap trainer is the CUDA default, and thi
 its first round is checked against the loop trainer's (same seed; float32, atol 1e-4 on the parameters).
 
 Server step (ocfl-cnn, 000's MNIST network, 25.4M parameters): everything the engine does in a round except
-local training: writing the N start vectors into the round buffer, the round's ONE Gram product (issue 33:
-cflcore.clustering.divergence.update_gram, float64-accumulated, taken in one pass over the trained rows and the
+local training: writing the N start vectors into the round buffer, the round's ONE Gram product
+(cflcore.clustering.divergence.update_gram, float64-accumulated, taken in one pass over the trained rows and the
 cluster model; the deltas themselves are never made because OCFL before clustering reads only Γ), OCFL's Γ and
 temperature from it (``min_round`` keeps OCFL from clustering so Γ is computed every round), gram.parquet and
 the temperature of server.parquet from the same product, FedAvg aggregation and the records. It is measured by
@@ -20,14 +20,14 @@ running ``Engine.run_round`` with the trainer replaced by a stub that adds a fix
 each N in a fresh subprocess whose peak resident memory (getrusage ru_maxrss) is the memory figure. Inside the
 same rounds the parts are timed by wrapping them: the Gram product (run.update_gram), the strategy
 (Strategy.aggregate), the aggregation (Engine.aggregate); the rest is the start rows and the bookkeeping. The
-floor (issue 22) is measured in the same subprocess right after the rounds: one read pass over the N × P
+floor is measured in the same subprocess right after the rounds: one read pass over the N × P
 trained rows (torch.sum) plus the Gram product's 2·N²·P flops at the sgemm rate measured there and then
 (2048² torch.mm); the script prints server step / floor, each part beside its floor, and peak RSS against the
 deltas' N × P × 4 bytes. Before the timed children, the step is checked against the reference computation on
 fresh tensors (FedAvg model bit-identical; Gram cosines, OCFL's Γ and T within the tolerance stated in
 cflcore/clustering/divergence.py of one float64 product of the widened deltas; EquivalenceError otherwise).
 
-Where the time and the memory went (issue 22; profiled at 5d5cc75 with /usr/bin/time -v and torch.profiler,
+Where the time and the memory went (profiled at 5d5cc75 with /usr/bin/time -v and torch.profiler,
 N = 15 and 30, AMD EPYC, 1 thread): the round allocated five fresh N × P float32 matrices (the stacked
 starts, the trainer's output, the deltas, and FedAvg's index_select copies of the trained and start
 vectors): peak 8.5 GiB at N = 15 (1.42 GiB of deltas) and 15.6 GiB at N = 30, i.e. ~485 MB·N + 1.5 GB; the
@@ -110,7 +110,7 @@ FIGURE = harness.ROOT / "docs" / "figures" / "scaling.png"
 SUMMARY_COLUMNS = ("run_id", "n_clients", "trainer", "train_model", "train_s", "round_s", "server_model", "n_params",
                    "server_s", "divergence_s", "server_extrapolated", "divergence_extrapolated", "peak_rss_mb", "rss_before_mb", "cnn_train_s",
                    "floor_s", "deltas_mb", "train_from", "cpu", "torch", "threads")
-TIME_TARGET, MEMORY_TARGET = 3.0, 1.5  # issue 22: server step <= 3x its floor; peak <= fixed + 1.5x the deltas
+TIME_TARGET, MEMORY_TARGET = 3.0, 1.5  # targets: server step <= 3x its floor; peak <= fixed + 1.5x the deltas
 
 
 def train_settings(model: str, trainer: str, threads: int, algorithm: dict[str, Any], eval_every: int = 1) -> dict:
@@ -229,7 +229,7 @@ def server_child(n: int, image: int, repeats: int, seed: int, threads: int) -> d
     gen = torch.Generator().manual_seed(seed)
     stub = StubTrainer(torch.randn(3, p, generator=gen))
     engine.trainer = stub
-    # the parts of the real round (issue 33): the one Gram product (run.update_gram, the divergence term), the
+    # the parts of the real round: the one Gram product (run.update_gram, the divergence term), the
     # strategy (OCFL's Γ and T from that product), the aggregation (FedAvg) and the rest (start rows, bookkeeping)
     import cflcore.fl.run as run_module
 
@@ -284,7 +284,7 @@ def sgemm_gflops(repeats: int = 5, n: int = 2048) -> float:
 
 
 def measure_floor(deltas: torch.Tensor, repeats: int) -> dict[str, float]:
-    """The server step's floor (issue 22): one read pass over the (N × P) deltas (torch.sum, best of
+    """The server step's floor: one read pass over the (N × P) deltas (torch.sum, best of
     ``repeats`` + 2) plus the N² Gram product's 2·N²·P flops at the sgemm rate measured here and now."""
     n, p = deltas.shape
     read = min(harness.time_call(lambda: deltas.sum())[0] for _ in range(repeats + 2))
@@ -294,7 +294,7 @@ def measure_floor(deltas: torch.Tensor, repeats: int) -> dict[str, float]:
 
 
 def check_lean_equivalence(n: int, image: int, seed: int, threads: int) -> dict[str, Any]:
-    """The fast server step computes what the reference does (issues 22, 33): two rounds of the ocfl-cnn engine
+    """The fast server step computes what the reference does: two rounds of the ocfl-cnn engine
     with the stub trainer against the reference formulas on fresh tensors: deltas = trained − starts, one float64
     product of the widened deltas (Gram, temperature, OCFL's Γ) and FedAvg = mean of the trained vectors. FedAvg
     must be bit-identical; the Gram's cosines, Γ and T within cflcore.clustering.divergence.cosine_tolerance(P) of

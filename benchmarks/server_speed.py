@@ -4,9 +4,9 @@
     ``ocfl-cnn`` parameter count (25.4M, float32 updates drawn around three planted directions). Variants:
 
     engine-f32       cflcore.clustering.divergence.cosine_divergence_matrix(X, "float32"): one float32 Gram
-                     product Δ Δᵀ, normalised on the n × n matrix (the strategies' float32 Γ before issue 33).
+                     product Δ Δᵀ, normalised on the n × n matrix (the strategies' float32 Γ before the engine shared one product).
     engine-f64       the same at "float64": the Gram product accumulated over cache-sized float64 blocks
-                     (cflcore.clustering.divergence.update_gram: since issue 33 the round's ONE product, which
+                     (cflcore.clustering.divergence.update_gram: the round's ONE product, which
                      the engine records and every strategy reads). It is the reference every other variant
                      is checked against.
     torch-normalise  the strongest torch baseline a user would write: F.normalize rows (an n × P copy),

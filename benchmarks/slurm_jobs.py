@@ -1,4 +1,4 @@
-"""SLURM submissions and wall time of one study (issue 21: one submission per run).
+"""SLURM submissions and wall time of one study (one submission per run).
 
 Runs ``snakemake --profile <profile> --configfile <config>`` in a fresh copy of a workflow folder on a SLURM cluster
 that is already up (``.ci/slurm-up.sh``), with ``profiles/slurm`` cut for the CI's 2-CPU node the way
