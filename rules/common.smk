@@ -1,6 +1,7 @@
 # Shared helpers: config validation, wildcard constraints, target lists and canonical params.
 # Every value a job depends on goes through `params:` as a canonical (sorted-key) JSON string, so
-# Snakemake's params trigger reruns exactly the affected jobs (docs/cluster.md, "What reruns").
+# Snakemake's params trigger reruns exactly the affected jobs (docs/running.md, "Rerun only what changed";
+# on a cluster: docs/cluster.md, "What reruns").
 
 import json
 import re
