@@ -19,11 +19,19 @@ import pandas as pd
 
 from .tables import BEST_MARK
 
-HOMES = ("000", "002", "004")
+HOMES = ("000", "002", "004", "scl", "ifca", "leahcimali")
+"""Where a setting comes from: a seed (000, 002, 004), a baseline's own paper (``scl``: Sattler et al.'s demo,
+felisat/clustered-federated-learning; ``ifca``: Ghosh et al. 2020's rotated MNIST), or leahcimali's comparison of CFL
+methods (Comparative-Evaluation-of-Clustered-Federated-Learning-Methods, its five heterogeneities)."""
 FAIL_ARI = 0.3  # "fails badly": a final ARI at or under this on a setting
-HOME_METHODS = {"000": ("ocfl",), "002": ("louvain",), "004": ("fedgwc",)}
+HOME_METHODS = {"000": ("ocfl",), "002": ("louvain",), "004": ("fedgwc",), "scl": ("scl",), "ifca": ("ifca",)}
 """Each paper's own method family (a variant whose name starts with it)."""
+TITLE = "Comparing the seeds' methods"
+"""The section's default title (``report.cross_paper.title`` names another: the heterogeneity study's)."""
 
+
+NO_GROUPS = "ARI n/a (no ground-truth groups)"
+"""A setting whose split has no groups (``ground_truth: false``: shards, dirichlet): its external scores are null."""
 
 COLUMNS = ["method", "setting", "split", "home", "accuracy_metric", "n_seeds", "ari_mean", "ari_std", "rand_mean",
            "rand_std", "accuracy_mean", "accuracy_std", "best_ari"]
@@ -38,8 +46,9 @@ class Setting:
 
     @property
     def accuracy(self) -> str:
-        """The accuracy the home paper scores clients by: balanced accuracy (004) or PF1 (000, 002)."""
-        return "local_bacc" if self.home == "004" else "pf1"
+        """The accuracy the home paper scores clients by: balanced accuracy (004), PF1 (000, 002), or accuracy on
+        the clients' own test sets (Sattler's demo, IFCA, leahcimali's comparison)."""
+        return {"004": "local_bacc", "000": "pf1", "002": "pf1"}.get(self.home, "local_acc")
 
 
 def settings_of(block: Mapping[str, Any] | None) -> list[Setting]:
@@ -100,9 +109,12 @@ def wide_table(tidy: pd.DataFrame, oracle: Sequence[str] = ()) -> pd.DataFrame:
     def cell(r: pd.Series) -> str:
         if not r["n_seeds"]:
             return "n/a"
-        ari = f"ARI {r['ari_mean']:.2f} ± {r['ari_std']:.2f}" + (f" {BEST_MARK}" if r["best_ari"] else "")
+        if not np.isfinite(r["ari_mean"]):  # a standard partition (shards, dirichlet): no groups to recover
+            ari = NO_GROUPS
+        else:
+            ari = f"ARI {r['ari_mean']:.2f} ± {r['ari_std']:.2f}" + (f" {BEST_MARK}" if r["best_ari"] else "")
         rand = f" · Rand {r['rand_mean']:.2f}" if r["home"] == "004" and np.isfinite(r["rand_mean"]) else ""
-        acc_name = "bal. acc." if r["accuracy_metric"] == "local_bacc" else "PF1"
+        acc_name = {"local_bacc": "bal. acc.", "pf1": "PF1"}.get(r["accuracy_metric"], "acc.")
         acc = f" · {acc_name} {r['accuracy_mean']:.2f} ± {r['accuracy_std']:.2f}" if np.isfinite(r["accuracy_mean"]) else ""
         return ari + rand + acc
 
@@ -157,7 +169,8 @@ def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], metho
     ranks = average_ranks(tidy)
     scores = cd_scores(summary, settings, methods)
     return {"settings": settings, "tidy": tidy, "ranks": ranks, "cd": cd_analysis(scores, higher_is_better=True),
-            "oracle": list(block.get("oracle") or []), "lines": what_it_shows(tidy, ranks)}
+            "oracle": list(block.get("oracle") or []), "lines": what_it_shows(tidy, ranks),
+            "title": block.get("title") or TITLE, "notes": list(block.get("notes") or [])}
 
 
 def cross_section_rst(analysis: Mapping[str, Any]) -> str:
@@ -165,11 +178,12 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
     from .front_page import _section, csv_table
 
     tidy, cd = analysis["tidy"], analysis["cd"]
-    parts = [_section("Comparing the seeds' methods", "-"),
-             "Every method on every seed's home setting (each keeps its home paper's clients and participation). "
-             f"A cell: final-round ARI (Rand too on 004's settings) and accuracy on the clients' own data (PF1; balanced "
-             f"accuracy on 004's), mean ± std over seeds; {BEST_MARK} = the column's best ARI; (oracle) = told the true "
-             "number of groups.\n\n"]
+    parts = [_section(analysis.get("title") or TITLE, "-"),
+             "Every method on every setting (each keeps its home paper's clients and participation). "
+             f"A cell: final-round ARI (Rand too on 004's settings) and accuracy on the clients' own data (PF1 on 000's "
+             f"and 002's; balanced accuracy on 004's; accuracy elsewhere), mean ± std over seeds; {BEST_MARK} = the "
+             f"column's best ARI; (oracle) = told the true number of groups; {NO_GROUPS} = a standard partition.\n\n"]
+    parts += [f"{note}\n\n" for note in analysis.get("notes") or []]
     parts.append(csv_table(wide_table(tidy, analysis["oracle"]), "Methods × settings") + "\n")
     if cd.note:
         cd_text = cd.note

@@ -52,6 +52,24 @@ def test_the_cd_analysis_runs_over_settings_times_seeds():
     assert rst.startswith("Comparing the seeds' methods") and "What it shows" in rst
 
 
+def test_a_partition_without_groups_says_ari_na_and_other_homes_score_local_accuracy():
+    """A shards / dirichlet split has null external scores: its cell says so (never ARI 0), ranks skip it; the
+    baselines' homes and leahcimali's settings score accuracy on the clients' own test sets; title and notes print."""
+    runs = planted().assign(local_acc=0.7)
+    runs.loc[runs["split_base"] == "c", ["ari", "rand"]] = np.nan
+    settings = [cp.Setting("a", "scl", "scl a"), cp.Setting("b", "leahcimali", "rotation"),
+                cp.Setting("c", "leahcimali", "shards")]
+    tidy = cp.cross_table(runs, settings, ["home", "mid", "weak"])
+    assert set(tidy["accuracy_metric"]) == {"local_acc"} and not tidy.loc[tidy["setting"] == "shards", "best_ari"].any()
+    wide = cp.wide_table(tidy)
+    assert wide.loc[0, "shards"] == f"{cp.NO_GROUPS} · acc. 0.70 ± 0.00"
+    assert cp.average_ranks(tidy).to_dict() == {"home": 1.0, "mid": 2.0, "weak": 3.0}
+    block = {"settings": {s.split: {"home": s.home, "label": s.label} for s in settings},
+             "title": "Which method for which shift", "notes": ["A note."]}
+    rst = cp.cross_section_rst(cp.cross_analysis(runs, block, ["home", "mid", "weak"]))
+    assert rst.startswith("Which method for which shift") and "A note." in rst
+
+
 @pytest.mark.parametrize("name", ["cross-paper-offline", "cross-paper"])
 def test_the_study_plans_every_method_on_every_setting(workflow_dir, name):
     """The offline study and its paper-scale sibling (CIFAR-10) plan every method × setting × seed, each setting at
