@@ -91,9 +91,11 @@ def test_the_study_plans_every_method_on_every_setting(workflow_dir, name):
     p = run_sm(workflow_dir, "-n", "--cores", "2", "--configfile", f"config/{name}.yaml", "-p")
     out = p.stdout + p.stderr
     assert planned_jobs(out).get("train") == len(methods) * len(settings) * len(cfg["study"]["seeds"])
+    only = cc.dataset_splits(cfg)
     for split in settings:
         clients = cfg["splits"][split]["clients"][0]
+        data = next((d for d in cfg["study"]["datasets"] if split in only.get(d, [split])), dataset)
         for method in methods:
             for seed in cfg["study"]["seeds"]:
-                run = f"runs/{dataset}/{split}/n{clients}/s{seed}/{method}/status.json"
+                run = f"runs/{data}/{split}/n{clients}/s{seed}/{method}/status.json"
                 assert run in out, run
