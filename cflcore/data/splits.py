@@ -790,6 +790,13 @@ def label_histogram(idx: np.ndarray, labels_by_idx: np.ndarray, n_classes: int) 
     return np.bincount(labels_by_idx[idx], minlength=n_classes).astype(int).tolist()
 
 
+def swapped(histogram: list[int], swaps: Sequence[Sequence[int]] | None) -> list[int]:
+    """A client's label histogram as its data shows it: the counts of every swapped pair exchanged."""
+    for a, b in swaps or ():
+        histogram[a], histogram[b] = histogram[b], histogram[a]
+    return histogram
+
+
 def split_context(dataset_path: str | os.PathLike) -> SplitContext:
     labels, part, meta = read_dataset_labels(dataset_path)
     idx = np.arange(len(labels), dtype=np.int64)
@@ -838,8 +845,10 @@ def build_split(ctx: SplitContext, settings: Mapping[str, Any], n_clients: int, 
 
     labels_by_idx = np.zeros(int(max(ctx.train_idx.max(initial=-1), ctx.test_idx.max(initial=-1))) + 1, dtype=np.int64)
     labels_by_idx[ctx.train_idx] = ctx.train_labels
-    hist_train = [label_histogram(s.train_idx, labels_by_idx, ctx.n_classes) for s in samples]
-    hist_test = [label_histogram(s.test_idx, labels_by_idx, ctx.n_classes) for s in samples]
+    hist_train = [swapped(label_histogram(s.train_idx, labels_by_idx, ctx.n_classes), p.label_swaps)
+                  for s, p in zip(samples, plan.clients)]
+    hist_test = [swapped(label_histogram(s.test_idx, labels_by_idx, ctx.n_classes), p.label_swaps)
+                 for s, p in zip(samples, plan.clients)]
     manifest: dict[str, Any] = {
         "generator": params["generator"],
         "params": key_params,

@@ -78,6 +78,9 @@ def test_label_swap_swaps_train_and_test_labels_of_its_group_only(digits, table,
             np.testing.assert_array_equal(y.numpy(), expected)
             assert (true == a).any() and (y.numpy() != true).any()  # the swap shows in the data
     np.testing.assert_array_equal(fed.y_orch.numpy(), table.labels[table.part == "test"])
+    for k, c in enumerate(fed.clients):  # the manifest's histograms count the labels the client holds
+        assert manifest["label_histograms_train"][k] == np.bincount(c.y_train.numpy(), minlength=10).tolist()
+        assert manifest["label_histograms_test"][k] == np.bincount(c.y_test.numpy(), minlength=10).tolist()
 
 
 @pytest.mark.parametrize("size", [2, 3])
