@@ -33,7 +33,7 @@ TITLE = "Comparing the seeds' methods"
 NO_GROUPS = "ARI n/a (no ground-truth groups)"
 """A setting whose split has no groups (``ground_truth: false``: shards, dirichlet): its external scores are null."""
 
-COLUMNS = ["method", "setting", "split", "home", "accuracy_metric", "n_seeds", "ari_mean", "ari_std", "rand_mean",
+COLUMNS = ["method", "setting", "split", "home", "control", "accuracy_metric", "n_seeds", "ari_mean", "ari_std", "rand_mean",
            "rand_std", "accuracy_mean", "accuracy_std", "best_ari"]
 """The tidy table's columns (``tables/cross_paper.csv``), also when the study has no cross-paper block."""
 
@@ -43,6 +43,7 @@ class Setting:
     split: str
     home: str
     label: str
+    control: bool = False  # a negative control (quantity skew): no groups to find; out of the ranks, the CD and the marks
 
     @property
     def accuracy(self) -> str:
@@ -54,7 +55,7 @@ class Setting:
 def settings_of(block: Mapping[str, Any] | None) -> list[Setting]:
     """``report.cross_paper.settings``: split -> {home, label}, ordered by home paper, then label (the report's
     params reach here as canonical JSON, whose keys are sorted by split name)."""
-    out = [Setting(str(split), str(entry["home"]), str(entry.get("label") or split))
+    out = [Setting(str(split), str(entry["home"]), str(entry.get("label") or split), bool(entry.get("control", False)))
            for split, entry in ((block or {}).get("settings") or {}).items()]
     return sorted(out, key=lambda s: (s.home, s.label))
 
@@ -67,7 +68,7 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
         for method in methods:
             runs = summary[(summary["split_base"] == s.split) & (summary["algorithm"] == method)] if len(summary) else summary
             row: dict[str, Any] = {"method": method, "setting": s.label, "split": s.split, "home": s.home,
-                                   "accuracy_metric": s.accuracy, "n_seeds": int(len(runs))}
+                                   "control": s.control, "accuracy_metric": s.accuracy, "n_seeds": int(len(runs))}
             for name, column in (("ari", "ari"), ("rand", "rand"), ("accuracy", s.accuracy)):
                 values = pd.to_numeric(runs[column], errors="coerce").dropna() if len(runs) and column in runs else pd.Series(dtype=float)
                 row[f"{name}_mean"] = float(values.mean()) if len(values) else np.nan
@@ -77,12 +78,13 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
     if frame.empty:
         return frame.assign(best_ari=pd.Series(dtype=bool))
     best = frame.groupby("setting")["ari_mean"].transform("max")
-    frame["best_ari"] = np.isclose(frame["ari_mean"], best) & frame["ari_mean"].notna()
+    frame["best_ari"] = np.isclose(frame["ari_mean"], best) & frame["ari_mean"].notna() & ~frame["control"]
     return frame
 
 
 def average_ranks(tidy: pd.DataFrame) -> pd.Series:
     """Each method's mean rank over the settings by mean ARI (1 = best; ties share the average rank)."""
+    tidy = tidy[~tidy["control"]] if "control" in tidy else tidy
     if tidy.empty:
         return pd.Series(dtype=float)
     wide = tidy.pivot(index="setting", columns="method", values="ari_mean")
@@ -91,7 +93,7 @@ def average_ranks(tidy: pd.DataFrame) -> pd.Series:
 
 def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str]) -> pd.DataFrame:
     """Blocks (setting × seed) × methods of final ARI, for the CD analysis (incomplete blocks are dropped there)."""
-    splits = {s.split: s.label for s in settings}
+    splits = {s.split: s.label for s in settings if not s.control}
     runs = summary[summary["split_base"].isin(splits) & summary["algorithm"].isin(methods)] if len(summary) else summary
     if not len(runs):
         return pd.DataFrame(columns=list(methods))
@@ -130,6 +132,12 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
     if tidy.empty:
         return ["No runs."]
     lines = []
+    control = tidy["control"] if "control" in tidy else pd.Series(False, index=tidy.index)
+    for setting, rows in tidy[control].groupby("setting", sort=False):
+        found = rows[rows["ari_mean"] > FAIL_ARI]
+        lines.append(f"{setting} (a negative control, out of the ranks): methods above ARI {FAIL_ARI} there, which separate "
+                     f"clients the shift does not: {', '.join(found['method']) or 'none'}.")
+    tidy = tidy[~control]
     for setting, rows in tidy.groupby("setting", sort=False):
         best = rows[rows["best_ari"]]
         if best.empty:
@@ -206,7 +214,7 @@ def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[
     from .tables import write_table, write_text
 
     out_dir = Path(out_dir)
-    caption = "Every method on every seed's home setting: final ARI, Rand (004) and accuracy, mean ± std over seeds."
+    caption = f"{analysis.get('title') or TITLE}: final ARI, Rand (004) and accuracy per method and setting, mean ± std over seeds."
     entries = [entry("cross_paper", p, None, None) for p in
                write_table(analysis["tidy"], wide_table(analysis["tidy"], analysis["oracle"]), "cross_paper",
                            out_dir / "tables", caption)]

@@ -70,6 +70,19 @@ def test_a_partition_without_groups_says_ari_na_and_other_homes_score_local_accu
     assert rst.startswith("Which method for which shift") and "A note." in rst
 
 
+def test_a_negative_control_is_out_of_the_ranks_and_names_who_splits_there():
+    """Quantity skew (control: true): finding its "groups" is over-splitting, so it earns no mark, no rank, no CD block."""
+    settings = [*SETTINGS[:2], cp.Setting("c", "leahcimali", "quantity", control=True)]
+    tidy = cp.cross_table(planted(), settings, ["home", "mid", "weak"])
+    assert not tidy.loc[tidy["control"], "best_ari"].any()
+    ranks = cp.average_ranks(tidy)
+    assert ranks.to_dict() == cp.average_ranks(cp.cross_table(planted(), SETTINGS[:2], ["home", "mid", "weak"])).to_dict()
+    assert set(cp.cd_scores(planted(), settings, ["home", "mid", "weak"]).index.get_level_values(0)) == {"000 a", "002 b"}
+    lines = cp.what_it_shows(tidy, ranks)
+    assert lines[0] == ("quantity (a negative control, out of the ranks): methods above ARI 0.3 there, which separate "
+                        "clients the shift does not: home, mid.")
+
+
 @pytest.mark.parametrize("name", ["cross-paper-offline", "cross-paper"])
 def test_the_study_plans_every_method_on_every_setting(workflow_dir, name):
     """The offline study and its paper-scale sibling (CIFAR-10) plan every method × setting × seed, each setting at
