@@ -92,12 +92,19 @@ class SplitContext:
 
 @dataclass
 class ClientPlan:
-    """One client before sampling: its ground-truth cluster, class probabilities and (optional) visual domain."""
+    """One client before sampling: its ground-truth cluster, class probabilities and (optional) visual domain.
+
+    ``draw_fraction`` scales the split's draws per client (quantity skew); ``label_swaps`` are label pairs exchanged
+    in the client's train and test labels (concept shift on labels); ``fixed_idx`` replaces the sampler with a
+    given set of distinct train samples (partitions without replacement: shards)."""
 
     cluster: int
     class_weights: np.ndarray
     domain: dict[str, Any] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    draw_fraction: float | None = None
+    label_swaps: list[list[int]] | None = None
+    fixed_idx: np.ndarray | None = None
 
 
 @dataclass
@@ -106,6 +113,7 @@ class SplitPlan:
     class_sets: list[list[int]]
     clients: list[ClientPlan]
     cluster_info: dict[str, Any] = field(default_factory=dict)
+    ground_truth: bool = True  # False: a standard partition with no groups (every client in cluster 0; ARI n/a)
 
 
 @dataclass
@@ -486,6 +494,253 @@ class DomainsSplit(SplitGenerator):
 
 
 # ---------------------------------------------------------------------------------------------
+# Concept and quantity shifts (leahcimali's five heterogeneities; Sattler's rotated half) and standard partitions
+# ---------------------------------------------------------------------------------------------
+ROTATION_ANGLES = (0, 90, 180, 270)
+"""leahcimali/Comparative-Evaluation-of-Clustered-Federated-Learning-Methods (src/utils_data.py,
+``concept-shift-on-features``): four groups rotated by 0°, 90°, 180°, 270° (``np.rot90``, counter-clockwise)."""
+
+LABEL_SWAPS = ([1, 7], [2, 7], [4, 7], [3, 8], [5, 6], [7, 9])
+"""The same code's ``concept-shift-on-labels``: six groups, each swapping one label pair."""
+
+FEATURE_KINDS = ("none", "erode", "dilate")
+"""The same code's ``features-distribution-skew``: three groups, images as they are, eroded or dilated."""
+
+QUANTITY_FRACTIONS = (0.1, 0.2, 0.6, 1.0)
+"""The same code's ``quantity-skew``: four groups holding 10 %, 20 %, 60 % and 100 % of their share."""
+
+
+def check_int_list(v: Any, field: str, low: int, high: int) -> None:
+    if not isinstance(v, list) or not v or not all(_is_int(x) and low <= x <= high for x in v):
+        raise ConfigError(f"{field}: {v!r} is not allowed; allowed: a non-empty list of integers in {low}..{high}")
+
+
+def check_labels_in_dataset(pairs: Sequence[Sequence[int]], ctx: SplitContext, field: str) -> None:
+    for i, pair in enumerate(pairs):
+        for c in pair:
+            if c >= ctx.n_classes:
+                raise ConfigError(f"{field}[{i}]: label {c} is not in dataset {ctx.dataset}; its classes are "
+                                  f"0..{ctx.n_classes - 1} ({', '.join(ctx.classes)})")
+
+
+class GroupedShiftSplit(SplitGenerator):
+    """Groups of clients that differ by one shift (``group_key``: one entry per group), sizes ``cluster_shares``
+    (null: equal groups, the remainder to the first), classes uniform (``alpha`` null, leahcimali's 100 samples per
+    label) or each client's class vector ~ Dir(α·1) (Hsu et al. 2019; Sattler's demo draws α 1.0)."""
+
+    group_key: ClassVar[str] = ""
+    common_group_defaults: ClassVar[dict[str, Any]] = {"cluster_shares": None, "alpha": None}
+
+    @classmethod
+    def check_own_params(cls, p: dict[str, Any], field: str) -> None:
+        cls.check_groups(p[cls.group_key], f"{field}.{cls.group_key}")
+        if p["alpha"] is not None:
+            check_number(p["alpha"], f"{field}.alpha", 0.0)
+        if p["cluster_shares"] is not None:
+            _check_shares_alphas(p, field, cls.group_key)
+
+    @classmethod
+    def check_groups(cls, v: Any, field: str) -> None:
+        raise NotImplementedError
+
+    def group_plan(self, group: int, rng: np.random.Generator) -> dict[str, Any]:
+        """The ClientPlan fields (domain, label_swaps, n_draws, info) of a client of ``group``."""
+        raise NotImplementedError
+
+    def cluster_info(self) -> dict[str, Any]:
+        return {"cluster_shifts": [str(g) for g in self.params[self.group_key]]}
+
+    def check_in_dataset(self, ctx: SplitContext) -> None:
+        """Dataset-dependent checks (labels within the dataset's classes)."""
+
+    def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
+                 client_rngs: list[np.random.Generator]) -> SplitPlan:
+        self.check_in_dataset(ctx)
+        groups = list(self.params[self.group_key])
+        check_enough_clients(n_clients, len(groups), self.field)
+        shares = self.params["cluster_shares"]
+        sizes = apportion(n_clients, shares) if shares is not None else equal_sizes(n_clients, len(groups))
+        all_classes = list(range(ctx.n_classes))
+        alpha = self.params["alpha"]
+        clients = []
+        for k, c in enumerate(clusters_of(sizes)):
+            w = (uniform_weights(all_classes, ctx.n_classes) if alpha is None
+                 else dirichlet_weights(float(alpha), all_classes, ctx.n_classes, client_rngs[k]))
+            clients.append(ClientPlan(cluster=c, class_weights=w, **self.group_plan(c, client_rngs[k])))
+        return SplitPlan(len(groups), [all_classes for _ in groups], clients, self.cluster_info())
+
+
+@SPLIT_GENERATORS.register("rotation")
+class RotationSplit(GroupedShiftSplit):
+    """Concept shift on features, P(x | y) differs: group g sees every image (train and local test) rotated by
+    ``angles[g]`` degrees counter-clockwise. Sources: leahcimali's ``concept-shift-on-features`` (0/90/180/270°,
+    ``np.rot90``); felisat/clustered-federated-learning's demo (half the clients rotated by 180°, Dirichlet α 1.0:
+    ``angles: [180, 0]``, ``cluster_shares: [0.5, 0.5]``, ``alpha: 1.0``); IFCA (Ghosh et al. 2020) on rotated
+    MNIST. The rotation is recorded per client in the manifest (``domains``) and applied where the data is loaded
+    (cflcore.data.store.apply_domain): multiples of 90° exactly (``torch.rot90``), others by
+    ``scipy.ndimage.rotate`` (bilinear, zero fill). The orchestrator set stays unrotated."""
+
+    defaults = {"angles": list(ROTATION_ANGLES), **GroupedShiftSplit.common_group_defaults}
+    group_key = "angles"
+
+    @classmethod
+    def check_groups(cls, v: Any, field: str) -> None:
+        check_int_list(v, field, 0, 359)
+        if len(set(v)) != len(v):
+            raise ConfigError(f"{field}: {v!r} is not allowed; allowed: distinct angles in 0..359")
+
+    def group_plan(self, group: int, rng: np.random.Generator) -> dict[str, Any]:
+        angle = int(self.params["angles"][group])
+        return {"domain": {"domain": "rotate", "angle": angle}, "info": {"angle": angle}}
+
+    def cluster_info(self) -> dict[str, Any]:
+        return {"cluster_domains": [f"rotate {a}" for a in self.params["angles"]]}
+
+
+@SPLIT_GENERATORS.register("label-swap")
+class LabelSwapSplit(GroupedShiftSplit):
+    """Concept shift on labels, P(y | x) differs: group g exchanges the labels of ``swaps[g]`` = [a, b] in its
+    clients' train and local test labels (images unchanged). Source: leahcimali's ``concept-shift-on-labels`` (six
+    groups: (1,7), (2,7), (4,7), (3,8), (5,6), (7,9)). Recorded per client in the manifest (``label_swaps``) and
+    applied where the data is loaded (cflcore.data.store.swap_labels); the orchestrator keeps the true labels."""
+
+    defaults = {"swaps": [list(p) for p in LABEL_SWAPS], **GroupedShiftSplit.common_group_defaults}
+    group_key = "swaps"
+
+    @classmethod
+    def check_groups(cls, v: Any, field: str) -> None:
+        if not isinstance(v, list) or not v:
+            raise ConfigError(f"{field}: {v!r} is not allowed; allowed: a non-empty list of label pairs [a, b]")
+        for i, pair in enumerate(v):
+            if not (isinstance(pair, list) and len(pair) == 2 and all(_is_int(c) and c >= 0 for c in pair)):
+                raise ConfigError(f"{field}[{i}]: {pair!r} is not allowed; allowed: a pair [a, b] of labels >= 0")
+            if pair[0] == pair[1]:
+                raise ConfigError(f"{field}[{i}]: {pair!r} swaps label {pair[0]} with itself; allowed: two different labels")
+
+    def check_in_dataset(self, ctx: SplitContext) -> None:
+        check_labels_in_dataset(self.params["swaps"], ctx, f"{self.field}.swaps")
+
+    def group_plan(self, group: int, rng: np.random.Generator) -> dict[str, Any]:
+        pair = [int(c) for c in self.params["swaps"][group]]
+        return {"label_swaps": [pair], "info": {"swap": pair}}
+
+    def cluster_info(self) -> dict[str, Any]:
+        return {"cluster_shifts": [f"swap {a}<->{b}" for a, b in self.params["swaps"]]}
+
+
+@SPLIT_GENERATORS.register("feature-skew")
+class FeatureSkewSplit(GroupedShiftSplit):
+    """Feature distribution skew: group g's images as they are (``none``), eroded or dilated (greyscale
+    morphology, a ``morphology_size`` × ``morphology_size`` square, ``scipy.ndimage.grey_erosion`` /
+    ``grey_dilation``). Source: leahcimali's ``features-distribution-skew`` (three groups: as they are, eroded,
+    dilated; its code uses OpenCV's erode / dilate, the same operators on uint8 images). Recorded per client in the
+    manifest (``domains``) and applied where the data is loaded; the orchestrator set stays as it is."""
+
+    defaults = {"features": list(FEATURE_KINDS), "morphology_size": 3, **GroupedShiftSplit.common_group_defaults}
+    group_key = "features"
+
+    @classmethod
+    def check_groups(cls, v: Any, field: str) -> None:
+        if not isinstance(v, list) or not v or any(x not in FEATURE_KINDS for x in v) or len(set(v)) != len(v):
+            raise ConfigError(f"{field}: {v!r} is not allowed; allowed: distinct entries of {', '.join(FEATURE_KINDS)}")
+
+    @classmethod
+    def check_own_params(cls, p: dict[str, Any], field: str) -> None:
+        super().check_own_params(p, field)
+        if not (_is_int(p["morphology_size"]) and 2 <= p["morphology_size"] <= 7):
+            raise ConfigError(f"{field}.morphology_size: {p['morphology_size']!r} is not allowed; allowed: an integer in 2..7")
+
+    def group_plan(self, group: int, rng: np.random.Generator) -> dict[str, Any]:
+        kind = self.params["features"][group]
+        domain = ({"domain": "clean"} if kind == "none"
+                  else {"domain": kind, "morphology_size": int(self.params["morphology_size"])})
+        return {"domain": domain}
+
+    def cluster_info(self) -> dict[str, Any]:
+        return {"cluster_domains": list(self.params["features"])}
+
+
+@SPLIT_GENERATORS.register("quantity-skew")
+class QuantitySkewSplit(GroupedShiftSplit):
+    """Quantity skew: group g's clients draw ``fractions[g]`` of the per-client share (``samples_per_client``, or
+    len(train)/clients), from one class distribution: the groups differ only in how much data they hold, a
+    negative control for clustering. Source: leahcimali's ``quantity-skew`` (10 %, 20 %, 60 %, 100 %)."""
+
+    defaults = {"fractions": list(QUANTITY_FRACTIONS), **GroupedShiftSplit.common_group_defaults}
+    group_key = "fractions"
+
+    @classmethod
+    def check_groups(cls, v: Any, field: str) -> None:
+        check_number_list(v, field, 0.0, low_open=True)
+        for i, x in enumerate(v):
+            check_number(x, f"{field}[{i}]", 0.0, 1.0)
+
+    def group_plan(self, group: int, rng: np.random.Generator) -> dict[str, Any]:
+        fraction = float(self.params["fractions"][group])
+        return {"draw_fraction": fraction, "info": {"fraction": fraction}}
+
+    def cluster_info(self) -> dict[str, Any]:
+        return {"cluster_shifts": [f"{float(f):g} of the share" for f in self.params["fractions"]]}
+
+
+@SPLIT_GENERATORS.register("dirichlet")
+class DirichletSplit(SplitGenerator):
+    """The standard per-client Dirichlet label partition (Hsu et al. 2019; FL-bench's and Flower's
+    ``DirichletPartitioner``): every client's class vector ~ Dir(α·1) (:func:`dirichlet_weights`, as ``dirichlet-mix``
+    draws each group's), realised by the shared sampler (with replacement, 000 §4.1; Hsu et al. and Flower
+    partition without replacement). No groups: every client is in cluster 0 and the manifest says
+    ``ground_truth: false``, so external scores (ARI) are n/a."""
+
+    defaults = {"alpha": 0.5}
+
+    @classmethod
+    def check_own_params(cls, p: dict[str, Any], field: str) -> None:
+        check_number(p["alpha"], f"{field}.alpha", 0.0)
+
+    def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
+                 client_rngs: list[np.random.Generator]) -> SplitPlan:
+        all_classes = list(range(ctx.n_classes))
+        clients = [ClientPlan(cluster=0, class_weights=dirichlet_weights(float(self.params["alpha"]), all_classes,
+                                                                          ctx.n_classes, client_rngs[k]))
+                   for k in range(n_clients)]
+        return SplitPlan(1, [all_classes], clients, ground_truth=False)
+
+
+@SPLIT_GENERATORS.register("shards")
+class ShardsSplit(SplitGenerator):
+    """McMahan et al. 2017's pathological partition (FL-bench's and Flower's ``ShardPartitioner``): the train samples
+    (all, or a seeded ``clients × samples_per_client`` of them) sorted by label, cut into ``clients ×
+    shards_per_client`` equal shards, each client given ``shards_per_client`` shards at random, without replacement.
+    No groups (``ground_truth: false``, ARI n/a)."""
+
+    defaults = {"shards_per_client": 2}
+
+    @classmethod
+    def check_own_params(cls, p: dict[str, Any], field: str) -> None:
+        if not (_is_int(p["shards_per_client"]) and p["shards_per_client"] >= 1):
+            raise ConfigError(f"{field}.shards_per_client: {p['shards_per_client']!r} is not allowed; allowed: an integer >= 1")
+
+    def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
+                 client_rngs: list[np.random.Generator]) -> SplitPlan:
+        s = int(self.params["shards_per_client"])
+        pool = ctx.train_idx
+        spc = self.params["samples_per_client"]
+        if spc is not None and n_clients * spc < len(pool):
+            pool = np.sort(cluster_rng.choice(pool, size=n_clients * spc, replace=False))
+        labels = ctx.train_labels[np.searchsorted(ctx.train_idx, pool)]
+        by_label = pool[np.lexsort((pool, labels))]
+        shards = np.array_split(by_label, n_clients * s)
+        order = cluster_rng.permutation(len(shards))
+        all_classes = list(range(ctx.n_classes))
+        clients = []
+        for k in range(n_clients):
+            idx = np.sort(np.concatenate([shards[j] for j in order[k * s:(k + 1) * s]]))
+            hist = np.bincount(ctx.train_labels[np.searchsorted(ctx.train_idx, idx)], minlength=ctx.n_classes)
+            clients.append(ClientPlan(cluster=0, class_weights=hist / max(hist.sum(), 1), fixed_idx=idx))
+        return SplitPlan(1, [all_classes], clients, ground_truth=False)
+
+
+# ---------------------------------------------------------------------------------------------
 # Sampling and writing
 # ---------------------------------------------------------------------------------------------
 def draw_client_samples(class_weights: np.ndarray, pools: list[np.ndarray], n_draws: int, local_test_fraction: float,
@@ -498,6 +753,11 @@ def draw_client_samples(class_weights: np.ndarray, pools: list[np.ndarray], n_dr
             raise DataError(f"client {client} needs class {c}, but the dataset's train part has no sample of it")
         drawn.append(rng.choice(pools[c], size=int(counts[c]), replace=True))
     distinct = np.unique(np.concatenate(drawn)) if drawn else np.empty(0, dtype=np.int64)
+    return local_split(distinct, local_test_fraction, rng, client)
+
+
+def local_split(distinct: np.ndarray, local_test_fraction: float, rng: np.random.Generator, client: int) -> ClientSamples:
+    """A seeded ``local_test_fraction`` of a client's distinct samples becomes its local test set (000 §4.1)."""
     if len(distinct) < 2:
         raise DataError(f"client {client} drew {len(distinct)} distinct samples; need >= 2 for a local train/test split "
                         "(raise samples_per_client)")
@@ -529,6 +789,13 @@ def assignments_table(samples: list[ClientSamples], clusters: Sequence[int], orc
 
 def label_histogram(idx: np.ndarray, labels_by_idx: np.ndarray, n_classes: int) -> list[int]:
     return np.bincount(labels_by_idx[idx], minlength=n_classes).astype(int).tolist()
+
+
+def swapped(histogram: list[int], swaps: Sequence[Sequence[int]] | None) -> list[int]:
+    """A client's label histogram as its data shows it: the counts of every swapped pair exchanged."""
+    for a, b in swaps or ():
+        histogram[a], histogram[b] = histogram[b], histogram[a]
+    return histogram
 
 
 def split_context(dataset_path: str | os.PathLike) -> SplitContext:
@@ -569,15 +836,20 @@ def build_split(ctx: SplitContext, settings: Mapping[str, Any], n_clients: int, 
     plan = generator.generate(ctx, int(n_clients), cluster_rng, client_rngs)
     n_draws = params["samples_per_client"] or max(2, len(ctx.train_idx) // n_clients)
     pools = ctx.class_pools()
-    samples = [draw_client_samples(p.class_weights, pools, int(n_draws), float(params["local_test_fraction"]),
-                                   client_rngs[k], k) for k, p in enumerate(plan.clients)]
+    test_fraction = float(params["local_test_fraction"])
+    samples = [local_split(p.fixed_idx, test_fraction, client_rngs[k], k) if p.fixed_idx is not None
+               else draw_client_samples(p.class_weights, pools, client_draws(p, int(n_draws)), test_fraction,
+                                        client_rngs[k], k)
+               for k, p in enumerate(plan.clients)]
     clusters = [p.cluster for p in plan.clients]
     table = assignments_table(samples, clusters, ctx.test_idx)
 
     labels_by_idx = np.zeros(int(max(ctx.train_idx.max(initial=-1), ctx.test_idx.max(initial=-1))) + 1, dtype=np.int64)
     labels_by_idx[ctx.train_idx] = ctx.train_labels
-    hist_train = [label_histogram(s.train_idx, labels_by_idx, ctx.n_classes) for s in samples]
-    hist_test = [label_histogram(s.test_idx, labels_by_idx, ctx.n_classes) for s in samples]
+    hist_train = [swapped(label_histogram(s.train_idx, labels_by_idx, ctx.n_classes), p.label_swaps)
+                  for s, p in zip(samples, plan.clients)]
+    hist_test = [swapped(label_histogram(s.test_idx, labels_by_idx, ctx.n_classes), p.label_swaps)
+                 for s, p in zip(samples, plan.clients)]
     manifest: dict[str, Any] = {
         "generator": params["generator"],
         "params": key_params,
@@ -606,7 +878,16 @@ def build_split(ctx: SplitContext, settings: Mapping[str, Any], n_clients: int, 
         manifest[f"{key}_of_client"] = [p.info.get(key) for p in plan.clients]
     if any(p.domain is not None for p in plan.clients):
         manifest["domains"] = [p.domain or {"domain": "clean"} for p in plan.clients]
+    if any(p.label_swaps for p in plan.clients):
+        manifest["label_swaps"] = [p.label_swaps or [] for p in plan.clients]
+    if not plan.ground_truth:
+        manifest["ground_truth"] = False
     return table, manifest
+
+
+def client_draws(plan: ClientPlan, n_draws: int) -> int:
+    """A client's draws: the split's, or its ``draw_fraction`` of them (rounded, at least 2)."""
+    return n_draws if plan.draw_fraction is None else max(2, int(round(plan.draw_fraction * n_draws)))
 
 
 def make_split(dataset_path: str | os.PathLike, settings: Mapping[str, Any], n_clients: int, seed: int,

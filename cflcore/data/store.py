@@ -1,15 +1,16 @@
 """Read the dataset Parquet (docs/architecture.md §3) and build the in-memory federated scenario of one split.
 
 ``load_dataset`` checks the file against the contract; ``load_federated`` joins ``assignments.parquet`` and
-``manifest.json`` of a split with the dataset and applies the per-client visual domain of the ``domains``
-generator (004 §7.3: clean / Gaussian noise / Gaussian blur), deterministically from the manifest.
+``manifest.json`` of a split with the dataset and applies the per-client visual domain of the ``domains``,
+``rotation`` and ``feature-skew`` generators (004 §7.3: clean / Gaussian noise / Gaussian blur; rotation; erosion /
+dilation) and the label swaps of ``label-swap``, deterministically from the manifest.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -145,8 +146,37 @@ def gaussian_blur(images: torch.Tensor, blur_sigma: float) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(blurred, dtype=np.float32))
 
 
+def rotate(images: torch.Tensor, angle: int) -> torch.Tensor:
+    """Rotate every image by ``angle`` degrees counter-clockwise (as ``np.rot90``): multiples of 90° exactly
+    (``torch.rot90``), other angles by ``scipy.ndimage.rotate`` (bilinear, same size, zero fill)."""
+    import torch
+    from scipy.ndimage import rotate as nd_rotate
+
+    angle = int(angle) % 360
+    if angle % 90 == 0 or len(images) == 0:
+        return torch.rot90(images, k=angle // 90, dims=(2, 3)).contiguous()
+    out = nd_rotate(images.numpy(), angle, axes=(3, 2), reshape=False, order=1, mode="constant", cval=0.0)
+    return torch.from_numpy(np.ascontiguousarray(np.clip(out, 0.0, 1.0), dtype=np.float32))
+
+
+def morphology(images: torch.Tensor, kind: str, size: int) -> torch.Tensor:
+    """Greyscale erosion or dilation of every image and channel with a ``size`` × ``size`` square
+    (``scipy.ndimage.grey_erosion`` / ``grey_dilation``, reflected borders)."""
+    import torch
+    from scipy.ndimage import grey_dilation, grey_erosion
+
+    if len(images) == 0:
+        return images
+    op = grey_erosion if kind == "erode" else grey_dilation
+    return torch.from_numpy(np.ascontiguousarray(op(images.numpy(), size=(1, 1, size, size)), dtype=np.float32))
+
+
+DOMAIN_KINDS = ("clean", "noise", "blur", "rotate", "erode", "dilate")
+
+
 def apply_domain(images: torch.Tensor, domain: Mapping[str, Any], generator: torch.Generator) -> torch.Tensor:
-    """Apply one client's domain record from the manifest (``{"domain": "clean"|"noise"|"blur", ...}``)."""
+    """Apply one client's domain record from the manifest (``{"domain": "clean"|"noise"|"blur"|"rotate"|"erode"|
+    "dilate", ...}``)."""
     kind = domain.get("domain", "clean")
     if kind == "clean":
         return images
@@ -154,7 +184,19 @@ def apply_domain(images: torch.Tensor, domain: Mapping[str, Any], generator: tor
         return gaussian_noise(images, float(domain["noise_std"]), generator)
     if kind == "blur":
         return gaussian_blur(images, float(domain["blur_sigma"]))
-    raise DataError(f"manifest.json: domains: unknown domain {kind!r}; allowed: clean, noise, blur")
+    if kind == "rotate":
+        return rotate(images, int(domain["angle"]))
+    if kind in ("erode", "dilate"):
+        return morphology(images, kind, int(domain["morphology_size"]))
+    raise DataError(f"manifest.json: domains: unknown domain {kind!r}; allowed: {', '.join(DOMAIN_KINDS)}")
+
+
+def swap_labels(labels: np.ndarray, swaps: Sequence[Sequence[int]]) -> np.ndarray:
+    """Exchange the labels of every pair [a, b] in ``swaps`` (the ``label-swap`` split's concept shift)."""
+    out = labels.copy()
+    for a, b in swaps:
+        out[labels == a], out[labels == b] = b, a
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,13 +228,15 @@ def load_federated(dataset_path: str | os.PathLike, split_dir: str | os.PathLike
     """Every client's train/test tensors (float32 in [0, 1]) and the orchestrator set of one scenario.
 
     A client's visual domain (``manifest["domains"]``) applies to its train and test images (noise drawn from
-    ``torch.Generator().manual_seed(noise_seed)``, train first); the orchestrator set stays clean."""
+    ``torch.Generator().manual_seed(noise_seed)``, train first), its label swaps (``manifest["label_swaps"]``) to its
+    train and test labels; the orchestrator set stays clean, with its true labels."""
     import torch
 
     data = load_dataset(dataset_path)
     cols, manifest = read_assignments(split_dir)
     cluster_of_client = np.asarray(manifest["cluster_of_client"], dtype=np.int64)
     domains = manifest.get("domains")
+    swaps = manifest.get("label_swaps")
     clients: list[ClientData] = []
     for client in range(len(cluster_of_client)):
         mine = cols["client"] == client
@@ -205,9 +249,12 @@ def load_federated(dataset_path: str | os.PathLike, split_dir: str | os.PathLike
             gen = torch.Generator().manual_seed(int(domain.get("noise_seed", 0)))
             x_train = apply_domain(x_train, domain, gen)
             x_test = apply_domain(x_test, domain, gen)
+        y_train, y_test = data.labels[idx_train], data.labels[idx_test]
+        if swaps is not None and swaps[client]:
+            y_train, y_test = swap_labels(y_train, swaps[client]), swap_labels(y_test, swaps[client])
         clients.append(ClientData(
-            x_train=x_train, y_train=torch.from_numpy(data.labels[idx_train]),
-            x_test=x_test, y_test=torch.from_numpy(data.labels[idx_test]),
+            x_train=x_train, y_train=torch.from_numpy(y_train),
+            x_test=x_test, y_test=torch.from_numpy(y_test),
             idx_train=idx_train, idx_test=idx_test,
         ))
     idx_orch = np.sort(cols["idx"][cols["role"] == "orchestrator"]).astype(np.int64)

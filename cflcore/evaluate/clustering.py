@@ -46,6 +46,7 @@ from .. import filenames as fn
 from ..errors import DataError
 from ..io import read_json, read_parquet, write_parquet
 from ..metrics import (
+    EXTERNAL_SCORES,
     davies_bouldin_from_gram,
     external_scores,
     personalisation_by_round,
@@ -79,6 +80,7 @@ class GroundTruth:
     cluster_of_client: np.ndarray
     label_histograms: np.ndarray
     n_test: np.ndarray | None = None  # local test-set size per client (004 App. F's weights)
+    has_groups: bool = True  # False: a standard partition (shards, dirichlet) with no groups; external scores n/a
 
     @property
     def n_clients(self) -> int:
@@ -110,7 +112,8 @@ def load_ground_truth(manifest_path: str | Path) -> GroundTruth:
     histograms = manifest.get("label_histograms_train") or manifest["label_histograms"]
     n_test = manifest.get("n_test")
     truth = GroundTruth(np.asarray(manifest["cluster_of_client"], dtype=np.int64), np.asarray(histograms, dtype=np.float64),
-                        None if n_test is None else np.asarray(n_test, dtype=np.int64))
+                        None if n_test is None else np.asarray(n_test, dtype=np.int64),
+                        has_groups=bool(manifest.get("ground_truth", True)))
     if truth.label_histograms.shape[0] != truth.n_clients:
         raise DataError(
             f"{manifest_path}: label_histograms has {truth.label_histograms.shape[0]} clients, "
@@ -213,7 +216,8 @@ def round_scores(part: RoundPartition, truth: GroundTruth, gram: np.ndarray | No
     return {
         "kind": "round",
         "round": part.round,
-        **external_scores(truth.cluster_of_client[members], labels),
+        **(external_scores(truth.cluster_of_client[members], labels) if truth.has_groups
+           else dict.fromkeys(EXTERNAL_SCORES)),
         "silhouette": None if gram is None else silhouette_from_gram(gram, sampled_labels),
         "davies_bouldin": None if gram is None else davies_bouldin_from_gram(gram, sampled_labels),
         "was": wasserstein_silhouette(truth.label_histograms[members], labels),

@@ -19,13 +19,21 @@ import pandas as pd
 
 from .tables import BEST_MARK
 
-HOMES = ("000", "002", "004")
+HOMES = ("000", "002", "004", "scl", "ifca", "leahcimali")
+"""Where a setting comes from: a seed (000, 002, 004), a baseline's own paper (``scl``: Sattler et al.'s demo,
+felisat/clustered-federated-learning; ``ifca``: Ghosh et al. 2020's rotated MNIST), or leahcimali's comparison of CFL
+methods (Comparative-Evaluation-of-Clustered-Federated-Learning-Methods, its five heterogeneities)."""
 FAIL_ARI = 0.3  # "fails badly": a final ARI at or under this on a setting
-HOME_METHODS = {"000": ("ocfl",), "002": ("louvain",), "004": ("fedgwc",)}
+HOME_METHODS = {"000": ("ocfl",), "002": ("louvain",), "004": ("fedgwc",), "scl": ("scl",), "ifca": ("ifca",)}
 """Each paper's own method family (a variant whose name starts with it)."""
+TITLE = "Comparing the seeds' methods"
+"""The section's default title (``report.cross_paper.title`` names another: the heterogeneity study's)."""
 
 
-COLUMNS = ["method", "setting", "split", "home", "accuracy_metric", "n_seeds", "ari_mean", "ari_std", "rand_mean",
+NO_GROUPS = "ARI n/a (no ground-truth groups)"
+"""A setting whose split has no groups (``ground_truth: false``: shards, dirichlet): its external scores are null."""
+
+COLUMNS = ["method", "setting", "split", "home", "control", "accuracy_metric", "n_seeds", "ari_mean", "ari_std", "rand_mean",
            "rand_std", "accuracy_mean", "accuracy_std", "best_ari"]
 """The tidy table's columns (``tables/cross_paper.csv``), also when the study has no cross-paper block."""
 
@@ -35,17 +43,19 @@ class Setting:
     split: str
     home: str
     label: str
+    control: bool = False  # a negative control (quantity skew): no groups to find; out of the ranks, the CD and the marks
 
     @property
     def accuracy(self) -> str:
-        """The accuracy the home paper scores clients by: balanced accuracy (004) or PF1 (000, 002)."""
-        return "local_bacc" if self.home == "004" else "pf1"
+        """The accuracy the home paper scores clients by: balanced accuracy (004), PF1 (000, 002), or accuracy on
+        the clients' own test sets (Sattler's demo, IFCA, leahcimali's comparison)."""
+        return {"004": "local_bacc", "000": "pf1", "002": "pf1"}.get(self.home, "local_acc")
 
 
 def settings_of(block: Mapping[str, Any] | None) -> list[Setting]:
     """``report.cross_paper.settings``: split -> {home, label}, ordered by home paper, then label (the report's
     params reach here as canonical JSON, whose keys are sorted by split name)."""
-    out = [Setting(str(split), str(entry["home"]), str(entry.get("label") or split))
+    out = [Setting(str(split), str(entry["home"]), str(entry.get("label") or split), bool(entry.get("control", False)))
            for split, entry in ((block or {}).get("settings") or {}).items()]
     return sorted(out, key=lambda s: (s.home, s.label))
 
@@ -58,7 +68,7 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
         for method in methods:
             runs = summary[(summary["split_base"] == s.split) & (summary["algorithm"] == method)] if len(summary) else summary
             row: dict[str, Any] = {"method": method, "setting": s.label, "split": s.split, "home": s.home,
-                                   "accuracy_metric": s.accuracy, "n_seeds": int(len(runs))}
+                                   "control": s.control, "accuracy_metric": s.accuracy, "n_seeds": int(len(runs))}
             for name, column in (("ari", "ari"), ("rand", "rand"), ("accuracy", s.accuracy)):
                 values = pd.to_numeric(runs[column], errors="coerce").dropna() if len(runs) and column in runs else pd.Series(dtype=float)
                 row[f"{name}_mean"] = float(values.mean()) if len(values) else np.nan
@@ -68,12 +78,13 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
     if frame.empty:
         return frame.assign(best_ari=pd.Series(dtype=bool))
     best = frame.groupby("setting")["ari_mean"].transform("max")
-    frame["best_ari"] = np.isclose(frame["ari_mean"], best) & frame["ari_mean"].notna()
+    frame["best_ari"] = np.isclose(frame["ari_mean"], best) & frame["ari_mean"].notna() & ~frame["control"]
     return frame
 
 
 def average_ranks(tidy: pd.DataFrame) -> pd.Series:
     """Each method's mean rank over the settings by mean ARI (1 = best; ties share the average rank)."""
+    tidy = tidy[~tidy["control"]] if "control" in tidy else tidy
     if tidy.empty:
         return pd.Series(dtype=float)
     wide = tidy.pivot(index="setting", columns="method", values="ari_mean")
@@ -82,7 +93,7 @@ def average_ranks(tidy: pd.DataFrame) -> pd.Series:
 
 def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str]) -> pd.DataFrame:
     """Blocks (setting × seed) × methods of final ARI, for the CD analysis (incomplete blocks are dropped there)."""
-    splits = {s.split: s.label for s in settings}
+    splits = {s.split: s.label for s in settings if not s.control}
     runs = summary[summary["split_base"].isin(splits) & summary["algorithm"].isin(methods)] if len(summary) else summary
     if not len(runs):
         return pd.DataFrame(columns=list(methods))
@@ -100,9 +111,12 @@ def wide_table(tidy: pd.DataFrame, oracle: Sequence[str] = ()) -> pd.DataFrame:
     def cell(r: pd.Series) -> str:
         if not r["n_seeds"]:
             return "n/a"
-        ari = f"ARI {r['ari_mean']:.2f} ± {r['ari_std']:.2f}" + (f" {BEST_MARK}" if r["best_ari"] else "")
+        if not np.isfinite(r["ari_mean"]):  # a standard partition (shards, dirichlet): no groups to recover
+            ari = NO_GROUPS
+        else:
+            ari = f"ARI {r['ari_mean']:.2f} ± {r['ari_std']:.2f}" + (f" {BEST_MARK}" if r["best_ari"] else "")
         rand = f" · Rand {r['rand_mean']:.2f}" if r["home"] == "004" and np.isfinite(r["rand_mean"]) else ""
-        acc_name = "bal. acc." if r["accuracy_metric"] == "local_bacc" else "PF1"
+        acc_name = {"local_bacc": "bal. acc.", "pf1": "PF1"}.get(r["accuracy_metric"], "acc.")
         acc = f" · {acc_name} {r['accuracy_mean']:.2f} ± {r['accuracy_std']:.2f}" if np.isfinite(r["accuracy_mean"]) else ""
         return ari + rand + acc
 
@@ -118,6 +132,12 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
     if tidy.empty:
         return ["No runs."]
     lines = []
+    control = tidy["control"] if "control" in tidy else pd.Series(False, index=tidy.index)
+    for setting, rows in tidy[control].groupby("setting", sort=False):
+        found = rows[rows["ari_mean"] > FAIL_ARI]
+        lines.append(f"{setting} (a negative control, out of the ranks): methods above ARI {FAIL_ARI} there, which separate "
+                     f"clients the shift does not: {', '.join(found['method']) or 'none'}.")
+    tidy = tidy[~control]
     for setting, rows in tidy.groupby("setting", sort=False):
         best = rows[rows["best_ari"]]
         if best.empty:
@@ -157,7 +177,8 @@ def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], metho
     ranks = average_ranks(tidy)
     scores = cd_scores(summary, settings, methods)
     return {"settings": settings, "tidy": tidy, "ranks": ranks, "cd": cd_analysis(scores, higher_is_better=True),
-            "oracle": list(block.get("oracle") or []), "lines": what_it_shows(tidy, ranks)}
+            "oracle": list(block.get("oracle") or []), "lines": what_it_shows(tidy, ranks),
+            "title": block.get("title") or TITLE, "notes": list(block.get("notes") or [])}
 
 
 def cross_section_rst(analysis: Mapping[str, Any]) -> str:
@@ -165,11 +186,12 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
     from .front_page import _section, csv_table
 
     tidy, cd = analysis["tidy"], analysis["cd"]
-    parts = [_section("Comparing the seeds' methods", "-"),
-             "Every method on every seed's home setting (each keeps its home paper's clients and participation). "
-             f"A cell: final-round ARI (Rand too on 004's settings) and accuracy on the clients' own data (PF1; balanced "
-             f"accuracy on 004's), mean ± std over seeds; {BEST_MARK} = the column's best ARI; (oracle) = told the true "
-             "number of groups.\n\n"]
+    parts = [_section(analysis.get("title") or TITLE, "-"),
+             "Every method on every setting (each keeps its home paper's clients and participation). "
+             f"A cell: final-round ARI (Rand too on 004's settings) and accuracy on the clients' own data (PF1 on 000's "
+             f"and 002's; balanced accuracy on 004's; accuracy elsewhere), mean ± std over seeds; {BEST_MARK} = the "
+             f"column's best ARI; (oracle) = told the true number of groups; {NO_GROUPS} = a standard partition.\n\n"]
+    parts += [f"{note}\n\n" for note in analysis.get("notes") or []]
     parts.append(csv_table(wide_table(tidy, analysis["oracle"]), "Methods × settings") + "\n")
     if cd.note:
         cd_text = cd.note
@@ -192,7 +214,7 @@ def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[
     from .tables import write_table, write_text
 
     out_dir = Path(out_dir)
-    caption = "Every method on every seed's home setting: final ARI, Rand (004) and accuracy, mean ± std over seeds."
+    caption = f"{analysis.get('title') or TITLE}: final ARI, Rand (004) and accuracy per method and setting, mean ± std over seeds."
     entries = [entry("cross_paper", p, None, None) for p in
                write_table(analysis["tidy"], wide_table(analysis["tidy"], analysis["oracle"]), "cross_paper",
                            out_dir / "tables", caption)]

@@ -224,3 +224,23 @@ def test_clients_not_yet_joined_are_neither_a_cluster_nor_a_change():
     blind = [RoundPartition(p.round, p.labels, p.sampled) for p in parts]
     assert clustering_rounds(blind) == (3, 2)
     assert round_scores(blind[1], gt, None)["n_clusters"] == 4
+
+
+def test_a_split_without_groups_has_no_external_scores(tmp_path):
+    """shards / dirichlet (manifest ground_truth: false): ARI and the other external scores are null, never 0."""
+    import json
+
+    import numpy as np
+
+    from cflcore.evaluate.clustering import RoundPartition, load_ground_truth, round_scores
+    from cflcore.metrics import EXTERNAL_SCORES
+
+    manifest = {"cluster_of_client": [0, 0, 0, 0], "label_histograms": [[3, 1]] * 4, "ground_truth": False}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    truth = load_ground_truth(tmp_path / "manifest.json")
+    part = RoundPartition(0, np.array([0, 0, 1, 1]), np.arange(4))
+    scores = round_scores(part, truth, None)
+    assert all(scores[k] is None for k in EXTERNAL_SCORES) and scores["n_clusters"] == 2
+    manifest.pop("ground_truth")
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    assert round_scores(part, load_ground_truth(tmp_path / "manifest.json"), None)["ari"] == 0.0

@@ -52,6 +52,37 @@ def test_the_cd_analysis_runs_over_settings_times_seeds():
     assert rst.startswith("Comparing the seeds' methods") and "What it shows" in rst
 
 
+def test_a_partition_without_groups_says_ari_na_and_other_homes_score_local_accuracy():
+    """A shards / dirichlet split has null external scores: its cell says so (never ARI 0), ranks skip it; the
+    baselines' homes and leahcimali's settings score accuracy on the clients' own test sets; title and notes print."""
+    runs = planted().assign(local_acc=0.7)
+    runs.loc[runs["split_base"] == "c", ["ari", "rand"]] = np.nan
+    settings = [cp.Setting("a", "scl", "scl a"), cp.Setting("b", "leahcimali", "rotation"),
+                cp.Setting("c", "leahcimali", "shards")]
+    tidy = cp.cross_table(runs, settings, ["home", "mid", "weak"])
+    assert set(tidy["accuracy_metric"]) == {"local_acc"} and not tidy.loc[tidy["setting"] == "shards", "best_ari"].any()
+    wide = cp.wide_table(tidy)
+    assert wide.loc[0, "shards"] == f"{cp.NO_GROUPS} · acc. 0.70 ± 0.00"
+    assert cp.average_ranks(tidy).to_dict() == {"home": 1.0, "mid": 2.0, "weak": 3.0}
+    block = {"settings": {s.split: {"home": s.home, "label": s.label} for s in settings},
+             "title": "Which method for which shift", "notes": ["A note."]}
+    rst = cp.cross_section_rst(cp.cross_analysis(runs, block, ["home", "mid", "weak"]))
+    assert rst.startswith("Which method for which shift") and "A note." in rst
+
+
+def test_a_negative_control_is_out_of_the_ranks_and_names_who_splits_there():
+    """Quantity skew (control: true): finding its "groups" is over-splitting, so it earns no mark, no rank, no CD block."""
+    settings = [*SETTINGS[:2], cp.Setting("c", "leahcimali", "quantity", control=True)]
+    tidy = cp.cross_table(planted(), settings, ["home", "mid", "weak"])
+    assert not tidy.loc[tidy["control"], "best_ari"].any()
+    ranks = cp.average_ranks(tidy)
+    assert ranks.to_dict() == cp.average_ranks(cp.cross_table(planted(), SETTINGS[:2], ["home", "mid", "weak"])).to_dict()
+    assert set(cp.cd_scores(planted(), settings, ["home", "mid", "weak"]).index.get_level_values(0)) == {"000 a", "002 b"}
+    lines = cp.what_it_shows(tidy, ranks)
+    assert lines[0] == ("quantity (a negative control, out of the ranks): methods above ARI 0.3 there, which separate "
+                        "clients the shift does not: home, mid.")
+
+
 @pytest.mark.parametrize("name", ["cross-paper-offline", "cross-paper"])
 def test_the_study_plans_every_method_on_every_setting(workflow_dir, name):
     """The offline study and its paper-scale sibling (CIFAR-10) plan every method × setting × seed, each setting at
@@ -73,9 +104,11 @@ def test_the_study_plans_every_method_on_every_setting(workflow_dir, name):
     p = run_sm(workflow_dir, "-n", "--cores", "2", "--configfile", f"config/{name}.yaml", "-p")
     out = p.stdout + p.stderr
     assert planned_jobs(out).get("train") == len(methods) * len(settings) * len(cfg["study"]["seeds"])
+    only = cc.dataset_splits(cfg)
     for split in settings:
         clients = cfg["splits"][split]["clients"][0]
+        data = next((d for d in cfg["study"]["datasets"] if split in only.get(d, [split])), dataset)
         for method in methods:
             for seed in cfg["study"]["seeds"]:
-                run = f"runs/{dataset}/{split}/n{clients}/s{seed}/{method}/status.json"
+                run = f"runs/{data}/{split}/n{clients}/s{seed}/{method}/status.json"
                 assert run in out, run

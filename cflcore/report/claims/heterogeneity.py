@@ -1,0 +1,123 @@
+"""Claims about the shifts clustered FL was made for (``report.paper_checks: [heterogeneity]``), checked on the
+heterogeneity study (config/heterogeneity-offline.yaml) and on the baselines' home settings of the cross-paper study
+(config/cross-paper-offline.yaml). Each names its source: the anchor's code, or the paper it cites.
+
+Every claim takes the framework's tie rule (:mod:`.framework`): a level (ARI ≥ 0.9) holds when the t-interval of
+the per-seed values lies inside the range, a difference when the interval of the per-seed paired differences
+excludes 0 on the claimed side; within the seed noise is ``inconclusive``, beyond it the other way
+``contradicted``, and a study without the setting gives ``n/a``.
+
+The settings are found by split name (the ``split_base`` of a run): :data:`ROTATED_HALF`, :data:`ROTATION_GROUPS`,
+:data:`LABEL_SWAP`, :data:`QUANTITY_SKEW`; methods by variant-name prefix (:data:`FEDAVG`, :data:`IFCA`, :data:`SCL`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .framework import ClaimData, ClaimResult, cell, claim, fmt, greater, select, threshold, verdict
+
+PAPER = "heterogeneity"
+ROTATED_HALF = "rotation-half"  # Sattler's demo: 10 clients, Dirichlet α 1.0, half rotated by 180°
+ROTATION_GROUPS = "rotation-4"  # IFCA's rotated MNIST / leahcimali's concept shift on features: 0/90/180/270°
+LABEL_SWAP = "label-swap"  # leahcimali's concept shift on labels
+QUANTITY_SKEW = "quantity-skew"  # leahcimali's quantity skew
+
+FEDAVG = "bnc"  # BNC: one cohort, FedAvg (000 §4.2)
+IFCA = "ifca"
+SCL = "scl"
+FOUND = 0.9  # "separates" / "recovers" / "finds the groups": final ARI's t-interval over seeds at or above 0.9
+NEGATIVE_CONTROL = 0.3  # "does not find quantity groups": final ARI's interval at or under cross_paper.FAIL_ARI
+ACCURACY = "local_acc"  # label swap: each client's model on its own (swapped) test set; the orchestrator keeps true labels
+
+
+def _on(runs: pd.DataFrame, split: str) -> pd.DataFrame:
+    return select(runs, split_base=split) if runs is not None and len(runs) and "split_base" in runs else pd.DataFrame()
+
+
+def _methods(runs: pd.DataFrame, prefix: str | None = None) -> list[str]:
+    """The variants (``algorithm_base``) of ``runs``, those starting with ``prefix`` when given."""
+    if not len(runs):
+        return []
+    names = [str(a) for a in dict.fromkeys(runs["algorithm_base"])]
+    return [a for a in names if prefix is None or a.startswith(prefix)]
+
+
+def _na(fn_id: str, where: str, text: str, why: str) -> ClaimResult:
+    return verdict(PAPER, fn_id, where, text, "–", {why: "missing"})
+
+
+@claim(PAPER)
+def scl_separates_rotated_half(data: ClaimData) -> ClaimResult:
+    where = "felisat/clustered-federated-learning demo notebook; Sattler et al. 2020 (TNNLS) §V"
+    text = "CFL (SCL) separates the clients whose images are rotated by 180° from the others (final ARI ≥ 0.9)"
+    runs = _on(data.runs, ROTATED_HALF)
+    names = _methods(runs, SCL)
+    if not names:
+        return _na("het-scl-rotated-half", where, text, f"no SCL run on split {ROTATED_HALF}")
+    parts, ours = {}, []
+    for name in names:
+        mine = select(runs, name)
+        label, status = threshold(f"{name} ARI", mine, "ari", lo=FOUND)
+        parts[label] = status
+        ours.append(f"{name}: ARI {cell(mine, 'ari').text()}, clusters {cell(mine, 'n_clusters').text(1)}")
+    return verdict(PAPER, "het-scl-rotated-half", where, text, "; ".join(ours), parts)
+
+
+@claim(PAPER)
+def ifca_recovers_rotation_groups(data: ClaimData) -> ClaimResult:
+    where = "Ghosh et al. 2020 (IFCA, NeurIPS) §5.2, rotated MNIST with k = 4"
+    text = "IFCA told k = 4 recovers the four rotation groups (final ARI ≥ 0.9, four clusters)"
+    runs = _on(data.runs, ROTATION_GROUPS)
+    names = _methods(runs, IFCA)
+    if not names:
+        return _na("het-ifca-rotation-groups", where, text, f"no IFCA run on split {ROTATION_GROUPS}")
+    parts, ours = {}, []
+    for name in names:
+        mine = select(runs, name)
+        label, status = threshold(f"{name} ARI", mine, "ari", lo=FOUND)
+        parts[label] = status
+        label, status = threshold(f"{name} clusters", mine, "n_clusters", lo=3.5, hi=4.5)
+        parts[label] = status
+        ours.append(f"{name}: ARI {cell(mine, 'ari').text()}, clusters {cell(mine, 'n_clusters').text(1)}")
+    return verdict(PAPER, "het-ifca-rotation-groups", where, text, "; ".join(ours), parts)
+
+
+@claim(PAPER)
+def fedavg_below_group_finders_under_label_swap(data: ClaimData) -> ClaimResult:
+    where = ("leahcimali/Comparative-Evaluation-of-Clustered-Federated-Learning-Methods, concept-shift-on-labels "
+             "(src/utils_data.py)")
+    text = ("Under label swap, FedAvg's accuracy on the clients' own data is below that of every method that finds the "
+            "groups (final ARI ≥ 0.9): one model cannot fit groups that disagree on an image's label")
+    runs = _on(data.runs, LABEL_SWAP)
+    fedavg = select(runs, FEDAVG) if len(runs) else runs
+    if not len(fedavg):
+        return _na("het-label-swap-fedavg", where, text, f"no FedAvg ({FEDAVG}) run on split {LABEL_SWAP}")
+    finders = [m for m in _methods(runs) if m != FEDAVG
+               and threshold("", select(runs, m), "ari", lo=FOUND)[1] == "yes"]
+    ours = f"FedAvg {ACCURACY} {cell(fedavg, ACCURACY).text()}; finding the groups: " + (
+        ", ".join(f"{m} (ARI {cell(select(runs, m), 'ari').text()}, {ACCURACY} {cell(select(runs, m), ACCURACY).text()})"
+                  for m in finders) or "none")
+    if not finders:
+        return verdict(PAPER, "het-label-swap-fedavg", where, text, ours,
+                       {"no method's final ARI interval lies at or above 0.9": "missing"})
+    parts = dict(greater(f"{m} {ACCURACY} − FedAvg's", select(runs, m), fedavg, ACCURACY, digits=3) for m in finders)
+    return verdict(PAPER, "het-label-swap-fedavg", where, text, ours, parts)
+
+
+@claim(PAPER)
+def quantity_skew_negative_control(data: ClaimData) -> ClaimResult:
+    where = ("leahcimali/Comparative-Evaluation-of-Clustered-Federated-Learning-Methods, quantity-skew "
+             "(src/utils_data.py): groups that differ only in how much data they hold")
+    text = ("Negative control: quantity groups share one distribution, so no method recovers them (every method's final "
+            f"ARI ≤ {NEGATIVE_CONTROL}); the row lists the methods that split anyway")
+    runs = _on(data.runs, QUANTITY_SKEW)
+    names = [m for m in _methods(runs) if m != FEDAVG]
+    if not names:
+        return _na("het-quantity-control", where, text, f"no clustering run on split {QUANTITY_SKEW}")
+    parts = dict(threshold(f"{m} ARI", select(runs, m), "ari", lo=-1.0, hi=NEGATIVE_CONTROL) for m in names)
+    clusters = {m: cell(select(runs, m), "n_clusters").mean for m in names}
+    split = [f"{m} ({fmt(k, 1)} clusters)" for m, k in clusters.items() if np.isfinite(k) and k > 1]
+    ours = "split anyway: " + (", ".join(split) or "none") + "; ARI " + ", ".join(
+        f"{m} {cell(select(runs, m), 'ari').text()}" for m in names)
+    return verdict(PAPER, "het-quantity-control", where, text, ours, parts)

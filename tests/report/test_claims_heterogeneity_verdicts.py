@@ -1,0 +1,76 @@
+"""The heterogeneity claims can tell: each holds on a table where it is true, says "contradicted" on a false table
+and "inconclusive" on one whose compared values tie within the seed noise (cflcore.report.claims.heterogeneity)."""
+import pandas as pd
+import pytest
+
+from cflcore.report.claims import framework as cl
+from cflcore.report.claims import heterogeneity as het
+
+SEEDS = (0, 1, 2)
+
+
+def noise(seed: int, index: int, size: float) -> float:
+    """A zero-mean seed jitter that differs between cells (see test_claims_004_verdicts)."""
+    return size * (((seed + index) % 3) - 1)
+
+
+def table(scl_ari=1.0, ifca_ari=1.0, ifca_k=4.0, fedavg_acc=0.5, finder_acc=0.9, quantity_ari=0.0,
+          jitter=0.0) -> pd.DataFrame:
+    rows = []
+
+    def add(base, split, seed, **values):
+        i = sum(r["seed"] == seed for r in rows)  # the row's place within its seed: cells jitter differently
+        rows.append({"dataset": "mnist5k", "clients": 12, "seed": seed, "algorithm": base, "algorithm_base": base,
+                     "split": split, "split_base": split,
+                     **{k: (v + noise(seed, i, jitter) if k in ("ari", "local_acc") else v) for k, v in values.items()}})
+
+    for seed in SEEDS:
+        add("scl", het.ROTATED_HALF, seed, ari=scl_ari, n_clusters=2.0)
+        add("ifca-oracle", het.ROTATION_GROUPS, seed, ari=ifca_ari, n_clusters=ifca_k)
+        add("bnc", het.LABEL_SWAP, seed, ari=0.0, local_acc=fedavg_acc, n_clusters=1.0)
+        add("ocfl-km", het.LABEL_SWAP, seed, ari=1.0, local_acc=finder_acc, n_clusters=6.0)
+        add("bcl", het.LABEL_SWAP, seed, ari=0.2, local_acc=0.3, n_clusters=3.0)  # finds no groups: not compared
+        add("ocfl-hdb", het.QUANTITY_SKEW, seed, ari=quantity_ari, n_clusters=2.0)
+        add("ifca-oracle", het.QUANTITY_SKEW, seed, ari=0.0, n_clusters=4.0)
+        add("bnc", het.QUANTITY_SKEW, seed, ari=0.0, n_clusters=1.0)
+    return pd.DataFrame(rows)
+
+
+def verdicts(runs: pd.DataFrame) -> pd.Series:
+    return cl.check_claims(["heterogeneity"], cl.ClaimData(runs)).set_index("claim_id")["holds"]
+
+
+CASES = {  # claim -> (false table, tied table)
+    "het-scl-rotated-half": (dict(scl_ari=0.0), dict(scl_ari=0.9, jitter=0.05)),
+    "het-ifca-rotation-groups": (dict(ifca_ari=0.3, ifca_k=2.0), dict(ifca_ari=0.9, jitter=0.05)),
+    "het-label-swap-fedavg": (dict(fedavg_acc=0.95, finder_acc=0.8), dict(fedavg_acc=0.8, finder_acc=0.8, jitter=0.02)),
+    "het-quantity-control": (dict(quantity_ari=0.9), dict(quantity_ari=0.3, jitter=0.05)),
+}
+
+
+def test_every_claim_holds_on_a_true_table_and_names_its_source():
+    rows = cl.check_claims(["heterogeneity"], cl.ClaimData(table())).set_index("claim_id")
+    assert set(rows.index) == set(CASES)
+    assert (rows["holds"] == cl.HOLDS).all(), rows["note"].to_dict()
+    assert rows["where"].str.len().gt(20).all()  # each names its source
+    assert "split anyway: ocfl-hdb (2.0 clusters), ifca-oracle (4.0 clusters)" in rows.loc["het-quantity-control", "ours"]
+
+
+@pytest.mark.parametrize("claim_id", sorted(CASES))
+def test_false_table_is_contradicted(claim_id):
+    assert verdicts(table(**CASES[claim_id][0]))[claim_id] == cl.CONTRADICTED
+
+
+@pytest.mark.parametrize("claim_id", sorted(CASES))
+def test_tied_table_is_inconclusive(claim_id):
+    assert verdicts(table(**CASES[claim_id][1]))[claim_id] == cl.INCONCLUSIVE
+
+
+def test_no_setting_gives_na():
+    assert (verdicts(table().assign(split_base="elsewhere")) == cl.NA).all()
+
+
+def test_label_swap_without_a_finder_is_not_a_verdict():
+    runs = table()
+    runs.loc[runs["algorithm"] == "ocfl-km", "ari"] = 0.1
+    assert verdicts(runs)["het-label-swap-fedavg"] in (cl.NA, cl.INCONCLUSIVE)
