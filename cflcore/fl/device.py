@@ -68,7 +68,9 @@ def prepare_device(name: str, deterministic: bool = True) -> torch.device:
     if device.type == "cuda" and device.index is None and torch.cuda.device_count() > 1:
         from .gpu_slots import job_gpu
 
-        device = torch.device("cuda", job_gpu(torch.cuda.device_count()))
+        index = job_gpu(torch.cuda.device_count())
+        if index is not None:  # None: no slot could be taken (logged); the current CUDA device
+            device = torch.device("cuda", index)
     set_deterministic(device, deterministic)
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)
