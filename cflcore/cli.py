@@ -178,7 +178,7 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
         settings = cc.run_settings(cfg, a.dataset, a.algorithm, a.split)
         inputs = stages.strategy_input_paths(cfg, a.dataset, a.split, a.clients, a.seed, a.algorithm)
         st = stages.train(p["dataset"], p["split"], settings, a.seed, p["run"], on_failure="fail",
-                          tensorboard_dir=tensorboard, monitors=bar, inputs=inputs)
+                          tensorboard_dir=tensorboard, monitors=bar, inputs=inputs, device=cfg["device"])
         log.info("run status: %s", st)
     elif a.cmd == "status":
         from .status import show

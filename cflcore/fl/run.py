@@ -66,12 +66,12 @@ import torch
 
 from ..clustering.divergence import update_gram
 from ..data.federated import FederatedData
-from ..defaults import with_config_defaults
+from ..defaults import device_identity, with_config_defaults
 from ..errors import CflError, ConfigError, TrainingDiverged
 from ..io import canonical_json
 from ..models import build_model, check_compatible
 from .artifacts import GLOBAL_COLUMNS, write_outputs
-from .device import prepare_device
+from .device import device_kind, device_report, prepare_device
 from .checkpoint import config_hash, load_latest, plain, save_checkpoint, state_from_checkpoint, state_to_checkpoint
 from .state import EngineState
 from .deltas import restore_, to_deltas_
@@ -160,6 +160,13 @@ class Engine:
     log: logging.Logger
     buffer: torch.Tensor | None = None  # the round buffer (round_buffer), reused across rounds
     personal: Personalisation | None = None  # engine.personalisation (None: the method's own local training)
+
+    def hardware(self) -> dict[str, Any]:
+        """status.json's ``hardware``: cflcore.fl.device.device_report plus the resolved ``memory_budget_mb`` and the
+        vmap trainer's clients per chunk (None for the loop trainer)."""
+        chunk = getattr(self.trainer, "last_chunk_size", None)
+        return {**device_report(self.device), "memory_budget_mb": int(self.settings["engine"]["memory_budget_mb"]),
+                "trainer": type(self.trainer).__name__, "chunk_size": chunk}
 
     # ----- vectors ----------------------------------------------------------------------------
     def shared_part(self, matrix: torch.Tensor) -> torch.Tensor:
@@ -544,13 +551,26 @@ def _init_model(name: str, kwargs: dict[str, Any], seed: int) -> torch.nn.Module
         return build_model(name, **kwargs)
 
 
+def job_device(settings: Mapping[str, Any], device: str | None) -> str:
+    """The device a job runs on: ``device`` (the config's, e.g. ``cuda:1``) where given, else the run settings'. The run
+    settings hold the device as the run's identity does (cflcore.defaults.device_identity: ``cuda:N`` -> ``cuda``); a
+    concrete device of another identity is refused in one line."""
+    identity = str(with_config_defaults("", settings)["device"])
+    if device is None:
+        return identity
+    if device_identity(device) != device_identity(identity):
+        raise ConfigError(f"device: {device!r} does not match the run settings' device {identity!r}; allowed: "
+                          f"{identity!r} or, for cuda, any cuda:N")
+    return str(device)
+
+
 def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log: logging.Logger, *,
-                 strategy: Strategy) -> tuple[Engine, EngineState]:
+                 strategy: Strategy, device: str | None = None) -> tuple[Engine, EngineState]:
     """The engine of one run and its state at round 0; ``strategy`` is the run's method, built by the caller
-    (cflcore.strategies.build_strategy), which the engine sets up for this federation."""
+    (cflcore.strategies.build_strategy), which the engine sets up for this federation; ``device``: :func:`job_device`."""
     # the schema's defaults under settings built by hand (a validated config's run settings carry them all)
     training, eng = with_config_defaults("datasets.*", settings["training"]), with_config_defaults("engine", settings.get("engine"))
-    device = prepare_device(str(with_config_defaults("", settings)["device"]), bool(eng["deterministic"]))
+    device = prepare_device(job_device(settings, device), bool(eng["deterministic"]))
     torch.set_num_threads(int(eng["threads"]))
     # `auto` values resolved for this device once; the engine reads the resolved ones (the run's settings and its
     # checkpoints' config hash keep `auto`)
@@ -596,19 +616,24 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
 
 
 def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.PathLike,
-              log: logging.Logger | None = None, *, strategy: Strategy, monitors: Sequence[Monitor] = ()) -> None:
+              log: logging.Logger | None = None, *, strategy: Strategy, monitors: Sequence[Monitor] = (),
+              device: str | None = None) -> dict[str, Any]:
     """Run all rounds of one scenario × algorithm and write history/server/gram(/divergence).parquet and
-    models.pt into ``out_dir``; resumes from the newest matching checkpoint in ``out_dir/checkpoints``.
+    models.pt into ``out_dir``; resumes from the newest matching checkpoint in ``out_dir/checkpoints`` written on the
+    same device kind (cflcore.fl.checkpoint). ``device``: the concrete device (:func:`job_device`). Returns what the
+    bytes can still depend on beyond the settings (cflcore.fl.device.device_report, the resolved memory budget and
+    chunk size): status.json records it.
 
     Every finished round goes to ``out_dir/progress.jsonl`` (cflcore.fl.progress.ProgressRecord) and to the extra
     ``monitors`` (TensorBoard, a progress bar), after its checkpoint; they read the round, they never change it."""
     log = log or logging.getLogger("cflcore.fl")
     out_dir = Path(out_dir)
-    engine, state = build_engine(fed, settings, seed, log, strategy=strategy)
+    engine, state = build_engine(fed, settings, seed, log, strategy=strategy, device=device)
     n_rounds = int(settings["training"]["rounds"])
     every = int(engine.settings["engine"]["checkpoint_every"])
     chash = config_hash(settings, seed, fed)
-    ck = load_latest(out_dir, chash, log)
+    kind = device_kind(engine.device)
+    ck = load_latest(out_dir, chash, log, kind)
     if ck is not None:
         state = state_from_checkpoint(ck, engine.device, engine.dtype)
         engine.strategy.load_state_dict(ck["strategy"])
@@ -622,7 +647,7 @@ def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.P
         for rnd in range(state.next_round, n_rounds):
             engine.run_round(state, rnd, n_rounds)
             if (rnd + 1) % every == 0 and rnd + 1 < n_rounds:
-                save_checkpoint(out_dir, rnd, state_to_checkpoint(state, engine.strategy, chash))
+                save_checkpoint(out_dir, rnd, state_to_checkpoint(state, engine.strategy, chash, kind))
             record = round_record(state.server_rows[-1], n_rounds, state.labels, truth)
             for m in watchers:
                 m.round(record)
@@ -634,3 +659,4 @@ def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.P
         for m in watchers:
             m.close()
     write_outputs(engine, state, out_dir, n_rounds - 1)
+    return engine.hardware()

@@ -327,7 +327,7 @@ class VmapTrainer(Trainer):
         if self._feature_shapes is None:
             self._probe(self.client_tensors(clients[0])[0])
         losses: list[np.ndarray] = []
-        size = self.chunk_size()
+        size = self.last_chunk_size = self.chunk_size()
         for lo in range(0, len(clients), size):
             hi = min(lo + size, len(clients))
             losses += self._train_chunk(out[lo:hi], clients[lo:hi], client_seeds[lo:hi])
