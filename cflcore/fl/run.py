@@ -15,8 +15,8 @@ Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
 * ``trainer`` auto|loop|vmap (cflcore.fl.trainers); ``precision`` fp32|bf16 (autocast, fp32 master
   weights; evaluation autocast too)|fp64; ``channels_last`` (worth it on CPU for conv nets: about 1.5-1.8x
   for tinyvgg; ``auto``: on for a CPU, off on CUDA); ``memory_budget_mb`` (vmap chunking, and whether start vectors are
-  kept in RoundUpdates for a strategy with ``needs_start_vectors``, i.e. Louvain; ``auto``: 2048 on a CPU, a share of
-  the GPU on CUDA, cflcore.fl.trainers.resolve_memory_budget); ``deterministic`` (CUDA's deterministic kernels,
+  kept in RoundUpdates for a strategy with ``needs_start_vectors``, i.e. Louvain; ``auto``: 2048 on a CPU, on CUDA a share
+  of a fixed reference card among ``gpu_jobs`` jobs, never the card at hand, cflcore.fl.trainers.resolve_memory_budget); ``deterministic`` (CUDA's deterministic kernels,
   cflcore.fl.device.set_deterministic; nothing on a CPU);
   ``threads`` (torch.set_num_threads); ``compile`` (loop trainer through torch.compile: faster steps after a
   one-off compilation, so only for long runs; see cflcore.fl.trainers.LoopTrainer).
@@ -574,7 +574,7 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     torch.set_num_threads(int(eng["threads"]))
     # `auto` values resolved for this device once; the engine reads the resolved ones (the run's settings and its
     # checkpoints' config hash keep `auto`)
-    eng = {**eng, "memory_budget_mb": resolve_memory_budget(eng["memory_budget_mb"], device),
+    eng = {**eng, "memory_budget_mb": resolve_memory_budget(eng["memory_budget_mb"], device, int(eng["gpu_jobs"])),
            "channels_last": resolve_channels_last(eng["channels_last"], device)}
     model_name = training["model"]
     c, h, w = fed.shape

@@ -313,10 +313,18 @@ class VmapTrainer(Trainer):
         self._feature_shapes = [shapes[id(m)] for m in self.dropouts]
         self._activation_numel = total[0]
 
-    def chunk_size(self) -> int:
+    def chunk_size(self, n_clients: int = 1) -> int:
+        """Clients per vmapped chunk: what fits ``memory_budget_mb`` beside the round's (n_clients × P) buffer, from
+        the model's size and activations only (never from the card's memory, so the chunking, and with it the bytes,
+        is the same on every card), then evened out (15 clients at 13 a chunk -> 8 + 7)."""
         elt = torch.finfo(self.spec.dtype).bits // 8
         per_client = self.layout.n_full * elt * 6 + self._activation_numel * self.spec.batch_size * elt * 4
-        return max(1, int(self.spec.memory_budget_mb * 2 ** 20 // max(per_client, 1)))
+        room = self.spec.memory_budget_mb * 2 ** 20 - n_clients * self.layout.n_full * elt  # the round buffer
+        size = max(1, int(room // max(per_client, 1)))
+        if n_clients > size:
+            chunks = -(-n_clients // size)
+            size = -(-n_clients // chunks)
+        return size
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
               out: torch.Tensor | None = None) -> TrainResult:
@@ -327,7 +335,7 @@ class VmapTrainer(Trainer):
         if self._feature_shapes is None:
             self._probe(self.client_tensors(clients[0])[0])
         losses: list[np.ndarray] = []
-        size = self.last_chunk_size = self.chunk_size()
+        size = self.last_chunk_size = self.chunk_size(len(clients))
         for lo in range(0, len(clients), size):
             hi = min(lo + size, len(clients))
             losses += self._train_chunk(out[lo:hi], clients[lo:hi], client_seeds[lo:hi])
@@ -405,23 +413,26 @@ class VmapTrainer(Trainer):
 
 CPU_MEMORY_BUDGET_MB = 2048
 """``engine.memory_budget_mb: auto`` on a CPU: the figure the CPU studies were measured and run with."""
-CUDA_MEMORY_SHARE = 8
-"""``engine.memory_budget_mb: auto`` on CUDA: 1/8 of the GPU's total memory. Total, not free: the chunking decides
-which vmapped kernels run (cuDNN and cuBLAS pick per batch shape), so a budget read from the free memory would make a
-run's bytes depend on what other jobs held when it started. With the gpu-workstation profile's 4 jobs a GPU, chunks
-hold at most half of it (the estimate in :meth:`VmapTrainer.chunk_size` is rough; issue 41 measured 10.8 GiB peak
-for ocfl-cnn at 100 clients under a 2 GB budget on an H100). The share is a design choice, not a measured optimum."""
+REFERENCE_GPU_MB = 40 * 1024
+"""``engine.memory_budget_mb: auto`` on CUDA: a share of a *reference* card of 40 GiB (an A100 40GB, the smallest
+data-centre card in common use), never of the card at hand, so that the chunking, which decides the vmapped kernels'
+batch shapes and with them the bytes (cuDNN and cuBLAS pick per shape), is the same on an 80 GB card, a 40 GB one, a
+MIG slice or with ECC on. A design choice, not a measured optimum."""
+GPU_HEADROOM = 0.75
+"""The share of the reference card the jobs' budgets add up to; the rest is for the CUDA context, cuDNN's workspace
+and the allocator's slack."""
 
 
-def resolve_memory_budget(value: int | str, device: torch.device) -> int:
-    """``engine.memory_budget_mb`` in MB: a number as given; ``auto`` = :data:`CPU_MEMORY_BUDGET_MB` on a CPU and
-    :data:`CUDA_MEMORY_SHARE`'s share of the GPU's total memory (``torch.cuda.mem_get_info``) on CUDA."""
+def resolve_memory_budget(value: int | str, device: torch.device, gpu_jobs: int = 1) -> int:
+    """``engine.memory_budget_mb`` in MB: a number as given; ``auto`` = :data:`CPU_MEMORY_BUDGET_MB` on a CPU, and on
+    CUDA this job's share of :data:`REFERENCE_GPU_MB` × :data:`GPU_HEADROOM` among the ``engine.gpu_jobs`` jobs that
+    share one GPU (7,680 MB at 4 jobs). The chunking then follows from the model, the clients and this figure
+    (:meth:`VmapTrainer.chunk_size`, which counts the round buffer), never from the card."""
     if value != "auto":
         return int(value)
     if device.type != "cuda":
         return CPU_MEMORY_BUDGET_MB
-    _, total = torch.cuda.mem_get_info(device)
-    return max(64, int(total // 2 ** 20 // CUDA_MEMORY_SHARE))
+    return max(64, int(REFERENCE_GPU_MB * GPU_HEADROOM) // max(1, int(gpu_jobs)))
 
 
 def resolve_channels_last(value: bool | str, device: torch.device) -> bool:

@@ -76,8 +76,10 @@ def test_deterministic_mode_is_never_set_for_a_cpu(monkeypatch):
 def test_auto_settings_keep_the_cpu_figures(monkeypatch):
     assert resolve_memory_budget("auto", CPU) == CPU_MEMORY_BUDGET_MB == 2048
     assert resolve_memory_budget(512, CPU) == 512 and resolve_memory_budget(512, torch.device("cuda")) == 512
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (3 * 2 ** 30, 80 * 2 ** 30))
-    assert resolve_memory_budget("auto", torch.device("cuda")) == 80 * 1024 // 8  # the total, not the free memory
+    for total in (80, 40, 12):  # the card's memory plays no part (nor does the free memory)
+        monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None, t=total: (3 * 2 ** 30, t * 2 ** 30))
+        assert resolve_memory_budget("auto", torch.device("cuda"), 4) == 40 * 1024 * 3 // 4 // 4 == 7680
+    assert resolve_memory_budget("auto", torch.device("cuda"), 1) == 4 * resolve_memory_budget("auto", torch.device("cuda"), 4)
     assert resolve_channels_last("auto", CPU) is True and resolve_channels_last("auto", torch.device("cuda")) is False
     assert resolve_channels_last(True, torch.device("cuda")) is True and resolve_channels_last(False, CPU) is False
 

@@ -190,3 +190,18 @@ def test_evaluation_does_not_depend_on_eval_batch(name, kw, shape, channels_last
             torch.testing.assert_close(loss, outs[0][1], rtol=5e-7, atol=0.0)
         else:
             assert torch.equal(loss, outs[0][1])
+
+
+def test_vmap_chunks_count_the_round_buffer_and_are_even():
+    """The chunk size comes from the model, the clients and the budget: the round's (N × P) buffer is taken off the
+    budget first, and N is cut into near-equal chunks (15 at 13 a chunk -> 8 + 7)."""
+    layout = ModelLayout.of(build_model("tinyvgg", 1, (8, 8), 6))
+    trainer = VmapTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, TrainSpec(SGD, 8, 1, "fp64", memory_budget_mb=64), CPU)
+    trainer._activation_numel = 0
+    per_client = layout.n_full * 8 * 6
+    budget = 64 * 2 ** 20
+    assert trainer.chunk_size(1) == (budget - layout.n_full * 8) // per_client
+    n = 2 * budget // per_client  # a buffer that leaves room for fewer clients than n
+    room = (budget - n * layout.n_full * 8) // per_client
+    chunks = -(-n // room)
+    assert trainer.chunk_size(n) == -(-n // chunks) and trainer.chunk_size(n) * chunks - n < chunks
