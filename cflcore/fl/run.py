@@ -177,7 +177,13 @@ class Engine:
         return matrix[:, self.part.shared]
 
     def full_vector(self, state: EngineState, spec: StartSpec, client: int | None, local: torch.Tensor | None = None) -> torch.Tensor:
-        """The full vector of a (possibly mixed) StartSpec; the FedBN part is the client's own (or ``local``)."""
+        """The full vector of a (possibly mixed) StartSpec; the FedBN part is the client's own (or ``local``). Where
+        every position is shared, a plain copy (no indexing, which deterministic mode sends down a sort-based path);
+        otherwise the partition's indices live on the device (:func:`build_engine`), so nothing comes from the host."""
+        if len(self.part.shared) == self.layout.n_full:
+            if isinstance(spec, Mapping):  # convex mix (002 eq. 4), the same sum as below
+                return sum(float(w) * state.models[int(c)] for c, w in spec.items()).to(self.dtype)  # type: ignore[union-attr]
+            return state.models[int(spec)].clone()
         full = torch.empty(self.layout.n_full, dtype=self.dtype, device=self.device)
         if isinstance(spec, Mapping):
             weights = {int(c): float(w) for c, w in spec.items()}
@@ -248,6 +254,8 @@ class Engine:
     def _full_from_shared(self, state: EngineState, vec: torch.Tensor, ref: int | None, client: int | None) -> torch.Tensor:
         """A full vector from a strategy-supplied shared vector. BN buffers kept out of the deltas come from
         cluster ``ref`` when the key names one, else their mean over clusters; FedBN parts from ``client``."""
+        if len(self.part.shared) == self.layout.n_full:
+            return vec.to(device=self.device, dtype=self.dtype).clone()
         full = torch.empty(self.layout.n_full, dtype=self.dtype, device=self.device)
         full[self.part.shared] = vec.to(device=self.device, dtype=self.dtype)
         if len(self.part.extra):
@@ -394,18 +402,20 @@ class Engine:
             members = [row for row, cl in enumerate(sampled) if member_of[cl] == c]
             sstate = {k: v.clone() for k, v in state.server_state.get(src, {}).items()}
             if members:
-                rows = torch.tensor(members, device=self.device)
-                w = torch.tensor(n_samples[members], dtype=self.dtype, device=self.device) if weighted else None
                 every = len(members) == len(sampled)
+                # sent from the host only where used (a FedAvg round of shared vectors over all rows needs neither)
+                rows = None if every and not len(self.part.extra) else torch.tensor(members, device=self.device)
+                w = torch.tensor(n_samples[members], dtype=self.dtype, device=self.device) if weighted else None
                 if self.server.is_fedavg and len(self.part.shared) == self.layout.n_full:
                     # FedAvg: the members' rows read in place (a subset column block by column block), no copy
                     models[c], server_state[c] = rows_mean(news, None if every else members, w), {}
                 else:
-                    members_new = news if every else news.index_select(0, rows)
+                    members_new = news if every else news.index_select(0, rows)  # type: ignore[arg-type]
                     member_starts = None if self.server.is_fedavg else torch.stack([shared_start(r) for r in members])
                     models[c], server_state[c] = aggregate_cluster(self.server, member_starts,
                                                                    self.shared_part(members_new), w, sstate)
-                extra[c] = weighted_mean(news[:, self.part.extra].index_select(0, rows), w)
+                extra[c] = (weighted_mean(news[:, self.part.extra].index_select(0, rows), w) if rows is not None
+                            else news.new_empty(0))
             else:
                 models[c], server_state[c] = state.models[src].clone(), sstate
                 extra[c] = state.extra[src].clone()
@@ -589,7 +599,8 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     make = lambda i: _init_model(model_name, model_kwargs, derive_seed(seed, _STREAM_INIT, i))  # noqa: E731
     template = make(0)
     layout = ModelLayout.of(template)
-    part = layout.partition(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")
+    cut = layout.partition(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")
+    part = Partition(cut.shared.to(device), cut.extra.to(device), cut.local.to(device))  # indexing stays on the device
     init_full = layout.flatten(template).to(device=device, dtype=dtype)
     personal = Personalisation.from_engine(eng)
     if personal.active:  # the schema refuses these too; settings built by hand meet them here

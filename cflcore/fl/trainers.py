@@ -98,16 +98,20 @@ def autocast_context(spec: TrainSpec, device: torch.device) -> contextlib.Abstra
     return contextlib.nullcontext()
 
 
-def epoch_generator(client_seed: int, epoch: int) -> torch.Generator:
-    """The CPU generator of one client's epoch, seeded from (client seed, epoch)."""
-    return torch.Generator().manual_seed(derive_seed(client_seed, epoch))
+def epoch_generator(client_seed: int, epoch: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """The generator of one client's epoch on the training device, seeded from (client seed, epoch): it draws the
+    epoch's permutation and dropout masks where they are used, so a round sends nothing from the host. On a CPU it
+    is the CPU generator of earlier versions (the same bytes); a CUDA generator draws other numbers, from the same
+    seeds, the same on every card of one model."""
+    return torch.Generator(device=device).manual_seed(derive_seed(client_seed, epoch))
 
 
-def epoch_order(client_seed: int, epoch: int, n: int) -> tuple[torch.Generator, torch.Tensor]:
+def epoch_order(client_seed: int, epoch: int, n: int,
+                device: torch.device | str = "cpu") -> tuple[torch.Generator, torch.Tensor]:
     """A client's batch order in one epoch: the epoch's generator and its permutation of the n training
-    rows; both trainers (and benchmarks/round_speed.py) take it from here."""
-    gen = epoch_generator(client_seed, epoch)
-    return gen, torch.randperm(n, generator=gen)
+    rows, both on ``device``; both trainers (and benchmarks/round_speed.py) take it from here."""
+    gen = epoch_generator(client_seed, epoch, device)
+    return gen, torch.randperm(n, generator=gen, device=gen.device)
 
 
 def proximal_grads(grads: list[torch.Tensor], params: list[torch.Tensor], anchors: list[torch.Tensor],
@@ -140,11 +144,12 @@ def pin_inductor_simd() -> None:
 
 
 def uniform_source(gen: torch.Generator):
-    """Dropout mask source: uniform [0, 1) numbers from ``gen`` (always drawn on CPU, in fp32 or fp64)."""
+    """Dropout mask source: uniform [0, 1) numbers from ``gen``, drawn on the generator's device (the training
+    device, :func:`epoch_generator`) in fp32 or fp64."""
 
     def draw(shape: torch.Size, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         wide = torch.float64 if dtype == torch.float64 else torch.float32
-        return torch.rand(tuple(shape), generator=gen, dtype=wide).to(device=device, dtype=dtype)
+        return torch.rand(tuple(shape), generator=gen, dtype=wide, device=gen.device).to(device=device, dtype=dtype)
 
     return draw
 
@@ -172,12 +177,11 @@ class Trainer(ABC):
         return cached[1], cached[2]
 
     def epoch_generator(self, client_seed: int, epoch: int) -> torch.Generator:
-        return epoch_generator(client_seed, epoch)
+        return epoch_generator(client_seed, epoch, self.device)
 
     def epoch_order(self, client_seed: int, epoch: int, n: int) -> tuple[torch.Generator, torch.Tensor]:
-        """The epoch's generator (it draws the dropout masks next) and its permutation, on the device."""
-        gen, perm = epoch_order(client_seed, epoch, n)
-        return gen, perm.to(self.device)
+        """The epoch's generator (it draws the dropout masks next) and its permutation, both on the device."""
+        return epoch_order(client_seed, epoch, n, self.device)
 
     @abstractmethod
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
@@ -375,7 +379,7 @@ class VmapTrainer(Trainer):
 
     def _step(self, t, rows_list, k, params, buffers, names, state, schedules, data, losses, anchors) -> None:
         full = rows_list == list(range(k))
-        rows = torch.tensor(rows_list, device=self.device)
+        rows = None if full else torch.tensor(rows_list, device=self.device)
         x = torch.stack([data[i][0][schedules[i][t][1]] for i in rows_list])
         y = torch.stack([data[i][1][schedules[i][t][1]] for i in rows_list])
         b = x.shape[1]
