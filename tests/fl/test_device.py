@@ -229,3 +229,23 @@ def test_a_lock_error_gives_no_slot_and_a_warning(tmp_path, monkeypatch, caplog,
     monkeypatch.setattr(device_module, "set_deterministic", lambda device, deterministic=True: False)
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
     assert prepare_device("cuda", True) == torch.device("cuda")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU (the GPU tests would run)")
+def test_require_gpu_turns_a_gpu_skip_into_a_failure():
+    """tests/conftest.py: under CFL_REQUIRE_GPU=1 a skipped ``gpu`` test fails, naming the skip's reason."""
+    import subprocess
+    import sys
+
+    def run(require: bool):
+        env = {k: v for k, v in os.environ.items() if k not in ("CFL_REQUIRE_GPU", "CFL_GPU_TEST_DEVICE")}
+        if require:
+            env["CFL_REQUIRE_GPU"] = "1"
+        return subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "-q", "-rs",
+                               "tests/fl/test_gpu.py", "-k", "two_processes"], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    plain, required = run(False), run(True)
+    assert plain.returncode == 0 and "1 skipped" in plain.stdout, plain.stdout[-1500:]
+    assert required.returncode == 1 and "1 error" in required.stdout, required.stdout[-1500:]  # fails in set-up
+    assert "CFL_REQUIRE_GPU=1: a GPU test was skipped" in required.stdout and "no CUDA device" in required.stdout
