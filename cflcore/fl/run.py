@@ -17,7 +17,9 @@ Engine settings (``settings["engine"]``, cflcore/schemas/config.schema.yaml):
   for tinyvgg; ``auto``: on for a CPU, off on CUDA); ``memory_budget_mb`` (vmap chunking, and whether start vectors are
   kept in RoundUpdates for a strategy with ``needs_start_vectors``, i.e. Louvain; ``auto``: 2048 on a CPU, on CUDA a share
   of a fixed reference card among ``gpu_jobs`` jobs, never the card at hand, cflcore.fl.trainers.resolve_memory_budget); ``deterministic`` (CUDA's deterministic kernels,
-  cflcore.fl.device.set_deterministic; nothing on a CPU);
+  cflcore.fl.device.set_deterministic; nothing on a CPU); ``ragged_batches`` (vmap: unequal batch sizes at one
+  step split into one call per size, or padded into one; ``auto``: pad on CUDA, split on a CPU,
+  cflcore.fl.trainers.resolve_ragged_batches);
   ``threads`` (torch.set_num_threads); ``compile`` (loop trainer through torch.compile: faster steps after a
   one-off compilation, so only for long runs; see cflcore.fl.trainers.LoopTrainer).
 * ``server_optimizer`` sgd|adam|yogi, ``server_lr``, ``server_betas``, ``server_eps``, ``server_momentum``
@@ -82,7 +84,8 @@ from .optim import ClientOptimizer
 from .personal import Personalisation, PersonalTrainer
 from .progress import Monitor, ProgressRecord, round_record
 from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
-from .trainers import TrainSpec, bf16_warning, derive_seed, resolve_channels_last, resolve_memory_budget, resolve_trainer
+from .trainers import (TrainSpec, bf16_warning, derive_seed, resolve_channels_last, resolve_memory_budget,
+                       resolve_ragged_batches, resolve_trainer)
 
 KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/fl/test_resume.py)
 # test hook: raise TrainingDiverged after that round, once per attempt (a recorded failure, tests/workflow/test_faults.py)
@@ -585,13 +588,14 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     # `auto` values resolved for this device once; the engine reads the resolved ones (the run's settings and its
     # checkpoints' config hash keep `auto`)
     eng = {**eng, "memory_budget_mb": resolve_memory_budget(eng["memory_budget_mb"], device, int(eng["gpu_jobs"])),
-           "channels_last": resolve_channels_last(eng["channels_last"], device)}
+           "channels_last": resolve_channels_last(eng["channels_last"], device),
+           "ragged_batches": resolve_ragged_batches(eng["ragged_batches"], device)}
     model_name = training["model"]
     c, h, w = fed.shape
     check_compatible(model_name, (c, h, w), fed.n_classes, **dict(training.get("model_kwargs") or {}))
     spec = TrainSpec(ClientOptimizer.from_training(training), int(training["batch_size"]), int(training["local_epochs"]),
                      str(eng["precision"]), bool(eng["channels_last"]), int(eng["memory_budget_mb"]), bool(eng["compile"]),
-                     float(eng["proximal_mu"]))
+                     float(eng["proximal_mu"]), str(eng["ragged_batches"]))
     dtype = torch.float64 if spec.precision == "fp64" else torch.float32
     if spec.precision == "bf16" and (warning := bf16_warning(device)):
         log.warning(warning)
