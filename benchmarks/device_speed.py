@@ -9,6 +9,9 @@ Workload: 000 Table 3's MNIST training on MNIST-shaped 1x28x28 synthetic data (c
 samples a client (000's draw per client at N = 15, the issue's workload), 32 test samples a client, 256 orchestrator
 samples, batch 32, 3 local epochs, SGD lr 0.01, BNC (= FedAvg), evaluation every round. ``--quick``: tinyvgg at
 N = 4 and ocfl-cnn at N = 2 with 64 samples a client (a smoke run of a minute on a 2-core CPU).
+``--sizes unequal``: paper-mnist5k's 162-175 samples a client instead (scaled by 64/267 under ``--quick``), whose
+epochs end in batches of different sizes; the vmap trainer then runs both ways, ``engine.ragged_batches`` split
+(one vmapped call per batch size) and pad (one call a step), and each prints its vmapped calls a round.
 
 Variants (one timed call = one whole round: local training, server step, evaluation)
   reference    the published CFL code's style: per client ``copy.deepcopy`` of the global model, a DataLoader over
@@ -75,10 +78,11 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def engine_settings(model: str, trainer: str, device: torch.device, threads: int) -> dict:
+def engine_settings(model: str, trainer: str, device: torch.device, threads: int, ragged: str = "auto") -> dict:
     return {"training": {"model": model, "optimizer": "sgd", "lr": LR, "batch_size": BATCH, "local_epochs": EPOCHS,
                          "rounds": 10 ** 6},
-            "engine": {"trainer": trainer, "eval_every": 1, "checkpoint_every": 10 ** 6, "threads": threads},
+            "engine": {"trainer": trainer, "eval_every": 1, "checkpoint_every": 10 ** 6, "threads": threads,
+                       "ragged_batches": ragged},
             "algorithm": {"method": "bnc"}, "device": str(device)}
 
 
@@ -145,9 +149,16 @@ class HandRound:
 
 
 class EngineRound:
-    def __init__(self, fed, model: str, trainer: str, seed: int, device: torch.device, threads: int):
-        self.engine, self.state = harness.build_engine(fed, engine_settings(model, trainer, device, threads), seed, log)
+    def __init__(self, fed, model: str, trainer: str, seed: int, device: torch.device, threads: int,
+                 ragged: str = "auto"):
+        self.engine, self.state = harness.build_engine(fed, engine_settings(model, trainer, device, threads, ragged),
+                                                       seed, log)
         self.device = device
+
+    def calls_per_round(self) -> float | None:
+        """The vmap trainer's vmapped calls per round so far (None for the loop trainer)."""
+        calls = getattr(self.engine.trainer, "calls", None)
+        return None if calls is None or not self.state.next_round else calls / self.state.next_round
 
     def __call__(self) -> None:
         self.engine.run_round(self.state, self.state.next_round, 10 ** 6)
@@ -231,34 +242,53 @@ def check_equivalence(rounds: dict[str, Any], layout) -> str:
     """After one round from the same start, every variant's global parameters against the reference's."""
     ref = rounds["reference"].vector(layout)
     diffs = {"plain": harness.assert_close("plain", rounds["plain"].vector(layout), ref, 1e-3, 1e-5, "global parameters")}
-    for name in ("engine-loop", "engine-vmap"):
+    for name in [k for k in rounds if k.startswith("engine-")]:
         diffs[name] = harness.assert_close(name, rounds[name].vector(), ref, 1e-3, 1e-5, "global parameters")
     return ", ".join(f"{k} {v:.2e}" for k, v in diffs.items())
 
 
+def client_sizes(kind: str, n: int, n_train: int) -> list[int]:
+    """Training samples per client: ``equal`` = n_train each; ``unequal`` = spread evenly over paper-mnist5k's 162-175
+    (scaled to n_train / 267 of it), so that the clients' last batches differ in size."""
+    if kind == "equal":
+        return [n_train] * n
+    lo, hi = round(162 * n_train / N_TRAIN), round(175 * n_train / N_TRAIN)
+    return [lo + ((hi - lo) * i) // max(1, n - 1) for i in range(n)]
+
+
 def run_case(model: str, n: int, n_train: int, device: torch.device, repeats: int, seed: int, threads: int,
-             peak: float, rec: harness.Recorder) -> dict[str, float]:
-    fed = synthetic_federated(n_clients=n, n_train=n_train, n_test=N_TEST, n_orch=N_ORCH, shape=SHAPE,
+             peak: float, rec: harness.Recorder, sizes: str = "equal") -> dict[str, float]:
+    counts = client_sizes(sizes, n, n_train)
+    fed = synthetic_federated(n_clients=n, n_train=counts, n_test=N_TEST, n_orch=N_ORCH, shape=SHAPE,
                               n_classes=CLASSES, seed=seed)
-    rounds: dict[str, Any] = {"engine-loop": EngineRound(fed, model, "loop", seed, device, threads),
-                              "engine-vmap": EngineRound(fed, model, "vmap", seed, device, threads)}
+    rounds: dict[str, Any] = {"engine-loop": EngineRound(fed, model, "loop", seed, device, threads)}
+    if sizes == "equal":
+        rounds["engine-vmap"] = EngineRound(fed, model, "vmap", seed, device, threads)
+    else:  # both ways of training unequal batches side by side (engine.ragged_batches)
+        rounds["engine-vmap-split"] = EngineRound(fed, model, "vmap", seed, device, threads, "split")
+        rounds["engine-vmap-pad"] = EngineRound(fed, model, "vmap", seed, device, threads, "pad")
+    engines = list(rounds)
     layout = rounds["engine-loop"].engine.model_layout
     start = build_model(model, SHAPE[0], SHAPE[1:], CLASSES)
     layout.load(start, rounds["engine-loop"].vector())  # the engine's round-0 global model
     rounds = {"reference": HandRound("reference", start, fed, seed, device),
               "plain": HandRound("plain", start, fed, seed, device), **rounds}
-    for name in VARIANTS:  # round 0 of each: the equivalence check, and the warm-up (CUDA context, vmap trace)
+    variants = ["reference", "plain", *engines]
+    for name in variants:  # round 0 of each: the equivalence check, and the warm-up (CUDA context, vmap trace)
         rounds[name]()
     print(f"{model}, N = {n}: equivalence after one round (max |difference| of the global parameters vs the "
           f"reference; rtol 1e-3, atol 1e-5): {check_equivalence(rounds, layout)}")
-    res = harness.time_side_by_side({k: rounds[k] for k in VARIANTS}, repeats, warmup=False, keep_output=False)
-    memory = {k: peak_memory(rounds[k], device) for k in VARIANTS}
+    res = harness.time_side_by_side({k: rounds[k] for k in variants}, repeats, warmup=False, keep_output=False)
+    memory = {k: peak_memory(rounds[k], device) for k in variants}
     train_f, fwd_f = sample_flops(model)
-    flops = train_f * n * n_train * EPOCHS + fwd_f * (n * N_TEST + N_ORCH)
+    flops = train_f * sum(counts) * EPOCHS + fwd_f * (n * N_TEST + N_ORCH)
     floor = flops / peak
     what = "peak allocated" if device.type == "cuda" else "peak process RSS"
+    calls = {k: rounds[k].calls_per_round() for k in engines}
     notes = {k: f"{what} {memory[k] / 2 ** 30:6.2f} GiB   floor {floor * 1e3:8.1f} ms   ratio to floor "
-                f"{r.median / floor:7.1f}x" for k, r in res.items()}
+                f"{r.median / floor:7.1f}x" + (f"   vmapped calls a round {calls[k]:.0f}" if calls.get(k) else "")
+             for k, r in res.items()}
+    n_train = f"{min(counts)}-{max(counts)}" if sizes != "equal" else n_train
     rec.table(f"{model}, N = {n}, {n_train} samples a client, on {device}: seconds a round (round FLOPs "
               f"{flops / 1e12:.3f} TFLOP; floor = FLOPs / GEMM rate)", res, baseline="reference",
               case=f"{device.type} {model} N={n}", notes=notes)
@@ -280,6 +310,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--models", nargs="*", choices=MODELS, default=list(MODELS))
     ap.add_argument("--clients", type=int, nargs="*", default=None,
                     help="N values (default 15 30 100; quick: 4 for tinyvgg, 2 for ocfl-cnn)")
+    ap.add_argument("--sizes", nargs="*", choices=("equal", "unequal"), default=["equal"],
+                    help="client sizes: equal (267 a client) and/or unequal (paper-mnist5k's 162-175, whose last "
+                         "batches differ: engine-vmap then runs as engine.ragged_batches split and pad, side by side)")
     args = ap.parse_args(argv)
     rec = harness.setup(args, "device_speed")
     logging.basicConfig(level=logging.WARNING)
@@ -290,7 +323,8 @@ def main(argv: list[str] | None = None) -> None:
     for model in args.models:
         sizes = args.clients or ([4 if model == "tinyvgg" else 2] if args.quick else [15, 30, 100])
         for n in sizes:
-            run_case(model, n, n_train, device, args.repeats, args.seed, args.threads, peak, rec)
+            for kind in args.sizes:
+                run_case(model, n, n_train, device, args.repeats, args.seed, args.threads, peak, rec, kind)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import yaml
 from . import filenames as fn
 from . import config as cc
 from . import layout, pipeline, stages
+from .doctor import add_parser as add_doctor_parser, run_doctor
 from .errors import CflError, ConfigError
 from .logutil import setup_logging
 
@@ -108,12 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="state, round, speed and ETA of every planned run, and the study's ETA")
     p.add_argument("--watch", action="store_true", help="refresh in place until Ctrl-C")
     p.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes with --watch (default 2)")
+    add_doctor_parser(sub)  # cfl doctor [--gpu]: the machine's self-check (cflcore/doctor.py); reads no config
     return ap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     log = setup_logging(a.log)
+    if a.cmd == "doctor":
+        return run_doctor(a)
     try:
         cfg = cc.load_config(*(a.config or ["config/config.yaml"]), overrides=parse_set(a.overrides))
         return _dispatch(cfg, a, log)
@@ -182,7 +186,7 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
         settings = cc.run_settings(cfg, a.dataset, a.algorithm, a.split)
         inputs = stages.strategy_input_paths(cfg, a.dataset, a.split, a.clients, a.seed, a.algorithm)
         st = stages.train(p["dataset"], p["split"], settings, a.seed, p["run"], on_failure="fail",
-                          tensorboard_dir=tensorboard, monitors=bar, inputs=inputs)
+                          tensorboard_dir=tensorboard, monitors=bar, inputs=inputs, device=cfg["device"])
         log.info("run status: %s", st)
     elif a.cmd == "status":
         from .status import show

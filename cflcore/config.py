@@ -26,7 +26,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import yaml
 
-from .defaults import config_defaults, schema_defaults, with_config_defaults
+from .defaults import config_defaults, device_identity, schema_defaults, with_config_defaults
 from .errors import ConfigError
 from .layout import scenario_id
 from .plugin import schema_check
@@ -721,7 +721,8 @@ _NOT_TRAINING = ("loader", "test_fraction", "max_train", "explain_samples", "alg
 
 
 def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: str | None = None) -> dict[str, Any]:
-    """Everything a ``train`` job depends on besides its input files (the split).
+    """Everything a ``train`` job depends on besides its input files (the split); ``device`` as
+    :func:`device_identity` gives it, so that moving a study from ``cuda:0`` to ``cuda:1`` reruns nothing.
 
     A split with its own ``participation`` (a setting of its home paper, :data:`SPLIT_STUDY_KEYS`) sets the engine's
     participation and the method's own ``participation`` parameter where it has one (FedGWC samples per cluster
@@ -740,7 +741,7 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: st
         "training": training,
         "engine": engine,
         "algorithm": variant,
-        "device": with_config_defaults("", cfg)["device"],
+        "device": device_identity(with_config_defaults("", cfg)["device"]),
     }
 
 

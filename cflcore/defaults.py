@@ -44,3 +44,11 @@ def config_defaults(path: str) -> dict[str, Any]:
 def with_config_defaults(path: str, values: Mapping[str, Any] | None) -> dict[str, Any]:
     """``values`` over the defaults of config section ``path``."""
     return {**config_defaults(path), **dict(values or {})}
+
+
+def device_identity(device: str) -> str:
+    """The ``device`` setting as a run's identity holds it: ``cuda:N`` -> ``cuda`` (which GPU of one machine a job
+    takes changes no result: one GPU model, driver and torch build give the same bytes, docs/gpu.md), other values as
+    written. The job gets the concrete device apart (``stages.train(device=...)``); the hardware it ran on is checked
+    at resume (cflcore.fl.checkpoint) and recorded in status.json."""
+    return "cuda" if str(device).startswith("cuda:") else str(device)

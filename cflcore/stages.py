@@ -34,7 +34,8 @@ def make_split(dataset_path: str | Path, settings: Mapping[str, Any], n_clients:
 
 def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str, Any], seed: int,
           out_dir: str | Path, on_failure: str = "fail", tensorboard_dir: str | Path | None = None,
-          monitors: Sequence[Any] = (), inputs: Mapping[str, str | Path] | None = None) -> dict[str, Any]:
+          monitors: Sequence[Any] = (), inputs: Mapping[str, str | Path] | None = None,
+          device: str | None = None) -> dict[str, Any]:
     """Train one run; ``inputs``: the files its strategy declares beyond the split, by name (``Strategy.inputs``; the
     rule's input files of those names, or :func:`strategy_input_paths`). With ``on_failure='record'`` a failure inside training (e.g. a diverging loss)
     is written to ``status.json`` (and empty run files) instead of raised, so that the other runs and
@@ -42,7 +43,9 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
 
     Every round is recorded in ``out_dir/progress.jsonl`` (cflcore.fl.progress); with ``tensorboard_dir`` (config
     ``monitor.tensorboard``) its scalars also go to TensorBoard event files there; ``monitors`` are further watchers
-    (``cfl train``'s progress bar). None of them is a declared output or a param: they change no rerun decision."""
+    (``cfl train``'s progress bar). None of them is a declared output or a param: they change no rerun decision.
+    ``device``: the config's concrete device (``cuda:1``; the settings hold its identity, defaults.device_identity).
+    status.json's ``hardware`` records the device, driver, CUDA, torch and resolved chunking the run ran with."""
     from .data.store import load_federated
     from .fl.run import train_run
     from .strategies.base import build_strategy, declared_inputs, resolve_params
@@ -63,8 +66,8 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
             from .fl.progress import TensorBoardMonitor
 
             watchers.append(TensorBoardMonitor(tensorboard_dir))
-        train_run(fed, dict(settings), int(seed), out_dir, log=log, strategy=build_strategy(settings["algorithm"]),
-                  monitors=watchers)
+        hardware = train_run(fed, dict(settings), int(seed), out_dir, log=log,
+                             strategy=build_strategy(settings["algorithm"]), monitors=watchers, device=device)
     except CflError as e:
         if on_failure != "record":
             raise
@@ -72,7 +75,7 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
         _write_failed_run(out_dir, str(e))
         return {"status": "failed", "reason": str(e)}
     _ensure_divergence(out_dir)
-    status = {"status": "ok", "seconds": round(time.time() - t0, 3)}
+    status = {"status": "ok", "seconds": round(time.time() - t0, 3), "hardware": hardware}
     write_json(status, out_dir / fn.STATUS)
     return status
 

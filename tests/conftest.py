@@ -38,6 +38,25 @@ def pytest_configure(config) -> None:
     config.add_cleanup(lambda: shutil.rmtree(shim, ignore_errors=True))
 
 
+REQUIRE_GPU_ENV = "CFL_REQUIRE_GPU"
+"""``CFL_REQUIRE_GPU=1`` (.ci/run sets it where ``nvidia-smi -L`` lists a GPU): a test marked ``gpu`` that skips fails
+instead, unless its reason starts with ``control:`` (a control run that happened to agree on this card,
+tests/fl/test_gpu.py), so a GPU host whose CUDA is broken cannot pass by skipping."""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if not (report.skipped and os.environ.get(REQUIRE_GPU_ENV) == "1" and item.get_closest_marker("gpu")):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if reason.removeprefix("Skipped: ").startswith("control:"):
+        return
+    report.outcome = "failed"
+    report.longrepr = f"{REQUIRE_GPU_ENV}=1: a GPU test was skipped ({reason})"
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> str:
     return REPO

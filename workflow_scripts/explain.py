@@ -6,7 +6,8 @@ from cflcore import stages
 from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821
+# the concrete device (cuda:1) from the config; the params hold its identity (cflcore.defaults.device_identity)
 run_job(sm.log[0], lambda: stages.explain(
     sm.input.dataset, Path(sm.input.manifest).parent, Path(sm.input.models).parent,
-    json.loads(sm.params.settings), sm.params.seed, Path(sm.output.insdel).parent, device=sm.params.device,
+    json.loads(sm.params.settings), sm.params.seed, Path(sm.output.insdel).parent, device=str(sm.config["device"]),
     deterministic=sm.params.deterministic))

@@ -7,7 +7,8 @@ from cflcore import stages
 from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821
-# config monitor.tensorboard is read here, not passed as a param: switching it reruns no training (its schema entry)
+# config monitor.tensorboard is read here, not passed as a param: switching it reruns no training (its schema entry);
+# so is the concrete device (cuda:1): the params hold its identity only (cflcore.defaults.device_identity)
 w = sm.wildcards
 run = lay.run_id(w.dataset, w.split, w.clients, w.seed, w.algorithm)
 tensorboard = None
@@ -16,4 +17,5 @@ if sm.config["monitor"]["tensorboard"]:
 run_job(sm.log[0], lambda: stages.train(
     sm.input.dataset, Path(sm.input.manifest).parent, json.loads(sm.params.run), sm.params.seed,
     Path(sm.output.status).parent, on_failure=sm.params.on_failure, tensorboard_dir=tensorboard,
-    inputs={name: path for name, path in sm.input.items() if name not in ("dataset", "assignments", "manifest")}))
+    inputs={name: path for name, path in sm.input.items() if name not in ("dataset", "assignments", "manifest")},
+    device=str(sm.config["device"])))

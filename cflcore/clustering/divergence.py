@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 
 Precision = Literal["float32", "float64"]
 BLOCK_BYTES = 1 << 21  # one float64 column block of the deltas: n × w × 8 bytes (cache-sized, reused every block)
+GPU_BLOCK_BYTES = 1 << 28
+"""The block on a GPU: 256 MB, so that a round at N = 15 and P = 25.4M takes 12 blocks, not 1,454 (each block costs
+kernel launches; a GPU has no cache to fit). The tolerance of the module docstring holds for any block width."""
 UNIT_ROUNDOFF = 2.0 ** -53  # float64
 
 
@@ -51,9 +54,11 @@ def cosine_tolerance(p: int) -> float:
     return 2.0 * gamma + 8.0 * UNIT_ROUNDOFF
 
 
-def block_columns(n: int, p: int) -> int:
-    """Columns per block of :func:`update_gram`: a float64 (n × w) block of ``BLOCK_BYTES`` (at least 1024)."""
-    return max(1, min(p, max(1024, BLOCK_BYTES // (8 * max(n, 1)))))
+def block_columns(n: int, p: int, device_type: str = "cpu") -> int:
+    """Columns per block of :func:`update_gram`: a float64 (n × w) block of ``BLOCK_BYTES`` on a CPU (cache-sized;
+    the bytes of earlier versions), :data:`GPU_BLOCK_BYTES` on a GPU (at least 1024 columns)."""
+    size = BLOCK_BYTES if device_type == "cpu" else GPU_BLOCK_BYTES
+    return max(1, min(p, max(1024, size // (8 * max(n, 1)))))
 
 
 def _row_runs(group: "Sequence[int]") -> list[tuple[int, int, int]]:
@@ -83,7 +88,7 @@ def update_gram(rows: "torch.Tensor", starts: "Sequence[torch.Tensor] | None" = 
         raise ValueError("update_gram: starts needs group, one start index per row")
     runs = _row_runs(group) if starts is not None else []  # type: ignore[arg-type]
     gram = torch.zeros(n, n, dtype=torch.float64, device=rows.device)
-    width = block_columns(n, p)
+    width = block_columns(n, p, rows.device.type)
     full = torch.empty(n, width, dtype=torch.float64, device=rows.device)
     for a in range(0, p, width):
         w = min(width, p - a)

@@ -2,7 +2,10 @@
 
 Plain tensors / lists / dicts / numbers / strings only, so ``torch.load(weights_only=True)`` reads them.
 Written atomically; the newest ``keep`` are kept. A checkpoint whose config hash differs, or that
-cannot be read, is skipped with a warning.
+cannot be read, is skipped with a warning. Each records the device kind it was written on
+(cflcore.fl.device.device_kind: ``cpu`` or the GPU's model); a job on another kind never resumes from it (the bytes
+of the two kinds differ, and a run must not mix them): it says so in one warning line and the run restarts from
+round 0.
 """
 from __future__ import annotations
 
@@ -47,8 +50,9 @@ def _sorted(folder: Path) -> list[Path]:
     return [p for _, p in sorted(found, reverse=True)]
 
 
-def load_latest(run_dir: str | Path, config_hash: str, log: logging.Logger) -> dict[str, Any] | None:
-    """The newest readable checkpoint with ``config_hash``, or None."""
+def load_latest(run_dir: str | Path, config_hash: str, log: logging.Logger, device_kind: str | None = None) -> dict[str, Any] | None:
+    """The newest readable checkpoint with ``config_hash``, or None. With ``device_kind``, one written on another
+    kind of device (or before kinds were recorded) is not resumed: one warning line, and None (the run restarts)."""
     for path in _sorted(checkpoint_dir(run_dir)):
         try:
             ck = torch.load(path, map_location="cpu", weights_only=True)
@@ -61,6 +65,11 @@ def load_latest(run_dir: str | Path, config_hash: str, log: logging.Logger) -> d
         if ck.get("config_hash") != config_hash:
             log.warning("skipping checkpoint %s: config hash %s differs from this run's %s", path, ck.get("config_hash"), config_hash)
             continue
+        if device_kind is not None and ck.get("device_kind") != device_kind:
+            log.warning("not resuming from checkpoint %s: written on %s, this job runs on %s; restarting the run from "
+                        "round 0 (results of two device kinds are never mixed)", path.name,
+                        ck.get("device_kind", "an unrecorded device"), device_kind)
+            return None
         return ck
     return None
 
@@ -71,10 +80,12 @@ def plain(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
-def state_to_checkpoint(state: EngineState, strategy: Strategy, config_hash: str) -> dict[str, Any]:
+def state_to_checkpoint(state: EngineState, strategy: Strategy, config_hash: str,
+                        device_kind: str | None = None) -> dict[str, Any]:
     cpu = lambda d: {int(k): v.detach().cpu().clone() for k, v in d.items()}  # noqa: E731
     return {
         "config_hash": config_hash,
+        "device_kind": device_kind,
         "next_round": state.next_round,
         "models": cpu(state.models), "extra": cpu(state.extra),
         "server_state": {int(c): {k: v.detach().cpu().clone() for k, v in s.items()} for c, s in state.server_state.items()},

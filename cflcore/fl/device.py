@@ -68,8 +68,63 @@ def prepare_device(name: str, deterministic: bool = True) -> torch.device:
     if device.type == "cuda" and device.index is None and torch.cuda.device_count() > 1:
         from .gpu_slots import job_gpu
 
-        device = torch.device("cuda", job_gpu(torch.cuda.device_count()))
+        index = job_gpu(torch.cuda.device_count())
+        if index is not None:  # None: no slot could be taken (logged); the current CUDA device
+            device = torch.device("cuda", index)
     set_deterministic(device, deterministic)
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)
     return device
+
+
+def device_kind(device: torch.device) -> str:
+    """The kind of hardware a run's bytes belong to: ``cpu``, or ``cuda:<GPU model>`` (any index of one model is
+    the same kind). A checkpoint records it; a job on another kind does not resume from it (cflcore.fl.checkpoint)."""
+    if device.type != "cuda":
+        return device.type
+    return f"cuda:{torch.cuda.get_device_name(device)}"
+
+
+def nvidia_driver() -> str | None:
+    """The NVIDIA driver version (``nvidia-smi``), or None where there is none."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30, check=False).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out[0] if out else None
+
+
+def device_report(device: torch.device) -> dict[str, object]:
+    """What a result can still depend on besides the settings: the device, its model, the NVIDIA driver, CUDA,
+    cuDNN and torch (status.json's ``hardware``, ``cfl doctor``)."""
+    import platform
+
+    info: dict[str, object] = {"device": str(device), "kind": device_kind(device), "torch": torch.__version__,
+                               "cuda": torch.version.cuda, "cudnn": None, "driver": None,
+                               "cpu": platform.processor() or platform.machine(),
+                               "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    if device.type == "cuda":
+        info.update(name=torch.cuda.get_device_name(device), driver=nvidia_driver(),
+                    cudnn=torch.backends.cudnn.version())
+    else:
+        info["name"] = _cpu_model()
+    return info
+
+
+def _cpu_model() -> str | None:
+    """``lscpu``'s model name, from /proc/cpuinfo (None where it has none)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return None

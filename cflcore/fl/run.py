@@ -38,12 +38,12 @@ import torch
 
 from ..clustering.divergence import update_gram
 from ..data.federated import FederatedData
-from ..defaults import with_config_defaults
+from ..defaults import device_identity, with_config_defaults
 from ..errors import CflError, ConfigError, TrainingDiverged
 from ..io import canonical_json
 from ..models import build_model, check_compatible
 from .artifacts import GLOBAL_COLUMNS, write_outputs
-from .device import prepare_device
+from .device import device_kind, device_report, prepare_device
 from .checkpoint import config_hash, load_latest, plain, save_checkpoint, state_from_checkpoint, state_to_checkpoint
 from .state import EngineState
 from .deltas import restore_, to_deltas_
@@ -54,7 +54,8 @@ from .optim import ClientOptimizer
 from .personal import Personalisation, PersonalTrainer
 from .progress import Monitor, ProgressRecord, round_record
 from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
-from .trainers import TrainSpec, bf16_warning, derive_seed, resolve_channels_last, resolve_memory_budget, resolve_trainer
+from .trainers import (TrainSpec, bf16_warning, derive_seed, resolve_channels_last, resolve_memory_budget,
+                       resolve_ragged_batches, resolve_trainer)
 
 KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/fl/test_resume.py)
 # test hook: raise TrainingDiverged after that round, once per attempt (a recorded failure, tests/workflow/test_faults.py)
@@ -133,6 +134,13 @@ class Engine:
     buffer: torch.Tensor | None = None  # the round buffer (round_buffer), reused across rounds
     personal: Personalisation | None = None  # engine.personalisation (None: the method's own local training)
 
+    def hardware(self) -> dict[str, Any]:
+        """status.json's ``hardware``: cflcore.fl.device.device_report plus the resolved ``memory_budget_mb`` and the
+        vmap trainer's clients per chunk (None for the loop trainer)."""
+        chunk = getattr(self.trainer, "last_chunk_size", None)
+        return {**device_report(self.device), "memory_budget_mb": int(self.settings["engine"]["memory_budget_mb"]),
+                "trainer": type(self.trainer).__name__, "chunk_size": chunk}
+
     # ----- vectors ----------------------------------------------------------------------------
     def shared_part(self, matrix: torch.Tensor) -> torch.Tensor:
         """Columns of the shared part; the matrix itself (no copy) when everything is shared (the usual case:
@@ -142,7 +150,13 @@ class Engine:
         return matrix[:, self.part.shared]
 
     def full_vector(self, state: EngineState, spec: StartSpec, client: int | None, local: torch.Tensor | None = None) -> torch.Tensor:
-        """The full vector of a (possibly mixed) StartSpec; the FedBN part is the client's own (or ``local``)."""
+        """The full vector of a (possibly mixed) StartSpec; the FedBN part is the client's own (or ``local``). Where
+        every position is shared, a plain copy (no indexing, which deterministic mode sends down a sort-based path);
+        otherwise the partition's indices live on the device (:func:`build_engine`), so nothing comes from the host."""
+        if len(self.part.shared) == self.model_layout.n_full:
+            if isinstance(spec, Mapping):  # convex mix (002 eq. 4), the same sum as below
+                return sum(float(w) * state.models[int(c)] for c, w in spec.items()).to(self.dtype)  # type: ignore[union-attr]
+            return state.models[int(spec)].clone()
         full = torch.empty(self.model_layout.n_full, dtype=self.dtype, device=self.device)
         if isinstance(spec, Mapping):
             weights = {int(c): float(w) for c, w in spec.items()}
@@ -213,6 +227,8 @@ class Engine:
     def _full_from_shared(self, state: EngineState, vec: torch.Tensor, ref: int | None, client: int | None) -> torch.Tensor:
         """A full vector from a strategy-supplied shared vector. BN buffers kept out of the deltas come from
         cluster ``ref`` when the key names one, else their mean over clusters; FedBN parts from ``client``."""
+        if len(self.part.shared) == self.model_layout.n_full:
+            return vec.to(device=self.device, dtype=self.dtype).clone()
         full = torch.empty(self.model_layout.n_full, dtype=self.dtype, device=self.device)
         full[self.part.shared] = vec.to(device=self.device, dtype=self.dtype)
         if len(self.part.extra):
@@ -359,18 +375,20 @@ class Engine:
             members = [row for row, cl in enumerate(sampled) if member_of[cl] == c]
             sstate = {k: v.clone() for k, v in state.server_state.get(src, {}).items()}
             if members:
-                rows = torch.tensor(members, device=self.device)
-                w = torch.tensor(n_samples[members], dtype=self.dtype, device=self.device) if weighted else None
                 every = len(members) == len(sampled)
+                # sent from the host only where used (a FedAvg round of shared vectors over all rows needs neither)
+                rows = None if every and not len(self.part.extra) else torch.tensor(members, device=self.device)
+                w = torch.tensor(n_samples[members], dtype=self.dtype, device=self.device) if weighted else None
                 if self.server.is_fedavg and len(self.part.shared) == self.model_layout.n_full:
                     # FedAvg: the members' rows read in place (a subset column block by column block), no copy
                     models[c], server_state[c] = rows_mean(news, None if every else members, w), {}
                 else:
-                    members_new = news if every else news.index_select(0, rows)
+                    members_new = news if every else news.index_select(0, rows)  # type: ignore[arg-type]
                     member_starts = None if self.server.is_fedavg else torch.stack([shared_start(r) for r in members])
                     models[c], server_state[c] = aggregate_cluster(self.server, member_starts,
                                                                    self.shared_part(members_new), w, sstate)
-                extra[c] = weighted_mean(news[:, self.part.extra].index_select(0, rows), w)
+                extra[c] = (weighted_mean(news[:, self.part.extra].index_select(0, rows), w) if rows is not None
+                            else news.new_empty(0))
             else:
                 models[c], server_state[c] = state.models[src].clone(), sstate
                 extra[c] = state.extra[src].clone()
@@ -516,24 +534,38 @@ def _init_model(name: str, kwargs: dict[str, Any], seed: int) -> torch.nn.Module
         return build_model(name, **kwargs)
 
 
+def job_device(settings: Mapping[str, Any], device: str | None) -> str:
+    """The device a job runs on: ``device`` (the config's, e.g. ``cuda:1``) where given, else the run settings'. The run
+    settings hold the device as the run's identity does (cflcore.defaults.device_identity: ``cuda:N`` -> ``cuda``); a
+    concrete device of another identity is refused in one line."""
+    identity = str(with_config_defaults("", settings)["device"])
+    if device is None:
+        return identity
+    if device_identity(device) != device_identity(identity):
+        raise ConfigError(f"device: {device!r} does not match the run settings' device {identity!r}; allowed: "
+                          f"{identity!r} or, for cuda, any cuda:N")
+    return str(device)
+
+
 def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log: logging.Logger, *,
-                 strategy: Strategy) -> tuple[Engine, EngineState]:
+                 strategy: Strategy, device: str | None = None) -> tuple[Engine, EngineState]:
     """The engine of one run and its state at round 0; ``strategy`` is the run's method, built by the caller
-    (cflcore.strategies.build_strategy), which the engine sets up for this federation."""
+    (cflcore.strategies.build_strategy), which the engine sets up for this federation; ``device``: :func:`job_device`."""
     # the schema's defaults under settings built by hand (a validated config's run settings carry them all)
     training, eng = with_config_defaults("datasets.*", settings["training"]), with_config_defaults("engine", settings.get("engine"))
-    device = prepare_device(str(with_config_defaults("", settings)["device"]), bool(eng["deterministic"]))
+    device = prepare_device(job_device(settings, device), bool(eng["deterministic"]))
     torch.set_num_threads(int(eng["threads"]))
     # `auto` values resolved for this device once; the engine reads the resolved ones (the run's settings and its
     # checkpoints' config hash keep `auto`)
-    eng = {**eng, "memory_budget_mb": resolve_memory_budget(eng["memory_budget_mb"], device),
-           "channels_last": resolve_channels_last(eng["channels_last"], device)}
+    eng = {**eng, "memory_budget_mb": resolve_memory_budget(eng["memory_budget_mb"], device, int(eng["gpu_jobs"])),
+           "channels_last": resolve_channels_last(eng["channels_last"], device),
+           "ragged_batches": resolve_ragged_batches(eng["ragged_batches"], device)}
     model_name = training["model"]
     c, h, w = fed.shape
     check_compatible(model_name, (c, h, w), fed.n_classes, **dict(training.get("model_kwargs") or {}))
     spec = TrainSpec(ClientOptimizer.from_training(training), int(training["batch_size"]), int(training["local_epochs"]),
                      str(eng["precision"]), bool(eng["channels_last"]), int(eng["memory_budget_mb"]), bool(eng["compile"]),
-                     float(eng["proximal_mu"]))
+                     float(eng["proximal_mu"]), str(eng["ragged_batches"]))
     dtype = torch.float64 if spec.precision == "fp64" else torch.float32
     if spec.precision == "bf16" and (warning := bf16_warning(device)):
         log.warning(warning)
@@ -541,7 +573,8 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
     make = lambda i: _init_model(model_name, model_kwargs, derive_seed(seed, _STREAM_INIT, i))  # noqa: E731
     template = make(0)
     model_layout = ModelLayout.of(template)
-    part = model_layout.partition(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")
+    cut = model_layout.partition(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")
+    part = Partition(cut.shared.to(device), cut.extra.to(device), cut.local.to(device))  # indexing stays on the device
     init_full = model_layout.flatten(template).to(device=device, dtype=dtype)
     personal = Personalisation.from_engine(eng)
     if personal.active:  # the schema refuses these too; settings built by hand meet them here
@@ -568,19 +601,24 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log
 
 
 def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.PathLike,
-              log: logging.Logger | None = None, *, strategy: Strategy, monitors: Sequence[Monitor] = ()) -> None:
+              log: logging.Logger | None = None, *, strategy: Strategy, monitors: Sequence[Monitor] = (),
+              device: str | None = None) -> dict[str, Any]:
     """Run all rounds of one scenario × algorithm and write history/server/gram(/divergence).parquet and
-    models.pt into ``out_dir``; resumes from the newest matching checkpoint in ``out_dir/checkpoints``.
+    models.pt into ``out_dir``; resumes from the newest matching checkpoint in ``out_dir/checkpoints`` written on the
+    same device kind (cflcore.fl.checkpoint). ``device``: the concrete device (:func:`job_device`). Returns what the
+    bytes can still depend on beyond the settings (cflcore.fl.device.device_report, the resolved memory budget and
+    chunk size): status.json records it.
 
     Every finished round goes to ``out_dir/progress.jsonl`` (cflcore.fl.progress.ProgressRecord) and to the extra
     ``monitors`` (TensorBoard, a progress bar), after its checkpoint; they read the round, they never change it."""
     log = log or logging.getLogger("cflcore.fl")
     out_dir = Path(out_dir)
-    engine, state = build_engine(fed, settings, seed, log, strategy=strategy)
+    engine, state = build_engine(fed, settings, seed, log, strategy=strategy, device=device)
     n_rounds = int(settings["training"]["rounds"])
     every = int(engine.settings["engine"]["checkpoint_every"])
     chash = config_hash(settings, seed, fed)
-    ck = load_latest(out_dir, chash, log)
+    kind = device_kind(engine.device)
+    ck = load_latest(out_dir, chash, log, kind)
     if ck is not None:
         state = state_from_checkpoint(ck, engine.device, engine.dtype)
         engine.strategy.load_state_dict(ck["strategy"])
@@ -594,7 +632,7 @@ def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.P
         for rnd in range(state.next_round, n_rounds):
             engine.run_round(state, rnd, n_rounds)
             if (rnd + 1) % every == 0 and rnd + 1 < n_rounds:
-                save_checkpoint(out_dir, rnd, state_to_checkpoint(state, engine.strategy, chash))
+                save_checkpoint(out_dir, rnd, state_to_checkpoint(state, engine.strategy, chash, kind))
             record = round_record(state.server_rows[-1], n_rounds, state.labels, truth)
             for m in watchers:
                 m.round(record)
@@ -606,3 +644,4 @@ def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.P
         for m in watchers:
             m.close()
     write_outputs(engine, state, out_dir, n_rounds - 1)
+    return engine.hardware()

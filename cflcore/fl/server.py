@@ -74,15 +74,19 @@ def weighted_mean(rows: torch.Tensor, weights: torch.Tensor | None) -> torch.Ten
     return (w[:, None] * rows).sum(dim=0)
 
 
-MEAN_BLOCK = 1 << 16  # columns per block of rows_mean: a (members × 64k) float32 temporary
+MEAN_BLOCK = 1 << 16  # columns per block of rows_mean on a CPU: a (members × 64k) float32 temporary
+GPU_MEAN_BLOCK = 1 << 22  # on a GPU: 4M columns, a few blocks a round instead of hundreds of kernel launches
 
 
 def rows_mean(matrix: torch.Tensor, rows: Sequence[int] | None, weights: torch.Tensor | None,
-              block: int = MEAN_BLOCK) -> torch.Tensor:
+              block: int | None = None) -> torch.Tensor:
     """FedAvg of some rows of ``matrix`` (000 Algorithm 1, l. 26–28): :func:`weighted_mean` of ``matrix[rows]``
     (all rows: ``None``), read in place: all rows in one reduction, a subset column block by column block, so no
     (members × P) copy is made. The same bits as ``weighted_mean(matrix.index_select(0, rows), weights)``: each
-    column is reduced over the same rows in the same order (tests/fl/test_aggregators.py)."""
+    column is reduced over the same rows in the same order (tests/fl/test_aggregators.py). ``block``: columns per
+    block, by default :data:`MEAN_BLOCK` on a CPU and :data:`GPU_MEAN_BLOCK` elsewhere."""
+    if block is None:
+        block = MEAN_BLOCK if matrix.device.type == "cpu" else GPU_MEAN_BLOCK
     if rows is None:
         return weighted_mean(matrix, weights)
     index = torch.as_tensor(list(rows), dtype=torch.long, device=matrix.device)

@@ -26,6 +26,7 @@ from .flat_params import ModelLayout
 from .optim import ClientOptimizer, OptimizerState, optimizer_step
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.float32, "fp64": torch.float64}
+RAGGED_BATCHES = ("split", "pad")
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")  # /proc/cpuinfo flags of native bf16 matrix / dot-product units
 
 
@@ -74,12 +75,16 @@ class TrainSpec:
     memory_budget_mb: int = 2048
     compile: bool = False  # loop trainer: torch.compile the forward/backward (pays for long runs only)
     proximal_mu: float = 0.0  # FedProx (Li et al. 2020, eq. 2): mu/2 ||w - w_start||^2 on the client objective
+    ragged_batches: str = "split"  # vmap trainer, unequal batch sizes at one step: split | pad (resolve_ragged_batches)
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
             raise ConfigError(f"engine.precision: {self.precision!r} is not allowed; allowed: {', '.join(PRECISIONS)}")
         if not self.proximal_mu >= 0:  # also rejects NaN
             raise ConfigError(f"engine.proximal_mu: {self.proximal_mu!r} is not allowed; allowed: a number >= 0")
+        if self.ragged_batches not in RAGGED_BATCHES:
+            raise ConfigError(f"engine.ragged_batches: {self.ragged_batches!r} is not allowed; allowed: "
+                              f"{', '.join(RAGGED_BATCHES)} (auto is resolved per device first)")
 
     @property
     def dtype(self) -> torch.dtype:
@@ -98,16 +103,20 @@ def autocast_context(spec: TrainSpec, device: torch.device) -> contextlib.Abstra
     return contextlib.nullcontext()
 
 
-def epoch_generator(client_seed: int, epoch: int) -> torch.Generator:
-    """The CPU generator of one client's epoch, seeded from (client seed, epoch)."""
-    return torch.Generator().manual_seed(derive_seed(client_seed, epoch))
+def epoch_generator(client_seed: int, epoch: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """The generator of one client's epoch on the training device, seeded from (client seed, epoch): it draws the
+    epoch's permutation and dropout masks where they are used, so a round sends nothing from the host. On a CPU it
+    is the CPU generator of earlier versions (the same bytes); a CUDA generator draws other numbers, from the same
+    seeds, the same on every card of one model."""
+    return torch.Generator(device=device).manual_seed(derive_seed(client_seed, epoch))
 
 
-def epoch_order(client_seed: int, epoch: int, n: int) -> tuple[torch.Generator, torch.Tensor]:
+def epoch_order(client_seed: int, epoch: int, n: int,
+                device: torch.device | str = "cpu") -> tuple[torch.Generator, torch.Tensor]:
     """A client's batch order in one epoch: the epoch's generator and its permutation of the n training
-    rows; both trainers (and benchmarks/round_speed.py) take it from here."""
-    gen = epoch_generator(client_seed, epoch)
-    return gen, torch.randperm(n, generator=gen)
+    rows, both on ``device``; both trainers (and benchmarks/round_speed.py) take it from here."""
+    gen = epoch_generator(client_seed, epoch, device)
+    return gen, torch.randperm(n, generator=gen, device=gen.device)
 
 
 def proximal_grads(grads: list[torch.Tensor], params: list[torch.Tensor], anchors: list[torch.Tensor],
@@ -140,11 +149,12 @@ def pin_inductor_simd() -> None:
 
 
 def uniform_source(gen: torch.Generator):
-    """Dropout mask source: uniform [0, 1) numbers from ``gen`` (always drawn on CPU, in fp32 or fp64)."""
+    """Dropout mask source: uniform [0, 1) numbers from ``gen``, drawn on the generator's device (the training
+    device, :func:`epoch_generator`) in fp32 or fp64."""
 
     def draw(shape: torch.Size, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         wide = torch.float64 if dtype == torch.float64 else torch.float32
-        return torch.rand(tuple(shape), generator=gen, dtype=wide).to(device=device, dtype=dtype)
+        return torch.rand(tuple(shape), generator=gen, dtype=wide, device=gen.device).to(device=device, dtype=dtype)
 
     return draw
 
@@ -172,12 +182,11 @@ class Trainer(ABC):
         return cached[1], cached[2]
 
     def epoch_generator(self, client_seed: int, epoch: int) -> torch.Generator:
-        return epoch_generator(client_seed, epoch)
+        return epoch_generator(client_seed, epoch, self.device)
 
     def epoch_order(self, client_seed: int, epoch: int, n: int) -> tuple[torch.Generator, torch.Tensor]:
-        """The epoch's generator (it draws the dropout masks next) and its permutation, on the device."""
-        gen, perm = epoch_order(client_seed, epoch, n)
-        return gen, perm.to(self.device)
+        """The epoch's generator (it draws the dropout masks next) and its permutation, both on the device."""
+        return epoch_order(client_seed, epoch, n, self.device)
 
     @abstractmethod
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
@@ -260,8 +269,13 @@ class VmapTrainer(Trainer):
     """All clients' parameters stacked (n, ...) and trained together with ``torch.func``
     (``functional_call`` + ``vmap`` + ``grad``), docs/architecture.md §5 step 2.
 
-    * Unequal client sizes: at global step t the *active set* is the clients that still have a t-th step;
-      it is split by that step's batch size (an epoch's last batch may be short), never padded.
+    * Unequal client sizes: at global step t the *active set* is the clients that still have a t-th step. Where
+      their batch sizes differ (an epoch's last batch may be short), ``ragged_batches: split`` splits the set by batch
+      size (one vmapped call per size, each copying its rows' parameters out and back; the bytes of earlier versions),
+      ``pad`` trains it in one call: every batch padded to the largest with copies of its first row, and each
+      client's loss the mean over its own samples only (a per-sample weight of 1 or 0), so the gradient is the
+      split's up to summation order (tests/fl/test_trainers.py states the tolerance). BatchNorm models always split:
+      padded rows would enter the batch statistics.
     * BatchNorm: per-client stacked running statistics, updated functionally (returned as aux output).
     * Dropout: masks are drawn outside ``vmap`` from each client's generator in the loop trainer's order
       and passed in, so both trainers use identical masks.
@@ -275,20 +289,26 @@ class VmapTrainer(Trainer):
         self.model.train()
         self._functional_call = functional_call
         self._grad_fn = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0, 0, 0), randomness="error")
+        self._grad_fn_weighted = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0, 0, 0, 0), randomness="error")
+        self.pad = spec.ragged_batches == "pad" and not model_layout.has_bn
+        self.calls = 0  # vmapped calls so far (benchmarks/device_speed.py prints them)
         self._feature_shapes: list[tuple[int, ...]] | None = None
         self._activation_numel = 0
         # integer buffers (BN num_batches_tracked) are passed as throw-away per-client copies: BN increments
         # them in place, which grad() refuses on captured tensors; with fixed momentum they are unused.
         self._int_buffers = {n: b for n, b in self.model.named_buffers() if b is not None and not b.is_floating_point()}
 
-    def _loss(self, params, buffers, x, y, masks):
+    def _loss(self, params, buffers, x, y, masks, weights=None):
         buffers = {k: v.clone() for k, v in buffers.items()}  # BN updates these in place: keep it functional
         for m, u in zip(self.dropouts, masks):
             m.mask = u
         try:
             with autocast_context(self.spec, self.device):
                 logits = self._functional_call(self.model, (params, buffers), (x,))
-            loss = F.cross_entropy(logits, y)
+            if weights is None:
+                loss = F.cross_entropy(logits, y)
+            else:  # a padded batch: the mean over the client's own samples (weight 1; padding 0)
+                loss = (F.cross_entropy(logits, y, reduction="none") * weights).sum() / weights.sum()
         finally:
             for m in self.dropouts:
                 m.mask = None
@@ -313,10 +333,18 @@ class VmapTrainer(Trainer):
         self._feature_shapes = [shapes[id(m)] for m in self.dropouts]
         self._activation_numel = total[0]
 
-    def chunk_size(self) -> int:
+    def chunk_size(self, n_clients: int = 1) -> int:
+        """Clients per vmapped chunk: what fits ``memory_budget_mb`` beside the round's (n_clients × P) buffer, from
+        the model's size and activations only (never from the card's memory, so the chunking, and with it the bytes,
+        is the same on every card), then evened out (15 clients at 13 a chunk -> 8 + 7)."""
         elt = torch.finfo(self.spec.dtype).bits // 8
         per_client = self.model_layout.n_full * elt * 6 + self._activation_numel * self.spec.batch_size * elt * 4
-        return max(1, int(self.spec.memory_budget_mb * 2 ** 20 // max(per_client, 1)))
+        room = self.spec.memory_budget_mb * 2 ** 20 - n_clients * self.model_layout.n_full * elt  # the round buffer
+        size = max(1, int(room // max(per_client, 1)))
+        if n_clients > size:
+            chunks = -(-n_clients // size)
+            size = -(-n_clients // chunks)
+        return size
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
               out: torch.Tensor | None = None) -> TrainResult:
@@ -327,7 +355,7 @@ class VmapTrainer(Trainer):
         if self._feature_shapes is None:
             self._probe(self.client_tensors(clients[0])[0])
         losses: list[np.ndarray] = []
-        size = self.chunk_size()
+        size = self.last_chunk_size = self.chunk_size(len(clients))
         for lo in range(0, len(clients), size):
             hi = min(lo + size, len(clients))
             losses += self._train_chunk(out[lo:hi], clients[lo:hi], client_seeds[lo:hi])
@@ -361,18 +389,31 @@ class VmapTrainer(Trainer):
             groups: dict[int, list[int]] = {}
             for i in active:
                 groups.setdefault(len(schedules[i][t][1]), []).append(i)
+            if self.pad and len(groups) > 1:
+                self._step(t, active, k, params, buffers, names, state, schedules, data, losses, anchors, padded=True)
+                continue
             for rows_list in groups.values():
                 self._step(t, rows_list, k, params, buffers, names, state, schedules, data, losses, anchors)
         return [torch.stack(ls).to(torch.float64).cpu().numpy() for ls in losses]
 
-    def _step(self, t, rows_list, k, params, buffers, names, state, schedules, data, losses, anchors) -> None:
+    def _step(self, t, rows_list, k, params, buffers, names, state, schedules, data, losses, anchors,
+              padded: bool = False) -> None:
+        self.calls += 1
         full = rows_list == list(range(k))
-        rows = torch.tensor(rows_list, device=self.device)
-        x = torch.stack([data[i][0][schedules[i][t][1]] for i in rows_list])
-        y = torch.stack([data[i][1][schedules[i][t][1]] for i in rows_list])
-        b = x.shape[1]
-        masks = [torch.stack([uniform_source(schedules[i][t][0])((b, *shape), x.dtype, self.device) for i in rows_list])
-                 for shape in (self._feature_shapes or [])]
+        rows = None if full else torch.tensor(rows_list, device=self.device)
+        sizes = [len(schedules[i][t][1]) for i in rows_list]
+        b = max(sizes)
+        # the batch's rows; padded: filled up to b with copies of its first row (weight 0 below)
+        index = [schedules[i][t][1] if n == b else torch.cat([schedules[i][t][1], schedules[i][t][1][:1].expand(b - n)])
+                 for i, n in zip(rows_list, sizes)]
+        x = torch.stack([data[i][0][idx] for i, idx in zip(rows_list, index)])
+        y = torch.stack([data[i][1][idx] for i, idx in zip(rows_list, index)])
+
+        def mask(i: int, n: int, shape) -> torch.Tensor:  # drawn for the client's own n samples, as the loop trainer
+            u = uniform_source(schedules[i][t][0])((n, *shape), x.dtype, self.device)
+            return u if n == b else torch.cat([u, u.new_ones(b - n, *shape)])
+
+        masks = [torch.stack([mask(i, n, shape) for i, n in zip(rows_list, sizes)]) for shape in (self._feature_shapes or [])]
         if full:
             p_sub, b_sub, s_sub, a_sub = params, buffers, state, anchors
         else:
@@ -382,7 +423,11 @@ class VmapTrainer(Trainer):
             a_sub = {n: v.index_select(0, rows) for n, v in anchors.items()}
         b_all = dict(b_sub)
         b_all.update({n: v.expand(len(rows_list), *v.shape).clone() for n, v in self._int_buffers.items()})
-        grads, (loss, new_buffers) = self._grad_fn(p_sub, b_all, x, y, masks)
+        if padded:
+            weights = torch.stack([torch.arange(b, device=self.device) < n for n in sizes]).to(x.dtype)
+            grads, (loss, new_buffers) = self._grad_fn_weighted(p_sub, b_all, x, y, masks, weights)
+        else:
+            grads, (loss, new_buffers) = self._grad_fn(p_sub, b_all, x, y, masks)
         new_buffers = {n: v for n, v in new_buffers.items() if n not in self._int_buffers}
         s_sub.step = t
         with torch.no_grad():
@@ -405,23 +450,26 @@ class VmapTrainer(Trainer):
 
 CPU_MEMORY_BUDGET_MB = 2048
 """``engine.memory_budget_mb: auto`` on a CPU: the figure the CPU studies were measured and run with."""
-CUDA_MEMORY_SHARE = 8
-"""``engine.memory_budget_mb: auto`` on CUDA: 1/8 of the GPU's total memory. Total, not free: the chunking decides
-which vmapped kernels run (cuDNN and cuBLAS pick per batch shape), so a budget read from the free memory would make a
-run's bytes depend on what other jobs held when it started. With the gpu-workstation profile's 4 jobs a GPU, chunks
-hold at most half of it (the estimate in :meth:`VmapTrainer.chunk_size` is rough; 10.8 GiB peak was measured
-for ocfl-cnn at 100 clients under a 2 GB budget on an H100). The share is a design choice, not a measured optimum."""
+REFERENCE_GPU_MB = 40 * 1024
+"""``engine.memory_budget_mb: auto`` on CUDA: a share of a *reference* card of 40 GiB (an A100 40GB, the smallest
+data-centre card in common use), never of the card at hand, so that the chunking, which decides the vmapped kernels'
+batch shapes and with them the bytes (cuDNN and cuBLAS pick per shape), is the same on an 80 GB card, a 40 GB one, a
+MIG slice or with ECC on. A design choice, not a measured optimum."""
+GPU_HEADROOM = 0.75
+"""The share of the reference card the jobs' budgets add up to; the rest is for the CUDA context, cuDNN's workspace
+and the allocator's slack."""
 
 
-def resolve_memory_budget(value: int | str, device: torch.device) -> int:
-    """``engine.memory_budget_mb`` in MB: a number as given; ``auto`` = :data:`CPU_MEMORY_BUDGET_MB` on a CPU and
-    :data:`CUDA_MEMORY_SHARE`'s share of the GPU's total memory (``torch.cuda.mem_get_info``) on CUDA."""
+def resolve_memory_budget(value: int | str, device: torch.device, gpu_jobs: int = 1) -> int:
+    """``engine.memory_budget_mb`` in MB: a number as given; ``auto`` = :data:`CPU_MEMORY_BUDGET_MB` on a CPU, and on
+    CUDA this job's share of :data:`REFERENCE_GPU_MB` × :data:`GPU_HEADROOM` among the ``engine.gpu_jobs`` jobs that
+    share one GPU (7,680 MB at 4 jobs). The chunking then follows from the model, the clients and this figure
+    (:meth:`VmapTrainer.chunk_size`, which counts the round buffer), never from the card."""
     if value != "auto":
         return int(value)
     if device.type != "cuda":
         return CPU_MEMORY_BUDGET_MB
-    _, total = torch.cuda.mem_get_info(device)
-    return max(64, int(total // 2 ** 20 // CUDA_MEMORY_SHARE))
+    return max(64, int(REFERENCE_GPU_MB * GPU_HEADROOM) // max(1, int(gpu_jobs)))
 
 
 def resolve_channels_last(value: bool | str, device: torch.device) -> bool:
@@ -430,6 +478,16 @@ def resolve_channels_last(value: bool | str, device: torch.device) -> bool:
     if value == "auto":
         return device.type != "cuda"
     return bool(value)
+
+
+def resolve_ragged_batches(value: str, device: torch.device) -> str:
+    """``engine.ragged_batches``: ``split`` or ``pad`` as given; ``auto`` = pad on CUDA (one vmapped call a step instead
+    of one per batch size, each copying parameters out and back: up to about 57 calls a round instead of 18 for
+    paper-mnist5k's 162-175 samples a client) and split on a CPU (the bytes of earlier versions; padding computes
+    rows that are thrown away, which a CPU pays for in full)."""
+    if value == "auto":
+        return "pad" if device.type == "cuda" else "split"
+    return str(value)
 
 
 def resolve_trainer(name: str, device: torch.device) -> type[Trainer]:

@@ -82,7 +82,7 @@ def test_float64_gram_with_a_reused_block_equals_the_per_block_upcast(monkeypatc
     from cflcore.clustering import divergence
 
     monkeypatch.setattr(divergence, "BLOCK_BYTES", 5 * 1000 * 8)  # blocks of 1000 columns (the floor is 1024)
-    monkeypatch.setattr(divergence, "block_columns", lambda n, p: 1000)
+    monkeypatch.setattr(divergence, "block_columns", lambda n, p, device_type="cpu": 1000)
     x = torch.randn(5, 3500, generator=torch.Generator().manual_seed(2)) * 1e-3
     expected = torch.zeros(5, 5, dtype=torch.float64)
     for start in range(0, 3500, 1000):  # a fresh up-cast copy per block

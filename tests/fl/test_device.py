@@ -76,8 +76,10 @@ def test_deterministic_mode_is_never_set_for_a_cpu(monkeypatch):
 def test_auto_settings_keep_the_cpu_figures(monkeypatch):
     assert resolve_memory_budget("auto", CPU) == CPU_MEMORY_BUDGET_MB == 2048
     assert resolve_memory_budget(512, CPU) == 512 and resolve_memory_budget(512, torch.device("cuda")) == 512
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (3 * 2 ** 30, 80 * 2 ** 30))
-    assert resolve_memory_budget("auto", torch.device("cuda")) == 80 * 1024 // 8  # the total, not the free memory
+    for total in (80, 40, 12):  # the card's memory plays no part (nor does the free memory)
+        monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None, t=total: (3 * 2 ** 30, t * 2 ** 30))
+        assert resolve_memory_budget("auto", torch.device("cuda"), 4) == 40 * 1024 * 3 // 4 // 4 == 7680
+    assert resolve_memory_budget("auto", torch.device("cuda"), 1) == 4 * resolve_memory_budget("auto", torch.device("cuda"), 4)
     assert resolve_channels_last("auto", CPU) is True and resolve_channels_last("auto", torch.device("cuda")) is False
     assert resolve_channels_last(True, torch.device("cuda")) is True and resolve_channels_last(False, CPU) is False
 
@@ -151,7 +153,7 @@ def test_a_killed_job_frees_its_gpu(tmp_path):
     child.start()
     child.join(30)
     assert ready.is_set() and child.exitcode == -signal.SIGKILL
-    assert (tmp_path / "gpu0.slot0").exists()
+    assert (tmp_path / "index0.slot0").exists()
     first = acquire_gpu_slot(2, tmp_path)
     assert (first.index, first.slot) == (0, 0)
     first.release()
@@ -172,3 +174,78 @@ def test_a_job_on_several_gpus_takes_a_slot(tmp_path, monkeypatch):
     assert prepare_device("auto", True) == torch.device("cuda", 1)  # the same process keeps its GPU
     gpu_slots._HELD[0].release()
     other.release()
+
+
+def test_gpu_slots_are_keyed_by_uuid(tmp_path):
+    """Two jobs that see the same two GPUs in opposite orders (CUDA_VISIBLE_DEVICES) coordinate: the second job takes
+    the GPU the first did not, whatever its visible index; the slot files are named by UUID."""
+    a = acquire_gpu_slot(["GPU-aaaa", "GPU-bbbb"], tmp_path)
+    b = acquire_gpu_slot(["GPU-bbbb", "GPU-aaaa"], tmp_path)
+    assert (a.key, a.index) == ("GPU-aaaa", 0) and (b.key, b.index) == ("GPU-bbbb", 0)
+    assert {p.name for p in tmp_path.iterdir()} == {"GPU-aaaa.slot0", "GPU-bbbb.slot0"}
+    a.release()
+    b.release()
+
+
+def test_default_lock_dir_is_shared_by_every_user(monkeypatch):
+    from cflcore.fl import gpu_slots
+
+    monkeypatch.delenv(gpu_slots.LOCK_DIR_ENV, raising=False)
+    assert str(gpu_slots.lock_dir()) == gpu_slots.DEFAULT_LOCK_DIR and str(os.getuid()) not in gpu_slots.DEFAULT_LOCK_DIR
+    assert gpu_slots.DEFAULT_LOCK_DIR.startswith("/var/tmp/")  # node-local, not a per-user or per-job $TMPDIR
+
+
+def test_a_new_lock_dir_is_world_writable(tmp_path):
+    slot = acquire_gpu_slot(2, tmp_path / "shared")
+    assert (tmp_path / "shared").stat().st_mode & 0o7777 == 0o1777
+    slot.release()
+
+
+@pytest.mark.parametrize("breakage", ["dir-is-a-file", "flock-unsupported"])
+def test_a_lock_error_gives_no_slot_and_a_warning(tmp_path, monkeypatch, caplog, breakage):
+    """Any lock error but "held" (here: the lock folder is a file; NFS without locks, ENOLCK) falls back to no slot
+    with one warning, never a crash; prepare_device then keeps the current CUDA device."""
+    import errno
+    import logging
+
+    from cflcore.fl import gpu_slots
+
+    monkeypatch.setattr(gpu_slots, "_HELD", [])
+    if breakage == "dir-is-a-file":
+        (tmp_path / "f").write_text("")
+        monkeypatch.setenv(gpu_slots.LOCK_DIR_ENV, str(tmp_path / "f" / "locks"))
+    else:
+        monkeypatch.setenv(gpu_slots.LOCK_DIR_ENV, str(tmp_path))
+
+        def no_locks(fd, op):
+            raise OSError(errno.ENOLCK, "No locks available")
+
+        monkeypatch.setattr(gpu_slots.fcntl, "flock", no_locks)
+    with caplog.at_level(logging.WARNING, logger="cflcore.fl"):
+        assert gpu_slots.job_gpu(2, ["GPU-a", "GPU-b"]) is None
+    assert len(caplog.records) == 1 and "no slot taken" in caplog.records[0].getMessage()
+    assert gpu_slots._HELD == []
+    _fake_gpus(monkeypatch, 2)
+    monkeypatch.setattr(device_module, "set_deterministic", lambda device, deterministic=True: False)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+    assert prepare_device("cuda", True) == torch.device("cuda")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU (the GPU tests would run)")
+def test_require_gpu_turns_a_gpu_skip_into_a_failure():
+    """tests/conftest.py: under CFL_REQUIRE_GPU=1 a skipped ``gpu`` test fails, naming the skip's reason."""
+    import subprocess
+    import sys
+
+    def run(require: bool):
+        env = {k: v for k, v in os.environ.items() if k not in ("CFL_REQUIRE_GPU", "CFL_GPU_TEST_DEVICE")}
+        if require:
+            env["CFL_REQUIRE_GPU"] = "1"
+        return subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "-q", "-rs",
+                               "tests/fl/test_gpu.py", "-k", "two_processes"], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    plain, required = run(False), run(True)
+    assert plain.returncode == 0 and "1 skipped" in plain.stdout, plain.stdout[-1500:]
+    assert required.returncode == 1 and "1 error" in required.stdout, required.stdout[-1500:]  # fails in set-up
+    assert "CFL_REQUIRE_GPU=1: a GPU test was skipped" in required.stdout and "no CUDA device" in required.stdout

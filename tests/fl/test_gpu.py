@@ -1,16 +1,28 @@
-"""Training, resuming and explaining on a CUDA GPU (issue 41), marked ``gpu``: skipped, with the reason printed
-(pytest's ``-ra`` summary), where ``torch.cuda.is_available()`` is False. .ci/run's skip check covers the SLURM
-tests only, so these skips do not fail CI on a machine without a GPU.
+"""Training, resuming and explaining on a CUDA GPU, marked ``gpu``: skipped, with the reason printed (pytest's ``-ra``
+summary), where ``torch.cuda.is_available()`` is False; under ``CFL_REQUIRE_GPU=1`` (.ci/run sets it where
+``nvidia-smi -L`` lists a GPU) such a skip fails instead (tests/conftest.py).
 
-What they check, with ``engine.deterministic`` at its default (true):
-* the same run in two processes gives the same bytes (the default study's ocfl-km run did not before, issue 41);
+The workload is one where nondeterminism shows: 000's CNN (ocfl-cnn, 25.4M parameters, dropout) at 15 clients of
+unequal sizes on the vmap trainer (auto's choice on CUDA), 6 rounds. What they check, with ``engine.deterministic``
+at its default (true):
+* the same run in two processes gives the same bytes, and the child processes had the flags set (cuBLAS workspace,
+  cuDNN deterministic without autotuning, ``torch.use_deterministic_algorithms``);
+* the control: the same pair with ``engine.deterministic: false`` differs; where it happens not to on some card the
+  test skips with a reason starting ``control:`` (not a failure under CFL_REQUIRE_GPU: the flags are still checked);
 * a run SIGKILLed after a round and resumed ends bit-identical to the uninterrupted run;
 * the vmap trainer equals the loop trainer within the tolerance tests/fl/test_trainers.py states for the CPU;
 * ``explain`` runs on CUDA (captum's backward passes under the deterministic mode, mobilenet's global pool).
+
+``CFL_GPU_TEST_DEVICE=cpu`` runs the same code paths on a CPU with a small workload (``cfl doctor --device cpu``
+does): the flags are then asserted unset, and the control skips (the CPU kernels are deterministic anyway).
 """
 from __future__ import annotations
 
+import json
+import os
 import signal
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -18,24 +30,73 @@ import torch
 from cflcore.data.synthetic import synthetic_federated
 from test_resume import FED_KW, _assert_same_outputs, _run
 
-DEVICE = "cuda"  # the tests' device (set to "cpu" to try their code paths on a machine without a GPU)
+DEVICE = os.environ.get("CFL_GPU_TEST_DEVICE", "cuda")  # "cpu": these tests' code paths on a machine without a GPU
+ON_GPU = DEVICE.startswith("cuda")
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(),
+              pytest.mark.skipif(ON_GPU and not torch.cuda.is_available(),
                                  reason="gpu: no CUDA device (torch.cuda.is_available() is False)")]
 
-# 000's CNN with its dropout and a clustering method, on the vmap trainer (auto's choice on CUDA)
-GPU_SETTINGS = {"training": {"model": "ocfl-cnn", "optimizer": "sgd", "lr": 0.01, "batch_size": 8, "local_epochs": 2,
-                             "rounds": 5},
+# 000's CNN with its dropout and a clustering method, on the vmap trainer, 15 clients of unequal sizes
+GPU_SETTINGS = {"training": {"model": "ocfl-cnn" if ON_GPU else "tinyvgg", "optimizer": "sgd", "lr": 0.01,
+                             "batch_size": 16, "local_epochs": 2, "rounds": 6 if ON_GPU else 3},
                 "engine": {"trainer": "vmap", "checkpoint_every": 2, "participation": 0.8},
                 "algorithm": {"method": "ocfl", "clusterer": "kmeans", "k": "oracle"}, "device": DEVICE}
-FED = {**FED_KW, "shape": [1, 28, 28]}
+FED = ({**FED_KW, "n_clients": 15, "n_train": [40 + 3 * i for i in range(15)], "shape": [1, 28, 28]} if ON_GPU
+       else {**FED_KW, "shape": [1, 8, 8]})
+
+FLAGS_SCRIPT = """
+import json, logging, os, sys
+import torch
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stdout)
+from cflcore.data.synthetic import synthetic_federated
+from cflcore.fl.run import train_run
+from cflcore.strategies import build_strategy
+settings = json.loads(sys.argv[3])
+train_run(synthetic_federated(**json.loads(sys.argv[2])), settings, 3, sys.argv[1], strategy=build_strategy(settings["algorithm"]))
+flags = {"deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+         "cudnn_deterministic": torch.backends.cudnn.deterministic, "cudnn_benchmark": torch.backends.cudnn.benchmark,
+         "cublas_workspace": os.environ.get("CUBLAS_WORKSPACE_CONFIG")}
+open(os.path.join(sys.argv[1], "flags.json"), "w").write(json.dumps(flags))
+"""
+
+
+def _run_child(out_dir, settings):
+    """One training in a fresh interpreter; its determinism flags, as set in that process, in flags.json."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("CUBLAS_WORKSPACE_CONFIG", None)  # the engine must set it itself
+    done = subprocess.run([sys.executable, "-c", FLAGS_SCRIPT, str(out_dir), json.dumps(FED), json.dumps(settings)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads((out_dir / "flags.json").read_text())
+
+
+def _outputs_equal(a, b) -> bool:
+    try:
+        _assert_same_outputs(a, b)
+    except AssertionError:
+        return False
+    return True
 
 
 def test_two_processes_give_the_same_bytes(tmp_path):
-    for name in ("a", "b"):
-        done = _run(tmp_path / name, settings=GPU_SETTINGS, fed=FED)
-        assert done.returncode == 0, done.stderr[-2000:]
+    flags = [_run_child(tmp_path / name, GPU_SETTINGS) for name in ("a", "b")]
+    expected = ({"deterministic_algorithms": True, "cudnn_deterministic": True, "cudnn_benchmark": False,
+                 "cublas_workspace": ":4096:8"} if ON_GPU else
+                {"deterministic_algorithms": False, "cudnn_deterministic": False, "cudnn_benchmark": False,
+                 "cublas_workspace": None})  # a CPU sets nothing (cflcore.fl.device.set_deterministic)
+    assert flags == [expected, expected]
     _assert_same_outputs(tmp_path / "a", tmp_path / "b")
+
+
+def test_the_control_without_determinism_differs(tmp_path):
+    """engine.deterministic: false, the same pair: the flags are off in the child, and the bytes differ (else this
+    workload could not tell the flags' effect, and the test above proves nothing on this card)."""
+    control = {**GPU_SETTINGS, "engine": {**GPU_SETTINGS["engine"], "deterministic": False}}
+    flags = [_run_child(tmp_path / name, control) for name in ("a", "b")]
+    assert all(not f["deterministic_algorithms"] for f in flags), flags
+    if _outputs_equal(tmp_path / "a", tmp_path / "b"):
+        pytest.skip(f"control: two runs with engine.deterministic false gave the same bytes on {DEVICE} "
+                    f"({torch.cuda.get_device_name() if ON_GPU else 'a CPU, whose kernels are deterministic'})")
 
 
 @pytest.mark.parametrize("kill_after", [2])

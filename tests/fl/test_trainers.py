@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, f1_score
 
+from cflcore.errors import ConfigError
 from cflcore.fl.evaluation import confusion, scores_from_confusion
 from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer
@@ -190,3 +191,65 @@ def test_evaluation_does_not_depend_on_eval_batch(name, kw, shape, channels_last
             torch.testing.assert_close(loss, outs[0][1], rtol=5e-7, atol=0.0)
         else:
             assert torch.equal(loss, outs[0][1])
+
+
+def test_vmap_chunks_count_the_round_buffer_and_are_even():
+    """The chunk size comes from the model, the clients and the budget: the round's (N × P) buffer is taken off the
+    budget first, and N is cut into near-equal chunks (15 at 13 a chunk -> 8 + 7)."""
+    layout = ModelLayout.of(build_model("tinyvgg", 1, (8, 8), 6))
+    trainer = VmapTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, TrainSpec(SGD, 8, 1, "fp64", memory_budget_mb=64), CPU)
+    trainer._activation_numel = 0
+    per_client = layout.n_full * 8 * 6
+    budget = 64 * 2 ** 20
+    assert trainer.chunk_size(1) == (budget - layout.n_full * 8) // per_client
+    n = 2 * budget // per_client  # a buffer that leaves room for fewer clients than n
+    room = (budget - n * layout.n_full * 8) // per_client
+    chunks = -(-n // room)
+    assert trainer.chunk_size(n) == -(-n // chunks) and trainer.chunk_size(n) * chunks - n < chunks
+
+
+def _vmap_modes(name, shape, sizes, precision, opt=SGD, batch=8, epochs=2):
+    """(starts, split result, pad result, calls of each, loop result) of one chunk of clients of unequal sizes."""
+    fed = synthetic_federated(n_clients=len(sizes), n_train=sizes, shape=shape)
+    make = lambda: _seeded_model(name, shape, fed.n_classes, {})  # noqa: E731
+    layout = ModelLayout.of(make())
+    dtype = torch.float64 if precision == "fp64" else torch.float32
+    start = layout.flatten(make()).to(dtype)
+    starts = torch.stack([start + 0.01 * i for i in range(len(sizes))])
+    seeds = [derive_seed(1, i) for i in range(len(sizes))]
+    out = {}
+    for mode in ("split", "pad"):
+        trainer = VmapTrainer(make(), layout, TrainSpec(opt, batch, epochs, precision=precision, ragged_batches=mode), CPU)
+        out[mode] = (trainer.train(starts, fed.clients, seeds), trainer.calls)
+    loop = LoopTrainer(make(), layout, TrainSpec(opt, batch, epochs, precision=precision), CPU).train(starts, fed.clients, seeds)
+    return starts, out, loop
+
+
+@pytest.mark.parametrize("name,shape,opt", [("tinyvgg", (1, 8, 8), SGD),
+                                            ("ocfl-cnn", (1, 8, 8), ClientOptimizer("sgd", 0.001))])  # dropout masks
+def test_padded_ragged_batches_agree_with_split(name, shape, opt):
+    """``ragged_batches: pad`` trains clients whose last batches differ in size in one call per step, with the split's
+    numbers: in fp64 within the 1e-10 the vmap and loop trainers agree to (above), and the step losses too; in fp32
+    within 64 float32 rounding units of the largest parameter, per local step (each step may round differently)."""
+    sizes = [21, 18, 23, 17]  # batch 8: last batches of 5, 2, 7, 1; 3 steps an epoch each
+    starts, out, loop = _vmap_modes(name, shape, sizes, "fp64", opt)
+    (split, split_calls), (pad, pad_calls) = out["split"], out["pad"]
+    assert (split.params - starts).abs().max() > 1e-4  # training moved the parameters
+    assert (pad.params - split.params).abs().max().item() <= 1e-10
+    assert (pad.params - loop.params).abs().max().item() <= 1e-10
+    for a, b in zip(pad.step_losses, split.step_losses):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-10)
+    assert (split_calls, pad_calls) == (2 * (2 + 4), 2 * 3)  # 2 epochs: 2 full steps + 4 sizes, against 3 steps
+    starts, out, _ = _vmap_modes(name, shape, sizes, "fp32", opt)
+    steps = 2 * 3
+    tol = 64 * torch.finfo(torch.float32).eps * out["split"][0].params.abs().max().item() * steps
+    assert (out["pad"][0].params - out["split"][0].params).abs().max().item() <= tol
+
+
+def test_batchnorm_models_always_split():
+    layout = ModelLayout.of(build_model("resnet34", 1, (16, 16), 4, width=4))
+    trainer = VmapTrainer(build_model("resnet34", 1, (16, 16), 4, width=4), layout,
+                          TrainSpec(SGD, 8, 1, "fp64", ragged_batches="pad"), CPU)
+    assert trainer.pad is False  # padded rows would enter the batch statistics
+    with pytest.raises(ConfigError, match="engine.ragged_batches"):
+        TrainSpec(SGD, 8, 1, ragged_batches="auto")
