@@ -44,7 +44,8 @@ where the method records no distance of its own."""
 SUMMARY_METRICS = [*SWEEP_METRICS, "rand", "was", "wadb", "pf1", "gf1", "local_bacc", "local_bacc_weighted",
                    "global_orch_acc", "silhouette_authors"]
 """Every final-round score :func:`sweep_summary` records (the claims of the paper checks read them too)."""
-ROUND_METRICS = {"ari": "ARI", "silhouette_method": "silhouette (own distance)", "silhouette": "silhouette (updates)",
+ROUND_METRICS = {"ari": "ARI", "silhouette_method": "silhouette (own distance)",
+                 "silhouette_authors": "silhouette (authors', own distance)", "silhouette": "silhouette (updates)",
                  "local_acc": "accuracy (own model)", "global_acc": "accuracy (global model W_t)"}
 
 
