@@ -324,3 +324,49 @@ def test_ablations_say_which_factor_moves_which_cell():
     assert table.loc[("silhouette", "AVG at 100%", "silhouette"), "moved"] == "within the seed noise"
     assert "late_start" not in table.index.get_level_values("factor")  # no Late-from-its-own-models runs
     assert c002.ablations(pd.DataFrame(rows[:0], columns=list(rows[0]))).empty
+
+
+def labelled(runs: pd.DataFrame, separable: bool) -> list:
+    """Loaded runs for every (split, seed) of ``runs`` whose manifests hold label histograms: ``separable``, the
+    two communities' clients draw from disjoint digit sets (the split gives the answer away); else all alike."""
+    truth = [0, 1] * 5
+    loaded = []
+    for (split, seed), _ in runs.groupby(["split", "seed"]):
+        rng = np.random.default_rng(int(seed))
+        hist = np.full((10, 10), 10.0) + rng.integers(0, 3, (10, 10))
+        if separable:
+            for k, c in enumerate(truth):
+                hist[k, (np.arange(10) % 2) != c] = 0.0
+        spec = SimpleNamespace(dataset="d", clients=10, split=split, seed=seed, algorithm="x", run_dir="")
+        loaded.append(SimpleNamespace(spec=spec, manifest={"cluster_of_client": truth,
+                                                          "label_histograms": hist.tolist()}))
+    return loaded
+
+
+def test_a_claim_the_labels_only_baseline_also_satisfies_is_a_sanity_check():
+    runs = planted()
+    given_away = check(runs, loaded=labelled(runs, separable=True))
+    assert given_away.loc["002-mk1", "holds"] == cl.HOLDS and given_away.loc["002-mk1", "kind"] == cl.SANITY
+    assert "labels-only baseline" in given_away.loc["002-mk1", "reason"]
+    assert "labels-only baseline ARI: 1.00" in given_away.loc["002-mk1", "ours"]
+    hidden = check(runs, loaded=labelled(runs, separable=False))  # iid histograms: the baseline finds nothing
+    assert hidden.loc["002-mk1", "holds"] == cl.HOLDS and hidden.loc["002-mk1", "kind"] == cl.EVIDENCE
+    assert check(runs).loc["002-mk1", "kind"] == cl.EVIDENCE  # no manifests: nothing to compare with
+
+
+def test_spread_table_puts_1nn_beside_the_labels_only_baseline_at_the_effective_share():
+    rows = []
+    for seed in SEEDS:
+        for s in (0.0, 0.5):
+            for m in (0.1, 1.0):
+                rows.append({"dataset": "d", "clients": 10, "seed": seed, "split": f"sp@m={m},s={s}",
+                             "algorithm": c002.SPREAD, "algorithm_base": c002.SPREAD, "split_base": "sp",
+                             "majority_share": m, "split_group_spread": s,
+                             "ari": (0.9 if s == 0.0 else 0.5) + noise(seed, int(10 * m + s * 4))})
+    runs = pd.DataFrame(rows)
+    table = c002.spread_table(runs, labelled(runs, separable=False)).set_index(["group_spread", "majority_share"])
+    assert table.loc[(0.5, 1.0), "effective_share"] == 0.5 and table.loc[(0.0, 0.1), "effective_share"] == 0.1
+    assert table.loc[(0.0, 1.0), "one_nn_beyond_labels"] == "yes"  # the baseline (iid labels) finds nothing
+    assert (table["seeds"] == len(SEEDS)).all()
+    given = c002.spread_table(runs, labelled(runs, separable=True)).set_index(["group_spread", "majority_share"])
+    assert (given["one_nn_beyond_labels"] == "no").all()  # labels give ARI 1: 1NN adds nothing beyond them

@@ -664,3 +664,33 @@ def ablations(runs: pd.DataFrame, rounds: pd.DataFrame | None = None) -> pd.Data
                 va, vb, metric = values("silhouette_method"), values("silhouette_authors"), "silhouette"
             row("silhouette", "sklearn", "authors'", f"{attr.upper()} at {p:.0%}", metric, va, vb, part, test)
     return pd.DataFrame(rows, columns=list(ABLATION_COLUMNS))
+
+
+# ---- the proxy's own knob: group_spread against the labels-only baseline ------------------------------------
+SPREAD = "louvain-spread"
+"""The group_spread sweep of config/louvain-002-offline.yaml: 1NN at resolution 1 on the community split at m_k ×
+group_spread; louvain-fig3's resolution-1 cells add the grid's own spread."""
+SPREAD_COLUMNS = ("group_spread", "majority_share", "effective_share", "seeds", "ari_1nn", "ari_labels_only",
+                  "labels_only_minus_1nn", "one_nn_beyond_labels")
+
+
+def spread_table(runs: pd.DataFrame, loaded: Sequence[Any] = ()) -> pd.DataFrame:
+    """Per (group_spread s, m_k) cell of 1NN at resolution 1 (:data:`SPREAD` and louvain-fig3's resolution-1 cells,
+    s read from each split's manifest): the effective majority share m_k·(1 − s), 1NN's final ARI, the labels-only
+    baseline's ARI (:func:`labels_only_ari`: how much of the ARI the split gives away with no training), their
+    paired difference per seed (baseline − 1NN, t-interval) and whether 1NN is above the baseline beyond the seed
+    noise. Empty without such runs."""
+    runs = with_labels_only(ClaimData(runs, loaded=loaded))
+    if runs is None or not len(runs) or "split_group_spread" not in runs:
+        return pd.DataFrame(columns=list(SPREAD_COLUMNS))
+    cells = pd.concat([select(runs, SPREAD), select(runs, FIG3, resolution=1.0)], ignore_index=True)
+    cells = cells.dropna(subset=["split_group_spread", "majority_share"]) if len(cells) else cells
+    rows = []
+    for (s, m), group in cells.groupby(["split_group_spread", "majority_share"]) if len(cells) else []:
+        d = difference(group, group, LABELS_ONLY_ARI, "ari")
+        beyond = assess(Part(d, -np.inf, 0.0))  # 1NN above the baseline: the difference below 0
+        rows.append({"group_spread": float(s), "majority_share": float(m), "effective_share": float(m) * (1 - float(s)),
+                     "seeds": int(cell(group, "ari").n), "ari_1nn": cell(group, "ari").text(),
+                     "ari_labels_only": cell(group, LABELS_ONLY_ARI).text(), "labels_only_minus_1nn": d.text(),
+                     "one_nn_beyond_labels": "yes" if beyond.p_toward < SIDE_ALPHA else "no"})
+    return pd.DataFrame(rows, columns=list(SPREAD_COLUMNS))
