@@ -2,28 +2,32 @@
 
 000's check compares published table cells (cflcore.report.paper); 002 and 004 publish figures and
 qualitative statements, so their checks are claims: a function of the study's runs that returns what we
-measured, what the paper says, and a verdict (column ``holds``, one of :data:`VERDICTS`):
+measured, what the paper says, and a row (:data:`CLAIM_COLUMNS`):
 
-* ``holds``: every part of the claim shows beyond the seed noise, in the claimed direction;
-* ``contradicted``: some part shows beyond the seed noise in the other direction (or outside the claimed range);
-* ``inconclusive``: no part is contradicted, but some part lies within the seed noise or was not measured;
-* ``n/a``: the study has no run that can test it (the row says why).
+* ``holds`` (the verdict, one of :data:`VERDICTS`): ``holds`` (every part beyond the seed noise on the paper's
+  side), ``contradicted`` (some part beyond the noise on the other side), ``inconclusive`` (neither), ``n/a`` (the
+  study has no run that can test it, or its proxy cannot carry it: ``report.claims_not_carried``);
+* ``lean`` (:data:`LEANS`): where the numbers lean, ``toward`` the paper (every measured part on its side),
+  ``against`` it (some part on the other side) or ``none`` (exact ties, saturation);
+* ``reason``: in words, why the row is what it is: within the seed noise, no difference (an exact tie between
+  identical runs: more seeds cannot change it), saturated (every seed at the metric's bound), one seed, a part not
+  measured; for n/a rows what is missing;
+* ``seeds_to_decide``: for an inconclusive row, the seeds that would decide it at the observed effect and spread
+  (:func:`seeds_needed`), or "never" with the blocker;
+* ``kind``: ``evidence``, or ``sanity`` where the study's design makes the claim true whatever the method does
+  (002: a labels-only baseline satisfies it too);
+* ``note``: every part with its numbers and test, and the multiplicity rule.
 
-The seed noise (002's and 004's claims): a comparison of two cells is the t-interval (:data:`CONFIDENCE`,
-two-sided) of the per-seed *paired* differences (the runs of one seed of one federation, :data:`PAIR_KEYS`, pair
-across cells; Welch's interval where fewer than two seeds pair; one seed gives no interval). A claimed difference
-holds when its interval excludes 0 on the claimed side, is contradicted when it excludes 0 on the other side, and is
-inconclusive when it contains 0: a difference within the noise is never a verdict. A claimed level (ARI ≥ 0.9,
-silhouette 0.5 ± 0.1) holds when the t-interval of the per-seed values lies inside the range, is contradicted
-when it lies wholly outside, and is inconclusive when it straddles a bound. "Comparable" (accuracy, flatness) is an
-equivalence test: the interval of the difference inside ± a stated margin (:data:`COMPARABLE_ACC`,
-:data:`.louvain_002.FLAT_DRIFT`) holds, wholly outside contradicts. With two seeds t is 12.7 and most differences are
-inconclusive; three seeds (t 4.3) are the least that can tell. The reason (``note``) names every part with its
-interval. A claim that does not hold carries the study's own explanation where the config gives one
-(``report.claim_notes: {claim id: text}``), after the check's reason.
-
-004's claims take the same tie rule (issue 42): the per-seed paired difference of two cells (methods, splits,
-β) or a cell's t-interval against 004's threshold; see :mod:`.fedgwc_004`.
+A claim is made of parts (:class:`Part`): a per-seed value, or a per-seed *paired* difference (the runs of one seed
+of one federation, :data:`PAIR_KEYS`, pair across cells; seeds that do not pair are named in the row), claimed to lie
+in a range (above 0; at or above a level; within ± a margin for "comparable", an equivalence test). Each part is
+tested one-sided at (1 − :data:`CONFIDENCE`) / 2 (:func:`assess`): by the one-sample t-test, or, where a value
+reaches its metric's bound (:data:`BOUNDED`: ARI, accuracy, silhouette at 1) or every seed gives the same value,
+by the sign test (scipy.stats.binomtest on the seeds on either side): a t-interval of bounded values runs past
+the bound, and one of equal values has width 0 on any number of seeds. Multiplicity (:func:`combine`): a claim
+holds when every part holds (an intersection–union test, no correction needed) and is contradicted when one
+part is against it by Holm's step-down test over its parts. The study's own explanation of a row
+(``report.claim_notes: {claim id: text}``) follows the check's note.
 
 The registry :data:`CLAIMS` maps a seed (``"002"``, ``"004"``) to its claims; a study picks its checks with
 ``report.paper_checks``. A new claim is one decorated function, in its paper's module of this package (named after
