@@ -370,3 +370,14 @@ def test_spread_table_puts_1nn_beside_the_labels_only_baseline_at_the_effective_
     assert (table["seeds"] == len(SEEDS)).all()
     given = c002.spread_table(runs, labelled(runs, separable=True)).set_index(["group_spread", "majority_share"])
     assert (given["one_nn_beyond_labels"] == "no").all()  # labels give ARI 1: 1NN adds nothing beyond them
+
+
+def test_seeds_to_decide_is_the_fewest_seeds_at_which_the_observed_effect_leaves_the_noise():
+    from scipy.stats import t
+
+    values = -0.01 + 0.02 * np.linspace(-1, 1, 5) / np.std(np.linspace(-1, 1, 5), ddof=1)  # mean −0.01, sd 0.02
+    part = cl.Part(cl.t_interval(values, "paired seeds"), 0.0, np.inf, strict=True)
+    a = cl.assess(part)
+    assert a.lean == cl.AGAINST and a.p_against > cl.SIDE_ALPHA  # within the noise on 5 seeds
+    n = cl.seeds_needed(a, part, cl.SIDE_ALPHA)
+    assert t.cdf(-0.01 / (0.02 / np.sqrt(n)), n - 1) < cl.SIDE_ALPHA <= t.cdf(-0.01 / (0.02 / np.sqrt(n - 1)), n - 2)
