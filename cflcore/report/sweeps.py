@@ -88,8 +88,9 @@ def sweep_summary(loaded: Sequence[LoadedRun], index: Mapping[str, Any]) -> pd.D
         params = (run.manifest or {}).get("params") or {}
         alphas = params.get("alphas") or ([params["alpha"]] if params.get("alpha") is not None else [])
         record["split_alpha"] = float(min(alphas)) if alphas else np.nan  # the split's most heterogeneous Dirichlet α
-        spread = params.get("group_spread")
-        record["split_group_spread"] = float(spread) if spread is not None else np.nan  # majority splits' s
+        # majority splits' s: the manifest leaves out the neutral 0 (cflcore/data/splits.py key_neutral)
+        spread = params.get("group_spread", 0.0 if params.get("generator") == "majority" else None)
+        record["split_group_spread"] = float(spread) if spread is not None else np.nan
         finals = {**_final(run.clustering), **_final(run.personalisation)}
         for metric in SUMMARY_METRICS:
             record[metric] = finals.get(metric)
