@@ -1,6 +1,11 @@
 """002's claims (Louvain community CFL, §V-B): Figs. 2-5 and the superclass split, checked on the study's runs
-with the framework's three-way verdicts (:mod:`.framework`: paired per-seed t-intervals; a difference within the
-seed noise is inconclusive)."""
+with the framework's verdicts, leans and reasons (:mod:`.framework`: paired per-seed tests, the sign test at a
+metric's bound, Holm over a claim's parts; a difference within the seed noise is inconclusive).
+
+Choices fixed before the data: the silhouette is the authors' (:func:`silhouette_of`); resolution parts pair over
+(seed, m_k) (:data:`MK_PAIR_KEYS`); AVG and Late are compared with 1NN (:data:`AVG_LATE_COMPARATOR`); IFCA's W_t
+parts are n/a (:data:`IFCA_WT_NA`); Fig. 2 is read round by round (:func:`separation_rounds`). ARI claims that a
+labels-only baseline (:func:`labels_only_ari`) also holds are sanity checks, not evidence."""
 from __future__ import annotations
 
 from pathlib import Path
