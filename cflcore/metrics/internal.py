@@ -101,15 +101,19 @@ def silhouette_authors_from_distances(distances: np.ndarray, labels: Sequence[in
     from i to every member of its cluster *including itself* (so a singleton has a = 0 and scores 1); the other
     cluster compared is the nearest one by its centre, here its medoid (the member with the least summed distance
     to the others: only distances are recorded, so the centroid the authors take on vectors is not available);
-    b(i) is the mean distance from i to that cluster's members; s(i) = (b − a) / max(a, b) over all nodes. None
-    with fewer than two clusters or a non-finite matrix."""
+    b(i) is the mean distance from i to that cluster's members; s(i) = (b − a) / max(a, b) over all nodes. One
+    cluster scores 0, as the authors' evaluator returns for a single community (a seed that found one community
+    counts, it is not dropped); None for a non-finite matrix. The nodes scored are those of ``distances``: the
+    recorded matrix holds the sampled clients, which at 100 % participation are every node of the authors' graph."""
     d = np.asarray(distances, dtype=np.float64)
     labels = np.asarray(labels).ravel()
     if labels.size != d.shape[0]:
         raise DataError(f"distances: {d.shape[0]} clients but {labels.size} labels; they must match")
     clusters = np.unique(labels)
-    if len(clusters) < 2 or not np.isfinite(d).all():
+    if not np.isfinite(d).all():
         return None
+    if len(clusters) < 2:
+        return 0.0
     sym = np.clip(0.5 * (d + d.T), 0.0, None)
     np.fill_diagonal(sym, 0.0)
     members = {c: np.flatnonzero(labels == c) for c in clusters}

@@ -27,7 +27,7 @@ from .paper import paper_split, paper_vs_run, ranking_agreement
 from .index import entry as index_entry
 from .runs import LoadedRun, MissingRun, RunSpec
 from .claims.framework import ClaimData, check_claims
-from .claims.louvain_002 import ablations
+from .claims.louvain_002 import ablations, spread_table
 from .cross_paper import cross_analysis, cross_section_rst
 from .sweeps import round_frame, sweep_summary
 from .traces import split_trace_figures
@@ -96,14 +96,18 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     report_cfg = (context or {}).get("report") or {}
     claims = check_claims(report_cfg.get("paper_checks") or [],
                           ClaimData(sweep_summary(loaded, sweep_index or {}), round_frame(loaded), summary, loaded),
-                          report_cfg.get("claim_notes"))
+                          report_cfg.get("claim_notes"), report_cfg.get("claims_not_carried"))
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))
     # 002's one-factor ablations: rows where the study checks 002 and has the cells, else the header
     checks_002 = "002" in [str(p) for p in report_cfg.get("paper_checks") or []]
-    ablated = ablations(sweep_summary(loaded, sweep_index or {}) if checks_002 else pd.DataFrame())
+    ablated = ablations(sweep_summary(loaded, sweep_index or {}) if checks_002 else pd.DataFrame(),
+                        round_frame(loaded) if checks_002 else None)
     path = tb.write_text(ablated.to_csv(index=False), table_dir / "louvain_002_ablations.csv")
     entries.append(_entry("louvain_002_ablations", path, out_dir))
+    spread = spread_table(sweep_summary(loaded, sweep_index or {}) if checks_002 else pd.DataFrame(), loaded)
+    path = tb.write_text(spread.to_csv(index=False), table_dir / "louvain_002_spread.csv")
+    entries.append(_entry("louvain_002_spread", path, out_dir))
     cross = (report_cfg.get("cross_paper") or {})
     lead = cross_section_rst(cross_analysis(sweep_summary(loaded, sweep_index or {}), cross, algorithms)) if cross else ""
     paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims_checks(claims), lead)

@@ -118,6 +118,8 @@ OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
     _table("paper_claims", "tables", "tables", "Paper check", "the seeds' claims (002, 004) against this study"),
     _table("louvain_002_ablations", "tables", "tables", "Paper check",
            "002's one-factor ablations: which departure option moves which cell (issue 42)"),
+    _table("louvain_002_spread", "tables", "tables", "Paper check",
+           "002's proxy knob: 1NN's ARI beside the labels-only baseline's per group_spread and m_k"),
     _table("paper004_cells", "tables", "paper004_cells", "Paper check",
            "every printed cell of 004's Tables 1, 3-9 beside ours, or not run in this study"),
     _table("table1_clustering", "tables", "tables", "Paper tables", "000 Table 1: clustering scores", wide=True),

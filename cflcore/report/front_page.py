@@ -437,11 +437,18 @@ def claims_checks(claims: pd.DataFrame | None) -> list[PaperCheck]:
         count = rows["holds"].value_counts()
         held, against, unsure = (int(count.get(w, 0)) for w in ("holds", "contradicted", "inconclusive"))
         tested = held + against + unsure
+        undecided = rows[rows["holds"] == "inconclusive"]["lean"].value_counts() if "lean" in rows else {}
+        sanity = int((rows["kind"] == "sanity").sum()) if "kind" in rows else 0
         text = (f"{held} of {tested} testable claims hold, {against} are contradicted and {unsure} are inconclusive "
-                f"(within the seed noise or partly unmeasured); {len(rows) - tested} not testable in this study. Each "
-                f"row is one qualitative claim of {paper}, our measured values (final round, mean over seeds), and its "
-                "verdict (holds / contradicted / inconclusive / n/a); *Note* gives the reason with its numbers.\n\n")
-        frame = rows[["where", "claim", "ours", "holds", "note"]].rename(columns=str.capitalize)
+                f"({int(undecided.get('toward', 0))} leaning toward {paper}, {int(undecided.get('against', 0))} "
+                f"against, {int(undecided.get('none', 0))} neither); {len(rows) - tested} not testable in this study"
+                + (f"; {sanity} of the rows are sanity checks the study's design makes true, no evidence" if sanity
+                   else "") + f". Each row is one qualitative claim of {paper}, our measured values (final round, "
+                "mean over seeds), its verdict (holds / contradicted / inconclusive / n/a), where it leans, the "
+                "reason in words and the seeds that would decide it; *Note* gives every part with its numbers.\n\n")
+        columns = [c for c in ("where", "claim", "ours", "holds", "lean", "reason", "seeds_to_decide", "kind", "note")
+                   if c in rows]
+        frame = rows[columns].rename(columns=lambda c: c.replace("_", " ").capitalize())
         checks.append(PaperCheck(f"Paper check ({paper}): its claims against this study", text, [(f"{paper}: claims", frame)]))
     return checks
 

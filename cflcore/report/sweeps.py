@@ -45,7 +45,8 @@ where the method records no distance of its own."""
 SUMMARY_METRICS = [*SWEEP_METRICS, "rand", "was", "wadb", "pf1", "gf1", "local_bacc", "local_bacc_weighted",
                    "global_orch_acc", "silhouette_authors"]
 """Every final-round score :func:`sweep_summary` records (the claims of the paper checks read them too)."""
-ROUND_METRICS = {"ari": "ARI", "silhouette_method": "silhouette (own distance)", "silhouette": "silhouette (updates)",
+ROUND_METRICS = {"ari": "ARI", "silhouette_method": "silhouette (own distance)",
+                 "silhouette_authors": "silhouette (authors', own distance)", "silhouette": "silhouette (updates)",
                  "local_acc": "accuracy (own model)", "global_acc": "accuracy (global model W_t)"}
 
 
@@ -88,6 +89,9 @@ def sweep_summary(loaded: Sequence[LoadedRun], index: Mapping[str, Any]) -> pd.D
         params = (run.manifest or {}).get("params") or {}
         alphas = params.get("alphas") or ([params["alpha"]] if params.get("alpha") is not None else [])
         record["split_alpha"] = float(min(alphas)) if alphas else np.nan  # the split's most heterogeneous Dirichlet α
+        # majority splits' s: the manifest leaves out the neutral 0 (cflcore/data/splits.py key_neutral)
+        spread = params.get("group_spread", 0.0 if params.get("generator") == "majority" else None)
+        record["split_group_spread"] = float(spread) if spread is not None else np.nan
         finals = {**_final(run.clustering), **_final(run.personalisation)}
         for metric in SUMMARY_METRICS:
             record[metric] = finals.get(metric)
@@ -156,6 +160,10 @@ def sweep_figure(table: pd.DataFrame, factors: Sequence[str], title: str) -> plt
     return _heatmap_figure(table, list(factors), metrics, title)
 
 
+FACTOR_LABELS = {"majority_share": "m_k (effective majority share: m_k·(1 − s))", "group_spread": "group_spread s"}
+"""Axis labels of swept factors: with ``group_spread`` s a client's majority class keeps m_k·(1 − s) of its draws
+(cflcore/data/splits.py MajoritySplit), so m_k is not the majority share the clients see."""
+
 GRID_COLUMNS = 3
 """Panels per row of a sweep figure: at 120 dpi three panels make a ~1,300 px wide image, which the HTML report
 shows at page width with its numbers legible (six heatmaps in one row were 3,635 px wide)."""
@@ -183,7 +191,7 @@ def _line_figure(table: pd.DataFrame, factor: str, metrics: Sequence[str], title
         std = np.nan_to_num(table[f"{metric}_std"].to_numpy(dtype=np.float64))
         ax.plot(x, mean, marker="o", color="#1f77b4")
         ax.fill_between(x, mean - std, mean + std, color="#1f77b4", alpha=0.2, linewidth=0)
-        ax.set_xlabel(factor, fontsize=10)
+        ax.set_xlabel(FACTOR_LABELS.get(factor, factor), fontsize=10)
         ax.set_title(SWEEP_METRICS[metric], fontsize=11)
         ax.tick_params(labelsize=9)
         if not numeric:
@@ -225,8 +233,8 @@ def _heatmap_figure(table: pd.DataFrame, factors: list[str], metrics: Sequence[s
                     ax.text(b, a, text[a][b], ha="center", va="center", fontsize=9, color="white" if light else "black")
         ax.set_xticks(range(len(cols_v)), [_fmt(v) for v in cols_v], fontsize=9)
         ax.set_yticks(range(len(rows_v)), [_fmt(v) for v in rows_v], fontsize=9)
-        ax.set_xlabel(col_f, fontsize=10)
-        ax.set_ylabel(row_f, fontsize=10)
+        ax.set_xlabel(FACTOR_LABELS.get(col_f, col_f), fontsize=10)
+        ax.set_ylabel(FACTOR_LABELS.get(row_f, row_f), fontsize=10)
         facet_title = ", ".join(f"{f}={_fmt(v)}" for f, v in zip(rest, facet))
         ax.set_title(SWEEP_METRICS[metric] + (f"\n{facet_title}" if facet_title else ""), fontsize=11)
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)

@@ -1,61 +1,64 @@
-"""002's paper check can tell: every claim, fed a synthetic table where it is false, never "holds", and fed one where
-its compared values tie within the seed noise, says "inconclusive" (cflcore.report.claims.louvain_002; issue 42)."""
+"""002's paper check decides both ways (cflcore.report.claims.louvain_002): every claim, fed a noisy table where it
+is true, holds; fed one false beyond the seed noise, is contradicted; fed one false within the noise, is
+inconclusive and leans against 002 (tables: tests/report/claim_tables.py)."""
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from claim_tables import BEYOND, SEEDS, WITHIN, noise
 from cflcore.report.claims import framework as cl
 from cflcore.report.claims import louvain_002 as c002
 
-SEEDS = (0, 1, 2)
 MK, RES, ATTR, PART = (0.1, 0.4, 0.7, 1.0), (0.5, 1.0, 2.0), ("avg", "late", "1nn", "wnn"), (1.0, 0.5)
+SIL = "silhouette_authors"  # the verdicts' silhouette (the authors'); sklearn's is the ablation
 
 
-def noise(seed: int, index: int, size: float = 0.02) -> float:
-    """A zero-mean seed jitter that differs between cells: any two cells' paired differences average 0 over SEEDS."""
-    return size * (((seed + index) % 3) - 1)
-
-
-def planted(seeds=SEEDS) -> pd.DataFrame:
-    """002's grid where every claim holds, with a common seed offset (paired differences are exact)."""
+def planted(seeds=SEEDS, size: float = 0.02) -> pd.DataFrame:
+    """002's grid where every claim holds beyond the noise, each metric of each cell jittered by :func:`noise`
+    (``size``), no value at a metric's bound; ``_cell`` numbers the cells (the same over seeds)."""
     rows = []
     for seed in seeds:
-        j = 0.01 * seed
+        cells = []
         for m in MK:
             for r in RES:
-                rows.append({"dataset": "d", "clients": 10, "split": f"mk@majority_share={m}", "seed": seed,
-                             "algorithm": f"louvain-fig3@resolution={r}", "algorithm_base": "louvain-fig3",
-                             "split_base": "mk", "majority_share": m, "resolution": r,
-                             "ari": m * (1.0 - 0.1 * abs(np.log2(r))) - j, "global_orch_acc": 0.9 - 0.3 * m + j,
-                             "silhouette_method": 0.2 + 0.5 * m + 0.05 * np.log2(r) + j,
-                             "n_clusters": {0.5: 4.0, 1.0: 2.0, 2.0: 1.0}[r] + 10 * j})
-        for a, ari, sil, acc in (("avg", 0.95, 0.3, 0.71), ("late", 0.97, 0.35, 0.705), ("1nn", 0.9, 0.7, 0.70),
+                cells.append({"split": f"mk@majority_share={m}", "algorithm": f"louvain-fig3@resolution={r}",
+                              "algorithm_base": "louvain-fig3", "split_base": "mk", "majority_share": m,
+                              "resolution": r, "ari": 0.95 * m * (1.0 - 0.1 * abs(np.log2(r))),
+                              "global_orch_acc": 0.9 - 0.3 * m, SIL: 0.2 + 0.5 * m + 0.05 * np.log2(r),
+                              "n_clusters": {0.5: 4.0, 1.0: 2.0, 2.0: 1.0}[r]})
+        for a, ari, sil, acc in (("avg", 0.92, 0.3, 0.71), ("late", 0.93, 0.35, 0.705), ("1nn", 0.8, 0.7, 0.70),
                                  ("wnn", 0.6, 0.6, 0.66)):
             for p in PART:
-                half_ari = {"1nn": 0.1, "wnn": 0.5}.get(a, 1.0)
-                rows.append({"dataset": "d", "clients": 10, "split": "maj", "seed": seed,
-                             "algorithm": f"louvain-fig4@attribution={a},participation={p}",
-                             "algorithm_base": "louvain-fig4", "split_base": "maj", "attribution": a,
-                             "engine.participation": p, "ari": ari * (1.0 if p == 1.0 else half_ari) - j,
-                             "global_orch_acc": acc * (1.0 if p == 1.0 else 0.8) + j, "orch_acc": acc + j,
-                             "silhouette_method": sil + j, "local_acc": 0.9 + j, "global_acc": 0.6 + j,
-                             "n_clusters": 2.0})
-        rows.append({"dataset": "d", "clients": 10, "split": "maj", "seed": seed, "algorithm": "ifca",
-                     "algorithm_base": "ifca", "split_base": "maj", "ari": 0.2 + j, "global_orch_acc": 0.5 + j,
-                     "n_clusters": 2.0})
-        rows.append({"dataset": "d", "clients": 10, "split": "sc", "seed": seed, "algorithm": "louvain-superclass",
-                     "algorithm_base": "louvain-superclass", "split_base": "sc", "attribution": "1nn",
-                     "ari": 0.95 + j, "n_clusters": 2.0})
+                half_ari = {"1nn": 0.1 / 0.8, "wnn": 0.5}.get(a, 1.0)
+                cells.append({"split": "maj", "algorithm": f"louvain-fig4@attribution={a},participation={p}",
+                              "algorithm_base": "louvain-fig4", "split_base": "maj", "attribution": a,
+                              "engine.participation": p, "ari": ari * (1.0 if p == 1.0 else half_ari),
+                              "global_orch_acc": acc * (1.0 if p == 1.0 else 0.8), "orch_acc": acc, SIL: sil,
+                              "local_acc": 0.9, "global_acc": 0.6, "n_clusters": 2.0})
+        cells.append({"split": "maj", "algorithm": "ifca", "algorithm_base": "ifca", "split_base": "maj", "ari": 0.2,
+                      "global_orch_acc": 0.5, "n_clusters": 2.0})
+        cells.append({"split": "sc", "algorithm": "louvain-superclass", "algorithm_base": "louvain-superclass",
+                      "split_base": "sc", "attribution": "1nn", "ari": 0.95, "n_clusters": 2.0})
+        for index, c in enumerate(cells):
+            jittered = {k: (v + noise(seed, 31 * index + k_i, size * SCALE.get(k, 1.0)) if k in METRICS else v)
+                        for k_i, (k, v) in enumerate(c.items())}
+            rows.append({"dataset": "d", "clients": 10, "seed": seed, "_cell": index, **jittered})
     return pd.DataFrame(rows)
 
 
-def avg_rounds(level: float = 0.5, slope: float = 0.0, spread: float = 0.01) -> pd.DataFrame:
-    """AVG's per-round silhouette at 100 %: ``level`` + ``slope`` · round, seed s offset by ``spread`` · (s − 1)."""
+METRICS = ("ari", "global_orch_acc", SIL, "n_clusters", "orch_acc", "local_acc", "global_acc")
+SCALE = {"n_clusters": 10.0, "global_orch_acc": 0.5, "orch_acc": 0.5, "local_acc": 0.5, "global_acc": 0.5}
+"""The jitter per metric relative to ``size``: accuracy one point (AVG's W_t one point above 1NN's must both show
+beyond the noise and stay within 002's "comparable"), clusters 0.2."""
+
+
+def avg_rounds(level: float = 0.5, slope: float = 0.0, size: float = 0.02, seeds=SEEDS) -> pd.DataFrame:
+    """AVG's per-round silhouette at 100 %: ``level`` + ``slope`` · round, jittered per seed and per round."""
     name = "louvain-fig4@attribution=avg,participation=1.0"
     return pd.DataFrame([{"dataset": "d", "clients": 10, "split": "maj", "seed": s, "algorithm": name, "round": r,
-                          "silhouette_method": level + slope * r + spread * (s - 1)} for s in SEEDS for r in range(20)])
+                          SIL: level + slope * r + noise(s, 100 + r, size)} for s in seeds for r in range(20)])
 
 
 def where(runs: pd.DataFrame, base: str, **factors) -> np.ndarray:
@@ -65,146 +68,90 @@ def where(runs: pd.DataFrame, base: str, **factors) -> np.ndarray:
     return mask
 
 
-def tie(runs: pd.DataFrame, mask: np.ndarray, metric: str, level: float, index_of=lambda row: 0, size=0.02) -> None:
-    """Set ``metric`` on ``mask`` to ``level`` plus the cell-dependent zero-mean jitter (:func:`noise`)."""
-    for i in np.flatnonzero(mask):
-        row = runs.iloc[i]
-        runs.loc[runs.index[i], metric] = level + noise(int(row["seed"]), index_of(row), size)
+def fig4(attribution: str, participation: float = 1.0):
+    return lambda runs: where(runs, "louvain-fig4", attribution=attribution, **{"engine.participation": participation})
 
 
-def fig3_index(row) -> int:
-    return MK.index(row["majority_share"]) * 3 + RES.index(row["resolution"])
+def move(runs: pd.DataFrame, target: np.ndarray, metric: str, level: float) -> None:
+    """Set ``metric`` of the cells ``target`` to ``level`` plus each cell's own jitter (so it stays noisy)."""
+    mean = runs.loc[target].groupby("_cell")[metric].transform("mean")
+    runs.loc[target, metric] = runs.loc[target, metric] - mean + level
 
 
-def fig4_index(row) -> int:
-    return ATTR.index(row["attribution"]) * 2 + PART.index(row["engine.participation"]) + 1
+def mean(runs: pd.DataFrame, mask: np.ndarray, metric: str) -> float:
+    return float(runs.loc[mask, metric].mean())
 
 
-# claim id -> (make it false, make its compared values tie within the noise); each edits a copy of planted() and
-# may return a per-round frame
-def _ari_mk(runs, false):
-    m = where(runs, "louvain-fig3")
-    if false:
-        runs.loc[m, "ari"] = 1.0 - runs.loc[m, "ari"]
-    else:
-        tie(runs, m, "ari", 0.5, fig3_index)
+# claim id -> edit(runs, delta): move the table against the claim by ``delta`` past what it claims (in the claim's
+# units), leaving its other parts as planted; an edit may return the per-round frame it needs
+def _ari_mk(runs, delta):  # flat over m_k, m_k 1.0 below m_k 0.1 by delta
+    low = mean(runs, where(runs, "louvain-fig3", majority_share=0.1, resolution=1.0), "ari")
+    for m in MK[1:]:
+        move(runs, where(runs, "louvain-fig3", majority_share=m, resolution=1.0), "ari", low - (delta if m == 1.0 else 0))
 
 
-def _mk1(runs, false):
-    m = where(runs, "louvain-fig3", majority_share=1.0, resolution=1.0)
-    if false:
-        runs.loc[m, "ari"] = 0.5
-    else:
-        tie(runs, m, "ari", c002.COMMUNITIES_FOUND)
+def _mk1(runs, delta):
+    move(runs, where(runs, "louvain-fig3", majority_share=1.0, resolution=1.0), "ari", c002.COMMUNITIES_FOUND - delta)
 
 
-def _acc_res(runs, false):
-    m = where(runs, "louvain-fig3")
-    if false:  # accuracy moves with the resolution by 0.1: not "not notably"
-        runs.loc[m, "global_orch_acc"] += 0.1 * np.log2(runs.loc[m, "resolution"].astype(float))
-    else:  # m_k no longer moves accuracy beyond the noise
-        tie(runs, m, "global_orch_acc", 0.7, lambda row: MK.index(row["majority_share"]))
+def _acc_res(runs, delta):  # resolution 2 moves accuracy past "not notably" (± 2 points) at every m_k
+    for m in MK:
+        ref = mean(runs, where(runs, "louvain-fig3", majority_share=m, resolution=1.0), "global_orch_acc")
+        move(runs, where(runs, "louvain-fig3", majority_share=m, resolution=2.0), "global_orch_acc",
+             ref - cl.COMPARABLE_ACC - delta)
 
 
-def _sil_mk(runs, false):
-    m = where(runs, "louvain-fig3")
-    if false:
-        runs.loc[m, "silhouette_method"] = 1.0 - runs.loc[m, "silhouette_method"]
-    else:
-        tie(runs, m, "silhouette_method", 0.4, fig3_index)
+def _sil_mk(runs, delta):
+    low = mean(runs, where(runs, "louvain-fig3", majority_share=0.1, resolution=1.0), SIL)
+    move(runs, where(runs, "louvain-fig3", majority_share=1.0, resolution=1.0), SIL, low - delta)
 
 
-def _res_clusters(runs, false):
-    m = where(runs, "louvain-fig3")
-    if false:
-        runs.loc[m, "n_clusters"] = runs.loc[m, "resolution"].astype(float) * 2
-    else:
-        tie(runs, m, "n_clusters", 2.0, fig3_index, size=1.0)
+def _res_clusters(runs, delta):  # every resolution at 2 clusters, the lowest at 2 − delta: fewer, not more
+    for r in RES:
+        move(runs, where(runs, "louvain-fig3", resolution=r), "n_clusters", 2.0 - (delta if r == 0.5 else 0.0))
 
 
-def _res_best(runs, false):
-    m = where(runs, "louvain-fig3", majority_share=1.0)
-    if false:
-        runs.loc[m & where(runs, "louvain-fig3", resolution=2.0), "ari"] = 1.2
-    else:
-        tie(runs, m, "ari", 0.8, fig3_index)
+def _res_best(runs, delta):
+    for m in MK:
+        ref = mean(runs, where(runs, "louvain-fig3", majority_share=m, resolution=1.0), "ari")
+        move(runs, where(runs, "louvain-fig3", majority_share=m, resolution=2.0), "ari", ref + delta)
 
 
-def _fig4(attributions, participations=(1.0,)):
-    def mask(runs):
-        m = np.zeros(len(runs), dtype=bool)
-        for a in attributions:
-            for p in participations:
-                m |= where(runs, "louvain-fig4", attribution=a, **{"engine.participation": p})
-        return m
-    return mask
+def _1nn_wnn(runs, delta):
+    move(runs, fig4("wnn")(runs), "ari", mean(runs, fig4("1nn")(runs), "ari") + delta)
 
 
-def _1nn_wnn(runs, false):
-    if false:
-        runs.loc[_fig4(["wnn"])(runs), "ari"] = 0.99
-    else:
-        tie(runs, _fig4(["1nn", "wnn"])(runs), "ari", 0.8, fig4_index)
+def _participation(runs, delta):
+    move(runs, fig4("1nn", 0.5)(runs), "ari", mean(runs, fig4("1nn")(runs), "ari") + delta)
 
 
-def _participation(runs, false):
-    m = _fig4(["1nn", "wnn"], PART)(runs)
-    if false:
-        runs.loc[m & (runs["engine.participation"] == 0.5), "ari"] = 0.99
-    else:
-        tie(runs, m, "ari", 0.8, fig4_index)
-        tie(runs, m, "global_orch_acc", 0.7, fig4_index)
+def _avg_late(runs, delta):
+    move(runs, fig4("avg")(runs), SIL, mean(runs, fig4("1nn")(runs), SIL) + delta)
 
 
-def _avg_late(runs, false):
-    if false:
-        runs.loc[_fig4(["avg"])(runs), "silhouette_method"] = 0.9
-    else:
-        tie(runs, _fig4(ATTR)(runs), "ari", 0.8, fig4_index)
+def _ifca(runs, delta):
+    move(runs, where(runs, "ifca"), "ari", mean(runs, fig4("1nn")(runs), "ari") + delta)
 
 
-def _ifca(runs, false):
-    m = _fig4(["1nn"])(runs) | where(runs, "ifca")
-    if false:
-        runs.loc[where(runs, "ifca"), "ari"] = 0.99
-    else:
-        tie(runs, m, "ari", 0.8, lambda row: int(row["algorithm_base"] == "ifca"))
-        tie(runs, m, "global_orch_acc", 0.6, lambda row: int(row["algorithm_base"] == "ifca"))
+def _global_order(runs, delta):
+    move(runs, fig4("1nn")(runs), "global_orch_acc", mean(runs, fig4("avg")(runs), "global_orch_acc") + delta)
 
 
-def _global_order(runs, false):
-    if false:
-        runs.loc[_fig4(["1nn"])(runs), "global_orch_acc"] = 0.8
-    else:
-        tie(runs, _fig4(["avg", "1nn"])(runs), "global_orch_acc", 0.7, fig4_index)
+def _avg_sil(runs, delta):
+    level, width = c002.AVG_SILHOUETTE
+    return avg_rounds(level + width + delta)
 
 
-def _avg_sil(runs, false):
-    return avg_rounds(0.8) if false else avg_rounds(0.6)  # 0.6 ± 0.01: the interval straddles the band's edge
+def _half_1nn(runs, delta):
+    move(runs, fig4("1nn", 0.5)(runs), "ari", c002.HALF_ARI_CLOSE_TO_ZERO + delta)
 
 
-def _half_1nn(runs, false):
-    m = _fig4(["1nn"], [0.5])(runs)
-    if false:
-        runs.loc[m, "ari"] = 0.8
-    else:
-        tie(runs, m, "ari", c002.HALF_ARI_CLOSE_TO_ZERO)
+def _global(runs, delta):
+    move(runs, fig4("1nn")(runs), "global_acc", mean(runs, fig4("1nn")(runs), "local_acc") + delta)
 
 
-def _global(runs, false):
-    m = _fig4(["1nn"])(runs)
-    if false:
-        runs.loc[m, "global_acc"] = 0.95
-    else:
-        runs.loc[m, "global_acc"] = runs.loc[m, "local_acc"] + [noise(int(s), 1) for s in runs.loc[m, "seed"]]
-
-
-def _superclass(runs, false):
-    m = where(runs, "louvain-superclass")
-    if false:
-        runs.loc[m, "ari"] = 0.43
-    else:
-        tie(runs, m, "ari", c002.COMMUNITIES_FOUND)
+def _superclass(runs, delta):
+    move(runs, where(runs, "louvain-superclass"), "ari", c002.COMMUNITIES_FOUND - delta)
 
 
 CASES = {"002-ari-mk": _ari_mk, "002-mk1": _mk1, "002-acc-res": _acc_res, "002-sil-mk": _sil_mk,
@@ -219,76 +166,136 @@ def check(runs: pd.DataFrame, rounds: pd.DataFrame | None = None, loaded=()) -> 
     return cl.check_claims(["002"], data).set_index("claim_id")
 
 
-def test_every_002_claim_holds_on_the_planted_table_with_numbers_and_a_reason():
+def test_every_002_claim_holds_on_the_noisy_true_table_with_numbers_and_a_reason():
     table = check(planted())
     for claim_id in CASES:
         row = table.loc[claim_id]
         assert row["holds"] == cl.HOLDS, (claim_id, row["ours"], row["note"])
+        assert row["lean"] == cl.TOWARD and row["reason"], (claim_id, row["lean"], row["reason"])
         assert row["note"].startswith("holds: ") and "[" in row["note"], claim_id  # the reason gives the intervals
 
 
 @pytest.mark.parametrize("claim_id", sorted(CASES))
-def test_002_claim_false_never_holds_and_tie_is_inconclusive(claim_id):
-    for false in (True, False):
-        runs = planted()
-        rounds = CASES[claim_id](runs, false)
-        row = check(runs, rounds).loc[claim_id]
-        if false:
-            assert row["holds"] != cl.HOLDS, (claim_id, row["ours"], row["note"])
-        else:
-            assert row["holds"] == cl.INCONCLUSIVE, (claim_id, row["holds"], row["ours"], row["note"])
-            assert "within the seed noise" in row["note"], (claim_id, row["note"])
+def test_002_claim_false_beyond_the_noise_is_contradicted(claim_id):
+    runs = planted()
+    row = check(runs, CASES[claim_id](runs, BEYOND)).loc[claim_id]
+    assert row["holds"] == cl.CONTRADICTED, (claim_id, row["holds"], row["ours"], row["note"])
+    assert row["lean"] == cl.AGAINST, (claim_id, row["lean"])
 
 
-def test_one_seed_and_two_seed_ties_are_inconclusive_and_a_missing_ifca_wt_is_reported():
-    rounds = avg_rounds()
-    one = check(planted(seeds=(0,)), rounds[rounds["seed"] == 0])
-    assert set(one["holds"]) <= {cl.INCONCLUSIVE, cl.NA}  # one seed: no noise estimate, nothing is told
+@pytest.mark.parametrize("claim_id", sorted(CASES))
+def test_002_claim_false_within_the_noise_is_inconclusive_leaning_against(claim_id):
+    runs = planted()
+    row = check(runs, CASES[claim_id](runs, WITHIN)).loc[claim_id]
+    assert row["holds"] == cl.INCONCLUSIVE, (claim_id, row["holds"], row["ours"], row["note"])
+    assert row["lean"] == cl.AGAINST, (claim_id, row["lean"], row["note"])
+    assert "within the seed noise" in row["reason"], (claim_id, row["reason"])
+    assert row["seeds_to_decide"], claim_id  # the seeds that would decide it at this effect and spread
+
+
+def test_one_seed_and_exact_ties_are_inconclusive_with_their_reason_and_a_missing_ifca_wt_is_na():
+    rounds = avg_rounds(seeds=(0,))
+    one = check(planted(seeds=(0,)), rounds)
+    pooled = ["002-res-clusters", "002-res-best", "002-acc-res", "002-sil-mk"]  # pairs over (seed, m_k): 4 with one seed
+    assert set(one.drop(index=pooled)["holds"]) <= {cl.INCONCLUSIVE, cl.NA}  # one seed: no noise estimate
     runs = planted()
     runs.loc[where(runs, "ifca"), "global_orch_acc"] = np.nan
-    table = check(runs)
-    assert table.loc["002-ifca", "holds"] == cl.INCONCLUSIVE and "IFCA's W_t is not recorded" in table.loc["002-ifca", "note"]
-    assert table.loc["002-global-order", "holds"] == cl.INCONCLUSIVE and "missing" in table.loc["002-global-order", "ours"]
+    table = check(runs)  # IFCA's W_t is n/a (no global model): the claims rest on their other parts
+    assert table.loc["002-ifca", "holds"] == cl.HOLDS and "n/a" in table.loc["002-ifca", "note"]
+    assert table.loc["002-global-order", "holds"] == cl.HOLDS and "n/a" in table.loc["002-global-order", "ours"]
     saturated = planted()
-    saturated.loc[_fig4(["1nn", "wnn"], PART)(saturated), "ari"] = 1.0  # both at ARI 1.00: a tie the proxy cannot order
-    table = check(saturated)
-    assert table.loc["002-1nn-wnn", "holds"] == cl.INCONCLUSIVE and "saturated" in table.loc["002-1nn-wnn", "note"]
+    for a in ("1nn", "wnn"):
+        saturated.loc[fig4(a)(saturated), "ari"] = 1.0  # both at ARI 1.00: a tie the proxy cannot order
+    row = check(saturated).loc["002-1nn-wnn"]
+    assert row["holds"] == cl.INCONCLUSIVE and "saturated" in row["reason"] and row["lean"] == cl.NONE, row.to_dict()
+    assert row["seeds_to_decide"].startswith("never"), row["seeds_to_decide"]
+    identical = planted()
+    identical.loc[where(identical, "louvain-fig3"), "n_clusters"] = 2.0  # one partition at every resolution
+    row = check(identical).loc["002-res-clusters"]
+    assert row["holds"] == cl.INCONCLUSIVE and "no difference" in row["reason"], row.to_dict()
 
 
-def fig2_runs(tmp_path, growth: float, inverted: bool = False):
-    """1NN at 100 % with recorded distances: two communities of 5, within 1 and between 3 (+ noise), the scale
-    growing by ``growth`` per round; ``inverted``: the true communities are the far pairs."""
+def test_a_cell_all_at_the_bound_takes_the_sign_test_not_a_zero_width_interval():
+    """ARI 1.00 on every seed: a zero-width t-interval would say "holds" on any number of seeds; the sign test
+    needs 6 seeds all at the bound (p = 1/64 < 0.025)."""
+    for seeds, word in ((SEEDS[:3], cl.INCONCLUSIVE), (SEEDS[:6], cl.HOLDS)):
+        runs = planted(seeds=seeds)
+        runs.loc[where(runs, "louvain-fig3", majority_share=1.0, resolution=1.0), "ari"] = 1.0
+        row = check(runs, avg_rounds(seeds=seeds)).loc["002-mk1"]
+        assert row["holds"] == word and "sign test" in row["note"], (seeds, row.to_dict())
+    assert row["lean"] == cl.TOWARD
+
+
+def test_unpaired_seeds_are_reported_not_dropped():
+    runs = planted()
+    runs = runs[~(fig4("wnn")(runs) & (runs["seed"] == 8))]  # WNN lost seed 8
+    row = check(runs).loc["002-1nn-wnn"]
+    assert "1 seeds unpaired" in row["note"] and "first only: 8" in row["note"], row["note"]
+
+
+def test_multi_part_claims_state_their_multiplicity_rule():
+    row = check(planted()).loc["002-participation"]
+    assert "multiplicity: 4 parts" in row["note"] and "Holm" in row["note"]
+
+
+def test_a_claim_the_proxy_cannot_carry_is_na_with_its_reason():
+    data = cl.ClaimData(planted(), avg_rounds())
+    row = cl.check_claims(["002"], data, not_carried={"002-superclass": "no superclass in MNIST"}).set_index(
+        "claim_id").loc["002-superclass"]
+    assert row["holds"] == cl.NA and "no superclass in MNIST" in row["reason"] and "holds" in row["note"]
+
+
+def fig2_distances(settle: int, rounds: int = 6, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
+    """Two communities of 5 whose distances (within 1, between 3, + noise) appear at round ``settle``; before it
+    every pair is alike (1 + noise)."""
     truth = np.repeat([0, 1], 5)
-    runs, loaded = planted(), []
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(rounds):
+        shape = np.where(truth[:, None] == truth[None, :], 1.0, 3.0 if r >= settle else 1.0)
+        d = shape * (1 + 0.1 * rng.random((10, 10)))
+        d = (d + d.T) / 2
+        rows += [{"round": r, "i": i, "j": k, "value": 0.0 if i == k else float(d[i, k])}
+                 for i in range(10) for k in range(10)]
+    return pd.DataFrame(rows), truth
+
+
+def test_fig2_separation_is_read_round_by_round():
+    found = c002.separation_rounds(*fig2_distances(settle=3))
+    assert found["normalised"] == 4.0 and found["raw"] == 4.0 and found["rounds"] == 6.0  # round 4 (1-based)
+    assert found["same_partition"] == 6.0  # one order of the pairs per round: one partition under both transforms
+
+
+def fig2_loaded(tmp_path, rounds_raw: dict[int, float]) -> list:
+    loaded = []
     for seed in SEEDS:
-        rng = np.random.default_rng(seed)
-        rows = []
-        for r in range(8):
-            near, far = (3.0, 1.0) if inverted else (1.0, 3.0)
-            shape = np.where(truth[:, None] == truth[None, :], near, far)
-            d = shape * (1 + growth * r) * (1 + rng.random((10, 10)))
-            d = (d + d.T) / 2
-            rows += [{"round": r, "i": i, "j": k, "value": 0.0 if i == k else float(d[i, k])}
-                     for i in range(10) for k in range(10)]
-        run_dir = tmp_path / f"{growth}-{inverted}-{seed}"
-        run_dir.mkdir()
-        pd.DataFrame(rows).to_parquet(run_dir / "divergence.parquet")
+        run_dir = tmp_path / f"s{seed}"
+        run_dir.mkdir(exist_ok=True)
+        fig2_distances(1, rounds=2)[0].to_parquet(run_dir / "divergence.parquet")
         spec = SimpleNamespace(dataset="d", clients=10, split="maj", seed=seed, run_dir=run_dir,
                                algorithm="louvain-fig4@attribution=1nn,participation=1.0")
-        loaded.append(SimpleNamespace(spec=spec, manifest={"cluster_of_client": truth.tolist()}))
-    return runs, loaded
+        loaded.append(SimpleNamespace(spec=spec, manifest={"cluster_of_client": [0] * 5 + [1] * 5}))
+    return loaded
 
 
-def test_fig2_check_reads_the_two_modes_of_the_true_communities(tmp_path):
-    runs, loaded = fig2_runs(tmp_path, 1.0)
-    row = check(runs, loaded=loaded).loc["002-fig2"]
-    assert row["holds"] == cl.HOLDS, (row["ours"], row["note"])  # the raw scale drifts: pooled modes mix
-    runs, loaded = fig2_runs(tmp_path, 0.0)
-    row = check(runs, loaded=loaded).loc["002-fig2"]
-    assert row["holds"] == cl.INCONCLUSIVE, (row["ours"], row["note"])  # a fixed scale: both transforms alike
-    runs, loaded = fig2_runs(tmp_path, 1.0, inverted=True)
-    row = check(runs, loaded=loaded).loc["002-fig2"]
-    assert row["holds"] != cl.HOLDS, (row["ours"], row["note"])  # the far pairs are the communities
+@pytest.mark.parametrize("delta, word, lean", [(-2.0, cl.HOLDS, cl.TOWARD), (BEYOND * 10, cl.CONTRADICTED, cl.AGAINST),
+                                               (WITHIN * 10, cl.INCONCLUSIVE, cl.AGAINST)])
+def test_fig2_true_false_and_within_the_noise(tmp_path, monkeypatch, delta, word, lean):
+    """The rounds to separation per seed, planted (normalised 5 + jitter, raw 5 − ``delta`` + jitter): raw later
+    holds, raw sooner beyond the noise contradicts, raw sooner within the noise is inconclusive against."""
+    def planted_rounds(distances, truth, seed):
+        return {"rounds": 10.0, "same_partition": 0.0, "normalised": 5.0 + noise(seed, 1, 0.5),
+                "raw": 5.0 - delta + noise(seed, 2, 0.5)}
+    monkeypatch.setattr(c002, "separation_rounds", planted_rounds)
+    row = check(planted(), loaded=fig2_loaded(tmp_path, {})).loc["002-fig2"]
+    assert (row["holds"], row["lean"]) == (word, lean), row.to_dict()
+
+
+def test_fig2_one_partition_under_both_transforms_is_no_difference(tmp_path):
+    loaded = fig2_loaded(tmp_path, {})
+    row = check(planted(), loaded=loaded).loc["002-fig2"]
+    assert row["holds"] == cl.INCONCLUSIVE and "no difference" in row["reason"], row.to_dict()
+    assert "one partition in every recorded round" in row["note"]
     assert check(planted()).loc["002-fig2", "holds"] == cl.NA  # no recorded distances: n/a with its reason
 
 
@@ -317,3 +324,60 @@ def test_ablations_say_which_factor_moves_which_cell():
     assert table.loc[("silhouette", "AVG at 100%", "silhouette"), "moved"] == "within the seed noise"
     assert "late_start" not in table.index.get_level_values("factor")  # no Late-from-its-own-models runs
     assert c002.ablations(pd.DataFrame(rows[:0], columns=list(rows[0]))).empty
+
+
+def labelled(runs: pd.DataFrame, separable: bool) -> list:
+    """Loaded runs for every (split, seed) of ``runs`` whose manifests hold label histograms: ``separable``, the
+    two communities' clients draw from disjoint digit sets (the split gives the answer away); else all alike."""
+    truth = [0, 1] * 5
+    loaded = []
+    for (split, seed), _ in runs.groupby(["split", "seed"]):
+        rng = np.random.default_rng(int(seed))
+        hist = np.full((10, 10), 10.0) + rng.integers(0, 3, (10, 10))
+        if separable:
+            for k, c in enumerate(truth):
+                hist[k, (np.arange(10) % 2) != c] = 0.0
+        spec = SimpleNamespace(dataset="d", clients=10, split=split, seed=seed, algorithm="x", run_dir="")
+        loaded.append(SimpleNamespace(spec=spec, manifest={"cluster_of_client": truth,
+                                                          "label_histograms": hist.tolist()}))
+    return loaded
+
+
+def test_a_claim_the_labels_only_baseline_also_satisfies_is_a_sanity_check():
+    runs = planted()
+    given_away = check(runs, loaded=labelled(runs, separable=True))
+    assert given_away.loc["002-mk1", "holds"] == cl.HOLDS and given_away.loc["002-mk1", "kind"] == cl.SANITY
+    assert "labels-only baseline" in given_away.loc["002-mk1", "reason"]
+    assert "labels-only baseline ARI: 1.00" in given_away.loc["002-mk1", "ours"]
+    hidden = check(runs, loaded=labelled(runs, separable=False))  # iid histograms: the baseline finds nothing
+    assert hidden.loc["002-mk1", "holds"] == cl.HOLDS and hidden.loc["002-mk1", "kind"] == cl.EVIDENCE
+    assert check(runs).loc["002-mk1", "kind"] == cl.EVIDENCE  # no manifests: nothing to compare with
+
+
+def test_spread_table_puts_1nn_beside_the_labels_only_baseline_at_the_effective_share():
+    rows = []
+    for seed in SEEDS:
+        for s in (0.0, 0.5):
+            for m in (0.1, 1.0):
+                rows.append({"dataset": "d", "clients": 10, "seed": seed, "split": f"sp@m={m},s={s}",
+                             "algorithm": c002.SPREAD, "algorithm_base": c002.SPREAD, "split_base": "sp",
+                             "majority_share": m, "split_group_spread": s,
+                             "ari": (0.9 if s == 0.0 else 0.5) + noise(seed, int(10 * m + s * 4))})
+    runs = pd.DataFrame(rows)
+    table = c002.spread_table(runs, labelled(runs, separable=False)).set_index(["group_spread", "majority_share"])
+    assert table.loc[(0.5, 1.0), "effective_share"] == 0.5 and table.loc[(0.0, 0.1), "effective_share"] == 0.1
+    assert table.loc[(0.0, 1.0), "one_nn_beyond_labels"] == "yes"  # the baseline (iid labels) finds nothing
+    assert (table["seeds"] == len(SEEDS)).all()
+    given = c002.spread_table(runs, labelled(runs, separable=True)).set_index(["group_spread", "majority_share"])
+    assert (given["one_nn_beyond_labels"] == "no").all()  # labels give ARI 1: 1NN adds nothing beyond them
+
+
+def test_seeds_to_decide_is_the_fewest_seeds_at_which_the_observed_effect_leaves_the_noise():
+    from scipy.stats import t
+
+    values = -0.01 + 0.02 * np.linspace(-1, 1, 5) / np.std(np.linspace(-1, 1, 5), ddof=1)  # mean −0.01, sd 0.02
+    part = cl.Part(cl.t_interval(values, "paired seeds"), 0.0, np.inf, strict=True)
+    a = cl.assess(part)
+    assert a.lean == cl.AGAINST and a.p_against > cl.SIDE_ALPHA  # within the noise on 5 seeds
+    n = cl.seeds_needed(a, part, cl.SIDE_ALPHA)
+    assert t.cdf(-0.01 / (0.02 / np.sqrt(n)), n - 1) < cl.SIDE_ALPHA <= t.cdf(-0.01 / (0.02 / np.sqrt(n - 1)), n - 2)

@@ -65,4 +65,4 @@ def test_authors_silhouette_counts_the_node_in_a_and_scores_singletons_one():
     # singleton: a = 0, s = 1
     assert silhouette_authors_from_distances(d, labels) == pytest.approx((4 * 0.875 + 1.0) / 5)
     assert silhouette_from_distances(d, labels) == pytest.approx((4 * 0.75 + 0.0) / 5)  # sklearn: singletons 0
-    assert silhouette_authors_from_distances(d, [0] * 5) is None
+    assert silhouette_authors_from_distances(d, [0] * 5) == 0.0  # one community: the authors' 0

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ..runs import diagnostics_cell
-from .framework import (ClaimData, ClaimResult, above, claim, comparison, difference, factor_values, fmt, greater,
-                        mean_of, per_seed, result, select, t_interval, threshold, verdict, within)
+from .framework import (ClaimData, ClaimResult, claim, comparison, difference, factor_values, fmt, greater, mean_of,
+                        per_seed, result, select, t_interval, threshold, verdict)
 
 PAPER = "004"
 DOMAINS_SEPARATED = 0.9  # "Rand index close to 1": the interval of FedGWC's Rand over seeds at or above 0.9
@@ -215,8 +215,8 @@ def fedgwc_robust_to_beta(data: ClaimData) -> ClaimResult:
             for b, r in cells.items():  # every β within BETA_SPREAD of the best one (paired per seed)
                 if b != best and np.isfinite(mean_of(r, col)):
                     d = difference(cells[best], r, col)
-                    parts.update([comparison(f"{split}: β {best:g} − β {b:g} within ± {BETA_SPREAD:g}", d,
-                                             within(d, -BETA_SPREAD, BETA_SPREAD), 3)])
+                    parts.update([comparison(f"{split}: β {best:g} − β {b:g} within ± {BETA_SPREAD:g}", d, digits=3,
+                                             lo=-BETA_SPREAD, hi=BETA_SPREAD, strict=False)])
     paper = paper004()
     t5 = paper[paper["table"] == 5]
     spreads = {d: float(g["mean"].max() - g["mean"].min()) for d, g in t5.groupby("dataset", sort=False)}
@@ -263,7 +263,7 @@ def clustering_helps_more_with_heterogeneity(data: ClaimData) -> ClaimResult:
         hard, soft = seed_gains[dataset][ordered[0]], seed_gains[dataset][ordered[-1]]
         common = hard.index.intersection(soft.index)  # the seeds both federations ran: gain − gain, paired
         d = t_interval((hard[common] - soft[common]).to_numpy(), "paired seeds")
-        parts.update([comparison(f"{dataset}: gain on {ordered[0]} above gain on {ordered[-1]}", d, above(d), 3)])
+        parts.update([comparison(f"{dataset}: gain on {ordered[0]} above gain on {ordered[-1]}", d, digits=3)])
     return verdict(PAPER, "004-heterogeneity", where, text, "; ".join(rows) + f" | 004: {paper_gain}", parts)
 
 
