@@ -9,13 +9,6 @@ from cflcore.data import SPLIT_GENERATORS, make_split, prepare_dataset
 from cflcore.errors import CflError, ConfigError, DataError
 
 
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("data") / "digits.parquet"
-    prepare_dataset("digits", {"loader": "digits", "test_fraction": 0.2, "data_root": "data", "download": False}, path)
-    return path
-
-
 def assert_fails(exc: type[CflError], match: str, dataset: Path, settings: dict, out: Path, n_clients: int = 15,
                  field: str = "splits.s") -> str:
     """The call raises ``exc`` with a one-line message containing ``match`` and writes nothing."""

@@ -28,13 +28,6 @@ FAMILIES = {
 
 
 @pytest.fixture(scope="module")
-def digits(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("data") / "digits.parquet"
-    prepare_dataset("digits", {"loader": "digits", "test_fraction": 0.2, "data_root": "data", "download": False}, path)
-    return path
-
-
-@pytest.fixture(scope="module")
 def digits_table(digits):
     return load_dataset(digits)
 

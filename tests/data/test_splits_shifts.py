@@ -4,13 +4,12 @@ one line naming the field, and every split family written before them keeps its 
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.ndimage import grey_dilation, grey_erosion
 
-from cflcore.data import load_dataset, load_federated, make_split, prepare_dataset
+from cflcore.data import load_dataset, load_federated, make_split
 from cflcore.errors import ConfigError
 from cflcore.io import read_json, read_parquet
 
@@ -22,13 +21,6 @@ SHIFTS = {
     "dirichlet": {"generator": "dirichlet", "alpha": 0.3},
     "shards": {"generator": "shards"},
 }
-
-
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("data") / "digits.parquet"
-    prepare_dataset("digits", {"loader": "digits", "test_fraction": 0.2, "data_root": "data", "download": False}, path)
-    return path
 
 
 @pytest.fixture(scope="module")

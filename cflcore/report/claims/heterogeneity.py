@@ -47,6 +47,22 @@ def _na(fn_id: str, where: str, text: str, why: str) -> ClaimResult:
     return verdict(PAPER, fn_id, where, text, "–", {why: "missing"})
 
 
+def _groups_found(runs: pd.DataFrame, names: list[str], fn_id: str, where: str, text: str,
+                  clusters: int | None = None) -> ClaimResult:
+    """Each named method's final ARI at or above :data:`FOUND`, and, where ``clusters`` is given, that many
+    clusters (within ± 0.5), one part each."""
+    parts, ours = {}, []
+    for name in names:
+        mine = select(runs, name)
+        label, status = threshold(f"{name} ARI", mine, "ari", lo=FOUND)
+        parts[label] = status
+        if clusters is not None:
+            label, status = threshold(f"{name} clusters", mine, "n_clusters", lo=clusters - 0.5, hi=clusters + 0.5)
+            parts[label] = status
+        ours.append(f"{name}: ARI {cell(mine, 'ari').text()}, clusters {cell(mine, 'n_clusters').text(1)}")
+    return verdict(PAPER, fn_id, where, text, "; ".join(ours), parts)
+
+
 @claim(PAPER)
 def scl_separates_rotated_half(data: ClaimData) -> ClaimResult:
     where = "felisat/clustered-federated-learning demo notebook; Sattler et al. 2020 (TNNLS) §V"
@@ -55,13 +71,7 @@ def scl_separates_rotated_half(data: ClaimData) -> ClaimResult:
     names = _methods(runs, SCL)
     if not names:
         return _na("het-scl-rotated-half", where, text, f"no SCL run on split {ROTATED_HALF}")
-    parts, ours = {}, []
-    for name in names:
-        mine = select(runs, name)
-        label, status = threshold(f"{name} ARI", mine, "ari", lo=FOUND)
-        parts[label] = status
-        ours.append(f"{name}: ARI {cell(mine, 'ari').text()}, clusters {cell(mine, 'n_clusters').text(1)}")
-    return verdict(PAPER, "het-scl-rotated-half", where, text, "; ".join(ours), parts)
+    return _groups_found(runs, names, "het-scl-rotated-half", where, text)
 
 
 @claim(PAPER)
@@ -72,15 +82,7 @@ def ifca_recovers_rotation_groups(data: ClaimData) -> ClaimResult:
     names = _methods(runs, IFCA)
     if not names:
         return _na("het-ifca-rotation-groups", where, text, f"no IFCA run on split {ROTATION_GROUPS}")
-    parts, ours = {}, []
-    for name in names:
-        mine = select(runs, name)
-        label, status = threshold(f"{name} ARI", mine, "ari", lo=FOUND)
-        parts[label] = status
-        label, status = threshold(f"{name} clusters", mine, "n_clusters", lo=3.5, hi=4.5)
-        parts[label] = status
-        ours.append(f"{name}: ARI {cell(mine, 'ari').text()}, clusters {cell(mine, 'n_clusters').text(1)}")
-    return verdict(PAPER, "het-ifca-rotation-groups", where, text, "; ".join(ours), parts)
+    return _groups_found(runs, names, "het-ifca-rotation-groups", where, text, clusters=4)
 
 
 def _finds_groups(runs: pd.DataFrame) -> bool:
