@@ -370,6 +370,8 @@ def test_spread_table_puts_1nn_beside_the_labels_only_baseline_at_the_effective_
     assert (table["seeds"] == len(SEEDS)).all()
     given = c002.spread_table(runs, labelled(runs, separable=True)).set_index(["group_spread", "majority_share"])
     assert (given["one_nn_beyond_labels"] == "no").all()  # labels give ARI 1: 1NN adds nothing beyond them
+    tied = runs.assign(ari=1.0)  # 1NN and the baseline both at ARI 1.00 on every seed: a tie, not "beyond"
+    assert (c002.spread_table(tied, labelled(tied, separable=True))["one_nn_beyond_labels"] == "no").all()
 
 
 def test_seeds_to_decide_is_the_fewest_seeds_at_which_the_observed_effect_leaves_the_noise():
