@@ -165,3 +165,13 @@ class MnistStudy:
 @pytest.fixture(scope="session")
 def mnist_study(tmp_path_factory) -> MnistStudy:
     return MnistStudy(tmp_path_factory.mktemp("mnist5k-nb"))
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    """scikit-learn's digits as the project's dataset Parquet, built once per test module (the data tests)."""
+    from cflcore.data import prepare_dataset
+
+    path = tmp_path_factory.mktemp("data") / "digits.parquet"
+    prepare_dataset("digits", {"loader": "digits", "test_fraction": 0.2, "data_root": "data", "download": False}, path)
+    return path
