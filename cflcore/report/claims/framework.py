@@ -322,6 +322,11 @@ class Assessment:
     sd: float = float("nan")
     q: float = float("nan")  # sign test: the share of seeds on the claim's side
 
+    @property
+    def toward(self) -> bool:
+        """The part reaches the claim's side beyond the seed noise (one-sided at :data:`SIDE_ALPHA`)."""
+        return self.p_toward < SIDE_ALPHA
+
 
 REASONS = {"noise": "within the seed noise", "exact": "no difference (identical on every seed: more seeds cannot "
            "change it)", "saturated": "saturated (every seed at the metric's bound: the metric cannot order them)",
@@ -520,7 +525,7 @@ def combine(parts: Mapping[str, str | Part]) -> Decision:
     rejected = _holm([a.p_against for _, _, a in measured], SIDE_ALPHA)
     status = {}
     for (k, _, a), r in zip(measured, rejected):
-        status[k] = "no" if r else "yes" if a.p_toward < SIDE_ALPHA and not a.why else (a.why or "noise")
+        status[k] = "no" if r else "yes" if a.toward and not a.why else (a.why or "noise")
     by: dict[str, list[str]] = {}
     for k, s in status.items():
         by.setdefault(s, []).append(k)

@@ -700,5 +700,5 @@ def spread_table(runs: pd.DataFrame, loaded: Sequence[Any] = ()) -> pd.DataFrame
         rows.append({"group_spread": float(s), "majority_share": float(m), "effective_share": float(m) * (1 - float(s)),
                      "seeds": int(cell(group, "ari").n), "ari_1nn": cell(group, "ari").text(),
                      "ari_labels_only": cell(group, LABELS_ONLY_ARI).text(), "labels_only_minus_1nn": d.text(),
-                     "one_nn_beyond_labels": "yes" if beyond.p_toward < SIDE_ALPHA else "no"})
+                     "one_nn_beyond_labels": "yes" if beyond.toward else "no"})
     return pd.DataFrame(rows, columns=list(SPREAD_COLUMNS))
