@@ -611,7 +611,7 @@ def _ablation_cell(runs: pd.DataFrame, base: str, attribution: str | None, parti
 
 
 def ablations(runs: pd.DataFrame, rounds: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Issue 42's one-factor ablations on the cells that disagree with 002 (1NN at 50 %, WNN against 1NN; Late and
+    """002's one-factor ablations on the cells that disagree with 002 (1NN at 50 %, WNN against 1NN; Late and
     AVG for the factors that act on them), each factor varied alone from louvain-fig4's defaults: one row per
     factor, cell and metric with the cell's value under setting ``a`` (the default) and ``b``, the per-seed paired
     difference b − a with its t-interval and whether it ``moved`` beyond the seed noise, and, where the cell is a
