@@ -6,7 +6,7 @@ side in one process, for tinyvgg and 000's CNN (ocfl-cnn) at N = 15, 30 and 100 
     python benchmarks/device_speed.py --device cpu --quick        # the same, run directly
 
 Workload: 000 Table 3's MNIST training on MNIST-shaped 1x28x28 synthetic data (cflcore.data.synthetic): 267 training
-samples a client (000's draw per client at N = 15, the issue's workload), 32 test samples a client, 256 orchestrator
+samples a client (000's draw per client at N = 15), 32 test samples a client, 256 orchestrator
 samples, batch 32, 3 local epochs, SGD lr 0.01, BNC (= FedAvg), evaluation every round. ``--quick``: tinyvgg at
 N = 4 and ocfl-cnn at N = 2 with 64 samples a client (a smoke run of a minute on a 2-core CPU).
 ``--sizes unequal``: paper-mnist5k's 162-175 samples a client instead (scaled by 64/267 under ``--quick``), whose
@@ -23,7 +23,7 @@ Variants (one timed call = one whole round: local training, server step, evaluat
   engine-loop  cflcore's engine round (cflcore.fl.run) with ``engine.trainer: loop``.
   engine-vmap  the same with ``engine.trainer: vmap`` (``auto``'s choice on CUDA).
 The engine runs at its defaults for the device: fp32, ``channels_last: auto``, ``memory_budget_mb: auto``,
-``deterministic: true`` (on CUDA this mode costs time: the issue measured about 30 % for tinyvgg with vmap on an
+``deterministic: true`` (on CUDA this mode costs time: about 30 % for tinyvgg with vmap, measured once on an
 H100; this script does not switch it off).
 
 All four draw every client's batches and dropout masks from the engine's generators (seeded by (seed, round,
@@ -39,7 +39,7 @@ own allocations); and the round's FLOP floor: the forward + backward FLOPs of on
 times the samples a round trains, plus the forward FLOPs of the samples it evaluates (each client's test set and the
 orchestrator set once), divided by the FLOP rate of an n x n GEMM timed on that device at the engine's precision
 (fp32 with torch's current TF32 setting for matmul, printed). ratio = seconds / floor (1 = the round runs at GEMM
-speed; the issue's aim on a GPU is within 3x for ocfl-cnn with vmap).
+speed; the target on a GPU is within 3x for ocfl-cnn with vmap).
 """
 from __future__ import annotations
 

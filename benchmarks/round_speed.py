@@ -65,7 +65,7 @@ The ablation row "- eval batch 64 (1024)" puts the old batch back.
 
 Recording: each round's live record (cflcore.fl.progress: its ARI, one line appended to progress.jsonl,
 and TensorBoard's scalars where the extra is installed), timed against the same rounds without it, side by side;
-``--recording-only`` runs just that table (the issue's bound: <= 2 % of a round).
+``--recording-only`` runs just that table (the target: <= 2 % of a round).
 
     OMP_NUM_THREADS=1 python benchmarks/round_speed.py [--quick] [--repeats 5] [--threads 1] [--clients 15 30]
     OMP_NUM_THREADS=1 python benchmarks/round_speed.py --recording-only [--quick] [--repeats 5]

@@ -47,7 +47,7 @@ by ~9 busy processes): self CPU 29.4 s = aten::copy_ 50 % (mostly the float64 Gr
 fresh N × 2^21 float64 allocation; plus writing the start rows and the deltas), aten::mm 24 % (the two Gram
 products), nonzero / ne / add / sub 20 % (the exact round trip). The up-cast now reuses one block
 (cflcore.clustering.divergence.gram_matrix: 3x faster on 15 × 8.5M here, bit-identical).
-Issue 33 (byte-identity with earlier commits no longer required, a stated tolerance instead): ONE Gram product
+Since then (byte-identity with earlier commits given up for a stated tolerance): ONE Gram product
 a round, float64-accumulated (its tolerance in cflcore/clustering/divergence.py), taken in one pass over the
 trained rows and the cluster models, so the buffer stays the trained vectors and the in-place round trip (and
 its exact fix-ups) runs only for a strategy that reads the deltas (cflcore.strategies.base.RoundUpdates); FedAvg
@@ -66,7 +66,7 @@ an "N² probe": the same call at N = 60, 120, 240 on P' = 2^20 columns (where N�
 b scaled by P/P' (both parts are proportional to P at fixed N); a comes from the full-P measurements.
 
 Also measured: one client's local training of ocfl-cnn itself (same workload), times N, so the crossing
-can be stated for one model as well as for the tinyvgg training curve the issue asks about (which sets a
+can be stated for one model as well as for the tinyvgg training curve this benchmark was built for (which sets a
 25M-parameter server step against 10k-parameter training).
 
 Crossing: the N where server-step (and divergence-term) seconds exceed training seconds per round,

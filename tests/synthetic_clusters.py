@@ -2,7 +2,7 @@
 (no engine needed). Everything is drawn from explicit seeded generators.
 
 A test helper, so it lives in tests/ (it was cflcore/clustering/synthetic.py, which made the clustering
-package import the engine's strategy interface; issue 12 §3)."""
+package import the engine's strategy interface)."""
 from __future__ import annotations
 
 from typing import Sequence

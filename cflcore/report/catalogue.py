@@ -117,7 +117,7 @@ OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
     _table("paper_vs_run", "tables", "tables", "Paper check", "000 Tables 1-2 and Figure 2 beside ours", wide=True),
     _table("paper_claims", "tables", "tables", "Paper check", "the seeds' claims (002, 004) against this study"),
     _table("louvain_002_ablations", "tables", "tables", "Paper check",
-           "002's one-factor ablations: which departure option moves which cell (issue 42)"),
+           "002's one-factor ablations: which departure option moves which cell"),
     _table("louvain_002_spread", "tables", "tables", "Paper check",
            "002's proxy knob: 1NN's ARI beside the labels-only baseline's per group_spread and m_k"),
     _table("paper004_cells", "tables", "paper004_cells", "Paper check",

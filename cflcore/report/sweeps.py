@@ -1,4 +1,4 @@
-"""Factor sweeps and seed envelopes in the report (issue "Factor sweeps and seed envelopes…").
+"""Factor sweeps and seed envelopes in the report: the numbers and figures of every swept factor, over seeds.
 
 * :func:`sweep_summary` — one row per run: its base variant and split, the factor values it was run with
   (cflcore.sweep_expansion's ``sweep_index``) and its final-round scores.

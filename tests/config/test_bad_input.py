@@ -1,4 +1,4 @@
-"""Table-driven bad-input suite (issue "Scale-out and fault tolerance", item 6).
+"""Table-driven bad-input suite: bad config input fails before any job, in one line that names the field.
 
 Each case runs the `cfl` command line in-process on a config derived from config/tiny.yaml and
 asserts: a non-zero exit, exactly one error line naming the field or path, and no partial output."""

@@ -1,4 +1,4 @@
-"""`cfl --set KEY=VALUE` (issue 21 item 4): dotted keys, YAML values, validated like the config files."""
+"""`cfl --set KEY=VALUE`: dotted keys, YAML values, validated like the config files."""
 from pathlib import Path
 
 import pytest

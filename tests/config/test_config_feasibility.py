@@ -1,4 +1,4 @@
-"""Configs a run cannot honour are refused at validation, before any job (issue 45): cross-field checks
+"""Configs a run cannot honour are refused at validation, before any job: cross-field checks
 (cflcore.config._check_study), the machine's (cflcore.config.check_feasible) and the loaders' size queries
 (cflcore.data.loaders.train_size) they ask instead of loading a dataset.
 
@@ -42,8 +42,9 @@ def refused(cfg: dict, tmp_path: Path) -> str:
     return message
 
 
-# The four configs of issue 45, each as a --configfile override of the default config.
-ISSUE_CASES = {
+# Four configs a run cannot honour (more clients than the data holds, a results_dir it cannot write, no algorithm,
+# cluster shares that do not sum to 1), each as a --configfile override of the default config.
+INFEASIBLE_CASES = {
     "clients-beyond-the-data": ({"study": {"clients": [100000]}}, "study.clients: 100000 clients"),
     "unwritable-results-dir": ({"results_dir": "/proc/self"}, "results_dir: '/proc/self'"),
     "empty-algorithm-list": ({"study": {"algorithms": []}}, "study.algorithms: []"),
@@ -54,15 +55,15 @@ ISSUE_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", list(ISSUE_CASES))
-def test_the_issue_configs_are_refused_naming_the_field(tmp_path, name):
-    override, expected = ISSUE_CASES[name]
+@pytest.mark.parametrize("name", list(INFEASIBLE_CASES))
+def test_infeasible_configs_are_refused_naming_the_field(tmp_path, name):
+    override, expected = INFEASIBLE_CASES[name]
     assert expected in refused(layered(override), tmp_path)
 
 
 @pytest.mark.parametrize("name", ["clients-beyond-the-data", "unwritable-results-dir"])
 def test_snakemake_dry_run_refuses_with_one_config_error_line(tmp_path, workflow_dir, name):
-    override, expected = ISSUE_CASES[name]
+    override, expected = INFEASIBLE_CASES[name]
     (Path(workflow_dir) / "override.yaml").write_text(yaml.safe_dump(override))
     p = subprocess.run(snakemake_cmd("-n", "--cores", "1", "--configfile", "override.yaml"), cwd=workflow_dir,
                        capture_output=True, text=True, timeout=120)

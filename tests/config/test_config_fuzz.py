@@ -1,4 +1,4 @@
-"""A property-based fuzzer of config validation (issue 45): every config is either refused before any job, with one
+"""A property-based fuzzer of config validation: every config is either refused before any job, with one
 line naming a field, or planned and run.
 
 It mutates valid configs (config/tiny.yaml alone, and layered over config/config.yaml as ``--configfile`` does): it

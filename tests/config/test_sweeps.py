@@ -237,14 +237,15 @@ def test_louvain_002_configs_are_one_study():
     paper = cc.load_config(REPO / "config" / "config.yaml", REPO / "config" / "louvain-002.yaml")
     offline = cc.load_config(REPO / "config" / "config.yaml", REPO / "config" / "louvain-002-offline.yaml")
     # the same sweeps, variants and splits; only the data, model and budget differ: the offline study defines the
-    # superclass-like split's variants and issue 42's ablations (not in its default run) and leaves out 75 %
+    # superclass-like split's variants and the departures' one-factor ablations (not in its default run) and leaves
+    # out 75 %
     extra = {"louvain-superclass@attribution=avg", "louvain-superclass@attribution=1nn",
              *(f"louvain-eq2-module@attribution={a},participation={p}" for a in ("1nn", "wnn") for p in ("0.5", "1.0")),
              "louvain-late-own@participation=0.5", "louvain-late-own@participation=1.0"}
     assert offline["sweep_index"]["algorithms"].keys() - paper["sweep_index"]["algorithms"].keys() == extra
     left_out = {f"louvain-fig4@attribution={a},participation=0.75" for a in ("avg", "1nn", "wnn", "late")}
     assert paper["sweep_index"]["algorithms"].keys() - offline["sweep_index"]["algorithms"].keys() == left_out
-    # Figs. 3-5 run offline on the 002-like community splits (distinct majority digits in two groups, issue 42), the
+    # Figs. 3-5 run offline on the 002-like community splits (distinct majority digits in two groups), the
     # paper's majority-mk / majority in shape: the m_k sweep and m_k 0.7; the group_spread sweep runs beside
     rename = {"majority-mk": "community-mk", "majority": "community"}
     spread = [f"community-spread@majority_share={m},group_spread={s}" for m in ("0.1", "1.0") for s in ("0.0", "0.1", "0.25")]

@@ -1,4 +1,4 @@
-"""Late-joining clients of OCFL (000 §6.2; issue 12 part 2): who is late, when they join, where they attach,
+"""Late-joining clients of OCFL (000 §6.2): who is late, when they join, where they attach,
 how they are evaluated, config errors, and exact resumption."""
 import io
 import json

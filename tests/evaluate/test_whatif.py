@@ -1,4 +1,4 @@
-"""What-if clustering (issue 12 §1), the evaluation package and config name checks (§3), one temperature (issue 11).
+"""What-if clustering, the evaluation package and config name checks, one temperature for engine and evaluation.
 
 * the replay of a run's own clusterer reproduces the run's labels at its clustering round, on real runs of
   the engine (synthetic federated data, tinyvgg);
@@ -49,7 +49,7 @@ def base_config(**whatif) -> dict:
 
 
 # ----- config ----------------------------------------------------------------------------------------
-def test_default_whatif_list_has_the_issue_clusterers():
+def test_default_whatif_list_has_every_clusterer_family_and_ends_with_the_runs_own():
     cfg = cc.load_config(Path(REPO) / "config" / "config.yaml")
     settings = cc.whatif_settings(cfg, "mnist5k", "ocfl-hdb")
     names = [e["name"] for e in settings["clusterers"]]
@@ -215,7 +215,7 @@ def whatif_settings_for(variant: dict, matrix: str = "auto") -> dict:
 
 
 def test_the_whatif_stage_runs_without_torch(runs, tmp_path):
-    """Issue 12 §1: the replay needs the recorded matrices and nothing else; no torch, no model."""
+    """The what-if replay needs the recorded matrices and nothing else; no torch, no model."""
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps(whatif_settings_for(VARIANTS["ocfl-hdb"], "gram")))
     code = f"""

@@ -276,7 +276,7 @@ def test_fedprox_on_mnist_keeps_every_client_closer_to_its_start(mnist_study):
 
 
 def test_fedavg_of_a_subset_read_in_place_is_bit_identical_to_the_mean_of_a_copy():
-    """cflcore.fl.server.rows_mean (issue 33): the members' rows reduced column block by column block, without a
+    """cflcore.fl.server.rows_mean: the members' rows reduced column block by column block, without a
     (members × P) copy, give the same bits as weighted_mean of index_select's copy, weighted or not."""
     import torch
 

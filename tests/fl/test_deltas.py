@@ -1,4 +1,4 @@
-"""The engine's round buffer: trained vectors -> deltas -> trained vectors in place, bit for bit (issue 22),
+"""The engine's round buffer: trained vectors -> deltas -> trained vectors in place, bit for bit,
 and RoundUpdates' shared Gram product."""
 import numpy as np
 import torch

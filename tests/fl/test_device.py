@@ -1,4 +1,4 @@
-"""The device a job runs on, checked without a GPU (issue 41): ``device: cuda:N``, ``engine.deterministic`` (CUDA
+"""The device a job runs on, checked without a GPU: ``device: cuda:N``, ``engine.deterministic`` (CUDA
 only), ``memory_budget_mb`` / ``channels_last: auto``, the deterministic global pool, and the GPU slots that spread a
 workstation's jobs over its GPUs (cflcore.fl.gpu_slots) with fake device counts. The checks that need a GPU are
 tests/fl/test_gpu.py."""

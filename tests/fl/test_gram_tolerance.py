@@ -1,4 +1,4 @@
-"""The round's one Gram product (issue 33) is within the tolerance its module docstring states
+"""The round's one Gram product is within the tolerance its module docstring states
 (cflcore.clustering.divergence.cosine_tolerance: 2·P·2⁻⁵³ plus a few rounding units on every cosine entry)
 of a float64 reference, on random and on real (engine) deltas. A product at lower precision (float32,
 bf16, float16) does not meet it, and the last test checks that the bound tells them apart."""

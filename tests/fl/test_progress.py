@@ -1,4 +1,4 @@
-"""A study you can watch (issue 44): the live per-round record (cflcore.fl.progress), TensorBoard event files,
+"""A study you can watch: the live per-round record (cflcore.fl.progress), TensorBoard event files,
 ``cfl status`` (cflcore.status) and ``cfl train``'s progress bar.
 
 The engine tests use the synthetic federation; the status tests train the tiny config's digits through ``cfl``

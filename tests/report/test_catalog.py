@@ -1,4 +1,4 @@
-"""Catalog and CI hygiene (issue 21 item 3): no YAML file of the project declares a key twice (YAML keeps the
+"""Catalog and CI hygiene: no YAML file of the project declares a key twice (YAML keeps the
 last one silently), and the catalog files exist and parse."""
 import fnmatch
 import re

@@ -300,7 +300,7 @@ def test_fig2_one_partition_under_both_transforms_is_no_difference(tmp_path):
 
 
 def test_ablations_say_which_factor_moves_which_cell():
-    """issue 42's one-factor ablations: a factor that moves a cell beyond the seed noise reads "moved" (and, where
+    """The departures' one-factor ablations: a factor that moves a cell beyond the seed noise reads "moved" (and, where
     the cell is a claim's part, whether its verdict moved); one whose cells tie within the noise does not."""
     rows = []
     for seed in SEEDS:

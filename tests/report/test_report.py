@@ -204,7 +204,7 @@ def test_figure_functions_write_png_and_pdf(tmp_path):
 
 
 
-# ---- front page: headline, paper check, Kendall's tau, departures (issue 11) ----------------------------
+# ---- front page: headline, paper check, Kendall's tau, departures --------------------------------------
 def _final_and_mean_pf1(history: pd.DataFrame) -> tuple[float, float]:
     last = history[history["round"] == history["round"].max()]
     return float(last["local_f1"].mean()), float(history["local_f1"].mean())

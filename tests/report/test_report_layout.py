@@ -1,4 +1,4 @@
-"""The report read at a glance (issue 21 §5): distinct series styles in every figure, the method × round
+"""The report read at a glance: distinct series styles in every figure, the method × round
 heatmaps, the compact front-page table with the best per column marked, the HTML report's labels, and the
 report written in parts (one Snakemake job each) gathered into one index."""
 from __future__ import annotations

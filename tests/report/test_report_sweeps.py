@@ -120,7 +120,7 @@ def test_round_envelope_draws_mean_and_band_per_algorithm():
 def test_002_half_participation_check_fails_at_the_offline_proxys_old_value():
     runs = planted_runs(seeds=range(9), step=0.002)  # every seed one offset: the sign test, 9 seeds decide
     half_1nn = (runs["attribution"] == "1nn") & (runs["engine.participation"] == 0.5)
-    runs.loc[half_1nn, "ari"] = 0.80  # the co-sampled graph's offline ARI (issue 29): not "close to 0"
+    runs.loc[half_1nn, "ari"] = 0.80  # the co-sampled graph's ARI on 002's offline study: not "close to 0"
     table = cl.check_claims(["002"], cl.ClaimData(runs)).set_index("claim_id")
     assert table.loc["002-half-1nn", "holds"] == "contradicted" and "≤ 0.3" in table.loc["002-half-1nn", "note"]
 

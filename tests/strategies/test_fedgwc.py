@@ -43,8 +43,9 @@ def play(strategy, groups, rounds, start=0):
 
 GROUPS = np.array([0] * 12 + [1] * 6)
 # 004's text readings (UPVs from rows, P from 0, raw rewards, per-cluster sampling, ...; the module's behaviour
-# before issue 27): at this small scale (18 clients, ρ 0.5, so α 0.5) the code's column UPVs carry too little
-# domain signal to split in 30 rounds (issue 27: "every variant gave about 0.5" at that scale), so these tests
+# before the authors' code's readings became the defaults): at this small scale (18 clients, ρ 0.5, so α 0.5) the
+# code's column UPVs carry too little domain signal to split in 30 rounds (measured: every variant gave a Rand
+# index of about 0.5 at that scale), so these tests
 # of the mechanics keep the text's readings; test_fedgwc_mechanism checks the defaults at 004's scale.
 VARIANT = {"method": "fedgwc", "participation": 0.5, "epsilon": 1e-3, **TEXT_READINGS}
 
@@ -193,7 +194,7 @@ def test_snapshots_record_p_w_and_embedding_at_decisions():
     assert res_every[5].diagnostics["gwc_snapshots"]["0"]["decided"] is False
 
 
-# ----- the authors' code's readings (the defaults since issue 27) ---------------------------------------------
+# ----- the authors' code's readings (the defaults) -----------------------------------------------------------
 def test_default_update_is_the_authors_normalised_rewards_from_uniform_p():
     """P starts at 1/K²; eq. 3 adds α·ω_k/Σω over the sample, ω from sample-weighted moments (population
     variance); unsampled entries keep 1/K²; the MSE is over the co-sampled block."""

@@ -1,4 +1,4 @@
-"""FedGWC's server logic alone recovers loss domains (issue 27, item 2): synthetic per-step loss traces of two
+"""FedGWC's server logic alone recovers loss domains: synthetic per-step loss traces of two
 and of three domains go through the strategy's own select_clients / aggregate (stand-in zero updates, no
 training) at 004's scale, K = 100 clients, N = 10 a round (ρ = 0.1, α = 0.1), β = 0.5, ε = 1e-5.
 
@@ -8,8 +8,8 @@ client offset o_k ~ N(0, 0.1²) and fresh step noise e ~ N(0, 0.1²); domains di
 Measured (this file's settings, 3,000 rounds, seeds 0-4, final Rand index against the domains; AMD EPYC, shared
 machine; identical with ATEN_CPU_CAPABILITY=avx2/ONEDNN_MAX_CPU_ISA=AVX2 and =default/SSE41, about 11 s per case):
 * defaults (UPVs from P's columns, the authors' code): two domains 0.914 0.960 0.941 0.960 0.980;
-  three domains 0.947 0.987 0.961 0.914 0.987. The threshold (Rand ≥ 0.9 in at least 4 of 5 seeds, the
-  issue's) sits 0.014 below the lowest measured value.
+  three domains 0.947 0.987 0.961 0.914 0.987. The threshold (Rand ≥ 0.9 in at least 4 of 5 seeds) sits 0.014
+  below the lowest measured value.
 * ``upv: rows`` (004 §4.2's text), everything else equal: two domains 0.755 0.495 0.495 0.495 0.742 (no seed
   reaches 0.9: the two-domain case fails); three domains 0.974 1.000 0.923 0.901 0.890 (4 of 5: with domains at
   loss levels 0, 1, 2 the middle domain is the typical one, so a row's reward level alone orders the three). The

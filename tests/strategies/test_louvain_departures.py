@@ -1,4 +1,4 @@
-"""002's departures from its authors' code as options of Louvain CFL (issue 42): eq. 2's product per weight array
+"""002's departures from its authors' code as options of Louvain CFL: eq. 2's product per weight array
 or per module, Louvain's node order fixed per run or re-seeded per round, and the authors' silhouette beside
 sklearn's (Late's start is tested in tests/strategies/test_louvain_late.py)."""
 import numpy as np

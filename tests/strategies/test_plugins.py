@@ -1,4 +1,4 @@
-"""One plug-in contract (issue 24 §3): defaults written once (in the schemas), the optional hooks on the base
+"""One plug-in contract: defaults written once (in the schemas), the optional hooks on the base
 classes, and a new method as one file."""
 import ast
 import json
@@ -72,7 +72,7 @@ def test_no_schema_default_is_restated_in_code(tmp_path):
     defaults = _schema_defaults()
     assert 1.0 in defaults["participation"] and 0.35 in defaults["eps1"]  # the walk reaches both kinds
     assert restated_defaults(Path(REPO) / "cflcore", defaults) == []
-    # the check can fail: the forms the issue found
+    # the check can fail: the forms in which defaults were once restated (eng.get / params.get with a literal)
     bad = tmp_path / "cflcore" / "bad.py"
     bad.parent.mkdir()
     bad.write_text('def f(eng, params):\n    return eng.get("participation", 1.0), params.get("eps1", 0.35)\n')

@@ -136,7 +136,7 @@ def test_round_speed_quick(tmp_path):
 
 
 def test_round_speed_recording_quick(tmp_path):
-    """round_speed --recording-only: the same rounds with and without the live record (issue 44), side by side, and
+    """round_speed --recording-only: the same rounds with and without the live record, side by side, and
     the recording's own share of a round are printed and recorded."""
     proc, out = run_script("round_speed", tmp_path, "--recording-only")
     rows = read_rows(out)
@@ -146,7 +146,7 @@ def test_round_speed_recording_quick(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# bf16 without surprises (issue 22)
+# bf16 without surprises: its accuracy gate fails a precision that trains worse than fp32
 # ---------------------------------------------------------------------------------------------
 def _loss_ascent_when(which: str):
     """A deliberately broken autocast_context: with ``precision == which`` training climbs the loss."""
@@ -184,7 +184,7 @@ def test_bf16_accuracy_gate_is_one_sided_and_catches_a_broken_bf16_path(monkeypa
     monkeypatch.setattr(trainers, "autocast_context", _loss_ascent_when("bf16"))
     with pytest.raises(harness.EquivalenceError, match="below fp32"):
         round_speed.check_bf16_accuracy(1, True, epochs=2, lr=0.01)
-    gap, tol = round_speed.bf16_gate(0.959, 0.964, 1000)  # the issue's run: bf16 0.50 points better
+    gap, tol = round_speed.bf16_gate(0.959, 0.964, 1000)  # a measured run: bf16 0.50 points better
     assert gap == pytest.approx(-0.5) and gap <= tol  # passes: one-sided
     gap, tol = round_speed.bf16_gate(0.959, 0.939, 1000)  # 2 points worse: inside the 99 % bound (2.06)
     assert gap <= tol

@@ -1,5 +1,5 @@
-"""Fault tolerance under Snakemake (issue "Scale-out and fault tolerance", item 5) and the paper grid
-plan (item 3)."""
+"""Fault tolerance under Snakemake (a killed train job resumes bit-identical, a recorded failure survives every
+parse and is retried from its checkpoint) and the paper grid's plan."""
 import copy
 import hashlib
 import json
@@ -91,7 +91,7 @@ def tree_state(root: Path) -> dict[str, tuple[str, int]]:
 
 
 def test_no_parse_changes_results_and_a_failed_run_is_retried_from_its_checkpoint(tmp_path):
-    """Issue 21 item 1: a recorded failure stays on disk through every parse (dry run, --lint, --summary,
+    """A recorded failure stays on disk through every parse (dry run, --lint, --summary,
     --report); the next real invocation retries that run only, resuming from its checkpoint."""
     wd = Path(copy_workflow(tmp_path / "wf"))
     cfg = {"study": {"algorithms": ["bnc", "ocfl-km"]}, "explain": {"enabled": False},

@@ -1,4 +1,4 @@
-"""One run layout (issue 24 §4): cflcore.layout formats and parses run ids and builds every output path; the
+"""One run layout: cflcore.layout formats and parses run ids and builds every output path; the
 paths are the ones the workflow always used."""
 import ast
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""This workflow used as a Snakemake module by another workflow (issue 21 item 4): a host Snakefile in another
+"""This workflow used as a Snakemake module by another workflow: a host Snakefile in another
 folder imports it with `module` / `use rule * from`, passes its own config, and runs a small study; the rules'
 relative paths (the schema, the scripts, the report captions, report/workflow.rst) resolve from the module's folder."""
 import json

@@ -1,4 +1,4 @@
-"""Parse-time weight (issue 43): a Snakemake dry run imports no torch, and no cflcore module imports pandas.
+"""Parse-time weight: a Snakemake dry run imports no torch, and no cflcore module imports pandas.
 
 Snakemake parses the Snakefile at every start, dry runs included, and again in every job, so whatever the parse
 imports is paid each time. Each dry run here runs in a subprocess under ``python -X importtime`` with

@@ -1,4 +1,4 @@
-"""Code hashes from the real imports (issue 24 §1), as fine as the change (issue 28 §1): each job's ``code`` param
+"""Code hashes from the real imports, as fine as the change: each job's ``code`` param
 hashes exactly the cflcore code it runs (a train job: the engine, its own method and model), as syntax trees without
 comments or docstrings, so an edit reruns the jobs that run the edited code and no other."""
 import json
@@ -133,7 +133,7 @@ def test_each_edit_reruns_exactly_the_stages_importing_it(package):
     assert changed_by["explain/tables.py"] == {"explain", "report"}
     assert not changed_by["provenance.py"] and not changed_by["cli.py"]
     # a strategy input's builder (SCL's proxy) is its own stage's only: no train job's hash holds it, so an edit
-    # reruns the proxy jobs and, through their files, the train jobs of the variants that declare it (issue 43)
+    # reruns the proxy jobs and, through their files, the train jobs of the variants that declare it
     assert changed_by["fl/centralised.py"] == {"centralised_update_norms"}
     assert "centralised_update_norms" not in changed_by["strategies/scl.py"]
 
@@ -162,7 +162,7 @@ def test_a_new_import_joins_the_stage(package):
     assert "fl/trainers.py" not in files["prepare_dataset"]
 
 
-# ---- issue 28: as fine as the change -------------------------------------------------------------------------------
+# ---- as fine as the change: an edit reruns only the jobs that run the edited code -------------------------------
 def test_a_strategy_edit_changes_the_train_hash_of_its_own_runs_only(package, default_config):
     """For every method of the default study, a real change to its strategy module changes the train hash of the
     variants of that method and of no other."""

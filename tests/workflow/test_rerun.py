@@ -1,4 +1,4 @@
-"""Rerun only what changed (issue "Scale-out and fault tolerance", item 4).
+"""Rerun only what changed: a config edit plans exactly the jobs it affects.
 
 One small study (2 datasets x 2 splits x 1 client count x 2 algorithms) runs once; then dry runs with
 a changed config must plan exactly the affected jobs. Which jobs Snakemake plans is read from the
@@ -31,7 +31,7 @@ BASE = {
                    "ocfl-aff": {"method": "ocfl", "clusterer": "affinity"}},
     "engine": {"checkpoint_every": 1},
     "explain": {"step": 16, "grid_clients": [0, 1, 2]},
-    # every run also writes TensorBoard event files (issue 44): undeclared, like progress.jsonl
+    # every run also writes TensorBoard event files: undeclared, like progress.jsonl
     "monitor": {"tensorboard": True},
 }
 
@@ -93,7 +93,7 @@ def test_no_change_plans_nothing(study):
 
 
 def test_progress_records_and_event_files_plan_nothing(study):
-    """A finished study with every run's progress record and TensorBoard event files (undeclared files, issue 44)
+    """A finished study with every run's progress record and TensorBoard event files (undeclared files)
     plans nothing; switching TensorBoard off (or on) retrains nothing either: it is no job's param."""
     from cflcore import layout
     from cflcore.config import study_runs, validate_config

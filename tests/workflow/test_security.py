@@ -1,4 +1,4 @@
-"""Security checks (issue "Scale-out and fault tolerance", item 7): safe deserialisation, no shell
+"""Security checks: safe deserialisation, no shell
 with config values, allow-lists that hold, wildcards that cannot escape results/."""
 import ast
 import subprocess

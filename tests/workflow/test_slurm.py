@@ -1,4 +1,5 @@
-"""The workflow on a real single-node SLURM cluster (issue "Scale-out and fault tolerance", 1, 2, 5).
+"""The workflow on a real single-node SLURM cluster: one submission per run, each asking for a GPU, outputs equal
+to a local run's, and a timed-out train job resumed from its checkpoint.
 
 A session fixture brings SLURM up with ``.ci/slurm-up.sh`` (munge, MariaDB, slurmdbd, slurmctld,
 slurmd, two fake GPUs through GRES) and always tears it down with ``.ci/slurm-down.sh``. Where SLURM

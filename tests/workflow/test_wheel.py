@@ -1,4 +1,4 @@
-"""A wheel that works (issue 24 §2): the built wheel holds every file the code loads, so an installed (not
+"""A wheel that works: the built wheel holds every file the code loads, so an installed (not
 editable) package validates the default config."""
 import os
 import shutil

@@ -611,12 +611,12 @@ def _ablation_cell(runs: pd.DataFrame, base: str, attribution: str | None, parti
 
 
 def ablations(runs: pd.DataFrame, rounds: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Issue 42's one-factor ablations on the cells that disagree with 002 (1NN at 50 %, WNN against 1NN; Late and
-    AVG for the factors that act on them), each factor varied alone from louvain-fig4's defaults: one row per
-    factor, cell and metric with the cell's value under setting ``a`` (the default) and ``b``, the per-seed paired
-    difference b − a with its t-interval and whether it ``moved`` beyond the seed noise, and, where the cell is a
-    part of a claim, that part's status under a and under b (``verdict_moved``: the part's verdict differs).
-    Empty when the study has no ablation runs."""
+    """One-factor ablations of the departure options on the cells that disagree with 002 (1NN at 50 %, WNN against
+    1NN; Late and AVG for the factors that act on them), each factor varied alone from louvain-fig4's defaults:
+    one row per factor, cell and metric with the cell's value under setting ``a`` (the default) and ``b``, the
+    per-seed paired difference b − a with its t-interval and whether it ``moved`` beyond the seed noise, and,
+    where the cell is a part of a claim, that part's status under a and under b (``verdict_moved``: the part's
+    verdict differs). Empty when the study has no ablation runs."""
     word = {"yes": "holds", "no": "contradicted", "tie": "inconclusive", "missing": "n/a"}
     rows: list[dict[str, Any]] = []
 
