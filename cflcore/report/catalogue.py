@@ -109,6 +109,8 @@ OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
            "every method on every seed's home setting (report.cross_paper)", wide=True),
     _figures("cross_paper_cd", "tables", "cross_paper", "Cross-paper comparison: critical difference of final ARI",
              ("figure",)),
+    _figures("cross_paper_heatmap", "tables", "cross_paper", "Cross-paper comparison: final ARI and accuracy as heatmaps",
+             ("figure",)),
     _table("at_a_glance", "tables", "tables", "Front page", "at a glance: final PF1 and ARI, best marked", wide=True),
     _table("headline", "tables", "tables", "Front page", "headline: final and mean PF1, GF1, ARI, clustering round",
            wide=True),

@@ -206,8 +206,9 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
 
 
 def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[str, Any]]:
-    """``tables/cross_paper.{csv,md,tex}`` and ``figures/cross_paper_cd/cross_paper_cd_ari.{png,pdf}`` with its
-    ranks; ``entry(kind, path, dataset, clients)`` makes an index entry."""
+    """``tables/cross_paper.{csv,md,tex}``, ``figures/cross_paper_cd/cross_paper_cd_ari.{png,pdf}`` with its
+    ranks, and ``figures/cross_paper_heatmap/cross_paper_heatmap.{png,pdf}`` (:func:`draw_cross_heatmap`);
+    ``entry(kind, path, dataset, clients)`` makes an index entry."""
     from pathlib import Path
 
     from .cd import draw_cd_diagram
@@ -223,7 +224,47 @@ def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[
     stem = out_dir / "figures" / "cross_paper_cd" / "cross_paper_cd_ari"
     entries += [entry("cross_paper_cd", p, None, None)
                 for p in draw_cd_diagram(analysis["cd"], stem, title="Final ARI over settings × seeds")]
+    entries += [entry("cross_paper_heatmap", p, None, None)
+                for p in draw_cross_heatmap(analysis["tidy"], out_dir / "figures" / "cross_paper_heatmap" / "cross_paper_heatmap",
+                                            analysis["oracle"], analysis.get("title") or TITLE)]
     ranks = analysis["cd"].table().assign(friedman_p=analysis["cd"].friedman_p, note=analysis["cd"].note)
     entries.append(entry("cross_paper_cd", write_text(ranks.to_csv(index=False), stem.with_name(stem.name + "_ranks.csv")),
                          None, None))
     return entries
+
+
+def draw_cross_heatmap(tidy: pd.DataFrame, stem, oracle: Sequence[str] = (), title: str = TITLE) -> list:
+    """``<stem>.{png,pdf}``: the table as two heatmaps side by side, methods × settings, final ARI (the column's best
+    marked, as in the table) and accuracy on the clients' own data, each cell its mean over seeds; a setting without
+    ground-truth groups is grey with "n/a", a negative control's column is labelled so."""
+    import matplotlib.pyplot as plt
+
+    from .cd import save_figure
+
+    methods = list(dict.fromkeys(tidy["method"]))
+    settings = list(dict.fromkeys(tidy["setting"]))
+    controls = set(tidy.loc[tidy["control"], "setting"]) if "control" in tidy else set()
+    columns = [f"{s}\n(control)" if s in controls else s for s in settings]
+    rows = [f"{m} (oracle)" if m in oracle else m for m in methods]
+    fig, axes = plt.subplots(1, 2, figsize=(2.4 + 1.25 * len(settings) * 2, 1.0 + 0.42 * len(methods)), squeeze=False)
+    for ax, (name, label) in zip(axes[0], (("ari", "final ARI (★ best of the column)"),
+                                            ("accuracy", "accuracy on the clients' own data"))):
+        grid = tidy.pivot(index="method", columns="setting", values=f"{name}_mean").reindex(index=methods, columns=settings)
+        values = grid.to_numpy(dtype=float)
+        image = ax.imshow(np.ma.masked_invalid(values), cmap=plt.get_cmap("viridis").with_extremes(bad="lightgrey"),
+                          vmin=0.0, vmax=1.0, aspect="auto")
+        best = (tidy.pivot(index="method", columns="setting", values="best_ari").reindex(index=methods, columns=settings)
+                .fillna(False).to_numpy(dtype=bool)) if name == "ari" else np.zeros_like(values, dtype=bool)
+        for (i, j), v in np.ndenumerate(values):
+            text = "n/a" if not np.isfinite(v) else f"{v:.2f}" + (" ★" if best[i, j] else "")
+            ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                    color="black" if not np.isfinite(v) or v > 0.6 else "white")
+        ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right", fontsize=7)
+        ax.set_yticks(range(len(rows)), rows if ax is axes[0][0] else [""] * len(rows), fontsize=7)
+        ax.set_title(label, fontsize=8)
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, pad=0.01)
+    n_seeds = tidy.loc[tidy["n_seeds"] > 0, "n_seeds"]
+    seeds = f"{int(n_seeds.min())}" if len(n_seeds) and n_seeds.min() == n_seeds.max() else \
+        (f"{int(n_seeds.min())}–{int(n_seeds.max())}" if len(n_seeds) else "0")
+    fig.suptitle(f"{title}: mean over {seeds} seeds", fontsize=9)
+    return save_figure(fig, stem)

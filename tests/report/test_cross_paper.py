@@ -83,6 +83,27 @@ def test_a_negative_control_is_out_of_the_ranks_and_names_who_splits_there():
                         "clients the shift does not: home, mid.")
 
 
+def test_the_heatmap_draws_every_cell_and_marks_the_best_the_control_and_the_missing(tmp_path, monkeypatch):
+    """The figure holds one annotated cell per method × setting in each panel: the ARI panel marks the column's best
+    as the table does, a setting without groups reads "n/a", a control's column is labelled so."""
+    import matplotlib.axes
+
+    runs = planted().assign(local_acc=0.7)
+    runs.loc[runs["split_base"] == "b", ["ari", "rand"]] = np.nan
+    settings = [SETTINGS[0], cp.Setting("b", "leahcimali", "shards"), cp.Setting("c", "leahcimali", "quantity", control=True)]
+    tidy = cp.cross_table(runs, settings, ["home", "mid", "weak"])
+    texts, ticks = [], []
+    real_text, real_ticks = matplotlib.axes.Axes.text, matplotlib.axes.Axes.set_xticks
+    monkeypatch.setattr(matplotlib.axes.Axes, "text", lambda ax, x, y, s, **kw: texts.append(s) or real_text(ax, x, y, s, **kw))
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_xticks",
+                        lambda ax, t, labels=None, **kw: ticks.append(list(labels)) or real_ticks(ax, t, labels, **kw))
+    paths = cp.draw_cross_heatmap(tidy, tmp_path / "heat", oracle=["mid"])
+    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size for p in paths)
+    assert len(texts) == 2 * 9 and texts.count("n/a") == 3  # the ARI of 3 methods on shards; accuracy is there
+    assert [t for t in texts if "★" in t] == ["1.01 ★"]  # home on "000 a"; none on the control, none on shards
+    assert ticks[0] == ["000 a", "shards", "quantity\n(control)"]
+
+
 @pytest.mark.parametrize("name", ["cross-paper-offline", "cross-paper"])
 def test_the_study_plans_every_method_on_every_setting(workflow_dir, name):
     """The offline study and its paper-scale sibling (CIFAR-10) plan every method × setting × seed, each setting at
