@@ -31,6 +31,7 @@ from .errors import ConfigError
 from .layout import scenario_id
 from .plugin import schema_check
 from .registry import check_declared, declared_names
+from .settings import NOT_TRAINING
 from .sweep_expansion import INDEX_KEY, expand_sweeps
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
@@ -716,10 +717,6 @@ def split_settings(cfg: Mapping[str, Any], split: str) -> dict[str, Any]:
     return {k: v for k, v in cfg["splits"][split].items() if k not in SPLIT_STUDY_KEYS}
 
 
-_NOT_TRAINING = ("loader", "test_fraction", "max_train", "explain_samples", "algorithm_params", "splits")
-"""Keys of a dataset's block that are not its training recipe."""
-
-
 def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: str | None = None) -> dict[str, Any]:
     """Everything a ``train`` job depends on besides its input files (the split); ``device`` as
     :func:`device_identity` gives it, so that moving a study from ``cuda:0`` to ``cuda:1`` reruns nothing.
@@ -728,7 +725,7 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: st
     participation and the method's own ``participation`` parameter where it has one (FedGWC samples per cluster
     itself); a variant's own ``engine:`` block still overrides the engine's."""
     ds = dataset_settings(cfg, dataset)
-    training = {k: v for k, v in ds.items() if k not in _NOT_TRAINING}
+    training = {k: v for k, v in ds.items() if k not in NOT_TRAINING}
     variant = {**cfg["algorithms"][algorithm], **(ds.get("algorithm_params") or {}).get(algorithm, {})}
     setting = (cfg.get("splits") or {}).get(split, {}) if split is not None else {}
     engine = {**with_config_defaults("", cfg)["engine"],
@@ -749,7 +746,7 @@ def centralised_settings(cfg: Mapping[str, Any], dataset: str, round_size: str) 
     """What a ``centralised_update_norms`` job depends on (cflcore/fl/centralised.py): the dataset's training recipe
     and rounds, the engine's shared-vector choice, and the round size."""
     ds = dataset_settings(cfg, dataset)
-    training = {k: v for k, v in ds.items() if k not in _NOT_TRAINING}
+    training = {k: v for k, v in ds.items() if k not in NOT_TRAINING}
     engine = with_config_defaults("", cfg)["engine"]
     return {"training": training, "round_size": round_size,
             "engine": {k: engine[k] for k in ("bn_buffers_in_delta", "bn_stats") if k in engine}}

@@ -48,6 +48,7 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
     status.json's ``hardware`` records the device, driver, CUDA, torch and resolved chunking the run ran with."""
     from .data.store import load_federated
     from .fl.run import train_run
+    from .settings import RunSettings
     from .strategies.base import build_strategy, declared_inputs, resolve_params
 
     out_dir = Path(out_dir)
@@ -60,14 +61,15 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
             raise CflError(f"the strategy's declared inputs {', '.join(missing)} were not given (Strategy.inputs)")
         given = {name: Path(inputs[name]) for name in declared}
         settings = {**settings, "algorithm": resolve_params(settings["algorithm"], given)}
+    run = RunSettings.of(settings)  # typed once for the whole job (the schema's defaults under a hand-built dict)
     try:
         watchers = [*monitors]
         if tensorboard_dir is not None:
             from .fl.progress import TensorBoardMonitor
 
             watchers.append(TensorBoardMonitor(tensorboard_dir))
-        hardware = train_run(fed, dict(settings), int(seed), out_dir, log=log,
-                             strategy=build_strategy(settings["algorithm"]), monitors=watchers, device=device)
+        hardware = train_run(fed, run, int(seed), out_dir, log=log, strategy=build_strategy(run.algorithm.as_dict()),
+                             monitors=watchers, device=device)
     except CflError as e:
         if on_failure != "record":
             raise
