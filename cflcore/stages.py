@@ -45,7 +45,9 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
     ``monitor.tensorboard``) its scalars also go to TensorBoard event files there; ``monitors`` are further watchers
     (``cfl train``'s progress bar). None of them is a declared output or a param: they change no rerun decision.
     ``device``: the config's concrete device (``cuda:1``; the settings hold its identity, defaults.device_identity).
-    status.json's ``hardware`` records the device, driver, CUDA, torch and resolved chunking the run ran with."""
+    status.json's ``hardware`` records the device, driver, CUDA, torch and resolved chunking the run ran with.
+    ``settings``: config.run_settings's plain dict, typed here once (cflcore.settings.RunSettings) after the strategy's
+    declared inputs resolve its parameters; the job reads the typed settings from then on."""
     from .data.store import load_federated
     from .fl.run import train_run
     from .settings import RunSettings
