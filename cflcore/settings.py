@@ -122,13 +122,26 @@ def _block(name: str, path: str, doc: str, exclude: tuple[str, ...] = (), nested
                    "REQUIRED": required, "NESTED": MappingProxyType(nested)})
 
 
-PersonalisationSettings = _block("PersonalisationSettings", "engine.personalisation",
-                                 "``engine.personalisation``: pFedMe / Per-FedAvg (cflcore.fl.personal).")
-EngineSettings = _block("EngineSettings", "engine", "The ``engine`` block (cflcore.fl.run).",
-                        nested={"personalisation": PersonalisationSettings})
-TrainingSettings = _block("TrainingSettings", "datasets.*",
-                          "A dataset's training recipe: its ``datasets.*`` keys less :data:`NOT_TRAINING`.",
-                          exclude=NOT_TRAINING)
+_GENERATED = {  # name -> (schema section, docstring, keys left out, nested blocks by field)
+    "PersonalisationSettings": ("engine.personalisation", "``engine.personalisation``: pFedMe / Per-FedAvg (cflcore.fl.personal).",
+                                (), {}),
+    "EngineSettings": ("engine", "The ``engine`` block (cflcore.fl.run).", (), {"personalisation": "PersonalisationSettings"}),
+    "TrainingSettings": ("datasets.*", "A dataset's training recipe: its ``datasets.*`` keys less :data:`NOT_TRAINING`.",
+                         NOT_TRAINING, {}),
+}
+
+
+def __getattr__(name: str) -> type:
+    """The generated blocks, made on first use: reading the schema costs tens of milliseconds, which every Snakemake
+    parse would pay (cflcore.config imports :data:`NOT_TRAINING` from here)."""
+    if name in globals():  # made already (a call by name, not an attribute lookup)
+        return globals()[name]
+    if name not in _GENERATED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    path, doc, exclude, nested = _GENERATED[name]
+    made = _block(name, path, doc, exclude, {k: __getattr__(v) for k, v in nested.items()})
+    globals()[name] = made
+    return made
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -153,7 +166,9 @@ class AlgorithmSettings:
         return {"method": self.method, **plain_value(self.params)}
 
 
-_RUN_BLOCKS: Mapping[str, Any] = {"training": TrainingSettings, "engine": EngineSettings, "algorithm": AlgorithmSettings}
+def _run_blocks() -> dict[str, Any]:
+    return {"training": __getattr__("TrainingSettings"), "engine": __getattr__("EngineSettings"),
+            "algorithm": AlgorithmSettings}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -174,12 +189,13 @@ class RunSettings:
         if isinstance(values, cls):
             return values
         values = dict(values)
-        unknown = sorted(set(values) - {*_RUN_BLOCKS, "device"})
+        blocks = _run_blocks()
+        unknown = sorted(set(values) - {*blocks, "device"})
         if unknown:
             raise ConfigError(f"run settings: unknown block {unknown[0]!r}; allowed: training, engine, algorithm, device")
         device = values["device"] if "device" in values else section_schema("")["properties"]["device"]["default"]
-        blocks = {key: block.of(values.get(key)) for key, block in _RUN_BLOCKS.items()}
-        return cls(**blocks, device=str(device), _source=frozen_value(values))
+        typed = {key: block.of(values.get(key)) for key, block in blocks.items()}
+        return cls(**typed, device=str(device), _source=frozen_value(values))
 
     def as_dict(self) -> dict[str, Any]:
         """The plain dict this was built from, exactly: the run's identity, e.g. its checkpoints' config hash

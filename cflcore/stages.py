@@ -224,10 +224,9 @@ def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     and those explained, and the per-run facts the front page and the figures read."""
     from . import layout
     from .config import explain_runs, late_client_runs, study_run_ids
-    from .defaults import with_config_defaults
     from .report.front_context import front_page_context
 
-    explain = with_config_defaults("explain", with_config_defaults("", cfg)["explain"])
+    explain = cfg["explain"]
     explained = explain_runs(cfg)
     results = str(cfg["results_dir"]).rstrip("/")
     return {"results_dir": results, "runs": study_run_ids(cfg),

@@ -72,8 +72,10 @@ def test_bad_settings_are_refused_in_one_line():
 
 
 SETTINGS_READERS = {"cflcore/settings.py", "cflcore/stages.py", "cflcore/fl/run.py", "cflcore/fl/centralised.py",
-                    "cflcore/fl/checkpoint.py", "cflcore/config.py"}
-"""The modules that know the typed settings (import cflcore.settings); the engine's parts below them (optimisers,
+                    "cflcore/fl/checkpoint.py", "cflcore/config.py", "cflcore/report/front_page.py",
+                    "cflcore/report/front_context.py"}
+"""The modules that know the typed settings (import cflcore.settings): the train job's entry, the engine, the
+config (:data:`NOT_TRAINING`) and the report's departures; the engine's parts below (optimisers, server,
 personalisation, trainers) get values, never a settings block."""
 
 
