@@ -4,8 +4,9 @@
 dataset's training recipe), ``engine`` (:class:`EngineSettings`, with ``engine.personalisation`` as the nested
 :class:`PersonalisationSettings`), ``algorithm`` (:class:`AlgorithmSettings`: the strategy plug-in and its parameters,
 which the plug-in's own schema types) and ``device``. The train job builds it once at its entry
-(:meth:`RunSettings.of`, cflcore.fl.run.build_engine); every module below reads attributes
-(``settings.engine.participation``), never a dict key, and none re-applies a default.
+(:meth:`RunSettings.of` in cflcore.stages.train; cflcore.fl.run.build_engine for the tests and benchmarks that call
+the engine directly, and it takes a RunSettings as it is); the engine reads attributes
+(``settings.engine.participation``), never a dict key, and no module re-applies a default.
 
 Every block's fields are generated from its section of the config schema (``cflcore/schemas/config.schema.yaml``),
 so a new engine setting is one schema entry: its name, its default and its description are written there only.
@@ -19,7 +20,8 @@ and mappings read-only, so a block cannot be changed after it is built; ``datacl
 (the engine's ``auto`` values resolved for its device, cflcore.fl.run.build_engine) whose identity is still the
 dict the run was given.
 
-This module imports no torch or pandas (it is on the ground floor, beside cflcore.defaults).
+This module imports no torch or pandas (floor 2, just above cflcore.defaults, docs/architecture.md §4). The blocks
+are made on first use (reading the schema costs tens of milliseconds, which every Snakemake parse would pay).
 """
 from __future__ import annotations
 
