@@ -15,6 +15,9 @@ name a study entry gives is in the study, participation samples a client) and wh
 (:func:`check_feasible`, last, never remembered by :func:`validate_config_cached`: the results directory can be
 written, the data gives every client its minimum of samples, asked of the loader's size query, never loaded).
 Every error is one line naming the dotted field and the allowed values.
+
+The settings functions below (``run_settings``, ``data_settings``, ...) take a validated config: pass 1 filled
+every default of the schema once, so none of them applies one again.
 """
 from __future__ import annotations
 
@@ -26,11 +29,12 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import yaml
 
-from .defaults import config_defaults, device_identity, schema_defaults, with_config_defaults
+from .defaults import config_defaults, device_identity, schema_defaults
 from .errors import ConfigError
 from .layout import scenario_id
 from .plugin import schema_check
 from .registry import check_declared, declared_names
+from .settings import NOT_TRAINING
 from .sweep_expansion import INDEX_KEY, expand_sweeps
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
@@ -605,8 +609,8 @@ def whatif_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dic
     """Everything a ``whatif`` job depends on besides its input files: the matrix choice, the resolved
     clusterer list and the run's own clusterer (``run:<name>``). ``enabled`` and ``algorithms`` (which
     runs get a job) are left out, so changing them adds or drops jobs without rerunning the others."""
-    whatif = with_config_defaults("whatif", cfg.get("whatif"))
-    k_max = config_defaults("whatif.clusterers[]")["k_max"]
+    whatif = cfg["whatif"]
+    k_max = config_defaults("whatif.clusterers[]")["k_max"]  # an array's items get no default at validation
     clusterers = [{"name": e["name"], "params": whatif_clusterer_params(e, f"whatif.clusterers[{i}]"),
                    "select_k": e.get("select_k"), "k_max": int(e["k_max"]) if "k_max" in e else k_max, "own": False}
                   for i, e in enumerate(whatif["clusterers"] or [])]
@@ -624,7 +628,7 @@ def whatif_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dic
 def whatif_runs(cfg: Mapping[str, Any]) -> list[str]:
     """``{scenario}/{algorithm}`` of every run that gets a ``whatif`` job: every run of the study (each
     records gram.parquet), or only the variants in ``whatif.algorithms``; none when disabled."""
-    whatif = with_config_defaults("whatif", cfg.get("whatif"))
+    whatif = cfg["whatif"]
     if not whatif["enabled"]:
         return []
     only = whatif["algorithms"]
@@ -680,7 +684,7 @@ def explain_runs(cfg: Mapping[str, Any]) -> list[str]:
     """The run ids the explain stage explains: every run of the study whose client count ``study.explain.clients``
     names (all when it names none), none when ``explain.enabled`` is false (its default: the schema's). The rules'
     targets and the report's plan both read it from here."""
-    if not with_config_defaults("explain", with_config_defaults("", cfg)["explain"])["enabled"]:
+    if not cfg["explain"]["enabled"]:
         return []
     only = (cfg["study"].get("explain") or {}).get("clients")
     return [f"{scenario_id(**s)}/{a}" for s, a in study_runs(cfg) if not only or s["clients"] in only]
@@ -704,20 +708,16 @@ def data_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
     ds = dataset_settings(cfg, dataset)
     return {
         "loader": ds["loader"],
-        "test_fraction": with_config_defaults("datasets.*", ds)["test_fraction"],
+        "test_fraction": ds["test_fraction"],
         "max_train": ds.get("max_train"),
-        "data_root": str(with_config_defaults("", cfg)["data_root"]),
-        "download": bool(with_config_defaults("", cfg)["download"]),
+        "data_root": str(cfg["data_root"]),
+        "download": bool(cfg["download"]),
     }
 
 
 def split_settings(cfg: Mapping[str, Any], split: str) -> dict[str, Any]:
     """The split generator's parameters (its study-level keys, :data:`SPLIT_STUDY_KEYS`, left out)."""
     return {k: v for k, v in cfg["splits"][split].items() if k not in SPLIT_STUDY_KEYS}
-
-
-_NOT_TRAINING = ("loader", "test_fraction", "max_train", "explain_samples", "algorithm_params", "splits")
-"""Keys of a dataset's block that are not its training recipe."""
 
 
 def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: str | None = None) -> dict[str, Any]:
@@ -728,10 +728,10 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: st
     participation and the method's own ``participation`` parameter where it has one (FedGWC samples per cluster
     itself); a variant's own ``engine:`` block still overrides the engine's."""
     ds = dataset_settings(cfg, dataset)
-    training = {k: v for k, v in ds.items() if k not in _NOT_TRAINING}
+    training = {k: v for k, v in ds.items() if k not in NOT_TRAINING}
     variant = {**cfg["algorithms"][algorithm], **(ds.get("algorithm_params") or {}).get(algorithm, {})}
     setting = (cfg.get("splits") or {}).get(split, {}) if split is not None else {}
-    engine = {**with_config_defaults("", cfg)["engine"],
+    engine = {**cfg["engine"],
               **({"participation": setting["participation"]} if "participation" in setting else {}),
               **(variant.get("engine") or {})}  # the variant's own engine overrides
     variant = {"method": variant["method"], **strategy_params(variant)}  # `splits:` is the study's, not the strategy's
@@ -741,7 +741,7 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: st
         "training": training,
         "engine": engine,
         "algorithm": variant,
-        "device": device_identity(with_config_defaults("", cfg)["device"]),
+        "device": device_identity(cfg["device"]),
     }
 
 
@@ -749,8 +749,8 @@ def centralised_settings(cfg: Mapping[str, Any], dataset: str, round_size: str) 
     """What a ``centralised_update_norms`` job depends on (cflcore/fl/centralised.py): the dataset's training recipe
     and rounds, the engine's shared-vector choice, and the round size."""
     ds = dataset_settings(cfg, dataset)
-    training = {k: v for k, v in ds.items() if k not in _NOT_TRAINING}
-    engine = with_config_defaults("", cfg)["engine"]
+    training = {k: v for k, v in ds.items() if k not in NOT_TRAINING}
+    engine = cfg["engine"]
     return {"training": training, "round_size": round_size,
             "engine": {k: engine[k] for k in ("bn_buffers_in_delta", "bn_stats") if k in engine}}
 
@@ -793,8 +793,8 @@ def explain_plugins(cfg: Mapping[str, Any], dataset: str) -> dict[str, str]:
 
 def explain_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
     """The explain block with the per-dataset sample size resolved (000 §5: 350; 180 for BloodMNIST)."""
-    ex = dict(with_config_defaults("", cfg)["explain"])
+    ex = dict(cfg["explain"])
     if ex.get("samples") is None:
-        ex["samples"] = int(with_config_defaults("datasets.*", dataset_settings(cfg, dataset))["explain_samples"])
+        ex["samples"] = int(dataset_settings(cfg, dataset)["explain_samples"])
     ex["model"] = dataset_settings(cfg, dataset)["model"]
     return ex

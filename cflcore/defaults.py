@@ -1,7 +1,8 @@
 """The defaults of the config schema (``cflcore/schemas/config.schema.yaml``), for the code that receives a section
 of the config: the schema is the only place a default is written (tests/strategies/test_plugins.py checks that no code
-restates one as ``.get(key, default)``). Validated configs carry every default already; these fill the same values
-into settings built by hand (the command line's and the tests' partial dicts)."""
+restates one as ``.get(key, default)``). Validated configs carry every default already (cflcore.config fills them
+once); a train job's settings built by hand get them where they are typed (cflcore.settings), the data stage's in
+cflcore.data.loaders.LoaderSettings."""
 from __future__ import annotations
 
 import copy
@@ -39,11 +40,6 @@ def section_schema(path: str) -> dict[str, Any]:
 def config_defaults(path: str) -> dict[str, Any]:
     """The defaults of one config section (:func:`section_schema`)."""
     return schema_defaults(section_schema(path).get("properties") or {})
-
-
-def with_config_defaults(path: str, values: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``values`` over the defaults of config section ``path``."""
-    return {**config_defaults(path), **dict(values or {})}
 
 
 def device_identity(device: str) -> str:

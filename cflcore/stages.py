@@ -45,9 +45,12 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
     ``monitor.tensorboard``) its scalars also go to TensorBoard event files there; ``monitors`` are further watchers
     (``cfl train``'s progress bar). None of them is a declared output or a param: they change no rerun decision.
     ``device``: the config's concrete device (``cuda:1``; the settings hold its identity, defaults.device_identity).
-    status.json's ``hardware`` records the device, driver, CUDA, torch and resolved chunking the run ran with."""
+    status.json's ``hardware`` records the device, driver, CUDA, torch and resolved chunking the run ran with.
+    ``settings``: config.run_settings's plain dict, typed here once (cflcore.settings.RunSettings) after the strategy's
+    declared inputs resolve its parameters; the job reads the typed settings from then on."""
     from .data.store import load_federated
     from .fl.run import train_run
+    from .settings import RunSettings
     from .strategies.base import build_strategy, declared_inputs, resolve_params
 
     out_dir = Path(out_dir)
@@ -60,14 +63,15 @@ def train(dataset_path: str | Path, split_dir: str | Path, settings: Mapping[str
             raise CflError(f"the strategy's declared inputs {', '.join(missing)} were not given (Strategy.inputs)")
         given = {name: Path(inputs[name]) for name in declared}
         settings = {**settings, "algorithm": resolve_params(settings["algorithm"], given)}
+    run = RunSettings.of(settings)  # typed once for the whole job (the schema's defaults under a hand-built dict)
     try:
         watchers = [*monitors]
         if tensorboard_dir is not None:
             from .fl.progress import TensorBoardMonitor
 
             watchers.append(TensorBoardMonitor(tensorboard_dir))
-        hardware = train_run(fed, dict(settings), int(seed), out_dir, log=log,
-                             strategy=build_strategy(settings["algorithm"]), monitors=watchers, device=device)
+        hardware = train_run(fed, run, int(seed), out_dir, log=log, strategy=build_strategy(run.algorithm.as_dict()),
+                             monitors=watchers, device=device)
     except CflError as e:
         if on_failure != "record":
             raise
@@ -220,10 +224,9 @@ def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     and those explained, and the per-run facts the front page and the figures read."""
     from . import layout
     from .config import explain_runs, late_client_runs, study_run_ids
-    from .defaults import with_config_defaults
     from .report.front_context import front_page_context
 
-    explain = with_config_defaults("explain", with_config_defaults("", cfg)["explain"])
+    explain = cfg["explain"]
     explained = explain_runs(cfg)
     results = str(cfg["results_dir"]).rstrip("/")
     return {"results_dir": results, "runs": study_run_ids(cfg),

@@ -46,7 +46,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pyarrow as pa
 
-from ..defaults import with_config_defaults
+from ..defaults import config_defaults
 from ..errors import ConfigError, DataError
 from ..io import write_parquet
 from ..registry import Registry
@@ -77,8 +77,9 @@ class LoaderSettings:
         unknown = sorted(set(settings) - known)
         if unknown:
             raise ConfigError(f"dataset settings: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(known))}")
-        # the schema's defaults (a dataset's test_fraction; the top level's data_root, download) under a dict by hand
-        settings = {**with_config_defaults("", {}), **with_config_defaults("datasets.*", {}), **settings}
+        # the schema's defaults (a dataset's test_fraction; the top level's data_root, download) under a dict by hand:
+        # the data stage's settings, typed here once
+        settings = {**config_defaults(""), **config_defaults("datasets.*"), **settings}
         tf = settings["test_fraction"]
         if not isinstance(tf, (int, float)) or isinstance(tf, bool) or not 0 < tf < 1:
             raise ConfigError(f"test_fraction: {tf!r} is not allowed; allowed: a number in (0, 1)")

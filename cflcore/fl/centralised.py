@@ -38,6 +38,7 @@ def centralised_update_norms(fed: Any, training: Mapping[str, Any], engine: Mapp
     from .optim import ClientOptimizer
     from .trainers import LoopTrainer, TrainSpec, derive_seed
     from ..models import build_model
+    from ..settings import EngineSettings, TrainingSettings
     from ..data.federated import ClientData
 
     if round_size not in ROUND_SIZES:
@@ -48,8 +49,9 @@ def centralised_update_norms(fed: Any, training: Mapping[str, Any], engine: Mapp
         torch.manual_seed(derive_seed(seed, _STREAM_CENTRALISED, 0))
         model = build_model(training["model"], **kwargs)
     model_layout = ModelLayout.of(model)
-    shared = model_layout.partition(bool(engine.get("bn_buffers_in_delta", False)), engine.get("bn_stats") == "local").shared
-    spec = TrainSpec(ClientOptimizer.from_training(dict(training)), int(training["batch_size"]), int(training["local_epochs"]))
+    eng = EngineSettings.of(engine)  # config.centralised_settings gives its two shared-vector keys
+    shared = model_layout.partition(eng.bn_buffers_in_delta, eng.bn_stats == "local").shared
+    spec = TrainSpec(ClientOptimizer.from_training(TrainingSettings.of(training)), int(training["batch_size"]), int(training["local_epochs"]))
     trainer = LoopTrainer(model, model_layout, spec, torch.device("cpu"))
     x = torch.cat([cl.x_train for cl in fed.clients])
     y = torch.cat([cl.y_train for cl in fed.clients])

@@ -23,6 +23,7 @@ from .state import EngineState
 
 if TYPE_CHECKING:
     from ..data.federated import FederatedData
+    from ..settings import RunSettings
     from ..strategies.base import Strategy
 
 FORMAT = "cflcore.checkpoint/1"
@@ -110,7 +111,8 @@ def state_from_checkpoint(ck: Mapping[str, Any], device: torch.device, dtype: to
         divergence_rows=ck["divergence_rows"].tolist(), gram_rows=ck["gram_rows"].tolist(), personal=dev(ck["personal"]))
 
 
-def config_hash(settings: Mapping[str, Any], seed: int, fed: FederatedData) -> str:
-    """stable_hash of the run settings, the seed and the split manifest's hash (checkpoint validity)."""
-    return stable_hash({"settings": settings, "seed": int(seed), "split": stable_hash(fed.manifest),
+def config_hash(settings: RunSettings, seed: int, fed: FederatedData) -> str:
+    """stable_hash of the run settings (the plain dict the run was given, :meth:`RunSettings.as_dict`), the seed and
+    the split manifest's hash (checkpoint validity)."""
+    return stable_hash({"settings": settings.as_dict(), "seed": int(seed), "split": stable_hash(fed.manifest),
                         "n_clients": fed.n_clients, "shape": list(fed.shape), "n_classes": fed.n_classes})

@@ -8,10 +8,10 @@ It is hand-rolled rather than calling torch.optim so that the same step runs on 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
-from ..defaults import with_config_defaults
 from ..errors import ConfigError
 
 
@@ -31,13 +31,12 @@ class ClientOptimizer:
             raise ConfigError(f"datasets.*.optimizer: {self.kind!r} is not allowed; allowed: sgd, adam")
 
     @classmethod
-    def from_training(cls, training: dict) -> "ClientOptimizer":
-        training = with_config_defaults("datasets.*", training)  # the schema's defaults under a dict built by hand
-        return cls(kind=training.get("optimizer", "sgd"), lr=float(training["lr"]),
-                   momentum=float(training["momentum"] or 0.0),
-                   weight_decay=float(training["weight_decay"] or 0.0),
-                   betas=tuple(float(b) for b in training["betas"]),  # type: ignore[arg-type]
-                   eps=float(training["eps"]))
+    def from_training(cls, training: Any) -> "ClientOptimizer":
+        """From a dataset's typed training recipe (cflcore.settings.TrainingSettings)."""
+        return cls(kind=training.optimizer, lr=float(training.lr), momentum=float(training.momentum or 0.0),
+                   weight_decay=float(training.weight_decay or 0.0),
+                   betas=tuple(float(b) for b in training.betas),  # type: ignore[arg-type]
+                   eps=float(training.eps))
 
 
 @dataclass

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from itertools import count, islice
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -48,7 +48,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..data.federated import ClientData
-from ..defaults import with_config_defaults
 from ..errors import ConfigError
 from .flat_params import ModelLayout
 from .optim import OptimizerState, optimizer_step
@@ -60,7 +59,8 @@ KINDS, PERSONAL_MODELS, UPDATES = ("none", "pfedme", "perfedavg"), ("local", "th
 
 @dataclass(frozen=True)
 class Personalisation:
-    """``engine.personalisation`` (cflcore/schemas/config.schema.yaml describes every field)."""
+    """``engine.personalisation`` (cflcore/schemas/config.schema.yaml describes every field), checked; the engine
+    builds it from the typed block, ``Personalisation(**cflcore.settings.block_values(engine.personalisation))``."""
 
     kind: str
     lam: float
@@ -85,14 +85,6 @@ class Personalisation:
                 raise ConfigError(f"engine.personalisation.{name}: {getattr(self, name)!r} is not allowed; allowed: a number > 0")
         if not self.inner_l2 >= 0:
             raise ConfigError(f"engine.personalisation.inner_l2: {self.inner_l2!r} is not allowed; allowed: a number >= 0")
-
-    @classmethod
-    def from_engine(cls, engine: Mapping | None) -> "Personalisation":
-        """From an engine block; the schema's defaults fill what a (variant's partial) block leaves out."""
-        block = with_config_defaults("engine.personalisation", with_config_defaults("engine", engine)["personalisation"])
-        return cls(str(block["kind"]), float(block["lam"]), int(block["inner_steps"]), float(block["personal_lr"]),
-                   float(block["inner_l2"]), str(block["personal_model"]), bool(block["all_clients"]), float(block["beta"]),
-                   str(block["update"]), float(block["hf_delta"]))
 
     @property
     def active(self) -> bool:

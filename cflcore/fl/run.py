@@ -10,7 +10,9 @@ temperature and is shared with the strategy (RoundUpdates.gram). The buffer beco
 then the trained vectors again bit for bit (cflcore.fl.deltas), only when the strategy reads the deltas.
 FedAvg reads the trained vectors in place (cflcore.fl.server.rows_mean).
 
-Engine settings (``settings["engine"]``): the schema's ``engine`` block, rendered in docs/configuration.md.
+Settings: the train job's plain run settings (cflcore.config.run_settings) become the typed
+:class:`cflcore.settings.RunSettings` once, in :func:`build_engine`; the engine reads attributes
+(``self.settings.engine.participation``; the schema's ``engine`` block, rendered in docs/configuration.md).
 
 After each round (and its checkpoint) the round's scalars go to the run's monitors (cflcore.fl.progress): the live
 record ``progress.jsonl`` always, TensorBoard and a progress bar when asked; they read the round and change nothing.
@@ -29,7 +31,7 @@ import logging
 import os
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -38,10 +40,11 @@ import torch
 
 from ..clustering.divergence import update_gram
 from ..data.federated import FederatedData
-from ..defaults import device_identity, with_config_defaults
+from ..defaults import device_identity
 from ..errors import CflError, ConfigError, TrainingDiverged
 from ..io import canonical_json
 from ..models import build_model, check_compatible
+from ..settings import RunSettings, block_values, plain_value
 from .artifacts import GLOBAL_COLUMNS, write_outputs
 from .device import device_kind, device_report, prepare_device
 from .checkpoint import config_hash, load_latest, plain, save_checkpoint, state_from_checkpoint, state_to_checkpoint
@@ -114,10 +117,13 @@ def spec_key(spec: StartSpec) -> str:
 # ---------------------------------------------------------------------------------------------
 # The engine
 # ---------------------------------------------------------------------------------------------
-@dataclass
+@dataclass(kw_only=True)
 class Engine:
+    """One run's engine; its parts by name (:func:`build_engine` builds them). ``settings``: the run's typed settings
+    with the engine's ``auto`` values resolved for its device."""
+
     fed: FederatedData
-    settings: dict[str, Any]
+    settings: RunSettings
     seed: int
     device: torch.device
     strategy: Strategy
@@ -138,7 +144,7 @@ class Engine:
         """status.json's ``hardware``: cflcore.fl.device.device_report plus the resolved ``memory_budget_mb`` and the
         vmap trainer's clients per chunk (None for the loop trainer)."""
         chunk = getattr(self.trainer, "last_chunk_size", None)
-        return {**device_report(self.device), "memory_budget_mb": int(self.settings["engine"]["memory_budget_mb"]),
+        return {**device_report(self.device), "memory_budget_mb": int(self.settings.engine.memory_budget_mb),
                 "trainer": type(self.trainer).__name__, "chunk_size": chunk}
 
     # ----- vectors ----------------------------------------------------------------------------
@@ -240,8 +246,8 @@ class Engine:
     # ----- one round ----------------------------------------------------------------------------
     def run_round(self, state: EngineState, rnd: int, n_rounds: int) -> None:
         t0 = time.perf_counter()
-        eng, fed = self.settings["engine"], self.fed
-        sampled = sample_clients(self.seed, rnd, fed.n_clients, float(eng["participation"]))
+        eng, fed = self.settings.engine, self.fed
+        sampled = sample_clients(self.seed, rnd, fed.n_clients, float(eng.participation))
         sampled = np.asarray(self.strategy.select_clients(rnd, sampled), dtype=np.int64)
         if sampled.size == 0 or np.any(np.diff(sampled) <= 0) or sampled[0] < 0 or sampled[-1] >= fed.n_clients:
             raise CflError(f"strategy {self.strategy.registered_name!r}: select_clients() must return sorted, distinct "
@@ -272,7 +278,7 @@ class Engine:
         n_samples = np.array([fed.clients[int(c)].n_train for c in sampled])
         shared_start = lambda row: self.shared_part(start_of(row)[None])[0]  # noqa: E731
         keep_start = (self.strategy.needs_start_vectors and len(sampled) * len(self.part.shared) * buffer.element_size()
-                      <= int(eng["memory_budget_mb"]) * 2 ** 20)
+                      <= int(eng.memory_budget_mb) * 2 ** 20)
         starts = torch.stack([shared_start(r) for r in range(len(sampled))]) if keep_start else None
         deltas, gram, fixes, materialise = self.round_deltas(state, buffer, [specs[int(c)] for c in sampled], start_of, shared_start)
         previous = ClusterAssignment(state.labels)
@@ -299,7 +305,7 @@ class Engine:
             for row, c in enumerate(sampled):
                 state.client_local[int(c)] = news[row, self.part.local].clone()
         self.record_matrices(state, rnd, sampled, gram, res.divergence)
-        do_eval = rnd % int(eng["eval_every"]) == 0 or rnd == n_rounds - 1
+        do_eval = rnd % int(eng.eval_every) == 0 or rnd == n_rounds - 1
         rows = self.evaluate_round(state, rnd, sampled, result.step_losses, do_eval, labels, absent)
         state.history.extend(rows)
         train_losses = [r["train_loss"] for r in rows if r["train_loss"] is not None]
@@ -362,7 +368,7 @@ class Engine:
         the cluster whose aggregation a client's update joins this round (StrategyResult.aggregate_as).
         ``news`` is the round buffer of trained vectors, read in place when a cluster holds every row;
         ``shared_start(row)`` gives a row's start vector (only server optimisers other than FedAvg read it)."""
-        weighted = self.settings["engine"]["aggregation"] == "weighted"
+        weighted = self.settings.engine.aggregation == "weighted"
         member_of = labels.copy()
         for client, cluster in (aggregate_as or {}).items():
             member_of[int(client)] = int(cluster)
@@ -534,11 +540,11 @@ def _init_model(name: str, kwargs: dict[str, Any], seed: int) -> torch.nn.Module
         return build_model(name, **kwargs)
 
 
-def job_device(settings: Mapping[str, Any], device: str | None) -> str:
+def job_device(settings: RunSettings, device: str | None) -> str:
     """The device a job runs on: ``device`` (the config's, e.g. ``cuda:1``) where given, else the run settings'. The run
     settings hold the device as the run's identity does (cflcore.defaults.device_identity: ``cuda:N`` -> ``cuda``); a
     concrete device of another identity is refused in one line."""
-    identity = str(with_config_defaults("", settings)["device"])
+    identity = settings.device
     if device is None:
         return identity
     if device_identity(device) != device_identity(identity):
@@ -547,60 +553,67 @@ def job_device(settings: Mapping[str, Any], device: str | None) -> str:
     return str(device)
 
 
-def build_engine(fed: FederatedData, settings: Mapping[str, Any], seed: int, log: logging.Logger, *,
+def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, seed: int, log: logging.Logger, *,
                  strategy: Strategy, device: str | None = None) -> tuple[Engine, EngineState]:
-    """The engine of one run and its state at round 0; ``strategy`` is the run's method, built by the caller
-    (cflcore.strategies.build_strategy), which the engine sets up for this federation; ``device``: :func:`job_device`."""
-    # the schema's defaults under settings built by hand (a validated config's run settings carry them all)
-    training, eng = with_config_defaults("datasets.*", settings["training"]), with_config_defaults("engine", settings.get("engine"))
-    device = prepare_device(job_device(settings, device), bool(eng["deterministic"]))
-    torch.set_num_threads(int(eng["threads"]))
+    """The engine of one run and its state at round 0; ``settings``: the run's (cflcore.config.run_settings, or a
+    partial dict built by hand, typed here with the schema's defaults: :meth:`cflcore.settings.RunSettings.of`);
+    ``strategy`` is the run's method, built by the caller (cflcore.strategies.build_strategy), which the engine sets up
+    for this federation; ``device``: :func:`job_device`."""
+    settings = RunSettings.of(settings)
+    training, eng = settings.training, settings.engine
+    device = prepare_device(job_device(settings, device), bool(eng.deterministic))
+    torch.set_num_threads(int(eng.threads))
     # `auto` values resolved for this device once; the engine reads the resolved ones (the run's settings and its
     # checkpoints' config hash keep `auto`)
-    eng = {**eng, "memory_budget_mb": resolve_memory_budget(eng["memory_budget_mb"], device, int(eng["gpu_jobs"])),
-           "channels_last": resolve_channels_last(eng["channels_last"], device),
-           "ragged_batches": resolve_ragged_batches(eng["ragged_batches"], device)}
-    model_name = training["model"]
+    eng = replace(eng, memory_budget_mb=resolve_memory_budget(eng.memory_budget_mb, device, int(eng.gpu_jobs)),
+                  channels_last=resolve_channels_last(eng.channels_last, device),
+                  ragged_batches=resolve_ragged_batches(eng.ragged_batches, device))
+    model_name, given_kwargs = training.model, plain_value(training.model_kwargs or {})
     c, h, w = fed.shape
-    check_compatible(model_name, (c, h, w), fed.n_classes, **dict(training.get("model_kwargs") or {}))
-    spec = TrainSpec(ClientOptimizer.from_training(training), int(training["batch_size"]), int(training["local_epochs"]),
-                     str(eng["precision"]), bool(eng["channels_last"]), int(eng["memory_budget_mb"]), bool(eng["compile"]),
-                     float(eng["proximal_mu"]), str(eng["ragged_batches"]))
+    check_compatible(model_name, (c, h, w), fed.n_classes, **given_kwargs)
+    spec = TrainSpec(ClientOptimizer.from_training(training), int(training.batch_size), int(training.local_epochs),
+                     str(eng.precision), bool(eng.channels_last), int(eng.memory_budget_mb), bool(eng.compile),
+                     float(eng.proximal_mu), str(eng.ragged_batches))
     dtype = torch.float64 if spec.precision == "fp64" else torch.float32
     if spec.precision == "bf16" and (warning := bf16_warning(device)):
         log.warning(warning)
-    model_kwargs = {"in_channels": c, "image_size": [h, w], "n_classes": fed.n_classes, **dict(training.get("model_kwargs") or {})}
+    model_kwargs = {"in_channels": c, "image_size": [h, w], "n_classes": fed.n_classes, **given_kwargs}
     make = lambda i: _init_model(model_name, model_kwargs, derive_seed(seed, _STREAM_INIT, i))  # noqa: E731
     template = make(0)
     model_layout = ModelLayout.of(template)
-    cut = model_layout.partition(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")
+    bn_local = eng.bn_stats == "local"
+    cut = model_layout.partition(bool(eng.bn_buffers_in_delta), bn_local)
     part = Partition(cut.shared.to(device), cut.extra.to(device), cut.local.to(device))  # indexing stays on the device
     init_full = model_layout.flatten(template).to(device=device, dtype=dtype)
-    personal = Personalisation.from_engine(eng)
+    personal = Personalisation(**block_values(eng.personalisation))
     if personal.active:  # the schema refuses these too; settings built by hand meet them here
-        if str(eng["trainer"]) == "vmap" or spec.proximal_mu:
+        if str(eng.trainer) == "vmap" or spec.proximal_mu:
             raise ConfigError(f"engine.personalisation.kind: {personal.kind} needs engine.trainer loop or auto and "
-                              f"engine.proximal_mu 0 (got {eng['trainer']}, {spec.proximal_mu})")
+                              f"engine.proximal_mu 0 (got {eng.trainer}, {spec.proximal_mu})")
         trainer = PersonalTrainer(make(0), model_layout, spec, device, personal)
     else:
-        trainer = resolve_trainer(str(eng["trainer"]), device)(make(0), model_layout, spec, device)
+        trainer = resolve_trainer(str(eng.trainer), device)(make(0), model_layout, spec, device)
     evaluator = Evaluator(make(0), model_layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
     strategy.setup(StrategyContext(fed.n_clients, int(len(part.shared)), int(seed), device,
-                                   float(eng["participation"]), fed.n_true_clusters, dtype,
-                                   model_layout.layer_sizes(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local"),
-                                   model_layout.array_sizes(bool(eng["bn_buffers_in_delta"]), eng["bn_stats"] == "local")))
+                                   float(eng.participation), fed.n_true_clusters, dtype,
+                                   model_layout.layer_sizes(bool(eng.bn_buffers_in_delta), bn_local),
+                                   model_layout.array_sizes(bool(eng.bn_buffers_in_delta), bn_local)))
     make_init = lambda i: model_layout.flatten(make(i)).to(device=device, dtype=dtype)[part.shared]  # noqa: E731
     models = {int(k): v.to(device=device, dtype=dtype).clone() for k, v in strategy.initial_models(init_full[part.shared].clone(), make_init).items()}
     state = EngineState(0, models, {k: init_full[part.extra].clone() for k in models}, {},
                         {i: init_full[part.local].clone() for i in range(fed.n_clients)} if len(part.local) else {},
                         np.asarray(strategy.assignment.labels, dtype=np.int64))
-    engine = Engine(fed.to(device), {**settings, "engine": eng}, int(seed), device, strategy, model_layout, part, trainer, evaluator,
-                    ServerOptimizer.from_engine(eng), model_name, model_kwargs, template, dtype, log,
-                    personal=personal if personal.active else None)
+    server = ServerOptimizer(kind=str(eng.server_optimizer), lr=float(eng.server_lr),
+                             betas=tuple(float(b) for b in eng.server_betas),  # type: ignore[arg-type]
+                             eps=float(eng.server_eps), momentum=float(eng.server_momentum))
+    engine = Engine(fed=fed.to(device), settings=replace(settings, engine=eng), seed=int(seed), device=device,
+                    strategy=strategy, model_layout=model_layout, part=part, trainer=trainer, evaluator=evaluator,
+                    server=server, model_name=model_name, model_kwargs=model_kwargs, template=template, dtype=dtype,
+                    log=log, personal=personal if personal.active else None)
     return engine, state
 
 
-def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.PathLike,
+def train_run(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, seed: int, out_dir: str | os.PathLike,
               log: logging.Logger | None = None, *, strategy: Strategy, monitors: Sequence[Monitor] = (),
               device: str | None = None) -> dict[str, Any]:
     """Run all rounds of one scenario × algorithm and write history/server/gram(/divergence).parquet and
@@ -613,9 +626,10 @@ def train_run(fed: FederatedData, settings: dict, seed: int, out_dir: str | os.P
     ``monitors`` (TensorBoard, a progress bar), after its checkpoint; they read the round, they never change it."""
     log = log or logging.getLogger("cflcore.fl")
     out_dir = Path(out_dir)
+    settings = RunSettings.of(settings)
     engine, state = build_engine(fed, settings, seed, log, strategy=strategy, device=device)
-    n_rounds = int(settings["training"]["rounds"])
-    every = int(engine.settings["engine"]["checkpoint_every"])
+    n_rounds = int(settings.training.rounds)
+    every = int(engine.settings.engine.checkpoint_every)
     chash = config_hash(settings, seed, fed)
     kind = device_kind(engine.device)
     ck = load_latest(out_dir, chash, log, kind)

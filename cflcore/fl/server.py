@@ -7,7 +7,6 @@ from typing import Sequence
 
 import torch
 
-from ..defaults import with_config_defaults
 from ..errors import ConfigError
 
 ServerState = dict[str, torch.Tensor]
@@ -35,13 +34,6 @@ class ServerOptimizer:
         if self.momentum and self.kind != "sgd":
             raise ConfigError(f"engine.server_momentum: {self.momentum!r} needs engine.server_optimizer sgd "
                               f"(got {self.kind!r}); adam/yogi have their own first moment (server_betas)")
-
-    @classmethod
-    def from_engine(cls, engine: dict) -> "ServerOptimizer":
-        engine = with_config_defaults("engine", engine)  # the schema's defaults under a dict built by hand
-        return cls(engine["server_optimizer"], float(engine["server_lr"]),
-                   tuple(float(b) for b in engine["server_betas"]),  # type: ignore[arg-type]
-                   float(engine["server_eps"]), float(engine["server_momentum"]))
 
     @property
     def is_fedavg(self) -> bool:

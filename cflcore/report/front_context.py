@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..defaults import with_config_defaults
+from ..settings import EngineSettings
 
 
 @dataclass(frozen=True)
@@ -57,15 +57,15 @@ def split_departures(splits: Mapping[str, Mapping[str, Any]]) -> list[Departure]
             for n, names in by_size.items()]
 
 
-def engine_departures(engine: Mapping[str, Any]) -> list[Departure]:
+def engine_departures(engine: EngineSettings) -> list[Departure]:
+    """From the study's typed engine block (cflcore.settings.EngineSettings)."""
     out = []
-    engine = with_config_defaults("engine", engine)
-    participation = float(engine["participation"] or 1.0)
+    participation = float(engine.participation or 1.0)
     if participation < 1.0:
         out.append(Departure("Participation", f"{participation:g} of the clients per round", "every client, every round",
                              "Fewer updates per round: the divergence matrix and temperature see a subset, so "
                              "clustering rounds and scores are noisier than the paper's."))
-    aggregation = engine["aggregation"]
+    aggregation = engine.aggregation
     if aggregation != "unweighted":
         out.append(Departure("Aggregation", str(aggregation), "unweighted mean (000)",
                              "Large clients weigh more in each cluster model: PF1 of small clients may drop."))

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from . import tables as tb
-from ..defaults import with_config_defaults
+from ..settings import EngineSettings
 from .front_context import (Departure, engine_departures, format_value, front_page_context,  # noqa: F401
                             metric_departure, split_departures)
 from .paper import DATASET_ALIASES, paper_algorithm, paper_dataset, paper_fig2, paper_table1, paper_table3
@@ -140,7 +140,7 @@ def dataset_departure(dataset: str) -> Departure:
     return Departure(f"Dataset ({dataset})", dataset, name, "Same dataset as the paper.")
 
 
-def training_departure(dataset: str, settings: Mapping[str, Any], engine: Mapping[str, Any]) -> Departure | None:
+def training_departure(dataset: str, settings: Mapping[str, Any], engine: EngineSettings) -> Departure | None:
     """Optimiser, learning rate, batch, local epochs, model, weight decay and server lr against Table 3."""
     row = _table3_row(dataset)
     if row is None:
@@ -153,10 +153,9 @@ def training_departure(dataset: str, settings: Mapping[str, Any], engine: Mappin
         equal = (np.isclose(float(ours), float(paper)) if isinstance(paper, (int, float)) and ours is not None
                  else str(ours).lower() == str(paper).lower())
         (same if equal else diffs).append((key, ours, paper))
-    engine = with_config_defaults("engine", engine)
-    server_lr = engine["server_lr"]
-    if not np.isclose(float(server_lr), float(row["server_lr"])) or engine["server_optimizer"] != "sgd":
-        diffs.append(("server", f"{engine['server_optimizer']} lr {format_value(server_lr)}", f"sgd lr {format_value(row['server_lr'])}"))
+    server_lr = engine.server_lr
+    if not np.isclose(float(server_lr), float(row["server_lr"])) or engine.server_optimizer != "sgd":
+        diffs.append(("server", f"{engine.server_optimizer} lr {format_value(server_lr)}", f"sgd lr {format_value(row['server_lr'])}"))
     if not diffs:
         return Departure(f"Training ({dataset})", "as 000 Table 3", "000 Table 3", "None: same local training.")
     ours = ", ".join(f"{k} {format_value(o)}" for k, o, _ in diffs)
@@ -254,14 +253,15 @@ def departures(context: Mapping[str, Any] | None, headline: pd.DataFrame, compar
     clients = list(study.get("clients") or (headline["clients"].unique() if len(headline) else []))
     algorithms = list(study.get("algorithms") or algorithms)
     out: list[Departure] = []
+    engine = EngineSettings.of(context.get("engine"))  # typed once; the schema's defaults under a partial context
     for dataset in datasets:
         settings = (context.get("datasets") or {}).get(dataset)
         out.append(dataset_departure(dataset))
         if settings is not None:
             out += [d for d in (rounds_departure(dataset, settings, context.get("report") or {}, headline, comparison),
-                                training_departure(dataset, settings, context.get("engine") or {})) if d]
+                                training_departure(dataset, settings, engine)) if d]
     out += split_departures(context.get("splits") or {})
-    out += engine_departures(context.get("engine") or {})
+    out += engine_departures(engine)
     out += bug_departures(context.get("algorithms") or {}, datasets, clients)
     out += method_departures(algorithms)
     out.append(metric_departure())

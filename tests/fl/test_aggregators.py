@@ -14,6 +14,7 @@ from cflcore.errors import ConfigError
 from cflcore.fl import run as run_module
 from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer
+from cflcore.settings import TrainingSettings
 from cflcore.fl.run import KILL_ENV
 from engine_runs import copy_checkpoints_through, train_run
 from cflcore.fl.server import ServerOptimizer, aggregate_cluster
@@ -264,7 +265,7 @@ def test_fedprox_on_mnist_keeps_every_client_closer_to_its_start(mnist_study):
     seeds = [derive_seed(0, _STREAM_TRAIN, 0, c) for c in range(fed.n_clients)]
     norms, losses = {}, {}
     for mu in (0.0, 0.1, 1.0):
-        spec = TrainSpec(ClientOptimizer.from_training(training), training["batch_size"], training["local_epochs"],
+        spec = TrainSpec(ClientOptimizer.from_training(TrainingSettings.of(training)), training["batch_size"], training["local_epochs"],
                          proximal_mu=mu)
         out = LoopTrainer(copy.deepcopy(init), layout, spec, CPU).train(starts, fed.clients, seeds)
         norms[mu] = (out.params - starts).norm(dim=1)

@@ -16,6 +16,7 @@ from cflcore.errors import ConfigError
 from cflcore.fl import run as engine
 from cflcore.fl.device import device_kind, device_report
 from cflcore.io import canonical_json
+from cflcore.settings import RunSettings
 from cflcore.strategies import build_strategy
 from conftest import REPO
 from test_resume import _assert_same_outputs
@@ -42,10 +43,10 @@ def test_cuda_index_is_not_part_of_the_run_identity():
 
 
 def test_a_concrete_device_must_match_the_settings_identity():
-    assert engine.job_device({**SETTINGS, "device": "cuda"}, "cuda:3") == "cuda:3"
-    assert engine.job_device(SETTINGS, None) == "cpu"
+    assert engine.job_device(RunSettings.of({**SETTINGS, "device": "cuda"}), "cuda:3") == "cuda:3"
+    assert engine.job_device(RunSettings.of(SETTINGS), None) == "cpu"
     with pytest.raises(ConfigError, match="does not match"):
-        engine.job_device(SETTINGS, "cuda:0")
+        engine.job_device(RunSettings.of(SETTINGS), "cuda:0")
 
 
 def test_a_checkpoint_of_another_device_kind_restarts_the_run(tmp_path, caplog):

@@ -21,6 +21,7 @@ from cflcore.fl.personal import (Personalisation, PersonalTrainer, hvp_finite_di
 from cflcore.fl.run import KILL_ENV
 from cflcore.data.synthetic import synthetic_federated
 from cflcore.fl.trainers import TrainSpec, epoch_order
+from cflcore.settings import EngineSettings, block_values
 from engine_runs import copy_checkpoints_through, train_run
 from test_resume import _assert_same_outputs, kill_and_resume
 
@@ -32,7 +33,13 @@ T = lambda *v: [torch.tensor(x, dtype=torch.float64) for x in v]  # noqa: E731
 
 
 def personalisation(**kw) -> Personalisation:
-    return Personalisation.from_engine({"personalisation": kw})
+    return from_engine({"personalisation": kw})
+
+
+def from_engine(engine) -> Personalisation:
+    """As the engine builds it (cflcore.fl.run.build_engine): from the typed engine block, the schema's defaults
+    under what a partial block leaves out."""
+    return Personalisation(**block_values(EngineSettings.of(engine).personalisation))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,8 +284,8 @@ def test_004_study_plans_table_9s_personalised_rows():
         mine = [s for s, a in runs if a == name]
         assert len(mine) == 9 and {s["split"] for s in mine} == {"dirichlet-0p5", "dirichlet-0p01", "dirichlet-0p05"}
         s = cc.run_settings(cfg, mine[0]["dataset"], name, mine[0]["split"])
-        assert s["algorithm"]["method"] == method and Personalisation.from_engine(s["engine"]).kind == kind
-    assert Personalisation.from_engine(cc.run_settings(cfg, "cifar100", "fedgwc-fedprox", "dirichlet-0p5")["engine"]).kind == "none"
+        assert s["algorithm"]["method"] == method and from_engine(s["engine"]).kind == kind
+    assert from_engine(cc.run_settings(cfg, "cifar100", "fedgwc-fedprox", "dirichlet-0p5")["engine"]).kind == "none"
 
 
 def test_pfedme_all_clients_trains_every_client_but_aggregates_the_sampled(tmp_path):
