@@ -297,7 +297,8 @@ class Engine:
         if np.isin(sampled, absent).any():
             raise CflError(f"strategy {self.strategy.registered_name!r}: clients {sampled[np.isin(sampled, absent)].tolist()} "
                            f"trained in round {rnd} but absent_clients() says they are not in the federation")
-        self.aggregate(state, res.inherit, labels, sampled, shared_start, news, n_samples, res.aggregate_as)
+        self.aggregate(state, res.inherit, labels, sampled, shared_start, news, n_samples, res.aggregate_as,
+                       res.keep_models)
         for c, vec in res.models.items():  # a strategy's own cluster models (StrategyResult.models)
             if int(c) in state.models:
                 state.models[int(c)] = vec.to(device=self.device, dtype=self.dtype)
@@ -362,9 +363,10 @@ class Engine:
 
     def aggregate(self, state: EngineState, inherit: Mapping[int, int], labels: np.ndarray, sampled: np.ndarray,
                   shared_start, news: torch.Tensor, n_samples: np.ndarray,
-                  aggregate_as: Mapping[int, int] | None = None) -> None:
+                  aggregate_as: Mapping[int, int] | None = None, keep_models: Sequence[int] = ()) -> None:
         """Per-cluster FedOpt aggregation (docs/architecture.md §5 step 4). Clusters without sampled members keep (or inherit)
-        their model; clusters absent from ``labels`` are dropped. ``aggregate_as`` (client -> cluster) overrides
+        their model; clusters absent from ``labels`` are dropped, except those in ``keep_models`` that the state
+        holds (StrategyResult.keep_models), which keep theirs. ``aggregate_as`` (client -> cluster) overrides
         the cluster whose aggregation a client's update joins this round (StrategyResult.aggregate_as).
         ``news`` is the round buffer of trained vectors, read in place when a cluster holds every row;
         ``shared_start(row)`` gives a row's start vector (only server optimisers other than FedAvg read it)."""
@@ -373,8 +375,8 @@ class Engine:
         for client, cluster in (aggregate_as or {}).items():
             member_of[int(client)] = int(cluster)
         models, extra, server_state = {}, {}, {}
-        for c in np.unique(labels):
-            c = int(c)
+        kept = {int(c) for c in keep_models if int(c) in state.models}
+        for c in sorted({int(c) for c in np.unique(labels)} | kept):
             src = int(inherit.get(c, c))
             if src not in state.models:
                 src = self._fallback_source(state, labels, c)

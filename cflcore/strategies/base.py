@@ -176,6 +176,10 @@ class StrategyResult:
     """client -> the cluster whose aggregation this round's update joins, instead of the client's cluster in
     ``assignment`` (a late client's joining update, trained from the pre-clustering model, 000 §6.2). A
     cluster id absent from ``assignment`` discards the update."""
+    keep_models: tuple[int, ...] = ()
+    """Clusters whose model the engine keeps although no client is in them (ids it does not hold are ignored):
+    IFCA offers every one of its k models to every client each round, an empty one included (Ghosh et al. 2020,
+    Algorithm 1). Any other cluster absent from ``assignment`` is dropped."""
     models: dict[int, torch.Tensor] = field(default_factory=dict)
     """cluster -> a model the strategy computed itself (flat shared vector), replacing the engine's aggregation
     of that cluster this round (Louvain CFL under partial participation: 002 eq. 1 over all members' latest

@@ -141,6 +141,49 @@ def test_orchestrator_evaluated_once_per_distinct_model():
     assert state.server_rows[-1]["clustered_now"] and state.server_rows[-1]["diagnostics"]["scores"] == "[1.5,2.5]"
 
 
+class EmptiesOne(Strategy):
+    """Test strategy: three models; every client chooses model 0, so models 1 and 2 have no members; ``keep``
+    names the ones the engine must keep all the same."""
+
+    def __init__(self, keep=(), **params):
+        super().__init__(**params)
+        self.keep = tuple(keep)
+
+    def initial_models(self, init, make_init):
+        return {0: init, 1: make_init(1), 2: make_init(2)}
+
+    def configure(self, rnd, clients, evaluate, models):
+        self.offered = sorted(models)
+        return {int(c): 0 for c in clients}
+
+    def aggregate(self, updates):
+        self.assignment = ClusterAssignment(np.zeros(self.ctx.n_clients, dtype=np.int64))
+        return StrategyResult(self.assignment, keep_models=self.keep)
+
+
+@pytest.mark.parametrize("keep", [(), (1, 2, 7)])
+def test_a_model_without_members_is_dropped_unless_the_strategy_keeps_it(keep):
+    """StrategyResult.keep_models: a kept empty model stays unchanged and is offered again next round (IFCA's
+    k models); an id the state does not hold (7) is ignored; without it, an empty model is dropped."""
+    fed = synthetic_federated(n_clients=4, n_train=16)
+    engine, state = build_engine(fed, settings(rounds=2), 0, LOG)
+    strategy = EmptiesOne(keep)
+    strategy.setup(engine.strategy.ctx)
+    engine.strategy = strategy
+    state.models = strategy.initial_models(state.models[0], lambda i: state.models[0] * 0 + i)
+    state.extra = {c: state.extra[0] for c in state.models}
+    before = {c: m.clone() for c, m in state.models.items()}
+    engine.run_round(state, 0, 2)
+    engine.run_round(state, 1, 2)
+    assert sorted(state.models) == [0, *[c for c in keep if c in before]]
+    assert strategy.offered == sorted(state.models)
+    for c in keep:
+        if c in before:
+            assert torch.equal(state.models[c], before[c])
+    assert not torch.equal(state.models[0], before[0])
+    assert {r["n_clusters"] for r in state.server_rows} == {1}  # kept models are not clusters: no client is in them
+
+
 def test_mixed_start_specs_and_evaluate(tmp_path, monkeypatch):
     fed = synthetic_federated(n_clients=4, n_train=16)
     engine, state = build_engine(fed, settings(rounds=1), 0, LOG)

@@ -389,6 +389,22 @@ def test_ifca_recovers_planted_partition():
     assert np.array_equal(save_load(strategy, {"method": "ifca", "k": 3}, n_params=20).assignment.labels, res.assignment.labels)
 
 
+@pytest.mark.parametrize("empty_models, kept", [("keep", (0, 1, 2)), ("drop", ())])
+def test_ifca_keeps_every_model_for_the_next_round_unless_told_to_drop(empty_models, kept):
+    """The authors' code scores all k models on every client each round, a model nobody chose included; ``drop``
+    is the reading that loses it for good."""
+    centres = planted_deltas([1, 1, 1], 20, seed=0, noise=0.0)
+    strategy = make({"method": "ifca", "k": 3, "empty_models": empty_models}, n_params=20)
+    inits = strategy.initial_models(centres[0] * 0.9, lambda i: centres[i] * 0.9)
+
+    def evaluate(models, clients):  # every client is nearest model 0
+        return np.array([[float(torch.sum((m - centres[0]) ** 2)) for m in models.values()] for _ in clients])
+
+    strategy.configure(0, np.arange(15), evaluate, inits)
+    res = strategy.aggregate(round_updates(0, torch.zeros(15, 20), evaluate=evaluate))
+    assert res.assignment.n_clusters == 1 and res.keep_models == kept
+
+
 # ----- all methods: degenerate rounds and schema -------------------------------------------------------
 ALL = [{"method": "ocfl", "clusterer": "hdbscan"}, {"method": "scl", "cooldown": 0}, {"method": "bcl", "round": 0},
        {"method": "louvain"}, {"method": "fedgwc", "epsilon": 1.0}, {"method": "ifca", "k": 2}, {"method": "bnc"}]
