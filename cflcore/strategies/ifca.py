@@ -12,9 +12,9 @@ A model that no client chose this round (``empty_models``):
   code does (jichan3751/ifca, ``mnist/train_cluster_mnist.py``: all p models are scored on every machine each round,
   and a model without machines is not updated) and Algorithm 1 says (θ_j for every j ∈ [k]);
 * ``drop``: it leaves the partition and the engine drops it, so it cannot be chosen again (this project's reading
-  before it was checked against the authors' code; with few local steps, an early round that empties a model then
-  fixes the number of clusters below k: on four rotation groups, 2.8 clusters on average over 6 seeds,
-  docs/results.md).
+  before it was checked against the authors' code). On the heterogeneity study's four rotation groups the two give
+  the same partitions (seeds 0-2): a model no client chose stays untrained, so its loss is never the lowest again
+  (docs/results.md).
 """
 from __future__ import annotations
 
