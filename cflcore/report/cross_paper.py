@@ -244,7 +244,7 @@ def draw_cross_heatmap(tidy: pd.DataFrame, stem, oracle: Sequence[str] = (), tit
     methods = list(dict.fromkeys(tidy["method"]))
     settings = list(dict.fromkeys(tidy["setting"]))
     controls = set(tidy.loc[tidy["control"], "setting"]) if "control" in tidy else set()
-    columns = [f"{s}\n(control)" if s in controls else s for s in settings]
+    columns = [f"{s}\n(control)" if s in controls and "control" not in s else s for s in settings]
     rows = [f"{m} (oracle)" if m in oracle else m for m in methods]
     fig, axes = plt.subplots(1, 2, figsize=(2.4 + 1.25 * len(settings) * 2, 1.0 + 0.42 * len(methods)), squeeze=False)
     for ax, (name, label) in zip(axes[0], (("ari", "final ARI (★ best of the column)"),
@@ -256,7 +256,7 @@ def draw_cross_heatmap(tidy: pd.DataFrame, stem, oracle: Sequence[str] = (), tit
         best = (tidy.pivot(index="method", columns="setting", values="best_ari").reindex(index=methods, columns=settings)
                 .fillna(False).to_numpy(dtype=bool)) if name == "ari" else np.zeros_like(values, dtype=bool)
         for (i, j), v in np.ndenumerate(values):
-            text = "n/a" if not np.isfinite(v) else f"{v:.2f}" + (" ★" if best[i, j] else "")
+            text = "n/a" if not np.isfinite(v) else f"{0.0 if abs(v) < 0.005 else v:.2f}" + (" ★" if best[i, j] else "")
             ax.text(j, i, text, ha="center", va="center", fontsize=7,
                     color="black" if not np.isfinite(v) or v > 0.6 else "white")
         ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right", fontsize=7)
