@@ -38,20 +38,21 @@ def centralised_update_norms(fed: Any, training: Mapping[str, Any], engine: Mapp
     from .optim import ClientOptimizer
     from .trainers import LoopTrainer, TrainSpec, derive_seed
     from ..models import build_model
-    from ..settings import EngineSettings, TrainingSettings
+    from ..settings import EngineSettings, TrainingSettings, plain_value
     from ..data.federated import ClientData
 
     if round_size not in ROUND_SIZES:
         raise ValueError(f"round_size {round_size!r}: allowed {', '.join(ROUND_SIZES)}")
+    recipe = TrainingSettings.of(training)  # typed once, with the schema's defaults
     c, h, w = fed.shape
-    kwargs = {"in_channels": c, "image_size": [h, w], "n_classes": fed.n_classes, **dict(training.get("model_kwargs") or {})}
+    kwargs = {"in_channels": c, "image_size": [h, w], "n_classes": fed.n_classes, **plain_value(recipe.model_kwargs or {})}
     with torch.random.fork_rng(devices=[]):  # constructors draw from the default generator: fork it, seed it
         torch.manual_seed(derive_seed(seed, _STREAM_CENTRALISED, 0))
-        model = build_model(training["model"], **kwargs)
+        model = build_model(recipe.model, **kwargs)
     model_layout = ModelLayout.of(model)
     eng = EngineSettings.of(engine)  # config.centralised_settings gives its two shared-vector keys
     shared = model_layout.partition(eng.bn_buffers_in_delta, eng.bn_stats == "local").shared
-    spec = TrainSpec(ClientOptimizer.from_training(TrainingSettings.of(training)), int(training["batch_size"]), int(training["local_epochs"]))
+    spec = TrainSpec(ClientOptimizer.from_training(recipe), int(recipe.batch_size), int(recipe.local_epochs))
     trainer = LoopTrainer(model, model_layout, spec, torch.device("cpu"))
     x = torch.cat([cl.x_train for cl in fed.clients])
     y = torch.cat([cl.y_train for cl in fed.clients])
@@ -59,7 +60,7 @@ def centralised_update_norms(fed: Any, training: Mapping[str, Any], engine: Mapp
     per_client = max(1, round(len(y) / len(fed.clients)))
     theta = model_layout.flatten(model).to(torch.float32)
     norms = []
-    for rnd in range(int(training["rounds"])):
+    for rnd in range(int(recipe.rounds)):
         if round_size == "client":
             rows = torch.randperm(len(y), generator=torch.Generator().manual_seed(derive_seed(seed, _STREAM_CENTRALISED, 1, rnd)))[:per_client]
             data = ClientData(x[rows], y[rows], x[:0], y[:0], empty, empty)
