@@ -32,7 +32,7 @@ import yaml
 from .defaults import config_defaults, device_identity, schema_defaults
 from .errors import ConfigError
 from .layout import scenario_id
-from .plugin import schema_check
+from .plugin import CLUSTER_COUNT_KEYS, schema_check
 from .registry import check_declared, declared_names
 from .settings import NOT_TRAINING
 from .sweep_expansion import INDEX_KEY, expand_sweeps
@@ -304,11 +304,6 @@ def entry_field(cfg: Mapping[str, Any], section: str, name: str) -> str:
         return f"{section}.{name}"
     labels = ",".join(f"{k}={v}" for k, v in record["labels"].items())
     return f"{section}.{record['base']}.sweep{{{labels}}}"
-
-
-CLUSTER_COUNT_KEYS = ("k", "n_clusters")
-"""Variant parameters that fix a number of clusters (OCFL K-Means ``k``, IFCA ``k``, a scikit-learn
-clusterer's ``n_clusters``): they cannot exceed the number of clients of any scenario the variant runs in."""
 
 
 def _variant_instances(cfg: Mapping[str, Any], name: str) -> list[tuple[dict[str, Any], str]]:

@@ -8,7 +8,8 @@ whose ``default`` values are the only place its defaults are written. This base 
 * validates a config entry against the schema, then fills and runs the plug-in's own checks
   (:meth:`Plugin.validate_params`; config validation, pass 3);
 * declares the optional hooks a plug-in may override in its own file: :meth:`Plugin.check_params` (cross-field
-  checks), :meth:`Plugin.check_population` (checks against a scenario's client count) and, for strategies,
+  checks), :meth:`Plugin.check_population` (checks against a scenario's client count),
+  :meth:`Plugin.told_true_k` (whether its parameters give it the true number of groups) and, for strategies,
   ``replay_clusterer`` (``cflcore.strategies.base.Strategy``: how the what-if replay re-runs its clustering).
 """
 from __future__ import annotations
@@ -50,6 +51,13 @@ def schema_check(instance: Any, schema: Mapping[str, Any], prefix: str = "") -> 
         raise ConfigError(f"{prefix}{msg}")
 
 
+CLUSTER_COUNT_KEYS = ("k", "n_clusters")
+"""Plug-in parameters that fix a number of clusters (OCFL K-Means ``k``, IFCA ``k``, a scikit-learn
+clusterer's ``n_clusters``): they cannot exceed the number of clients of any scenario the variant runs in."""
+ORACLE = "oracle"
+"""A cluster count's value that means the number of true clusters, read from the split's manifest (000 §4.2)."""
+
+
 class Plugin:
     """Base of the config-facing plug-ins (module docstring). ``plugin_kind`` names the kind in messages."""
 
@@ -71,6 +79,15 @@ class Plugin:
             raise ConfigError(f"{where}: unknown key {unknown[0]!r} for {cls.plugin_kind} {cls.registered_name}; "
                               f"allowed: {', '.join(cls.allowed_keys())}")
         return {**schema_defaults(cls.params_schema), **params}
+
+    @classmethod
+    def told_true_k(cls, params: Mapping[str, Any]) -> bool:
+        """Whether ``params`` give the plug-in the true number of groups: one of its own cluster-count keys at
+        :data:`ORACLE`. An oracle's advantage: the cross-paper table marks it, and the quantity-skew control names
+        such a method apart (it splits because it is told to). ``params`` may omit defaults; a plug-in that nests
+        the count, or delegates it, overrides this."""
+        filled = {**schema_defaults(cls.params_schema), **params}
+        return any(key in cls.params_schema and filled.get(key) == ORACLE for key in CLUSTER_COUNT_KEYS)
 
     @classmethod
     def validate_params(cls, params: Mapping[str, Any], field: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 import numpy as np
 
 from ..errors import CflError, ConfigError
-from ..plugin import Plugin
+from ..plugin import ORACLE, Plugin
 from ..registry import Registry
 from .graph import LEIDEN_INSTALL_HINT, community_labels, leiden_available, normalised_similarity
 from .partition import consecutive_labels
@@ -311,6 +311,10 @@ class SklearnClusterer(Clusterer):
                              "description": "keyword arguments of the estimator (n_clusters: oracle = the true number)"},
     }
     default_features = "divergence_rows"
+
+    @classmethod
+    def told_true_k(cls, params: Mapping[str, Any]) -> bool:
+        return (params.get("clusterer_params") or {}).get("n_clusters") == ORACLE
 
     @classmethod
     def check_params(cls, params: Mapping[str, Any], field: str) -> None:

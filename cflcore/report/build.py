@@ -95,7 +95,8 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     algorithms = list(dict.fromkeys(s.algorithm for s in specs))
     report_cfg = (context or {}).get("report") or {}
     claims = check_claims(report_cfg.get("paper_checks") or [],
-                          ClaimData(sweep_summary(loaded, sweep_index or {}), round_frame(loaded), summary, loaded),
+                          ClaimData(sweep_summary(loaded, sweep_index or {}), round_frame(loaded), summary, loaded,
+                                    told_true_k=frozenset((context or {}).get("told_true_k") or ())),
                           report_cfg.get("claim_notes"), report_cfg.get("claims_not_carried"))
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))
@@ -109,7 +110,8 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     path = tb.write_text(spread.to_csv(index=False), table_dir / "louvain_002_spread.csv")
     entries.append(_entry("louvain_002_spread", path, out_dir))
     cross = (report_cfg.get("cross_paper") or {})
-    lead = cross_section_rst(cross_analysis(sweep_summary(loaded, sweep_index or {}), cross, algorithms)) if cross else ""
+    lead = cross_section_rst(cross_analysis(sweep_summary(loaded, sweep_index or {}), cross, algorithms,
+                                            (context or {}).get("told_true_k") or ())) if cross else ""
     paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims_checks(claims), lead)
     return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]
 

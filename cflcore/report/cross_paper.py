@@ -165,9 +165,11 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
     return lines
 
 
-def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], methods: Sequence[str]) -> dict[str, Any]:
+def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], methods: Sequence[str],
+                   oracle: Sequence[str] = ()) -> dict[str, Any]:
     """Everything the table, the CD diagram and the front page's section need, from the sweep summary (None or
-    no ``block``: empty)."""
+    no ``block``: empty); ``oracle``: the variants told the true number of groups
+    (cflcore.settings.AlgorithmSettings.told_true_k), marked in the table."""
     from .cd import cd_analysis
 
     if summary is None or not len(summary):
@@ -177,7 +179,7 @@ def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], metho
     ranks = average_ranks(tidy)
     scores = cd_scores(summary, settings, methods)
     return {"settings": settings, "tidy": tidy, "ranks": ranks, "cd": cd_analysis(scores, higher_is_better=True),
-            "oracle": list(block.get("oracle") or []), "lines": what_it_shows(tidy, ranks),
+            "oracle": list(oracle), "lines": what_it_shows(tidy, ranks),
             "title": block.get("title") or TITLE, "notes": list(block.get("notes") or [])}
 
 

@@ -25,13 +25,19 @@ class Departure:
 
 # ---- what the front page needs from the config -------------------------------------------------
 def front_page_context(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON-able part of a validated config the front page reads (the report rule's param)."""
+    """The JSON-able part of a validated config the front page reads (the report rule's param); ``told_true_k``
+    lists the variants their own parameters tell the true number of groups (cflcore.plugin.Plugin.told_true_k)."""
+    from ..strategies import STRATEGIES  # imported by config validation already, at every parse
+
     study = cfg["study"]
+    variants = {a: cfg["algorithms"][a] for a in study["algorithms"]}
     return {
         "study": {k: study[k] for k in ("datasets", "splits", "clients", "seeds", "algorithms")},
         "datasets": {d: dict(cfg["datasets"][d]) for d in study["datasets"]},
         "splits": {s: dict(cfg["splits"][s]) for s in study["splits"]},
         "algorithms": {a: dict(cfg["algorithms"][a]) for a in study["algorithms"]},
+        "told_true_k": [a for a, v in variants.items()
+                        if STRATEGIES.get(v["method"]).told_true_k({k: x for k, x in v.items() if k != "method"})],
         "engine": dict(cfg.get("engine") or {}),
         "report": dict(cfg.get("report") or {}),
     }

@@ -104,7 +104,8 @@ def _cross_paper(inputs: ReportInputs) -> list[dict[str, Any]]:
     block = ((inputs.plan.get("front_page") or {}).get("report") or {}).get("cross_paper") or {}
     methods = list(dict.fromkeys(s.algorithm for s in inputs.specs))
     summary = sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}) if block else None
-    return write_cross_paper(cross_analysis(summary, block, methods), inputs.out_dir, inputs.entry)
+    oracle = (inputs.plan.get("front_page") or {}).get("told_true_k") or []
+    return write_cross_paper(cross_analysis(summary, block, methods, oracle), inputs.out_dir, inputs.entry)
 
 
 def _missing_runs(inputs: ReportInputs) -> list[dict[str, Any]]:

@@ -118,6 +118,11 @@ class OneShotClustering(Strategy):
         check_late_clients_value(params["late_clients"], f"{field}.late_clients")
 
     @classmethod
+    def told_true_k(cls, params: Mapping[str, Any]) -> bool:
+        """Its clusterer's count decides (K-Means ``k``, a scikit-learn estimator's ``n_clusters``)."""
+        return CLUSTERERS.get(params.get("clusterer") or cls.params_schema["clusterer"]["default"]).told_true_k(params)
+
+    @classmethod
     def check_population(cls, params: Mapping[str, Any], n_clients: int, field: str) -> None:
         """``late_clients`` must leave at least two founding clients among ``n_clients`` (config validation)."""
         resolve_late_count(cls.with_defaults(params, field)["late_clients"], n_clients, f"{field}.late_clients")

@@ -56,6 +56,13 @@ def test_every_claim_holds_on_a_true_table_and_names_its_source():
     assert "split anyway: ocfl-hdb (2.0 clusters), ifca-oracle (4.0 clusters)" in rows.loc["het-quantity-control", "ours"]
 
 
+def test_the_quantity_control_names_apart_the_methods_told_k():
+    """A method told the true number of groups splits because it is told to: not "split anyway"."""
+    data = cl.ClaimData(table(), told_true_k=frozenset({"ifca-oracle"}))
+    ours = cl.check_claims(["heterogeneity"], data).set_index("claim_id").loc["het-quantity-control", "ours"]
+    assert ours.startswith("split anyway: ocfl-hdb (2.0 clusters); told the true k: ifca-oracle (4.0 clusters); ARI")
+
+
 @pytest.mark.parametrize("claim_id", sorted(CASES))
 def test_false_table_is_contradicted(claim_id):
     assert verdicts(table(**CASES[claim_id][0]))[claim_id] == cl.CONTRADICTED

@@ -133,3 +133,20 @@ def test_the_study_plans_every_method_on_every_setting(workflow_dir, name):
             for seed in cfg["study"]["seeds"]:
                 run = f"runs/{data}/{split}/n{clients}/s{seed}/{method}/status.json"
                 assert run in out, run
+
+
+def test_the_variants_told_k_are_read_from_their_parameters():
+    """(oracle) marks the variants whose cluster count is ``oracle`` in their own parameters, defaults included
+    (K-Means' ``k``): no list to keep in step. OCFL asks its clusterer; HDBSCAN has no count."""
+    import cflcore.config as cc
+    from cflcore.report.front_context import front_page_context
+    from cflcore.strategies import STRATEGIES
+
+    repo = Path(__file__).resolve().parents[2]
+    cfg = cc.load_config(repo / "config" / "config.yaml", repo / "config" / "cross-paper-offline.yaml")
+    assert front_page_context(cfg)["told_true_k"] == ["ocfl-km", "ifca-oracle", "fesem-oracle"]
+    ocfl, ifca = STRATEGIES.get("ocfl"), STRATEGIES.get("ifca")
+    assert ocfl.told_true_k({"clusterer": "kmeans"}) and not ocfl.told_true_k({"clusterer": "kmeans", "k": 3})
+    assert not ocfl.told_true_k({"clusterer": "hdbscan", "k": "oracle"})
+    assert ocfl.told_true_k({"clusterer": "sklearn", "clusterer_params": {"n_clusters": "oracle"}})
+    assert ifca.told_true_k({"k": "oracle"}) and not ifca.told_true_k({})  # IFCA's default k is 3

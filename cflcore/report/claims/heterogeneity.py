@@ -124,14 +124,18 @@ def quantity_skew_negative_control(data: ClaimData) -> ClaimResult:
     where = ("leahcimali/Comparative-Evaluation-of-Clustered-Federated-Learning-Methods, quantity-skew "
              "(src/utils_data.py): groups that differ only in how much data they hold")
     text = ("Negative control: quantity groups share one distribution, so no method recovers them (every method's final "
-            f"ARI ≤ {NEGATIVE_CONTROL}); the row lists the methods that split anyway")
+            f"ARI ≤ {NEGATIVE_CONTROL}); the row lists the methods that choose k and split anyway, and names apart those "
+            "told the true number of groups, which split because they are told to")
     runs = _on(data.runs, QUANTITY_SKEW)
     names = [m for m in _methods(runs) if m != FEDAVG]
     if not names:
         return _na("het-quantity-control", where, text, f"no clustering run on split {QUANTITY_SKEW}")
     parts = dict(threshold(f"{m} ARI", select(runs, m), "ari", lo=-1.0, hi=NEGATIVE_CONTROL) for m in names)
     clusters = {m: cell(select(runs, m), "n_clusters").mean for m in names}
-    split = [f"{m} ({fmt(k, 1)} clusters)" for m, k in clusters.items() if np.isfinite(k) and k > 1]
-    ours = "split anyway: " + (", ".join(split) or "none") + "; ARI " + ", ".join(
+    split = [f"{m} ({fmt(k, 1)} clusters)" for m, k in clusters.items()
+             if np.isfinite(k) and k > 1 and m not in data.told_true_k]
+    told = [f"{m} ({fmt(clusters[m], 1)} clusters)" for m in names if m in data.told_true_k]
+    ours = "split anyway: " + (", ".join(split) or "none") + (
+        "; told the true k: " + ", ".join(told) if told else "") + "; ARI " + ", ".join(
         f"{m} {cell(select(runs, m), 'ari').text()}" for m in names)
     return verdict(PAPER, "het-quantity-control", where, text, ours, parts)
