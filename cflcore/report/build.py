@@ -25,7 +25,7 @@ from .front_page import (
 )
 from .paper import paper_split, paper_vs_run, ranking_agreement
 from .index import entry as index_entry
-from .runs import LoadedRun, MissingRun, RunSpec
+from .runs import HARDWARE_FIELDS, LoadedRun, MissingRun, RunSpec, hardware_record
 from .claims.framework import ClaimData, check_claims
 from .claims.louvain_002 import ablations, spread_table
 from .cross_paper import cross_analysis, cross_section_rst
@@ -290,6 +290,22 @@ def temperature_bands(runs: Sequence[LoadedRun]) -> dict[str, list[fg.Curve]]:
             if curves:
                 bands[f"n={clients} · {tb.algorithm_label(algorithm)}"] = curves
     return bands
+
+
+def hardware_table(loaded: Sequence[LoadedRun]) -> pd.DataFrame:
+    """Where the runs ran: one row per distinct status.json ``hardware`` record, with its number of runs (– where a
+    run recorded none). Results are bit-identical on one machine, not across instruction sets or devices, so a study
+    whose runs ran on two machines shows two rows."""
+    cols = list(HARDWARE_FIELDS)
+    frame = pd.DataFrame([hardware_record(run.spec.status) for run in loaded], columns=cols)
+    if not len(frame):
+        return pd.DataFrame(columns=[*cols, "runs"])
+    return frame.astype(object).where(frame.notna(), "–").astype(str).groupby(cols).size().rename("runs").reset_index()
+
+
+def write_hardware(loaded: Sequence[LoadedRun], out_dir: Path) -> dict[str, Any]:
+    return _entry("hardware", tb.write_text(hardware_table(loaded).to_csv(index=False),
+                                            out_dir / "tables" / "hardware.csv"), out_dir)
 
 
 def write_missing(missing: Sequence[MissingRun], out_dir: Path) -> dict[str, Any]:

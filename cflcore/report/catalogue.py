@@ -131,6 +131,7 @@ OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
     _table("scl_epsilons", "tables", "scl_epsilons", "Paper check", "SCL's eps1, eps2, cooldown and their source (000 Table 4)"),
     ReportOutput("front_page", "tables", "tables", "page", "the HTML report's landing page (report/workflow.rst)"),
     _table("missing_runs", "tables", "missing_runs", "Runs", "missing runs and their reasons", folder=""),
+    _table("hardware", "tables", "hardware", "Runs", "where the runs ran: device, CPU and instruction set, torch"),
     # ---- part "figures" ----
     _figures("learning_gap", "figures", "run_figures", "PF1 / GF1 learning gap (000 Fig. 2)", _CLIENTS),
     _figures("temperature_mean", "figures", "run_figures", "Normalised temperature (000 Figs. 3-4)", ("dataset",)),

@@ -114,6 +114,12 @@ def _missing_runs(inputs: ReportInputs) -> list[dict[str, Any]]:
     return [write_missing(inputs.runs[1], inputs.out_dir)]
 
 
+def _hardware(inputs: ReportInputs) -> list[dict[str, Any]]:
+    from .build import write_hardware
+
+    return [write_hardware(inputs.loaded, inputs.out_dir)]
+
+
 def _run_figures(inputs: ReportInputs) -> list[dict[str, Any]]:
     from . import tables as tb
     from .build import write_figures
@@ -167,7 +173,7 @@ def _explain(inputs: ReportInputs) -> list[dict[str, Any]]:
 
 WRITERS: dict[str, Callable[[ReportInputs], list[dict[str, Any]]]] = {
     "tables": _tables, "scl_epsilons": _scl_epsilons, "paper004_cells": _paper004_cells,
-    "cross_paper": _cross_paper, "missing_runs": _missing_runs, "run_figures": _run_figures, "sweeps": _sweeps,
+    "cross_paper": _cross_paper, "missing_runs": _missing_runs, "hardware": _hardware, "run_figures": _run_figures, "sweeps": _sweeps,
     "fedgwc": _fedgwc, "whatif": _whatif, "late_clients": _late_clients, "explain": _explain,
 }
 """writer name (catalogue) -> the function that writes its kinds and returns their index entries. The

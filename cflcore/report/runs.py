@@ -95,6 +95,23 @@ def last_log_line(path: Path | None) -> str | None:
     return lines[-1][:300] if lines else None
 
 
+HARDWARE_FIELDS = ("name", "kind", "device", "cpu_capability", "torch", "cuda", "driver", "trainer")
+"""The fields of status.json's ``hardware`` (cflcore.fl.run) that say where a run ran; the report's hardware table
+has one column each. ``cuda`` is torch's build, also on a CPU."""
+
+
+def hardware_record(path: Path | None) -> dict[str, Any]:
+    """A run's status.json ``hardware`` record, :data:`HARDWARE_FIELDS` only (empty where a run has none)."""
+    if path is None or not Path(path).is_file():
+        return {}
+    try:
+        status = read_json(path)
+    except CflError:
+        return {}
+    hardware = status.get("hardware") if isinstance(status, dict) else None
+    return {k: hardware.get(k) for k in HARDWARE_FIELDS} if isinstance(hardware, dict) else {}
+
+
 def failed_status_reason(path: Path | None) -> str | None:
     """The reason recorded in a run's status.json when its status is not a success (None otherwise)."""
     if path is None or not Path(path).is_file():

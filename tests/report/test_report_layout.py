@@ -337,3 +337,25 @@ def test_cflcore_has_no_import_circle():
             graph.add_edges_from((name, t) for t in targets if t in modules and t != name)
     assert graph.has_edge("cflcore.report.parts", "cflcore.report.build")  # the graph sees lazy imports
     assert list(nx.simple_cycles(graph)) == []
+
+
+def test_the_hardware_table_counts_the_runs_per_device_record(tmp_path):
+    """tables/hardware.csv: one row per distinct status.json ``hardware`` record with its number of runs; a run
+    without one reads –, never a dropped row."""
+    from types import SimpleNamespace
+
+    from cflcore.report.build import hardware_table
+
+    def run(i, **hardware):
+        path = tmp_path / f"status{i}.json"
+        path.write_text(json.dumps({"status": "ok", "seconds": 1.0, "hardware": {**hardware, "chunk_size": i}}))
+        return SimpleNamespace(spec=SimpleNamespace(status=path))
+
+    xeon = dict(name="Xeon", kind="cpu", device="cpu", cpu_capability="AVX512", torch="2.14.1", cuda=None,
+                trainer="LoopTrainer")
+    runs = [run(0, **xeon), run(1, **xeon), run(2, **{**xeon, "cpu_capability": "AVX2"}),
+            SimpleNamespace(spec=SimpleNamespace(status=None))]
+    table = hardware_table(runs).set_index("cpu_capability")
+    assert table["runs"].to_dict() == {"AVX2": 1, "AVX512": 2, "–": 1}  # chunk_size is no column: one row per device
+    assert table.loc["AVX512", "cuda"] == "–" and table.loc["AVX512", "name"] == "Xeon"
+    assert list(hardware_table([]).columns)[-1] == "runs"
