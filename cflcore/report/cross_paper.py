@@ -169,7 +169,7 @@ def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], metho
                    oracle: Sequence[str] = ()) -> dict[str, Any]:
     """Everything the table, the CD diagram and the front page's section need, from the sweep summary (None or
     no ``block``: empty); ``oracle``: the variants told the true number of groups
-    (cflcore.settings.AlgorithmSettings.told_true_k), marked in the table."""
+    (cflcore.plugin.Plugin.told_true_k), marked in the table."""
     from .cd import cd_analysis
 
     if summary is None or not len(summary):

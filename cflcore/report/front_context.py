@@ -35,7 +35,7 @@ def front_page_context(cfg: Mapping[str, Any]) -> dict[str, Any]:
         "study": {k: study[k] for k in ("datasets", "splits", "clients", "seeds", "algorithms")},
         "datasets": {d: dict(cfg["datasets"][d]) for d in study["datasets"]},
         "splits": {s: dict(cfg["splits"][s]) for s in study["splits"]},
-        "algorithms": {a: dict(cfg["algorithms"][a]) for a in study["algorithms"]},
+        "algorithms": {a: dict(v) for a, v in variants.items()},
         "told_true_k": [a for a, v in variants.items()
                         if STRATEGIES.get(v["method"]).told_true_k({k: x for k, x in v.items() if k != "method"})],
         "engine": dict(cfg.get("engine") or {}),

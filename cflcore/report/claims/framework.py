@@ -76,7 +76,7 @@ class ClaimData:
     """The loaded runs (cflcore.report.runs.LoadedRun: spec with run_dir, manifest), for claims that read a run's
     own files (002 Fig. 2: the recorded distance matrices; the superclass split: final partitions)."""
     told_true_k: frozenset[str] = frozenset()
-    """The variants told the true number of groups (cflcore.settings.AlgorithmSettings.told_true_k): they split
+    """The variants told the true number of groups (cflcore.plugin.Plugin.told_true_k): they split
     because they are told to, which a claim about who splits must set apart."""
 
 
