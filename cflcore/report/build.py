@@ -94,24 +94,23 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     entries.append(_entry("run_scores", path, out_dir))
     algorithms = list(dict.fromkeys(s.algorithm for s in specs))
     report_cfg = (context or {}).get("report") or {}
+    told_true_k = list((context or {}).get("told_true_k") or ())
+    swept, rounds = sweep_summary(loaded, sweep_index or {}), round_frame(loaded)  # once: every reader below shares them
     claims = check_claims(report_cfg.get("paper_checks") or [],
-                          ClaimData(sweep_summary(loaded, sweep_index or {}), round_frame(loaded), summary, loaded,
-                                    told_true_k=frozenset((context or {}).get("told_true_k") or ())),
+                          ClaimData(swept, rounds, summary, loaded, told_true_k=frozenset(told_true_k)),
                           report_cfg.get("claim_notes"), report_cfg.get("claims_not_carried"))
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))
     # 002's one-factor ablations: rows where the study checks 002 and has the cells, else the header
     checks_002 = "002" in [str(p) for p in report_cfg.get("paper_checks") or []]
-    ablated = ablations(sweep_summary(loaded, sweep_index or {}) if checks_002 else pd.DataFrame(),
-                        round_frame(loaded) if checks_002 else None)
+    ablated = ablations(swept if checks_002 else pd.DataFrame(), rounds if checks_002 else None)
     path = tb.write_text(ablated.to_csv(index=False), table_dir / "louvain_002_ablations.csv")
     entries.append(_entry("louvain_002_ablations", path, out_dir))
-    spread = spread_table(sweep_summary(loaded, sweep_index or {}) if checks_002 else pd.DataFrame(), loaded)
+    spread = spread_table(swept if checks_002 else pd.DataFrame(), loaded)
     path = tb.write_text(spread.to_csv(index=False), table_dir / "louvain_002_spread.csv")
     entries.append(_entry("louvain_002_spread", path, out_dir))
     cross = (report_cfg.get("cross_paper") or {})
-    lead = cross_section_rst(cross_analysis(sweep_summary(loaded, sweep_index or {}), cross, algorithms,
-                                            (context or {}).get("told_true_k") or ())) if cross else ""
+    lead = cross_section_rst(cross_analysis(swept, cross, algorithms, told_true_k)) if cross else ""
     paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims_checks(claims), lead)
     return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]
 

@@ -101,11 +101,12 @@ def _cross_paper(inputs: ReportInputs) -> list[dict[str, Any]]:
     from .cross_paper import cross_analysis, write_cross_paper
     from .sweeps import sweep_summary
 
-    block = ((inputs.plan.get("front_page") or {}).get("report") or {}).get("cross_paper") or {}
+    context = inputs.plan.get("front_page") or {}
+    block = (context.get("report") or {}).get("cross_paper") or {}
     methods = list(dict.fromkeys(s.algorithm for s in inputs.specs))
     summary = sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}) if block else None
-    oracle = (inputs.plan.get("front_page") or {}).get("told_true_k") or []
-    return write_cross_paper(cross_analysis(summary, block, methods, oracle), inputs.out_dir, inputs.entry)
+    return write_cross_paper(cross_analysis(summary, block, methods, context.get("told_true_k") or []),
+                             inputs.out_dir, inputs.entry)
 
 
 def _missing_runs(inputs: ReportInputs) -> list[dict[str, Any]]:

@@ -100,12 +100,15 @@ HARDWARE_FIELDS = ("name", "kind", "device", "cpu_capability", "torch", "cuda", 
 has one column each. ``cuda`` is torch's build, also on a CPU."""
 
 
+def _status_json(path: Path | None) -> Any:
+    """A run's status.json, None where there is none; a CflError where it cannot be read."""
+    return read_json(path) if path is not None and Path(path).is_file() else None
+
+
 def hardware_record(path: Path | None) -> dict[str, Any]:
     """A run's status.json ``hardware`` record, :data:`HARDWARE_FIELDS` only (empty where a run has none)."""
-    if path is None or not Path(path).is_file():
-        return {}
     try:
-        status = read_json(path)
+        status = _status_json(path)
     except CflError:
         return {}
     hardware = status.get("hardware") if isinstance(status, dict) else None
@@ -114,10 +117,8 @@ def hardware_record(path: Path | None) -> dict[str, Any]:
 
 def failed_status_reason(path: Path | None) -> str | None:
     """The reason recorded in a run's status.json when its status is not a success (None otherwise)."""
-    if path is None or not Path(path).is_file():
-        return None
     try:
-        status = read_json(path)
+        status = _status_json(path)
     except CflError as e:
         return str(e)
     if not isinstance(status, dict) or str(status.get("status", "")).lower() in OK_STATUSES:
