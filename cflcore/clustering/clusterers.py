@@ -109,7 +109,7 @@ class KMeansClusterer(Clusterer):
 
     params_schema = {
         "k": {"description": "number of clusters: 'oracle' (true number) or an int",
-              "default": "oracle", "oneOf": [{"const": "oracle"}, {"type": "integer", "minimum": 1}]},
+              "default": ORACLE, "oneOf": [{"const": ORACLE}, {"type": "integer", "minimum": 1}]},
         "n_init": {"type": "integer", "minimum": 1, "default": 10, "description": "K-Means restarts (pinned, so the result does not follow the library's default)"},
     }
     default_features = "divergence_rows"
@@ -118,7 +118,7 @@ class KMeansClusterer(Clusterer):
         from sklearn.cluster import KMeans
 
         k = self.params["k"]
-        if k == "oracle":
+        if k == ORACLE:
             if data.n_true_clusters is None:
                 raise CflError("k: 'oracle' needs the number of true clusters, which the run does not know; give an int")
             k = int(data.n_true_clusters)

@@ -49,6 +49,7 @@ from ..clustering.divergence import cosine_divergence_from_gram
 from ..errors import CflError
 from ..io import canonical_json, read_parquet, write_parquet
 from ..metrics import adjusted_rand, external_scores, silhouette_from_distances
+from ..plugin import ORACLE
 from .clustering import (
     GroundTruth,
     RoundPartition,
@@ -130,7 +131,7 @@ def concrete_params(params: Mapping[str, Any], n_true: int | None, k: int | None
     out = copy.deepcopy(dict(params))
     if out.get("clusterer") == "sklearn":
         kwargs = dict(out.get("clusterer_params") or {})
-        if kwargs.get("n_clusters") == "oracle":
+        if kwargs.get("n_clusters") == ORACLE:
             if n_true is None:
                 raise CflError("n_clusters: 'oracle' needs the number of true clusters; the manifest has none")
             kwargs["n_clusters"] = int(n_true)

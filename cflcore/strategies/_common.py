@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..clustering.divergence import cosine_divergence_matrix
+from ..plugin import ORACLE
 
 if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
     import torch
@@ -45,7 +46,7 @@ def cluster_count(k: Any, n_true_clusters: int | None, method: str) -> int:
     clusters (a ConfigError-style CflError when the context does not know it)."""
     from ..errors import CflError
 
-    if k == "oracle":
+    if k == ORACLE:
         if n_true_clusters is None:
             raise CflError(f"{method}.k: 'oracle' needs the number of true clusters; give an int")
         return int(n_true_clusters)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from ..errors import CflError
+from ..plugin import ORACLE
 from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
 from ._common import cluster_count, labels_tensor
@@ -71,7 +72,7 @@ def kmeanspp_seeds(models: torch.Tensor, k: int, seed: int) -> np.ndarray:
 class FeSEM(Strategy):
     params_schema = {
         "k": {"description": "number of centres (004 tunes 2-5, Table 8): 'oracle' (true number) or an int",
-              "default": 3, "oneOf": [{"const": "oracle"}, {"type": "integer", "minimum": 1}]},
+              "default": 3, "oneOf": [{"const": ORACLE}, {"type": "integer", "minimum": 1}]},
     }
 
     def setup(self, ctx: StrategyContext) -> None:

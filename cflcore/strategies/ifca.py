@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
+from ..plugin import ORACLE
 from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
 from ._common import cluster_count, labels_tensor
@@ -41,7 +42,7 @@ def argmin_loss_choice(losses: np.ndarray, model_ids: list[int]) -> np.ndarray:
 class IterativeClustering(Strategy):
     params_schema = {
         "k": {"description": "number of cluster models: 'oracle' (true number) or an int",
-              "default": 3, "oneOf": [{"const": "oracle"}, {"type": "integer", "minimum": 1}]},
+              "default": 3, "oneOf": [{"const": ORACLE}, {"type": "integer", "minimum": 1}]},
         "empty_models": {"description": "a model no client chose: 'keep' it and offer it again next round (the "
                                         "authors' code, Algorithm 1), or 'drop' it for good",
                          "default": "keep", "enum": ["keep", "drop"]},
