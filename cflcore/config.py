@@ -32,7 +32,7 @@ import yaml
 from .defaults import config_defaults, device_identity, schema_defaults
 from .errors import ConfigError
 from .layout import scenario_id
-from .plugin import CLUSTER_COUNT_KEYS, schema_check
+from .plugin import CANNOT_SPLIT_KEY, CLUSTER_COUNT_KEYS, Population, schema_check
 from .registry import check_declared, declared_names
 from .settings import NOT_TRAINING
 from .sweep_expansion import INDEX_KEY, expand_sweeps
@@ -146,6 +146,7 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
     if isinstance(cfg.get("whatif"), dict):
         cfg["whatif"].pop(OWN_CLUSTERERS_KEY, None)  # derived by pass 3, never given
     cfg.pop(DECLARED_INPUTS_KEY, None)  # idem
+    cfg.pop(CANNOT_SPLIT_KEY, None)  # idem
     schema = load_schema()
     _check_finite(cfg)
     schema_check(cfg, schema)
@@ -294,6 +295,7 @@ def _check_registries(cfg: dict[str, Any]) -> None:
     _check_population(cfg)
     cfg["whatif"][OWN_CLUSTERERS_KEY] = _own_clusterers(cfg)
     cfg[DECLARED_INPUTS_KEY] = _declared_inputs_by_run(cfg)
+    cfg[CANNOT_SPLIT_KEY] = _cannot_split_by_setting(cfg)
 
 
 def entry_field(cfg: Mapping[str, Any], section: str, name: str) -> str:
@@ -761,6 +763,29 @@ def _declared_inputs_by_run(cfg: Mapping[str, Any]) -> dict[str, dict[str, str]]
     from .strategies.base import declared_inputs
 
     return {f"{d}/{a}": declared_inputs(run_settings(cfg, d, a)["algorithm"]) for d in cfg["datasets"] for a in cfg["algorithms"]}
+
+
+def _cannot_split_by_setting(cfg: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """:data:`cflcore.plugin.CANNOT_SPLIT_KEY`: every study variant × split whose every scenario (dataset × client
+    count) rules the variant out, with the reasons; a setting some of whose scenarios the variant can act on is left
+    out. Derived by validation pass 3, like :data:`DECLARED_INPUTS_KEY`."""
+    from .data.splits import SPLIT_GENERATORS
+    from .strategies import STRATEGIES
+
+    reasons: dict[tuple[str, str], list[str | None]] = {}
+    settings = dict.fromkeys((s["dataset"], s["split"], int(s["clients"]), a) for s, a in study_runs(cfg))  # seeds aside
+    for d, sp, n, algorithm in settings:
+        params = run_settings(cfg, d, algorithm, sp)["algorithm"]
+        generator = SPLIT_GENERATORS.get(cfg["splits"][sp]["generator"])(split_settings(cfg, sp), field=f"splits.{sp}")
+        sizes = generator.group_sizes(n)
+        why = STRATEGIES.get(params["method"]).cannot_split({k: v for k, v in params.items() if k != "method"},
+                                                           Population(n, sizes))
+        reasons.setdefault((algorithm, sp), []).append(why)
+    out: dict[str, dict[str, str]] = {}
+    for (algorithm, sp), whys in reasons.items():
+        if all(whys):
+            out.setdefault(algorithm, {})[sp] = "; ".join(dict.fromkeys(w for w in whys if w))
+    return out
 
 
 def run_inputs(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:

@@ -9,11 +9,14 @@ whose ``default`` values are the only place its defaults are written. This base 
   (:meth:`Plugin.validate_params`; config validation, pass 3);
 * declares the optional hooks a plug-in may override in its own file: :meth:`Plugin.check_params` (cross-field
   checks), :meth:`Plugin.check_population` (checks against a scenario's client count),
-  :meth:`Plugin.told_true_k` (whether its parameters give it the true number of groups) and, for strategies,
+  :meth:`Plugin.told_true_k` (whether its parameters give it the true number of groups),
+  :meth:`Plugin.cannot_split` (why its parameters rule out recovering a setting's groups before it runs) and, for
+  strategies,
   ``replay_clusterer`` (``cflcore.strategies.base.Strategy``: how the what-if replay re-runs its clustering).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from .defaults import schema_defaults
@@ -58,6 +61,25 @@ ORACLE = "oracle"
 """A cluster count's value that means the number of true clusters, read from the split's manifest (000 §4.2)."""
 
 
+@dataclass(frozen=True)
+class Population:
+    """What a setting gives a method to split, known before any job: its number of clients and the sizes of its
+    ground-truth groups (None where the split's groups are not fixed by its config)."""
+
+    n_clients: int
+    group_sizes: tuple[int, ...] | None = None
+
+    @property
+    def smallest_group(self) -> int | None:
+        return min(self.group_sizes) if self.group_sizes else None
+
+
+CANNOT_SPLIT_KEY = "cannot_split"
+"""A validated config's ``{algorithm: {split: reason}}``: the study's variants that cannot recover a split's groups by
+construction (:meth:`Plugin.cannot_split` on that split's :class:`Population`), derived at validation
+(cflcore.config) so that the report reads the reasons without importing a plug-in."""
+
+
 class Plugin:
     """Base of the config-facing plug-ins (module docstring). ``plugin_kind`` names the kind in messages."""
 
@@ -88,6 +110,14 @@ class Plugin:
         the count, or delegates it, overrides this."""
         filled = {**schema_defaults(cls.params_schema), **params}
         return any(key in cls.params_schema and filled.get(key) == ORACLE for key in CLUSTER_COUNT_KEYS)
+
+    @classmethod
+    def cannot_split(cls, params: Mapping[str, Any], population: Population) -> str | None:
+        """Why ``params`` cannot recover the groups of ``population`` by construction (an empty candidate range, a
+        minimum cluster size above the smallest group), as one clause for a table cell; None where the plug-in can
+        act. A cross table prints the reason instead of a score and leaves the cell out of its ranks, as a told k
+        is marked (:meth:`told_true_k`). ``params`` may omit defaults. Default: it can always act."""
+        return None
 
     @classmethod
     def validate_params(cls, params: Mapping[str, Any], field: str) -> dict[str, Any]:

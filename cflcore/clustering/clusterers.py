@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 import numpy as np
 
 from ..errors import CflError, ConfigError
-from ..plugin import ORACLE, Plugin
+from ..plugin import ORACLE, Plugin, Population
 from ..registry import Registry
 from .graph import LEIDEN_INSTALL_HINT, community_labels, leiden_available, normalised_similarity
 from .partition import consecutive_labels
@@ -196,9 +196,25 @@ class HdbscanClusterer(Clusterer):
         "allow_single_cluster": {"type": "boolean", "default": False, "description": "let HDBSCAN return one cluster"},
     }
 
+    @classmethod
+    def min_cluster_size(cls, params: Mapping[str, Any], n: int) -> int:
+        """max(2, ceil(min_cluster_fraction · n)) for ``n`` clients."""
+        return max(2, math.ceil(float(params["min_cluster_fraction"]) * n))
+
+    @classmethod
+    def cannot_split(cls, params: Mapping[str, Any], population: Population) -> str | None:
+        """HDBSCAN finds no cluster smaller than its minimum cluster size: a group below it is merged or noise."""
+        size = cls.min_cluster_size(cls.with_defaults({k: v for k, v in params.items() if k in cls.params_schema}),
+                                    population.n_clients)
+        smallest = population.smallest_group
+        if smallest is not None and smallest < size:
+            return (f"HDBSCAN's min_cluster_size {size} (min_cluster_fraction × {population.n_clients} clients) is "
+                    f"above the smallest group ({smallest} clients)")
+        return None
+
     def fit_labels(self, data: ClusteringInput) -> np.ndarray:
         n = data.n
-        min_cluster_size = max(2, math.ceil(float(self.params["min_cluster_fraction"]) * n))
+        min_cluster_size = self.min_cluster_size(self.params, n)
         min_samples = None if self.params["min_samples"] is None else min(int(self.params["min_samples"]), n)
         gamma = np.ascontiguousarray(data.divergence, dtype=np.float64)
         kwargs = dict(metric="precomputed", min_cluster_size=min_cluster_size, min_samples=min_samples,

@@ -287,6 +287,12 @@ class SplitGenerator(Plugin):
                  client_rngs: list[np.random.Generator]) -> SplitPlan:
         raise NotImplementedError
 
+    def group_sizes(self, n_clients: int) -> tuple[int, ...] | None:
+        """The clients of each ground-truth group, where the parameters alone fix them (a method's
+        ``cannot_split`` reads them before any job, cflcore.plugin.Population); None where the dataset or the
+        draws decide them. The generator's ``generate`` makes groups of exactly these sizes."""
+        return None
+
 
 SHARES_TOLERANCE = 1e-6
 """How far from 1 the sum of ``cluster_shares`` may be (float rounding: 0.2 + 0.47 + 0.33 is not exactly 1)."""
@@ -351,6 +357,11 @@ class OcflSplit(SplitGenerator):
         if self.params["imbalanced"]:
             return apportion(n_clients, OCFL_IMBALANCED_SHARES)
         return equal_sizes(n_clients, n_clusters)
+
+    def group_sizes(self, n_clients: int) -> tuple[int, ...] | None:
+        sets = self.params["class_sets"]
+        n_sets = len(sets) if sets is not None else len(next(iter(DEFAULT_CLASS_SETS.values()))[False])
+        return tuple(self.sizes(n_clients, n_sets))
 
     def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
                  client_rngs: list[np.random.Generator]) -> SplitPlan:
@@ -433,13 +444,16 @@ class DirichletMixSplit(SplitGenerator):
         check_number_list(p["alphas"], f"{field}.alphas", 0.0, low_open=False)
         _check_shares_alphas(p, field, "alphas")
 
+    def group_sizes(self, n_clients: int) -> tuple[int, ...]:
+        return tuple(apportion(n_clients, self.params["cluster_shares"]))
+
     def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
                  client_rngs: list[np.random.Generator]) -> SplitPlan:
         """Each client of group g: class vector ~ Dir(α_g·1_C) over all classes; α_g = 0: a single class."""
         alphas = [float(a) for a in self.params["alphas"]]
         check_enough_clients(n_clients, len(alphas), self.field)
         all_classes = list(range(ctx.n_classes))
-        clusters = clusters_of(apportion(n_clients, self.params["cluster_shares"]))
+        clusters = clusters_of(self.group_sizes(n_clients))
         clients = [ClientPlan(cluster=c, class_weights=dirichlet_weights(alphas[c], all_classes, ctx.n_classes, client_rngs[k]),
                               info={"alpha": alphas[c]}) for k, c in enumerate(clusters)]
         return SplitPlan(len(alphas), [all_classes for _ in alphas], clients)
@@ -472,6 +486,9 @@ class DomainsSplit(SplitGenerator):
         check_number(p["noise_std"], f"{field}.noise_std", 0.0, low_open=False)
         check_number(p["blur_sigma"], f"{field}.blur_sigma", 0.0)
 
+    def group_sizes(self, n_clients: int) -> tuple[int, ...]:
+        return tuple(apportion(n_clients, self.params["cluster_shares"]))
+
     def domain_record(self, kind: str, rng: np.random.Generator) -> dict[str, Any]:
         if kind == "noise":
             return {"domain": "noise", "noise_std": float(self.params["noise_std"]),
@@ -485,7 +502,7 @@ class DomainsSplit(SplitGenerator):
         kinds = list(self.params["domains"])
         check_enough_clients(n_clients, len(kinds), self.field)
         all_classes = list(range(ctx.n_classes))
-        clusters = clusters_of(apportion(n_clients, self.params["cluster_shares"]))
+        clusters = clusters_of(self.group_sizes(n_clients))
         clients = []
         for k, c in enumerate(clusters):
             w = dirichlet_weights(float(self.params["alpha"]), all_classes, ctx.n_classes, client_rngs[k])
@@ -553,13 +570,18 @@ class GroupedShiftSplit(SplitGenerator):
     def check_in_dataset(self, ctx: SplitContext) -> None:
         """Dataset-dependent checks (labels within the dataset's classes)."""
 
+    def group_sizes(self, n_clients: int) -> tuple[int, ...]:
+        """``cluster_shares`` apportioned, or equal groups (the remainder to the first)."""
+        shares = self.params["cluster_shares"]
+        n_groups = len(self.params[self.group_key])
+        return tuple(apportion(n_clients, shares) if shares is not None else equal_sizes(n_clients, n_groups))
+
     def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
                  client_rngs: list[np.random.Generator]) -> SplitPlan:
         self.check_in_dataset(ctx)
         groups = list(self.params[self.group_key])
         check_enough_clients(n_clients, len(groups), self.field)
-        shares = self.params["cluster_shares"]
-        sizes = apportion(n_clients, shares) if shares is not None else equal_sizes(n_clients, len(groups))
+        sizes = self.group_sizes(n_clients)
         all_classes = list(range(ctx.n_classes))
         alpha = self.params["alpha"]
         clients = []

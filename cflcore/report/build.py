@@ -110,7 +110,8 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     path = tb.write_text(spread.to_csv(index=False), table_dir / "louvain_002_spread.csv")
     entries.append(_entry("louvain_002_spread", path, out_dir))
     cross = (report_cfg.get("cross_paper") or {})
-    lead = cross_section_rst(cross_analysis(swept, cross, algorithms, told_true_k)) if cross else ""
+    lead = (cross_section_rst(cross_analysis(swept, cross, algorithms, told_true_k, (context or {}).get("cannot_split")))
+            if cross else "")
     paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims_checks(claims), lead)
     return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]
 

@@ -33,9 +33,14 @@ TITLE = "Comparing the seeds' methods"
 NO_GROUPS = "ARI n/a (no ground-truth groups)"
 """A setting whose split has no groups (``ground_truth: false``: shards, dirichlet): its external scores are null."""
 
-COLUMNS = ["method", "setting", "split", "home", "control", "accuracy_metric", "n_seeds", "ari_mean", "ari_std", "rand_mean",
-           "rand_std", "accuracy_mean", "accuracy_std", "best_ari"]
-"""The tidy table's columns (``tables/cross_paper.csv``), also when the study has no cross-paper block."""
+CANNOT_SPLIT = "cannot split here"
+"""A cell whose method cannot recover the setting's groups by construction (cflcore.plugin.Plugin.cannot_split): the
+table prints this and the reason instead of an ARI, and the cell is out of the column's ranks, its mark and the CD."""
+
+COLUMNS = ["method", "setting", "split", "home", "control", "accuracy_metric", "n_seeds", "cannot_split", "ari_mean",
+           "ari_std", "rand_mean", "rand_std", "accuracy_mean", "accuracy_std", "best_ari"]
+"""The tidy table's columns (``tables/cross_paper.csv``), also when the study has no cross-paper block.
+``cannot_split``: the reason a method cannot act on the setting ("" where it can); its ARI and Rand are then null."""
 
 
 @dataclass(frozen=True)
@@ -60,16 +65,24 @@ def settings_of(block: Mapping[str, Any] | None) -> list[Setting]:
     return sorted(out, key=lambda s: (s.home, s.label))
 
 
-def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str]) -> pd.DataFrame:
+def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str],
+                cannot_split: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
     """Tidy: one row per method × setting with ARI, Rand and accuracy (mean, std over seeds, seeds) and whether the
-    ARI is the column's best. ``summary``: sweep_summary (one row per run, final-round scores)."""
+    ARI is the column's best. ``summary``: sweep_summary (one row per run, final-round scores); ``cannot_split``:
+    method -> split -> why it cannot recover that split's groups (cflcore.plugin.CANNOT_SPLIT_KEY): its ARI and Rand
+    are left null there (its accuracy stays: it still trained)."""
     rows = []
     for s in settings:
         for method in methods:
             runs = summary[(summary["split_base"] == s.split) & (summary["algorithm"] == method)] if len(summary) else summary
+            reason = str(((cannot_split or {}).get(method) or {}).get(s.split) or "")
             row: dict[str, Any] = {"method": method, "setting": s.label, "split": s.split, "home": s.home,
-                                   "control": s.control, "accuracy_metric": s.accuracy, "n_seeds": int(len(runs))}
+                                   "control": s.control, "accuracy_metric": s.accuracy, "n_seeds": int(len(runs)),
+                                   "cannot_split": reason}
             for name, column in (("ari", "ari"), ("rand", "rand"), ("accuracy", s.accuracy)):
+                if reason and name != "accuracy":
+                    row[f"{name}_mean"] = row[f"{name}_std"] = np.nan
+                    continue
                 values = pd.to_numeric(runs[column], errors="coerce").dropna() if len(runs) and column in runs else pd.Series(dtype=float)
                 row[f"{name}_mean"] = float(values.mean()) if len(values) else np.nan
                 row[f"{name}_std"] = float(values.std(ddof=0)) if len(values) > 1 else (0.0 if len(values) else np.nan)
@@ -91,10 +104,17 @@ def average_ranks(tidy: pd.DataFrame) -> pd.Series:
     return wide.rank(axis=1, ascending=False, method="average").mean(axis=0).sort_values()
 
 
-def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str]) -> pd.DataFrame:
-    """Blocks (setting × seed) × methods of final ARI, for the CD analysis (incomplete blocks are dropped there)."""
+def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str],
+              cannot_split: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
+    """Blocks (setting × seed) × methods of final ARI, for the CD analysis (incomplete blocks are dropped there). A
+    method that cannot act on a setting (``cannot_split``, as :func:`cross_table`) has no score there: a method that
+    cannot act on any setting is left out, and otherwise that setting's blocks are incomplete and dropped."""
     splits = {s.split: s.label for s in settings if not s.control}
+    ruled_out = {(m, sp) for m, by_split in (cannot_split or {}).items() for sp in by_split}
+    methods = [m for m in methods if not all((m, sp) in ruled_out for sp in splits)] if splits else list(methods)
     runs = summary[summary["split_base"].isin(splits) & summary["algorithm"].isin(methods)] if len(summary) else summary
+    if len(runs):
+        runs = runs[[(m, sp) not in ruled_out for m, sp in zip(runs["algorithm"], runs["split_base"])]]
     if not len(runs):
         return pd.DataFrame(columns=list(methods))
     wide = runs.assign(setting=runs["split_base"].map(splits)).pivot_table(
@@ -111,7 +131,9 @@ def wide_table(tidy: pd.DataFrame, oracle: Sequence[str] = ()) -> pd.DataFrame:
     def cell(r: pd.Series) -> str:
         if not r["n_seeds"]:
             return "n/a"
-        if not np.isfinite(r["ari_mean"]):  # a standard partition (shards, dirichlet): no groups to recover
+        if r.get("cannot_split"):
+            ari = f"{CANNOT_SPLIT}: {r['cannot_split']}"
+        elif not np.isfinite(r["ari_mean"]):  # a standard partition (shards, dirichlet): no groups to recover
             ari = NO_GROUPS
         else:
             ari = f"ARI {r['ari_mean']:.2f} ± {r['ari_std']:.2f}" + (f" {BEST_MARK}" if r["best_ari"] else "")
@@ -166,18 +188,19 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
 
 
 def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], methods: Sequence[str],
-                   oracle: Sequence[str] = ()) -> dict[str, Any]:
+                   oracle: Sequence[str] = (), cannot_split: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
     """Everything the table, the CD diagram and the front page's section need, from the sweep summary (None or
     no ``block``: empty); ``oracle``: the variants told the true number of groups
-    (cflcore.plugin.Plugin.told_true_k), marked in the table."""
+    (cflcore.plugin.Plugin.told_true_k), marked in the table; ``cannot_split``: method -> split -> why it cannot act
+    there (cflcore.plugin.CANNOT_SPLIT_KEY), printed in the cell and kept out of ranks, marks and the CD."""
     from .cd import cd_analysis
 
     if summary is None or not len(summary):
         summary = pd.DataFrame(columns=["split_base", "algorithm", "seed", "ari", "rand", "pf1", "local_bacc"])
     settings = settings_of(block)
-    tidy = cross_table(summary, settings, methods)
+    tidy = cross_table(summary, settings, methods, cannot_split)
     ranks = average_ranks(tidy)
-    scores = cd_scores(summary, settings, methods)
+    scores = cd_scores(summary, settings, methods, cannot_split)
     return {"settings": settings, "tidy": tidy, "ranks": ranks, "cd": cd_analysis(scores, higher_is_better=True),
             "oracle": list(oracle), "lines": what_it_shows(tidy, ranks),
             "title": block.get("title") or TITLE, "notes": list(block.get("notes") or [])}
@@ -192,7 +215,9 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
              "Every method on every setting (each keeps its home paper's clients and participation). "
              f"A cell: final-round ARI (Rand too on 004's settings) and accuracy on the clients' own data (PF1 on 000's "
              f"and 002's; balanced accuracy on 004's; accuracy elsewhere), mean ± std over seeds; {BEST_MARK} = the "
-             f"column's best ARI; (oracle) = told the true number of groups; {NO_GROUPS} = a standard partition.\n\n"]
+             f"column's best ARI; (oracle) = told the true number of groups; {NO_GROUPS} = a standard partition; "
+             f"{CANNOT_SPLIT}: <reason> = the method's own parameters rule the setting's groups out before it runs "
+             "(out of the ranks and the CD).\n\n"]
     parts += [f"{note}\n\n" for note in analysis.get("notes") or []]
     parts.append(csv_table(wide_table(tidy, analysis["oracle"]), "Methods × settings") + "\n")
     if cd.note:
@@ -257,8 +282,11 @@ def draw_cross_heatmap(tidy: pd.DataFrame, stem, oracle: Sequence[str] = (), tit
                           vmin=0.0, vmax=1.0, aspect="auto")
         best = (tidy.pivot(index="method", columns="setting", values="best_ari").reindex(index=methods, columns=settings)
                 .fillna(False).to_numpy(dtype=bool)) if name == "ari" else np.zeros_like(values, dtype=bool)
+        ruled_out = (tidy.pivot(index="method", columns="setting", values="cannot_split").reindex(index=methods, columns=settings)
+                     .fillna("").astype(bool).to_numpy()) if name == "ari" and "cannot_split" in tidy else np.zeros_like(best)
         for (i, j), v in np.ndenumerate(values):
-            text = "n/a" if not np.isfinite(v) else f"{0.0 if abs(v) < 0.005 else v:.2f}" + (" ★" if best[i, j] else "")
+            text = ("cannot\nsplit" if ruled_out[i, j] else "n/a" if not np.isfinite(v)
+                    else f"{0.0 if abs(v) < 0.005 else v:.2f}" + (" ★" if best[i, j] else ""))
             ax.text(j, i, text, ha="center", va="center", fontsize=7,
                     color="black" if not np.isfinite(v) or v > 0.6 else "white")
         ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right", fontsize=7)

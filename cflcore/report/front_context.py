@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ..plugin import CANNOT_SPLIT_KEY
 from ..settings import EngineSettings
 
 
@@ -26,7 +27,8 @@ class Departure:
 # ---- what the front page needs from the config -------------------------------------------------
 def front_page_context(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON-able part of a validated config the front page reads (the report rule's param); ``told_true_k``
-    lists the variants their own parameters tell the true number of groups (cflcore.plugin.Plugin.told_true_k)."""
+    lists the variants their own parameters tell the true number of groups (cflcore.plugin.Plugin.told_true_k);
+    ``cannot_split``, variant -> split -> why it cannot recover that split's groups (cflcore.plugin.CANNOT_SPLIT_KEY)."""
     from ..strategies import STRATEGIES  # imported by config validation already, at every parse
 
     study = cfg["study"]
@@ -38,6 +40,7 @@ def front_page_context(cfg: Mapping[str, Any]) -> dict[str, Any]:
         "algorithms": {a: dict(v) for a, v in variants.items()},
         "told_true_k": [a for a, v in variants.items()
                         if STRATEGIES.get(v["method"]).told_true_k({k: x for k, x in v.items() if k != "method"})],
+        "cannot_split": {a: dict(v) for a, v in (cfg.get(CANNOT_SPLIT_KEY) or {}).items()},
         "engine": dict(cfg.get("engine") or {}),
         "report": dict(cfg.get("report") or {}),
     }

@@ -105,7 +105,8 @@ def _cross_paper(inputs: ReportInputs) -> list[dict[str, Any]]:
     block = (context.get("report") or {}).get("cross_paper") or {}
     methods = list(dict.fromkeys(s.algorithm for s in inputs.specs))
     summary = sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}) if block else None
-    return write_cross_paper(cross_analysis(summary, block, methods, context.get("told_true_k") or []),
+    return write_cross_paper(cross_analysis(summary, block, methods, context.get("told_true_k") or [],
+                                            context.get("cannot_split") or {}),
                              inputs.out_dir, inputs.entry)
 
 

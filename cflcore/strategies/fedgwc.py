@@ -89,6 +89,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..plugin import Population
 from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
 from ._common import as_int_list, labels_tensor
 
@@ -234,6 +235,31 @@ def cluster_sample_size(n_members: int, participation: float, minimum: int = 3) 
     return int(min(n_members, max(int(round(participation * n_members)), minimum)))
 
 
+def sample_size(params: Mapping[str, Any], n_members: int, n_clients: int) -> int:
+    """K_n: min(round(ρK), |C_n|) (authors' code) or max(round(ρ|C_n|), min_sampled) (App. A eq. 26-28)."""
+    rho = float(params["participation"])
+    if params["cluster_sampling"] == "fixed":
+        return int(min(n_members, max(int(round(rho * n_clients)), 2)))
+    return cluster_sample_size(n_members, rho, int(params["min_sampled"]))
+
+
+def candidate_ns(params: Mapping[str, Any], n_members: int, n_clients: int) -> list[int]:
+    """Alg. 2's candidate numbers of clusters for a cluster of ``n_members``: 2 … min(|C|/K_n + 1, n_max) − 1
+    (authors' code, ``n_range: code``) or 2 … n_max (004 App. D)."""
+    n_max = int(params["n_max"])
+    if params["n_range"] == "code":
+        return list(range(2, min(n_members // sample_size(params, n_members, n_clients) + 1, n_max)))
+    return list(range(2, n_max + 1))
+
+
+def splittable(params: Mapping[str, Any], n_members: int, n_clients: int) -> bool:
+    """Whether Alg. 2 may split a cluster of this size (≥ 3 members; with the re-split guard, more members
+    than its per-round sample)."""
+    if n_members < 3:
+        return False
+    return not params["resplit_guard"] or n_members > sample_size(params, n_members, n_clients)
+
+
 def prioritised_sample(rng: np.random.Generator, candidates: np.ndarray, counts: np.ndarray, size: int) -> np.ndarray:
     """``size`` of ``candidates`` without replacement, P(k) ∝ exp(min c − c_k) over their participation
     counts ``c`` (004 §4.1: uniform sampling that prioritises infrequently sampled clients; the weights are
@@ -332,11 +358,8 @@ class GaussianWeightingClustering(Strategy):
 
     # ----- client selection (Alg. 1 l. 9) --------------------------------------------------------------
     def sample_size(self, n_members: int) -> int:
-        """K_n: min(round(ρK), |C_n|) (authors' code) or max(round(ρ|C_n|), min_sampled) (App. A eq. 26-28)."""
-        rho = float(self.params["participation"])
-        if self.params["cluster_sampling"] == "fixed":
-            return int(min(n_members, max(int(round(rho * self.ctx.n_clients)), 2)))
-        return cluster_sample_size(n_members, rho, int(self.params["min_sampled"]))
+        """K_n of a cluster of ``n_members`` (:func:`sample_size`)."""
+        return sample_size(self.params, n_members, self.ctx.n_clients)
 
     def select_clients(self, rnd: int, engine_sample: np.ndarray) -> np.ndarray:
         """P_t = ∪_n P_t^(n): each cluster samples K_n of its available members (Alg. 1 l. 9)."""
@@ -363,18 +386,31 @@ class GaussianWeightingClustering(Strategy):
         return int(value)
 
     def candidate_ns(self, n_members: int) -> list[int]:
-        """Alg. 2's candidate numbers of clusters for a cluster of ``n_members``."""
-        n_max = int(self.params["n_max"])
-        if self.params["n_range"] == "code":
-            return list(range(2, min(n_members // self.sample_size(n_members) + 1, n_max)))
-        return list(range(2, n_max + 1))
+        """Alg. 2's candidate numbers of clusters for a cluster of ``n_members`` (:func:`candidate_ns`)."""
+        return candidate_ns(self.params, n_members, self.ctx.n_clients)
 
     def splittable(self, n_members: int) -> bool:
-        """Whether Alg. 2 may split a cluster of this size (≥ 3 members; with the re-split guard, more members
-        than its per-round sample)."""
-        if n_members < 3:
-            return False
-        return not self.params["resplit_guard"] or n_members > self.sample_size(n_members)
+        """Whether Alg. 2 may split a cluster of this size (:func:`splittable`)."""
+        return splittable(self.params, n_members, self.ctx.n_clients)
+
+    @classmethod
+    def cannot_split(cls, params: Mapping[str, Any], population: Population) -> str | None:
+        """FedGWC's first cluster is every client: where Alg. 2 may not split it (:func:`splittable`) or its
+        candidate range is empty (:func:`candidate_ns`), no round can ever split, whatever the data. The usual
+        cause: participation 1.0 (a split's own, which sets FedGWC's ``participation``), where the cluster's
+        per-round sample K_n is the whole cluster."""
+        p = cls.with_defaults(params)
+        n = int(population.n_clients)
+        k_n = sample_size(p, n, n)
+        if not splittable(p, n, n):
+            why = ("fewer than 3 clients" if n < 3 else
+                   f"its per-round sample K_n = {k_n} (participation {float(p['participation']):g}) is the whole "
+                   f"cluster of {n}, and resplit_guard splits only clusters larger than their sample")
+            return f"FedGWC never splits its first cluster: {why}"
+        if not candidate_ns(p, n, n):
+            return (f"FedGWC's candidate range is empty: n < min(|C|/K_n + 1, n_max) = "
+                    f"min({n}/{k_n} + 1, {int(p['n_max'])}) leaves no n ≥ 2 (participation {float(p['participation']):g})")
+        return None
 
     def _alpha(self, n_sampled: int, n_members: int) -> float:
         alpha = self.params["alpha"]

@@ -50,6 +50,7 @@ import numpy as np
 
 from ..clustering.clusterers import CLUSTERERS, FEATURES, ClusteringInput, build_clusterer, run_clusterer, union_params_schema
 from ..clustering.divergence import temperature
+from ..plugin import Population
 from ..clustering.partition import inherit_by_overlap
 from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
@@ -121,6 +122,15 @@ class OneShotClustering(Strategy):
     def told_true_k(cls, params: Mapping[str, Any]) -> bool:
         """Its clusterer's count decides (K-Means ``k``, a scikit-learn estimator's ``n_clusters``)."""
         return CLUSTERERS.get(params.get("clusterer") or cls.params_schema["clusterer"]["default"]).told_true_k(params)
+
+    @classmethod
+    def cannot_split(cls, params: Mapping[str, Any], population: Population) -> str | None:
+        """Its clusterer decides (HDBSCAN's minimum cluster size against the smallest group). With late clients,
+        the clusterer sees only the founders, whose groups' sizes the config does not fix: no reason is given."""
+        params = cls.with_defaults(params)
+        if resolve_late_count(params["late_clients"], population.n_clients):
+            return None
+        return CLUSTERERS.get(params["clusterer"]).cannot_split(params, population)
 
     @classmethod
     def check_population(cls, params: Mapping[str, Any], n_clients: int, field: str) -> None:

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings as hyp_settings, strategies as st
 
 from cflcore.data import load_dataset, load_federated, make_split, prepare_dataset, split_summary
-from cflcore.data.splits import DEFAULT_CLASS_SETS, apportion
+from cflcore.data.splits import DEFAULT_CLASS_SETS, SPLIT_GENERATORS, apportion
 from cflcore.errors import ConfigError
 from cflcore.io import read_json, read_parquet
 
@@ -65,6 +65,9 @@ def test_apportion_sums_and_every_cluster_non_empty(n, shares):
 def test_cluster_sizes(digits, tmp_path, name, n, expected):
     manifest = make_split(digits, FAMILIES[name], n, 0, tmp_path)
     assert manifest["clients_per_cluster"] == expected
+    # the sizes a method's cannot_split reads before any job are the ones the split makes (None: the data decides)
+    declared = SPLIT_GENERATORS.get(FAMILIES[name]["generator"])(FAMILIES[name]).group_sizes(n)
+    assert declared is None or list(declared) == expected, declared
     cols, _ = read_split(tmp_path)
     for c, size in enumerate(expected):
         assert len(np.unique(cols["client"][cols["cluster"] == c])) == size

@@ -150,3 +150,60 @@ def test_the_variants_told_k_are_read_from_their_parameters():
     assert not ocfl.told_true_k({"clusterer": "hdbscan", "k": "oracle"})
     assert ocfl.told_true_k({"clusterer": "sklearn", "clusterer_params": {"n_clusters": "oracle"}})
     assert ifca.told_true_k({"k": "oracle"}) and not ifca.told_true_k({})  # IFCA's default k is 3
+
+
+def test_a_method_that_cannot_split_a_setting_says_why_and_leaves_its_ranks_and_cd():
+    """FedGWC at participation 1.0 (its per-round sample is the whole cluster: no candidate split, ever) and HDBSCAN
+    with a minimum cluster size above the smallest group cannot recover the groups by construction: the validated
+    config names them from their own parameters and the split's, and the table prints the reason, never 0.00; the
+    cell is out of the column's mark, the ranks and the CD. A setting where each can act gets no reason."""
+    import cflcore.config as cc
+    from cflcore.report.front_context import front_page_context
+
+    cfg = cc.load_config(Path(cc.__file__).resolve().parents[1] / "config" / "config.yaml")
+    cfg["algorithms"] = {}  # the variants below only (the default config's fedgwc is 004's text reading, which can split)
+    cc.deep_update(cfg, {
+        "splits": {"swap": {"generator": "label-swap", "swaps": [[1, 7], [2, 7], [4, 7], [3, 8], [5, 6], [7, 9]],
+                            "clients": [12], "participation": 1.0},
+                   "swap-big": {"generator": "label-swap", "swaps": [[1, 7], [2, 7], [4, 7]], "clients": [12]}},
+        "algorithms": {"fedgwc": {"method": "fedgwc", "epsilon": 1.0e-3}, "hdb": {"method": "ocfl", "clusterer": "hdbscan"},
+                       "km": {"method": "ocfl", "clusterer": "kmeans"}},
+        "study": {"splits": ["swap", "swap-big"], "algorithms": ["fedgwc", "hdb", "km"], "clients": [12]}})
+    reasons = front_page_context(cc.validate_config(cfg))["cannot_split"]
+    assert set(reasons) == {"fedgwc", "hdb"} and set(reasons["fedgwc"]) == {"swap"} and set(reasons["hdb"]) == {"swap"}
+    assert "K_n = 12" in reasons["fedgwc"]["swap"] and "participation 1" in reasons["fedgwc"]["swap"]
+    assert reasons["hdb"]["swap"] == ("HDBSCAN's min_cluster_size 3 (min_cluster_fraction × 12 clients) is above the "
+                                      "smallest group (2 clients)")
+    # the table: both ruled-out methods score ARI 0 on "swap" (what they would score), k-means 1.0 on both
+    rows = [{"split_base": sp, "algorithm": m, "seed": seed,
+             "ari": 1.0 if m == "km" else (0.9 + 0.01 * seed if sp == "swap-big" else 0.0),
+             "rand": 0.5, "pf1": 0.5, "local_bacc": 0.6, "local_acc": 0.7}
+            for sp in ("swap", "swap-big") for m in ("fedgwc", "hdb", "km") for seed in range(3)]
+    runs = pd.DataFrame(rows)
+    settings = [cp.Setting("swap", "leahcimali", "label swap"), cp.Setting("swap-big", "leahcimali", "label swap (4 a group)")]
+    analysis = cp.cross_analysis(runs, {"settings": {s.split: {"home": s.home, "label": s.label} for s in settings}},
+                                 ["fedgwc", "hdb", "km"], cannot_split=reasons)
+    wide = cp.wide_table(analysis["tidy"]).set_index("method")
+    for m in ("fedgwc", "hdb"):
+        assert wide.loc[m, "label swap"].startswith(f"{cp.CANNOT_SPLIT}: {reasons[m]['swap']} · acc. 0.70")
+        assert "0.00" not in wide.loc[m, "label swap"].split(" · ")[0]
+    assert wide.loc["km", "label swap"].startswith("ARI 1.00")
+    tidy = analysis["tidy"]
+    assert tidy.loc[tidy["cannot_split"] != "", ["method", "split"]].values.tolist() == [["fedgwc", "swap"], ["hdb", "swap"]]
+    # ranks: on "swap" only km is ranked (rank 1); on "swap-big" km first, the other two tie (rank 2.5)
+    assert analysis["ranks"].to_dict() == {"km": 1.0, "fedgwc": 2.5, "hdb": 2.5}
+    # the CD drops the incomplete "swap" blocks, never scoring a ruled-out cell as 0
+    scores = cp.cd_scores(runs, settings, ["fedgwc", "hdb", "km"], reasons)
+    swap = scores.loc["label swap"]
+    assert swap[["fedgwc", "hdb"]].isna().all().all() and (swap["km"] == 1.0).all()
+    assert analysis["cd"].n_blocks == 3  # the complete "swap-big" blocks only
+    # without the reasons, the same data ranks them last on "swap" with ARI 0.00: the mechanism is what moves it
+    plain = cp.wide_table(cp.cross_table(runs, settings, ["fedgwc", "hdb", "km"])).set_index("method")
+    assert plain.loc["fedgwc", "label swap"].startswith("ARI 0.00")
+
+
+def test_a_method_ruled_out_everywhere_is_left_out_of_the_cd():
+    runs = planted()
+    reasons = {"weak": {s.split: "its parameters rule it out" for s in SETTINGS}}
+    scores = cp.cd_scores(runs, SETTINGS, ["home", "mid", "weak"], reasons)
+    assert list(scores.columns) == ["home", "mid"] and len(scores) == 9

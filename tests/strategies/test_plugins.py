@@ -14,7 +14,7 @@ from cflcore.config import load_schema
 from cflcore.data.splits import SPLIT_GENERATORS, SplitGenerator
 from cflcore.errors import ConfigError
 from cflcore.strategies.base import STRATEGIES, Strategy
-from cflcore.plugin import Plugin
+from cflcore.plugin import Plugin, Population
 from conftest import REPO
 
 
@@ -95,6 +95,26 @@ def test_the_hooks_are_declared_on_the_base_classes():
         SPLIT_GENERATORS.get("ocfl").check_params({"generator": "ocfl", "radius": 1}, "splits.s")
     with pytest.raises(ConfigError, match=r"algorithms.x.radius|Additional properties"):
         STRATEGIES.get("bcl").validate_params({"radius": 1}, "algorithms.x")
+
+
+def test_cannot_split_reads_the_methods_own_parameters_and_the_setting():
+    """The structural reasons (cflcore.plugin.Plugin.cannot_split), each against the setting that lets it act."""
+    fedgwc, ocfl = STRATEGIES.get("fedgwc"), STRATEGIES.get("ocfl")
+    groups_of_2 = Population(12, (2,) * 6)
+    code = {"epsilon": 1.0e-3}  # the authors'-code defaults: K_n = min(round(ρK), |C|), resplit guard, n_range code
+    assert "K_n = 12" in fedgwc.cannot_split({**code, "participation": 1.0}, groups_of_2)
+    assert fedgwc.cannot_split({**code, "participation": 0.1}, groups_of_2) is None  # K_n = 2: candidates 2..4
+    assert fedgwc.cannot_split({**code, "participation": 1.0, "resplit_guard": False}, groups_of_2).startswith(
+        "FedGWC's candidate range is empty")  # no guard, but n < min(12/12 + 1, 5) leaves no n
+    assert fedgwc.cannot_split({**code, "participation": 1.0, "resplit_guard": False, "n_range": "n_max"},
+                               groups_of_2) is None
+    assert "min_cluster_size 3" in ocfl.cannot_split({"clusterer": "hdbscan"}, groups_of_2)
+    assert ocfl.cannot_split({"clusterer": "hdbscan"}, Population(12, (3,) * 4)) is None  # 3 = ceil(0.2 × 12)
+    assert ocfl.cannot_split({"clusterer": "hdbscan", "min_cluster_fraction": 0.1}, groups_of_2) is None
+    assert ocfl.cannot_split({"clusterer": "hdbscan"}, Population(12)) is None  # sizes unknown: no claim
+    assert ocfl.cannot_split({"clusterer": "kmeans"}, groups_of_2) is None
+    assert ocfl.cannot_split({"clusterer": "hdbscan", "late_clients": 0.2}, groups_of_2) is None  # founders' groups unknown
+    assert STRATEGIES.get("bnc").cannot_split({}, groups_of_2) is None  # the base: it can act
 
 
 def test_each_method_replays_its_own_clustering_in_its_own_file():
