@@ -431,11 +431,16 @@ class GaussianWeightingClustering(Strategy):
         db_by_cluster: dict[str, list[float | None]] = {}
         considered: list[int] = []
         sampled_per_cluster: dict[str, int] = {}
+        candidates: dict[str, dict[str, Any]] = {}
         snapshots: dict[str, dict[str, Any]] = {}
         epsilon = float(self.params["epsilon"])
         for cluster, members in self.assignment.clusters().items():
             rows = np.flatnonzero(self.assignment.labels[clients] == cluster)
             sampled_per_cluster[str(cluster)] = int(rows.size)
+            # what decides whether this cluster can ever split, recorded every round (a zero is read from the files)
+            candidates[str(cluster)] = {"members": int(members.size), "k_n": self.sample_size(members.size),
+                                        "splittable": self.splittable(members.size),
+                                        "candidates": self.candidate_ns(members.size)}
             if rows.size < 2:
                 continue
             sampled = clients[rows]
@@ -504,6 +509,7 @@ class GaussianWeightingClustering(Strategy):
             "min_db": min(finite_db) if finite_db else None,
             "db_considered": considered,
             "sampled": sampled_per_cluster,
+            "candidates": candidates,
             "split_events": [{k: v for k, v in e.items() if k != "members"} for e in events],
             "reward_weights": [float(w) for w in self.weights],  # γ_k of eq. 2, per client (trace)
         }

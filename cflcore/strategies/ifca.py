@@ -66,13 +66,15 @@ class IterativeClustering(Strategy):
         labels = self.assignment.labels.copy()
         labels[clients] = choice
         self.assignment = ClusterAssignment(labels)
-        self.last_losses = {int(q): [float(v) for v in row] for q, row in zip(clients, losses)}
+        self.last_losses = {int(q): {str(m): float(v) for m, v in zip(ids, row)} for q, row in zip(clients, losses)}
         return {int(q): int(c) for q, c in zip(clients, choice)}
 
     def aggregate(self, updates: RoundUpdates) -> StrategyResult:
         sizes = {str(int(c)): int(n) for c, n in zip(*np.unique(self.assignment.labels, return_counts=True))}
         keep = tuple(range(self.k)) if self.params["empty_models"] == "keep" else ()
-        return StrategyResult(self.assignment, {"cluster_sizes": sizes}, keep_models=keep)
+        # what decided each sampled client's choice this round: its training loss under every model, by model id
+        losses = {str(q): row for q, row in sorted(self.last_losses.items())}
+        return StrategyResult(self.assignment, {"cluster_sizes": sizes, "model_losses": losses}, keep_models=keep)
 
     def state_dict(self) -> dict[str, Any]:
         return {"labels": labels_tensor(self.assignment.labels), "k": int(self.k)}

@@ -260,6 +260,18 @@ def test_default_sampling_candidates_and_resplit_guard_follow_the_authors_code()
     assert text.candidate_ns(15) == [2, 3, 4, 5] and text.splittable(10) and text.min_cluster_size == 30
 
 
+def test_each_round_records_what_decides_whether_a_cluster_can_split():
+    """The candidate set, K_n and the re-split guard of every cluster every round are in the diagnostics: at
+    participation 1.0 (K_n = the whole cluster) the record says no candidate and not splittable, at 0.1 it names them."""
+    for participation, splittable, candidates in ((1.0, False, []), (0.1, True, [2, 3, 4])):
+        strategy = make({"method": "fedgwc", "participation": participation, "epsilon": 1.0}, n=30)
+        _, results = play(strategy, np.array([0] * 15 + [1] * 15), 2)
+        for res in results:
+            record = res.diagnostics["candidates"]["0"]
+            assert record == {"members": 30, "k_n": 30 if participation == 1.0 else 3, "splittable": splittable,
+                              "candidates": candidates}, record
+
+
 def test_patience_delays_alg2_by_cluster_size_over_sample():
     """Alg. 2 runs once MSE < ε held round(|C|/N) rounds in a row (theirs); at once with patience false."""
     groups = np.zeros(12, dtype=np.int64)

@@ -386,6 +386,10 @@ def test_ifca_recovers_planted_partition():
     res = strategy.aggregate(round_updates(0, torch.zeros(15, 20), evaluate=evaluate))
     assert adjusted_rand_score(TRUTH, res.assignment.labels) == 1.0
     assert res.diagnostics["cluster_sizes"] == {"0": 5, "1": 5, "2": 5}
+    # what decided each choice is recorded: every sampled client's loss under every model, the choice its argmin
+    recorded = res.diagnostics["model_losses"]
+    assert sorted(map(int, recorded)) == list(range(15)) and all(sorted(v) == ["0", "1", "2"] for v in recorded.values())
+    assert [int(min(v, key=v.get)) for _, v in sorted(recorded.items(), key=lambda kv: int(kv[0]))] == TRUTH.tolist()
     assert np.array_equal(save_load(strategy, {"method": "ifca", "k": 3}, n_params=20).assignment.labels, res.assignment.labels)
 
 
