@@ -32,7 +32,7 @@ import yaml
 from .defaults import config_defaults, device_identity, schema_defaults
 from .errors import ConfigError
 from .layout import scenario_id
-from .plugin import CANNOT_SPLIT_KEY, CLUSTER_COUNT_KEYS, Population, schema_check
+from .plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, schema_check
 from .registry import check_declared, declared_names
 from .settings import NOT_TRAINING
 from .sweep_expansion import INDEX_KEY, expand_sweeps
@@ -146,7 +146,7 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
     if isinstance(cfg.get("whatif"), dict):
         cfg["whatif"].pop(OWN_CLUSTERERS_KEY, None)  # derived by pass 3, never given
     cfg.pop(DECLARED_INPUTS_KEY, None)  # idem
-    cfg.pop(CANNOT_SPLIT_KEY, None)  # idem
+    cfg.pop(PLUGIN_FACTS_KEY, None)  # idem
     schema = load_schema()
     _check_finite(cfg)
     schema_check(cfg, schema)
@@ -295,7 +295,7 @@ def _check_registries(cfg: dict[str, Any]) -> None:
     _check_population(cfg)
     cfg["whatif"][OWN_CLUSTERERS_KEY] = _own_clusterers(cfg)
     cfg[DECLARED_INPUTS_KEY] = _declared_inputs_by_run(cfg)
-    cfg[CANNOT_SPLIT_KEY] = _cannot_split_by_setting(cfg)
+    cfg[PLUGIN_FACTS_KEY] = _plugin_facts(cfg)
 
 
 def entry_field(cfg: Mapping[str, Any], section: str, name: str) -> str:
@@ -765,10 +765,18 @@ def _declared_inputs_by_run(cfg: Mapping[str, Any]) -> dict[str, dict[str, str]]
     return {f"{d}/{a}": declared_inputs(run_settings(cfg, d, a)["algorithm"]) for d in cfg["datasets"] for a in cfg["algorithms"]}
 
 
+def _plugin_facts(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """:data:`cflcore.plugin.PLUGIN_FACTS_KEY`, derived by validation pass 3, like :data:`DECLARED_INPUTS_KEY`."""
+    from .strategies import STRATEGIES
+
+    told = [a for a in cfg["study"]["algorithms"] if STRATEGIES.get(cfg["algorithms"][a]["method"]).told_true_k(
+        {k: v for k, v in cfg["algorithms"][a].items() if k != "method"})]
+    return {"told_true_k": told, "cannot_split": _cannot_split_by_setting(cfg)}
+
+
 def _cannot_split_by_setting(cfg: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    """:data:`cflcore.plugin.CANNOT_SPLIT_KEY`: every study variant × split whose every scenario (dataset × client
-    count) rules the variant out, with the reasons; a setting some of whose scenarios the variant can act on is left
-    out. Derived by validation pass 3, like :data:`DECLARED_INPUTS_KEY`."""
+    """Every study variant × split whose every scenario (dataset × client count) rules the variant out, with the
+    reasons; a setting some of whose scenarios the variant can act on is left out."""
     from .data.splits import SPLIT_GENERATORS
     from .strategies import STRATEGIES
 

@@ -74,10 +74,12 @@ class Population:
         return min(self.group_sizes) if self.group_sizes else None
 
 
-CANNOT_SPLIT_KEY = "cannot_split"
-"""A validated config's ``{algorithm: {split: reason}}``: the study's variants that cannot recover a split's groups by
-construction (:meth:`Plugin.cannot_split` on that split's :class:`Population`), derived at validation
-(cflcore.config) so that the report reads the reasons without importing a plug-in."""
+PLUGIN_FACTS_KEY = "plugin_facts"
+"""A validated config's facts about its study's variants that only their plug-ins know, derived at validation
+(cflcore.config) so that the report reads them without importing a plug-in: ``told_true_k``, the variants whose
+parameters tell them the true number of groups (:meth:`Plugin.told_true_k`), and ``cannot_split``,
+``{algorithm: {split: reason}}``, the variants that cannot recover a split's groups by construction
+(:meth:`Plugin.cannot_split` on that split's :class:`Population`)."""
 
 
 class Plugin:

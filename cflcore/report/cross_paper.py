@@ -69,7 +69,7 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
                 cannot_split: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
     """Tidy: one row per method × setting with ARI, Rand and accuracy (mean, std over seeds, seeds) and whether the
     ARI is the column's best. ``summary``: sweep_summary (one row per run, final-round scores); ``cannot_split``:
-    method -> split -> why it cannot recover that split's groups (cflcore.plugin.CANNOT_SPLIT_KEY): its ARI and Rand
+    method -> split -> why it cannot recover that split's groups (cflcore.plugin.PLUGIN_FACTS_KEY): its ARI and Rand
     are left null there (its accuracy stays: it still trained)."""
     rows = []
     for s in settings:
@@ -192,7 +192,7 @@ def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], metho
     """Everything the table, the CD diagram and the front page's section need, from the sweep summary (None or
     no ``block``: empty); ``oracle``: the variants told the true number of groups
     (cflcore.plugin.Plugin.told_true_k), marked in the table; ``cannot_split``: method -> split -> why it cannot act
-    there (cflcore.plugin.CANNOT_SPLIT_KEY), printed in the cell and kept out of ranks, marks and the CD."""
+    there (cflcore.plugin.PLUGIN_FACTS_KEY), printed in the cell and kept out of ranks, marks and the CD."""
     from .cd import cd_analysis
 
     if summary is None or not len(summary):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..plugin import CANNOT_SPLIT_KEY
+from ..plugin import PLUGIN_FACTS_KEY
 from ..settings import EngineSettings
 
 
@@ -26,21 +26,19 @@ class Departure:
 
 # ---- what the front page needs from the config -------------------------------------------------
 def front_page_context(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON-able part of a validated config the front page reads (the report rule's param); ``told_true_k``
-    lists the variants their own parameters tell the true number of groups (cflcore.plugin.Plugin.told_true_k);
-    ``cannot_split``, variant -> split -> why it cannot recover that split's groups (cflcore.plugin.CANNOT_SPLIT_KEY)."""
-    from ..strategies import STRATEGIES  # imported by config validation already, at every parse
-
+    """The JSON-able part of a validated config the front page reads (the report rule's param), with the facts
+    about its variants that validation derived from their plug-ins (cflcore.plugin.PLUGIN_FACTS_KEY), so that no
+    plug-in is imported here: ``told_true_k``, the variants their own parameters tell the true number of groups, and
+    ``cannot_split``, variant -> split -> why it cannot recover that split's groups."""
     study = cfg["study"]
-    variants = {a: cfg["algorithms"][a] for a in study["algorithms"]}
+    facts = cfg.get(PLUGIN_FACTS_KEY) or {}
     return {
         "study": {k: study[k] for k in ("datasets", "splits", "clients", "seeds", "algorithms")},
         "datasets": {d: dict(cfg["datasets"][d]) for d in study["datasets"]},
         "splits": {s: dict(cfg["splits"][s]) for s in study["splits"]},
-        "algorithms": {a: dict(v) for a, v in variants.items()},
-        "told_true_k": [a for a, v in variants.items()
-                        if STRATEGIES.get(v["method"]).told_true_k({k: x for k, x in v.items() if k != "method"})],
-        "cannot_split": {a: dict(v) for a, v in (cfg.get(CANNOT_SPLIT_KEY) or {}).items()},
+        "algorithms": {a: dict(cfg["algorithms"][a]) for a in study["algorithms"]},
+        "told_true_k": list(facts.get("told_true_k") or []),
+        "cannot_split": {a: dict(v) for a, v in (facts.get("cannot_split") or {}).items()},
         "engine": dict(cfg.get("engine") or {}),
         "report": dict(cfg.get("report") or {}),
     }

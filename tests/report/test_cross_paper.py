@@ -207,3 +207,26 @@ def test_a_method_ruled_out_everywhere_is_left_out_of_the_cd():
     reasons = {"weak": {s.split: "its parameters rule it out" for s in SETTINGS}}
     scores = cp.cd_scores(runs, SETTINGS, ["home", "mid", "weak"], reasons)
     assert list(scores.columns) == ["home", "mid"] and len(scores) == 9
+
+
+def test_the_front_page_context_reads_the_plug_in_facts_without_importing_a_plug_in(tmp_path):
+    """Every Snakemake start builds the report's context; a validated config read back from the validation cache
+    (no plug-in imported) gives it without importing a strategy: validation derived the facts (plugin_facts)."""
+    import json
+    import subprocess
+    import sys
+
+    import cflcore.config as cc
+
+    repo = Path(__file__).resolve().parents[2]
+    cfg = cc.load_config(repo / "config" / "config.yaml", repo / "config" / "heterogeneity-offline.yaml")
+    (tmp_path / "validated.json").write_text(json.dumps(cfg))
+    code = ("import json, sys\n"
+            "from cflcore.report.front_context import front_page_context\n"
+            f"ctx = front_page_context(json.load(open({str(tmp_path / 'validated.json')!r})))\n"
+            "print(json.dumps({'told': ctx['told_true_k'], 'cannot': sorted(ctx['cannot_split']),\n"
+            "                  'imported': sorted(m for m in sys.modules if m.startswith('cflcore.strategies'))}))\n")
+    out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                    cwd=repo).stdout)
+    assert out == {"told": ["ocfl-km", "ifca-oracle", "fesem-oracle"], "cannot": ["fedgwc-code", "ocfl-hdb"],
+                   "imported": []}, out
