@@ -177,15 +177,21 @@ def check_number_list(v: Any, field: str, low: float, low_open: bool) -> None:
 # ---------------------------------------------------------------------------------------------
 # Cluster sizes
 # ---------------------------------------------------------------------------------------------
+def apportion_counts(n: int, weights: np.ndarray) -> list[int]:
+    """``n`` over ``weights`` by largest remainder (Hamilton; ties to the lower index), zeros allowed (:func:`apportion`
+    then gives every cluster a client)."""
+    quotas = n * np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
+    counts = np.floor(quotas).astype(np.int64)
+    order = np.argsort(-(quotas - counts), kind="stable")
+    counts[order[: n - int(counts.sum())]] += 1
+    return [int(c) for c in counts]
+
+
 def apportion(n_clients: int, shares: Sequence[float]) -> list[int]:
     """Clients per cluster: largest-remainder (Hamilton) rounding of ``n_clients·share`` (ties to the lower
     cluster index), then every cluster gets >= 1 client (taken from the largest). Hand-rolled: a few lines,
     no library offers apportionment."""
-    weights = np.asarray(shares, dtype=np.float64)
-    quotas = n_clients * weights / weights.sum()
-    sizes = np.floor(quotas).astype(np.int64)
-    order = np.argsort(-(quotas - sizes), kind="stable")
-    sizes[order[: n_clients - int(sizes.sum())]] += 1
+    sizes = np.asarray(apportion_counts(n_clients, np.asarray(shares, dtype=np.float64)), dtype=np.int64)
     for c in range(len(sizes)):
         if sizes[c] == 0:
             sizes[int(np.argmax(sizes))] -= 1
@@ -241,6 +247,9 @@ def clusters_of(sizes: Sequence[int]) -> list[int]:
 # ---------------------------------------------------------------------------------------------
 # Generators
 # ---------------------------------------------------------------------------------------------
+COMMON_KEY_NEUTRAL: dict[str, Any] = {"replace": True}
+"""Common parameters added after splits were published, left out of the streams' key and the manifest at these
+values (:func:`build_split`), so every split written before them keeps its draws and files bit for bit."""
 SPLIT_GENERATORS: Registry[type["SplitGenerator"]] = Registry("split generator")
 
 
@@ -253,7 +262,7 @@ class SplitGenerator(Plugin):
 
     defaults: ClassVar[dict[str, Any]] = {}
     key_neutral: ClassVar[dict[str, Any]] = {}  # parameters left out of the streams' key at these values (build_split)
-    common_defaults: ClassVar[dict[str, Any]] = {"samples_per_client": None, "local_test_fraction": 0.3}
+    common_defaults: ClassVar[dict[str, Any]] = {"samples_per_client": None, "local_test_fraction": 0.3, "replace": True}
     plugin_kind: ClassVar[str] = "generator"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -276,6 +285,7 @@ class SplitGenerator(Plugin):
         """Unknown keys and out-of-range values raise a one-line ConfigError naming ``field.key``."""
         p = cls.normalise(params, field)
         check_samples(p["samples_per_client"], f"{field}.samples_per_client")
+        check_bool(p["replace"], f"{field}.replace")
         check_number(p["local_test_fraction"], f"{field}.local_test_fraction", 0.0, 1.0, high_open=True)
         cls.check_own_params(p, field)
 
@@ -778,6 +788,37 @@ def draw_client_samples(class_weights: np.ndarray, pools: list[np.ndarray], n_dr
     return local_split(distinct, local_test_fraction, rng, client)
 
 
+class DisjointDraws:
+    """``replace: false``: every client's draws without replacement from what the clients before it left, so no
+    train image is in two clients (the partitions of Sattler's demo and of IFCA's code, and leahcimali's). A client's
+    ``n_draws`` are split over classes by its class vector with largest-remainder rounding (:func:`apportion`; with
+    replacement, 000 §4.1 draws the counts from a multinomial instead), then drawn uniformly without replacement
+    within each class. Clients draw in order, each with its own stream. A class with too few images left is a one-line
+    DataError naming the split (a smaller ``samples_per_client`` or ``replace: true`` would fit)."""
+
+    def __init__(self, pools: list[np.ndarray], field: str):
+        self.left = [np.asarray(p, dtype=np.int64).copy() for p in pools]
+        self.field = field
+
+    def __call__(self, class_weights: np.ndarray, pools: list[np.ndarray], n_draws: int, local_test_fraction: float,
+                 rng: np.random.Generator, client: int) -> ClientSamples:
+        weights = np.asarray(class_weights, dtype=np.float64)
+        counts = np.zeros(len(weights), dtype=np.int64)
+        classes = np.flatnonzero(weights > 0)
+        counts[classes] = apportion_counts(n_draws, weights[classes])
+        drawn = []
+        for c in np.flatnonzero(counts):
+            if counts[c] > len(self.left[c]):
+                raise DataError(f"{self.field}.replace: false: client {client} needs {int(counts[c])} images of class "
+                                f"{c}, {len(self.left[c])} are left; allowed: fewer samples_per_client or clients, or "
+                                "replace: true")
+            pick = rng.choice(len(self.left[c]), size=int(counts[c]), replace=False)
+            drawn.append(self.left[c][pick])
+            self.left[c] = np.delete(self.left[c], pick)
+        distinct = np.unique(np.concatenate(drawn)) if drawn else np.empty(0, dtype=np.int64)
+        return local_split(distinct, local_test_fraction, rng, client)
+
+
 def local_split(distinct: np.ndarray, local_test_fraction: float, rng: np.random.Generator, client: int) -> ClientSamples:
     """A seeded ``local_test_fraction`` of a client's distinct samples becomes its local test set (000 §4.1)."""
     if len(distinct) < 2:
@@ -853,15 +894,16 @@ def build_split(ctx: SplitContext, settings: Mapping[str, Any], n_clients: int, 
     params = generator.params
     # a parameter added after splits were published enters the streams' key and the manifest only when it departs
     # from its neutral value, so every split written before it keeps its draws and its files bit for bit
-    key_params = {k: v for k, v in params.items() if k not in cls.key_neutral or v != cls.key_neutral[k]}
+    neutral = {**COMMON_KEY_NEUTRAL, **cls.key_neutral}
+    key_params = {k: v for k, v in params.items() if k not in neutral or v != neutral[k]}
     cluster_rng, client_rngs = split_streams(seed, key_params, n_clients, ctx)
     plan = generator.generate(ctx, int(n_clients), cluster_rng, client_rngs)
     n_draws = params["samples_per_client"] or max(2, len(ctx.train_idx) // n_clients)
     pools = ctx.class_pools()
     test_fraction = float(params["local_test_fraction"])
+    draw = draw_client_samples if params["replace"] else DisjointDraws(pools, field)
     samples = [local_split(p.fixed_idx, test_fraction, client_rngs[k], k) if p.fixed_idx is not None
-               else draw_client_samples(p.class_weights, pools, client_draws(p, int(n_draws)), test_fraction,
-                                        client_rngs[k], k)
+               else draw(p.class_weights, pools, client_draws(p, int(n_draws)), test_fraction, client_rngs[k], k)
                for k, p in enumerate(plan.clients)]
     clusters = [p.cluster for p in plan.clients]
     table = assignments_table(samples, clusters, ctx.test_idx)

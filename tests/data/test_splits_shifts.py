@@ -175,3 +175,39 @@ def test_existing_splits_unchanged(digits, tmp_path, name):
     h.update((tmp_path / "manifest.json").read_bytes())
     assert h.hexdigest()[:16] == digest
     assert "ground_truth" not in read_json(tmp_path / "manifest.json")
+
+
+@pytest.mark.parametrize("settings", [
+    {"generator": "rotation", "angles": [0, 180], "samples_per_client": 50},
+    {"generator": "label-swap", "swaps": [[1, 7], [3, 8]], "samples_per_client": 50, "alpha": 1.0},
+    {"generator": "ocfl", "samples_per_client": 50},
+])
+def test_without_replacement_no_train_image_is_in_two_clients(digits, table, tmp_path, settings):
+    """``replace: false``: the clients' train and test images are disjoint, each client's class counts are its class
+    vector's largest-remainder share of its draws, a rebuild is bit-identical, and ``replace: true`` (the default)
+    is the split as it was: its manifest does not name the parameter."""
+    out = {}
+    for name, replace in (("a", False), ("b", False), ("with", True)):
+        manifest = make_split(digits, {**settings, "replace": replace}, 12, 4, tmp_path / name)
+        out[name] = (read_parquet(tmp_path / name / "assignments.parquet"), manifest)
+    t, manifest = out["a"]
+    clients, idx, roles = (t.column(k).to_numpy(zero_copy_only=False) for k in ("client", "idx", "role"))
+    mine = idx[clients >= 0]
+    assert len(np.unique(mine)) == len(mine)  # no image twice, across clients and roles
+    assert manifest["params"]["replace"] is False and "replace" not in out["with"][1]["params"]
+    assert (tmp_path / "a" / "assignments.parquet").read_bytes() == (tmp_path / "b" / "assignments.parquet").read_bytes()
+    with_replacement = out["with"][0].column("idx").to_numpy()
+    assert len(np.unique(with_replacement[out["with"][0].column("client").to_numpy() >= 0])) < len(with_replacement[
+        out["with"][0].column("client").to_numpy() >= 0])  # the default draws with replacement: images repeat
+    if settings["generator"] == "rotation":  # uniform classes: 50 draws give exactly 5 images of each digit
+        counts = np.bincount(table.labels[idx[clients == 0]], minlength=10)
+        assert counts.tolist() == [5] * 10
+
+
+def test_without_replacement_asks_no_more_than_the_data_holds(digits, tmp_path):
+    from cflcore.errors import DataError
+
+    with pytest.raises(DataError, match=r"^splits.big.replace: false: client \d+ needs \d+ images of class \d, \d+ are "
+                                        r"left; allowed: fewer samples_per_client or clients, or replace: true$"):
+        make_split(digits, {"generator": "rotation", "samples_per_client": 400, "replace": False}, 12, 0, tmp_path,
+                   field="splits.big")
