@@ -445,9 +445,12 @@ def claims_checks(claims: pd.DataFrame | None) -> list[PaperCheck]:
                 + (f"; {sanity} of the rows are sanity checks the study's design makes true, no evidence" if sanity
                    else "") + f". Each row is one qualitative claim of {paper}, our measured values (final round, "
                 "mean over seeds), its verdict (holds / contradicted / inconclusive / n/a), where it leans, the "
-                "reason in words and the seeds that would decide it; *Note* gives every part with its numbers.\n\n")
-        columns = [c for c in ("where", "claim", "ours", "holds", "lean", "reason", "seeds_to_decide", "kind", "note")
-                   if c in rows]
+                "reason in words and the seeds that would decide it, the version of its reading (fixed before the data; "
+                "*Earlier*: an earlier reading's verdict on the same runs, with the commit that changed it); *Note* "
+                "gives every part with its numbers.\n\n")
+        columns = [c for c in ("where", "claim", "ours", "holds", "lean", "reason", "seeds_to_decide", "kind", "version",
+                               "earlier", "note")
+                   if c in rows and (c != "earlier" or rows[c].fillna("").astype(str).str.len().gt(0).any())]
         frame = rows[columns].rename(columns=lambda c: c.replace("_", " ").capitalize())
         checks.append(PaperCheck(f"Paper check ({paper}): its claims against this study", text, [(f"{paper}: claims", frame)]))
     return checks

@@ -87,16 +87,26 @@ class ClaimData:
 
 
 CLAIM_COLUMNS = ("claim_id", "paper", "where", "claim", "ours", "holds", "lean", "reason", "seeds_to_decide", "kind",
-                 "note")
+                 "version", "earlier", "note")
 """paper_claims.csv's columns: the verdict (``holds``) with its lean beside it, the reason in words, the seeds that
-would decide an inconclusive row, evidence or sanity check, and the parts with their numbers (``note``)."""
+would decide an inconclusive row, evidence or sanity check, the reading's version (with the commit that introduced
+it), the earlier readings' verdicts on the same runs (with the commits that changed them), and the parts with their
+numbers (``note``)."""
 
 ClaimFn = Callable[[ClaimData], ClaimResult]
 CLAIMS: dict[str, list[ClaimFn]] = {}
 
 
-def claim(paper: str) -> Callable[[ClaimFn], ClaimFn]:
+def claim(paper: str, version: int = 1, earlier: Mapping[int, ClaimFn] | None = None) -> Callable[[ClaimFn], ClaimFn]:
+    """Register a claim of ``paper`` at ``version`` of its reading (:mod:`.versions`: the committed history, and the
+    test that a reading does not change without a new version); ``earlier``: {version: a function computing that
+    earlier reading}, run on the same data so the report shows its verdict beside the current one."""
+    if version < 1 or any(v >= version for v in (earlier or {})):
+        raise ValueError(f"claim version {version}; earlier versions {sorted(earlier or {})} must lie in 1..{version - 1}")
+
     def register(fn: ClaimFn) -> ClaimFn:
+        fn.claim_version = version  # type: ignore[attr-defined]
+        fn.earlier_readings = dict(earlier or {})  # type: ignore[attr-defined]
         CLAIMS.setdefault(paper, []).append(fn)
         return fn
     return register
@@ -632,17 +642,39 @@ def check_claims(papers: Sequence[str], data: ClaimData, notes: Mapping[str, str
     rows = []
     for paper in papers:
         for fn in CLAIMS.get(str(paper), []):
-            try:
-                res = fn(data)
-            except (KeyError, ValueError, IndexError) as e:  # a claim never stops the report
-                res = ClaimResult(fn.__name__, str(paper), "", fn.__name__, f"could not be evaluated: {e}", NA,
-                                  reason=f"n/a: could not be evaluated: {e}")
+            res = _run_claim(fn, paper, data)
             if not_carried and res.claim_id in not_carried:
                 res = ClaimResult(res.claim_id, res.paper, res.where, res.claim, res.ours, NA,
                                   f"the check's own verdict on these runs: {res.holds} (lean {res.lean}): {res.note}",
                                   NONE, f"n/a: the proxy cannot carry this claim: {not_carried[res.claim_id]}")
-            row = asdict(res)
+            row = {**asdict(res), **_versions(fn, paper, data)}
             if notes and res.claim_id in notes:  # the study's explanation, after the check's own reason
                 row["note"] = " | ".join(x for x in (res.note, str(notes[res.claim_id])) if x)
             rows.append(row)
     return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
+
+
+def _run_claim(fn: ClaimFn, paper: str, data: ClaimData) -> ClaimResult:
+    try:
+        return fn(data)
+    except (KeyError, ValueError, IndexError) as e:  # a claim never stops the report
+        return ClaimResult(fn.__name__, str(paper), "", fn.__name__, f"could not be evaluated: {e}", NA,
+                           reason=f"n/a: could not be evaluated: {e}")
+
+
+def _versions(fn: ClaimFn, paper: str, data: ClaimData) -> dict[str, str]:
+    """The row's ``version`` ("v2 (commit): reading") and ``earlier``: each earlier reading's verdict on the same runs,
+    with the commit that introduced it and the one that changed it (:mod:`.versions`)."""
+    from .versions import history
+
+    version = int(getattr(fn, "claim_version", 1))
+    readings = {r.version: r for r in history(fn)}
+    now = readings.get(version)
+    current = f"v{version}" + (f" ({now.commit}): {now.reading}" if now else "")
+    earlier = []
+    for v, old in sorted(getattr(fn, "earlier_readings", {}).items(), reverse=True):
+        res = _run_claim(old, paper, data)
+        this, changed = readings.get(v), readings.get(v + 1)
+        when = (f"from {this.commit}" if this else "") + (f", changed at {changed.commit}" if changed else "")
+        earlier.append(f"v{v} ({when}{': ' + this.reading if this else ''}): {res.holds} (lean {res.lean})")
+    return {"version": current, "earlier": " | ".join(earlier)}
