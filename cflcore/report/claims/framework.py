@@ -48,6 +48,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..seed_stats import K_OF_N_METRICS, SeedSummary, summarise
+
 
 ACCURACY = "orch_acc"  # each client's own model on the balanced held-out set
 HOLDS, CONTRADICTED, INCONCLUSIVE, NA = "holds", "contradicted", "inconclusive", "n/a"
@@ -201,21 +203,23 @@ whatever the method does, e.g. a baseline that only reads the clients' label his
 
 @dataclass(frozen=True)
 class Cell:
-    """A score over the seeds of one cell: mean, sample std (002's ± std envelope; NaN with one seed), seeds."""
+    """A score over seeds of one cell (cflcore.report.seed_stats: mean, sample std, NaN with one seed, seeds); ARI
+    cells (``counts``) print the seeds that found the groups beside it ("3 of 6 ≥ 0.9")."""
 
     mean: float
     sd: float
     n: int
+    found: int = 0
+    missed: int = 0
+    counts: bool = False
 
     def text(self, digits: int = 2) -> str:
-        return fmt(self.mean, digits) + (f" ± {fmt(self.sd, digits)}" if self.n >= 2 and np.isfinite(self.sd) else "")
+        return SeedSummary(self.mean, self.sd, self.n, self.found, self.missed).text(digits, k_of_n=self.counts)
 
 
 def cell(runs: pd.DataFrame, metric: str) -> Cell:
-    values = per_seed(runs, metric).to_numpy(dtype=np.float64)
-    if not len(values):
-        return Cell(float("nan"), float("nan"), 0)
-    return Cell(float(values.mean()), float(values.std(ddof=1)) if len(values) >= 2 else float("nan"), len(values))
+    s = summarise(per_seed(runs, metric).to_numpy(dtype=np.float64))
+    return Cell(s.mean, s.std, s.n, s.found, s.missed, metric in K_OF_N_METRICS)
 
 
 def per_seed(runs: pd.DataFrame, metric: str, keys: Sequence[str] = PAIR_KEYS) -> pd.Series:
