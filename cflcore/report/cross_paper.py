@@ -257,6 +257,8 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
         cd_text = (f"Friedman p = {cd.friedman_p:.3g} over {cd.n_blocks} complete blocks ({CD_BLOCKS}); groups not "
                    "significantly different (Wilcoxon–Holm, α 0.05): "
                    + "; ".join("{" + ", ".join(c) + "}" for c in cd.cliques))
+    if cd.nemenyi_cd is not None:
+        cd_text += f"; Nemenyi critical difference {cd.nemenyi_cd:.2f} of mean rank (α 0.05)"
     if cd.n_blocks and cd.n_blocks < MIN_WILCOXON_BLOCKS:
         cd_text += (f" (with {cd.n_blocks} blocks no pair can differ by Wilcoxon–Holm: the smallest two-sided p of "
                     f"{cd.n_blocks} blocks is {2 / 2 ** cd.n_blocks:.3g})")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..seed_stats import FOUND_ARI
 from .framework import SANITY, ClaimData, ClaimResult, assess, cell, claim, fmt, greater, select, threshold, verdict
 
 PAPER = "heterogeneity"
@@ -26,7 +27,7 @@ QUANTITY_SKEW = "quantity-skew"  # leahcimali's quantity skew
 FEDAVG = "bnc"  # BNC: one cohort, FedAvg (000 §4.2)
 IFCA = "ifca"
 SCL = "scl"
-FOUND = 0.9  # "separates" / "recovers" / "finds the groups": final ARI's t-interval over seeds at or above 0.9
+FOUND = FOUND_ARI  # "separates" / "recovers" / "finds the groups": final ARI at or above 0.9 (seed_stats)
 NEGATIVE_CONTROL = 0.3  # "does not find quantity groups": final ARI's interval at or under cross_paper.FAIL_ARI
 ACCURACY = "local_acc"  # label swap: each client's model on its own (swapped) test set; the orchestrator keeps true labels
 
