@@ -24,7 +24,7 @@ from .seed_stats import BIMODAL, FOUND_ARI, MISSED_ARI, from_columns, summary_co
 from .tables import BEST_MARK
 
 MIN_WILCOXON_BLOCKS = 6
-"""Below this many blocks the exact two-sided Wilcoxon p cannot fall under 0.05 (2 / 2^5 = 0.0625)."""
+"""Below this many blocks the exact two-sided Wilcoxon signed-rank p cannot fall under 0.05 (2 / 2^5 = 0.0625)."""
 TIED_MARK = "tied"
 """A column's top cells where the best ARI does not beat the others beyond the seed noise (paired over seeds)."""
 
@@ -260,8 +260,8 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
     if cd.nemenyi_cd is not None:
         cd_text += f"; Nemenyi critical difference {cd.nemenyi_cd:.2f} of mean rank (α 0.05)"
     if cd.n_blocks and cd.n_blocks < MIN_WILCOXON_BLOCKS:
-        cd_text += (f" (with {cd.n_blocks} blocks no pair can differ by Wilcoxon–Holm: the smallest two-sided p of "
-                    f"{cd.n_blocks} blocks is {2 / 2 ** cd.n_blocks:.3g})")
+        cd_text += (f" (with {cd.n_blocks} blocks the exact Wilcoxon signed-rank test cannot separate a pair: its "
+                    f"smallest two-sided p is {2 / 2 ** cd.n_blocks:.3g})")
     parts.append(f"Critical difference (figures/cross_paper_cd/): {cd_text}.\n\n")
     parts.append(_section("What it shows", "~"))
     parts += [f"- {line}\n" for line in analysis["lines"]]

@@ -10,9 +10,10 @@ both sides (some ≥ :data:`FOUND_ARI`, some ≤ :data:`MISSED_ARI`) is marked :
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
+import pandas as pd
 
 FOUND_ARI = 0.9
 """A seed "finds the groups": its final ARI at or above this (the heterogeneity claims' reading)."""
@@ -77,11 +78,10 @@ def summary_columns(values: Iterable[float], prefix: str, counts: bool = False) 
     return out
 
 
-def from_columns(row, prefix: str) -> SeedSummary:
-    """The summary stored in a tidy row by :func:`summary_columns` (counts 0 where absent)."""
-    def get(key, default):
-        value = row.get(f"{prefix}_{key}", default) if hasattr(row, "get") else default
-        return default if value is None or (isinstance(value, float) and not np.isfinite(value) and key != "std"
-                                            and key != "mean") else value
-    return SeedSummary(float(get("mean", np.nan)), float(get("std", np.nan)), int(get("n", 0)),
-                       int(get("found", 0)), int(get("missed", 0)))
+def from_columns(row: Mapping[str, Any], prefix: str) -> SeedSummary:
+    """The summary stored in a tidy row by :func:`summary_columns` (counts 0 where the row has none)."""
+    def number(key: str, default: float) -> float:
+        value = row.get(f"{prefix}_{key}", default)
+        return default if value is None or pd.isna(value) else float(value)
+    return SeedSummary(number("mean", np.nan), number("std", np.nan), int(number("n", 0)), int(number("found", 0)),
+                       int(number("missed", 0)))
