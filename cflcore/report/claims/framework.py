@@ -667,14 +667,14 @@ def _run_claim(fn: ClaimFn, paper: str, data: ClaimData) -> ClaimResult:
 
 
 def _versions(fn: ClaimFn, paper: str, data: ClaimData) -> dict[str, str]:
-    """The row's ``version`` ("v2 (commit): reading") and ``earlier``: each earlier reading's verdict on the same runs,
+    """The row's ``version`` ("v2 (commit)") and ``earlier``: each earlier reading's verdict on the same runs,
     with the commit that introduced it and the one that changed it (:mod:`.versions`)."""
     from .versions import history
 
     version = int(getattr(fn, "claim_version", 1))
     readings = {r.version: r for r in history(fn)}
     now = readings.get(version)
-    current = f"v{version}" + (f" ({now.commit}): {now.reading}" if now else "")
+    current = f"v{version}" + (f" ({now.commit})" if now else "")  # its reading is the row's claim
     earlier = []
     for v, old in sorted(getattr(fn, "earlier_readings", {}).items(), reverse=True):
         res = _run_claim(old, paper, data)
