@@ -9,6 +9,10 @@ with the Wilcoxon signed-rank test (``scipy.stats.wilcoxon``) and the p-values a
 algorithms, adjacent in rank, no two of which differ significantly, are joined by a bar. When the
 Friedman test does not reject, one bar joins all (000: "no statistical differences were detected").
 
+The Nemenyi critical difference (Demšar 2006, §3.2.2: two mean ranks differ when apart by more than
+q_α √(k(k+1)/(6N)), q_α the studentized range quantile over √2, scipy.stats.studentized_range) is reported beside
+the diagram's Wilcoxon–Holm bars (``nemenyi_cd``).
+
 Too little data for a test (fewer than 2 algorithms, or fewer than 2 complete blocks) gives the mean
 ranks with a ``note`` and no test; Friedman needs ≥ 3 algorithms, so with 2 only the Wilcoxon test runs.
 """
@@ -45,6 +49,7 @@ class CDResult:
         columns=["a", "b", "p_value", "p_holm", "significant"]))
     cliques: list[list[str]] = field(default_factory=list)
     note: str | None = None
+    nemenyi_cd: float | None = None  # the Nemenyi critical difference of mean ranks at ``alpha`` (k ≥ 2, N ≥ 2)
 
     def table(self) -> pd.DataFrame:
         """One row per algorithm: mean rank and the clique indices it belongs to."""
@@ -101,6 +106,13 @@ def friedman_test(scores: pd.DataFrame) -> tuple[float, float]:
     return float(stat), float(p)
 
 
+def nemenyi_cd(k: int, n: int, alpha: float = 0.05) -> float:
+    """Nemenyi's critical difference of mean ranks for ``k`` algorithms over ``n`` blocks (Demšar 2006, eq. after
+    Table 5): q_α √(k(k+1)/(6n)), with q_α = the studentized range's (1 − α) quantile for k groups, infinite df, / √2."""
+    q = float(stats.studentized_range.ppf(1 - alpha, k, np.inf)) / np.sqrt(2)
+    return q * float(np.sqrt(k * (k + 1) / (6 * n)))
+
+
 def find_cliques(ordered: list[str], significant: set[frozenset[str]]) -> list[list[str]]:
     """Maximal runs of rank-adjacent algorithms, ≥ 2 long, with no significant pair inside."""
     runs = []
@@ -125,6 +137,7 @@ def cd_analysis(scores: pd.DataFrame, higher_is_better: bool = True, alpha: floa
     if k < 2 or n < 2:
         result.note = f"no test: {k} algorithm(s) over {n} complete scenario(s); need ≥ 2 of each"
         return result
+    result.nemenyi_cd = nemenyi_cd(k, n, alpha)
     if k >= 3:
         result.friedman_statistic, result.friedman_p = friedman_test(complete)
     else:
@@ -173,7 +186,9 @@ def draw_cd_diagram(result: CDResult, path_stem: str | Path, title: str = "") ->
     subtitle = "rank 1 = best (" + ("higher" if result.higher_is_better else "lower") + " AUC is better)"
     if result.friedman_p is not None:
         subtitle += f"; Friedman p = {result.friedman_p:.3g}"
-    subtitle += f"; N = {result.n_blocks} scenarios; Wilcoxon–Holm α = {result.alpha}"
+    subtitle += f"; N = {result.n_blocks} blocks; Wilcoxon–Holm α = {result.alpha}"
+    if result.nemenyi_cd is not None:
+        subtitle += f"; Nemenyi CD = {result.nemenyi_cd:.2f}"
     ax.set_title(f"{title}\n{subtitle}" if title else subtitle, fontsize=9)
     if result.note:
         ax.text((k + 1) / 2, ax.get_ylim()[0] + 0.1, result.note, ha="center", va="bottom", fontsize=8,

@@ -1,12 +1,15 @@
 """The cross-paper comparison: every method on every seed's home settings, in one table (``report.cross_paper``).
 
 Each setting is a split of the study with its home paper (000, 002 or 004). A cell is the final round's score,
-mean ± std over seeds: ARI everywhere (and the Rand index on 004's settings, as 004 reports it), and the
-clients' accuracy on their own data: PF1 on 000's and 002's settings, balanced accuracy on 004's (as each paper
-scores). The best ARI of each column is marked; under the table, each method's average rank over the settings
-(by ARI, ties shared) and a critical-difference analysis over the settings × seeds (the project's CD code:
-Friedman, then Wilcoxon–Holm, as 000's analysis does). Methods given an oracle's advantage (the true number of
-groups) are marked. :func:`what_it_shows` turns the numbers into sentences: who wins where, who never fails
+mean ± sample std over seeds (cflcore.report.seed_stats): ARI everywhere, with the seeds that found the groups
+("k of n ≥ 0.9", bimodal cells marked), the Rand index on 004's settings (as 004 reports it), and the clients'
+accuracy on their own data: PF1 on 000's and 002's settings, balanced accuracy on 004's (as each paper scores). The
+best ARI of a column is marked ★ only where it beats the runner-up beyond the seed noise, paired over seeds (the
+claims' test, cflcore.report.claims.framework.assess); otherwise the best and every method within the noise of it
+read "tied". Under the table, each method's average rank over the settings (by ARI, ties shared) and a
+critical-difference analysis with the settings as blocks, the seeds averaged within a setting (Demšar 2006: the
+blocks are independent data sets; a setting's seeds are repeated measurements on one): Friedman, then Wilcoxon–Holm,
+as 000's analysis does. Methods given an oracle's advantage (the true number of groups) are marked. :func:`what_it_shows` turns the numbers into sentences: who wins where, who never fails
 badly, and where each paper's own method stands away from home.
 """
 from __future__ import annotations
@@ -17,7 +20,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .seed_stats import BIMODAL, FOUND_ARI, MISSED_ARI, from_columns, summary_columns
 from .tables import BEST_MARK
+
+MIN_WILCOXON_BLOCKS = 6
+"""Below this many blocks the exact two-sided Wilcoxon signed-rank p cannot fall under 0.05 (2 / 2^5 = 0.0625)."""
+TIED_MARK = "tied"
+"""A column's top cells where the best ARI does not beat the others beyond the seed noise (paired over seeds)."""
 
 HOMES = ("000", "002", "004", "scl", "ifca", "leahcimali")
 """Where a setting comes from: a seed (000, 002, 004), a baseline's own paper (``scl``: Sattler et al.'s demo,
@@ -38,7 +47,8 @@ CANNOT_SPLIT = "cannot split here"
 table prints this and the reason instead of an ARI, and the cell is out of the column's ranks, its mark and the CD."""
 
 COLUMNS = ["method", "setting", "split", "home", "control", "accuracy_metric", "n_seeds", "cannot_split", "ari_mean",
-           "ari_std", "rand_mean", "rand_std", "accuracy_mean", "accuracy_std", "best_ari"]
+           "ari_std", "ari_n", "ari_found", "ari_missed", "rand_mean", "rand_std", "rand_n", "accuracy_mean",
+           "accuracy_std", "accuracy_n", "best_ari", "tied_best"]
 """The tidy table's columns (``tables/cross_paper.csv``), also when the study has no cross-paper block.
 ``cannot_split``: the reason a method cannot act on the setting ("" where it can); its ARI and Rand are then null."""
 
@@ -67,10 +77,12 @@ def settings_of(block: Mapping[str, Any] | None) -> list[Setting]:
 
 def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str],
                 cannot_split: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
-    """Tidy: one row per method × setting with ARI, Rand and accuracy (mean, std over seeds, seeds) and whether the
-    ARI is the column's best. ``summary``: sweep_summary (one row per run, final-round scores); ``cannot_split``:
-    method -> split -> why it cannot recover that split's groups (cflcore.plugin.PLUGIN_FACTS_KEY): its ARI and Rand
-    are left null there (its accuracy stays: it still trained)."""
+    """Tidy: one row per method × setting with ARI, Rand and accuracy (mean, sample std, seeds; ARI's seeds ≥ 0.9 and
+    ≤ 0.2), whether the ARI is the column's best beyond the seed noise (``best_ari``: ★) and whether it is among the
+    column's top cells within the noise of each other (``tied_best``: "tied"; :func:`mark_best`). ``summary``:
+    sweep_summary (one row per run, final-round scores); ``cannot_split``: method -> split -> why it cannot recover
+    that split's groups (cflcore.plugin.PLUGIN_FACTS_KEY): its ARI and Rand are left null there (its accuracy stays:
+    it still trained)."""
     rows = []
     for s in settings:
         for method in methods:
@@ -80,18 +92,41 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
                                    "control": s.control, "accuracy_metric": s.accuracy, "n_seeds": int(len(runs)),
                                    "cannot_split": reason}
             for name, column in (("ari", "ari"), ("rand", "rand"), ("accuracy", s.accuracy)):
-                if reason and name != "accuracy":
-                    row[f"{name}_mean"] = row[f"{name}_std"] = np.nan
-                    continue
-                values = pd.to_numeric(runs[column], errors="coerce").dropna() if len(runs) and column in runs else pd.Series(dtype=float)
-                row[f"{name}_mean"] = float(values.mean()) if len(values) else np.nan
-                row[f"{name}_std"] = float(values.std(ddof=0)) if len(values) > 1 else (0.0 if len(values) else np.nan)
+                ruled_out = bool(reason) and name != "accuracy"
+                values = (pd.to_numeric(runs[column], errors="coerce") if len(runs) and column in runs and not ruled_out
+                          else pd.Series(dtype=float))
+                row.update(summary_columns(values.to_numpy(dtype=np.float64), name, counts=name == "ari"))
             rows.append(row)
-    frame = pd.DataFrame(rows, columns=COLUMNS[:-1])
+    frame = pd.DataFrame(rows, columns=COLUMNS[:-2])
     if frame.empty:
-        return frame.assign(best_ari=pd.Series(dtype=bool))
-    best = frame.groupby("setting")["ari_mean"].transform("max")
-    frame["best_ari"] = np.isclose(frame["ari_mean"], best) & frame["ari_mean"].notna() & ~frame["control"]
+        return frame.assign(best_ari=pd.Series(dtype=bool), tied_best=pd.Series(dtype=bool))
+    return mark_best(frame, summary, settings)
+
+
+def mark_best(frame: pd.DataFrame, summary: pd.DataFrame, settings: Sequence[Setting]) -> pd.DataFrame:
+    """Per column (not a control): the method of the best mean ARI against every other method, its ARI minus theirs
+    paired over seeds (cflcore.report.claims.framework: the t-test with the standard error floored at ARI's
+    resolution, one-sided at the claims' level). The best is marked ★ (``best_ari``) only where it is beyond the noise
+    above every other; else it and every method not beyond the noise below it are ``tied_best``."""
+    from .claims.framework import Part, assess, difference
+
+    frame = frame.assign(best_ari=False, tied_best=False)
+    for s in settings:
+        rows = frame[(frame["split"] == s.split) & frame["ari_mean"].notna()]
+        if s.control or not len(rows):
+            continue
+        best = rows["ari_mean"].idxmax()
+
+        def runs(method: str, split: str = s.split) -> pd.DataFrame:
+            return summary[(summary["split_base"] == split) & (summary["algorithm"] == method)]
+
+        ahead = {i: assess(Part(difference(runs(frame.at[best, "method"]), runs(frame.at[i, "method"]), "ari"),
+                                0.0, strict=True)).toward for i in rows.index if i != best}
+        tied = [i for i, beyond in ahead.items() if not beyond]
+        if tied:
+            frame.loc[[best, *tied], "tied_best"] = True
+        else:
+            frame.at[best, "best_ari"] = True
     return frame
 
 
@@ -104,11 +139,17 @@ def average_ranks(tidy: pd.DataFrame) -> pd.Series:
     return wide.rank(axis=1, ascending=False, method="average").mean(axis=0).sort_values()
 
 
+CD_BLOCKS = "settings as blocks, seeds averaged within a setting (Demšar 2006)"
+"""What a block of the CD analysis is (the diagram's title and the section's text say it)."""
+
+
 def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str],
               cannot_split: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
-    """Blocks (setting × seed) × methods of final ARI, for the CD analysis (incomplete blocks are dropped there). A
-    method that cannot act on a setting (``cannot_split``, as :func:`cross_table`) has no score there: a method that
-    cannot act on any setting is left out, and otherwise that setting's blocks are incomplete and dropped."""
+    """Blocks (settings, not controls) × methods of final ARI, each the mean over the setting's seeds: Demšar (2006)
+    ranks methods over independent data sets, and the seeds of one setting are repeated measurements on one data
+    set, not independent blocks (incomplete blocks are dropped in the CD analysis). A method that cannot act on a
+    setting (``cannot_split``, as :func:`cross_table`) has no score there: a method that cannot act on any setting is
+    left out, and otherwise that setting's block is incomplete and dropped."""
     splits = {s.split: s.label for s in settings if not s.control}
     ruled_out = {(m, sp) for m, by_split in (cannot_split or {}).items() for sp in by_split}
     methods = [m for m in methods if not all((m, sp) in ruled_out for sp in splits)] if splits else list(methods)
@@ -118,34 +159,42 @@ def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seque
     if not len(runs):
         return pd.DataFrame(columns=list(methods))
     wide = runs.assign(setting=runs["split_base"].map(splits)).pivot_table(
-        index=["setting", "seed"], columns="algorithm", values="ari", aggfunc="first")
+        index="setting", columns="algorithm", values="ari", aggfunc="mean")
     return wide.reindex(columns=list(methods))
 
 
 def wide_table(tidy: pd.DataFrame, oracle: Sequence[str] = ()) -> pd.DataFrame:
-    """Methods × settings, each cell "ARI ± std · accuracy ± std" (Rand added on 004's settings), the best ARI of
-    each column marked; a method with an oracle's advantage marked (oracle)."""
+    """Methods × settings, each cell :func:`cell_text`; a method with an oracle's advantage marked (oracle)."""
     if tidy.empty:
         return pd.DataFrame(columns=["method"])
-
-    def cell(r: pd.Series) -> str:
-        if not r["n_seeds"]:
-            return "n/a"
-        if r.get("cannot_split"):
-            ari = f"{CANNOT_SPLIT}: {r['cannot_split']}"
-        elif not np.isfinite(r["ari_mean"]):  # a standard partition (shards, dirichlet): no groups to recover
-            ari = NO_GROUPS
-        else:
-            ari = f"ARI {r['ari_mean']:.2f} ± {r['ari_std']:.2f}" + (f" {BEST_MARK}" if r["best_ari"] else "")
-        rand = f" · Rand {r['rand_mean']:.2f}" if r["home"] == "004" and np.isfinite(r["rand_mean"]) else ""
-        acc_name = {"local_bacc": "bal. acc.", "pf1": "PF1"}.get(r["accuracy_metric"], "acc.")
-        acc = f" · {acc_name} {r['accuracy_mean']:.2f} ± {r['accuracy_std']:.2f}" if np.isfinite(r["accuracy_mean"]) else ""
-        return ari + rand + acc
-
-    out = tidy.assign(cell=tidy.apply(cell, axis=1)).pivot(index="method", columns="setting", values="cell")
+    out = tidy.assign(cell=tidy.apply(cell_text, axis=1)).pivot(index="method", columns="setting", values="cell")
     out = out.reindex(index=list(dict.fromkeys(tidy["method"])), columns=list(dict.fromkeys(tidy["setting"])))
     out.index = [f"{m} (oracle)" if m in oracle else m for m in out.index]
     return out.rename_axis("method").reset_index()
+
+
+def best_mark(r: Mapping[str, Any]) -> str:
+    """A tidy row's mark: ★ (the column's best beyond the noise), "tied" (among its top cells within the noise) or ""."""
+    return BEST_MARK if r.get("best_ari") else TIED_MARK if r.get("tied_best") else ""
+
+
+def cell_text(r: Mapping[str, Any]) -> str:
+    """One cell of the wide table from a tidy row: "ARI 0.49 ± 0.51 (3 of 6 ≥ 0.9; bimodal) ★ · acc. 0.74 ± 0.05"
+    (Rand added on 004's settings; :data:`NO_GROUPS` where the split has no groups; "n/a" without runs). The one place a
+    cross-table cell is written."""
+    if not r["n_seeds"]:
+        return "n/a"
+    if r.get("cannot_split"):
+        ari = f"{CANNOT_SPLIT}: {r['cannot_split']}"
+    elif not np.isfinite(r["ari_mean"]):  # a standard partition (shards, dirichlet): no groups to recover
+        ari = NO_GROUPS
+    else:
+        mark = best_mark(r)
+        ari = "ARI " + from_columns(r, "ari").text(2, k_of_n=True) + (f" {mark}" if mark else "")
+    rand = f" · Rand {r['rand_mean']:.2f}" if r["home"] == "004" and np.isfinite(r["rand_mean"]) else ""
+    acc_name = {"local_bacc": "bal. acc.", "pf1": "PF1"}.get(r["accuracy_metric"], "acc.")
+    acc = f" · {acc_name} {from_columns(r, 'accuracy').text()}" if np.isfinite(r["accuracy_mean"]) else ""
+    return ari + rand + acc
 
 
 def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
@@ -161,11 +210,14 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
                      f"clients the shift does not: {', '.join(found['method']) or 'none'}.")
     tidy = tidy[~control]
     for setting, rows in tidy.groupby("setting", sort=False):
-        best = rows[rows["best_ari"]]
-        if best.empty:
-            continue
-        lines.append(f"{setting} ({rows['home'].iloc[0]}'s setting): best ARI {best['ari_mean'].iloc[0]:.2f} by "
-                     f"{', '.join(best['method'])}.")
+        best, tied = rows[rows["best_ari"]], rows[rows["tied_best"]]
+        if len(best):
+            lines.append(f"{setting} ({rows['home'].iloc[0]}'s setting): best ARI {best['ari_mean'].iloc[0]:.2f} by "
+                         f"{', '.join(best['method'])}, beyond the seed noise.")
+        elif len(tied):
+            lines.append(f"{setting} ({rows['home'].iloc[0]}'s setting): no method beyond the seed noise above the "
+                         f"others; tied at the top: {', '.join(tied['method'])} (best mean ARI "
+                         f"{tied['ari_mean'].max():.2f}).")
     worst = tidy.groupby("method")["ari_mean"].min().dropna().sort_values(ascending=False)
     if len(worst):
         top = worst.index[0]
@@ -214,18 +266,25 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
     parts = [_section(analysis.get("title") or TITLE, "-"),
              "Every method on every setting (each keeps its home paper's clients and participation). "
              f"A cell: final-round ARI (Rand too on 004's settings) and accuracy on the clients' own data (PF1 on 000's "
-             f"and 002's; balanced accuracy on 004's; accuracy elsewhere), mean ± std over seeds; {BEST_MARK} = the "
-             f"column's best ARI; (oracle) = told the true number of groups; {NO_GROUPS} = a standard partition; "
-             f"{CANNOT_SPLIT}: <reason> = the method's own parameters rule the setting's groups out before it runs "
-             "(out of the ranks and the CD).\n\n"]
+             f"and 002's; balanced accuracy on 004's; accuracy elsewhere), mean ± sample std over seeds; beside ARI, the "
+             f"seeds that found the groups (k of n ≥ {FOUND_ARI:g}; {BIMODAL}: some seeds ≥ {FOUND_ARI:g}, some ≤ "
+             f"{MISSED_ARI:g}); {BEST_MARK} = the column's best ARI, beyond the seed noise above every other (paired "
+             f"over seeds); {TIED_MARK} = the column's top cells, within the noise of each other; (oracle) = told the "
+             f"true number of groups; {NO_GROUPS} = a standard partition; {CANNOT_SPLIT}: <reason> = the method's own "
+             "parameters rule the setting's groups out before it runs (out of the ranks and the CD).\n\n"]
     parts += [f"{note}\n\n" for note in analysis.get("notes") or []]
     parts.append(csv_table(wide_table(tidy, analysis["oracle"]), "Methods × settings") + "\n")
     if cd.note:
         cd_text = cd.note
     else:
-        cd_text = (f"Friedman p = {cd.friedman_p:.3g} over {cd.n_blocks} complete blocks (settings × seeds); groups not "
+        cd_text = (f"Friedman p = {cd.friedman_p:.3g} over {cd.n_blocks} complete blocks ({CD_BLOCKS}); groups not "
                    "significantly different (Wilcoxon–Holm, α 0.05): "
                    + "; ".join("{" + ", ".join(c) + "}" for c in cd.cliques))
+    if cd.nemenyi_cd is not None:
+        cd_text += f"; Nemenyi critical difference {cd.nemenyi_cd:.2f} of mean rank (α 0.05)"
+    if cd.n_blocks and cd.n_blocks < MIN_WILCOXON_BLOCKS:
+        cd_text += (f" (with {cd.n_blocks} blocks the exact Wilcoxon signed-rank test cannot separate a pair: its "
+                    f"smallest two-sided p is {2 / 2 ** cd.n_blocks:.3g})")
     parts.append(f"Critical difference (figures/cross_paper_cd/): {cd_text}.\n\n")
     parts.append(_section("What it shows", "~"))
     parts += [f"- {line}\n" for line in analysis["lines"]]
@@ -242,7 +301,9 @@ def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[
     from .tables import write_table, write_text
 
     out_dir = Path(out_dir)
-    caption = f"{analysis.get('title') or TITLE}: final ARI, Rand (004) and accuracy per method and setting, mean ± std over seeds."
+    caption = (f"{analysis.get('title') or TITLE}: final ARI (with the seeds ≥ {FOUND_ARI:g}, k of n), Rand (004) and "
+               f"accuracy per method and setting, mean ± sample std over seeds; {BEST_MARK} = best beyond the seed "
+               f"noise, {TIED_MARK} = top cells within it.")
     entries = [entry("cross_paper", p, None, None) for p in
                write_table(analysis["tidy"], wide_table(analysis["tidy"], analysis["oracle"]), "cross_paper",
                            out_dir / "tables", caption)]
@@ -250,7 +311,7 @@ def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[
         return entries
     stem = out_dir / "figures" / "cross_paper_cd" / "cross_paper_cd_ari"
     entries += [entry("cross_paper_cd", p, None, None)
-                for p in draw_cd_diagram(analysis["cd"], stem, title="Final ARI over settings × seeds")]
+                for p in draw_cd_diagram(analysis["cd"], stem, title=f"Final ARI: {CD_BLOCKS}")]
     entries += [entry("cross_paper_heatmap", p, None, None)
                 for p in draw_cross_heatmap(analysis["tidy"], out_dir / "figures" / "cross_paper_heatmap" / "cross_paper_heatmap",
                                             analysis["oracle"], analysis.get("title") or TITLE)]
@@ -260,9 +321,24 @@ def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[
     return entries
 
 
+def heatmap_text(r: Mapping[str, Any], name: str) -> str:
+    """A heatmap cell from a tidy row: the mean of ``name`` (``ari`` or ``accuracy``), "n/a" without one; ARI adds the
+    table's mark (★ or tied) and, under it, the seeds that found the groups (k of n ≥ 0.9; bimodal marked)."""
+    if name == "ari" and r.get("cannot_split"):
+        return "cannot\nsplit"
+    v = r.get(f"{name}_mean", np.nan)
+    if v is None or not np.isfinite(v):
+        return "n/a"
+    text = f"{0.0 if abs(v) < 0.005 else v:.2f}"
+    if name != "ari":
+        return text
+    mark = best_mark(r)
+    return text + (f" {mark}" if mark else "") + "\n" + from_columns(r, "ari").k_of_n().replace("; ", "\n")
+
+
 def draw_cross_heatmap(tidy: pd.DataFrame, stem, oracle: Sequence[str] = (), title: str = TITLE) -> list:
-    """``<stem>.{png,pdf}``: the table as two heatmaps side by side, methods × settings, final ARI (the column's best
-    marked, as in the table) and accuracy on the clients' own data, each cell its mean over seeds; a setting without
+    """``<stem>.{png,pdf}``: the table as two heatmaps side by side, methods × settings, final ARI (marked as in the
+    table, with the seeds that found the groups: :func:`heatmap_text`) and accuracy on the clients' own data, each cell its mean over seeds; a setting without
     ground-truth groups is grey with "n/a", a negative control's column is labelled so."""
     import matplotlib.pyplot as plt
 
@@ -273,21 +349,17 @@ def draw_cross_heatmap(tidy: pd.DataFrame, stem, oracle: Sequence[str] = (), tit
     controls = set(tidy.loc[tidy["control"], "setting"]) if "control" in tidy else set()
     columns = [f"{s}\n(control)" if s in controls and "control" not in s else s for s in settings]
     rows = [f"{m} (oracle)" if m in oracle else m for m in methods]
-    fig, axes = plt.subplots(1, 2, figsize=(2.4 + 1.25 * len(settings) * 2, 1.0 + 0.42 * len(methods)), squeeze=False)
-    for ax, (name, label) in zip(axes[0], (("ari", "final ARI (★ best of the column)"),
+    fig, axes = plt.subplots(1, 2, figsize=(2.4 + 1.25 * len(settings) * 2, 1.0 + 0.55 * len(methods)), squeeze=False)
+    for ax, (name, label) in zip(axes[0], (("ari", f"final ARI ({BEST_MARK} best beyond the noise; seeds ≥ {FOUND_ARI:g})"),
                                             ("accuracy", "accuracy on the clients' own data"))):
         grid = tidy.pivot(index="method", columns="setting", values=f"{name}_mean").reindex(index=methods, columns=settings)
         values = grid.to_numpy(dtype=float)
         image = ax.imshow(np.ma.masked_invalid(values), cmap=plt.get_cmap("viridis").with_extremes(bad="lightgrey"),
                           vmin=0.0, vmax=1.0, aspect="auto")
-        best = (tidy.pivot(index="method", columns="setting", values="best_ari").reindex(index=methods, columns=settings)
-                .fillna(False).to_numpy(dtype=bool)) if name == "ari" else np.zeros_like(values, dtype=bool)
-        ruled_out = (tidy.pivot(index="method", columns="setting", values="cannot_split").reindex(index=methods, columns=settings)
-                     .fillna("").astype(bool).to_numpy()) if name == "ari" and "cannot_split" in tidy else np.zeros_like(best)
+        rows_by_cell = {(r["method"], r["setting"]): r for r in tidy.to_dict("records")}
         for (i, j), v in np.ndenumerate(values):
-            text = ("cannot\nsplit" if ruled_out[i, j] else "n/a" if not np.isfinite(v)
-                    else f"{0.0 if abs(v) < 0.005 else v:.2f}" + (" ★" if best[i, j] else ""))
-            ax.text(j, i, text, ha="center", va="center", fontsize=7,
+            text = heatmap_text(rows_by_cell.get((methods[i], settings[j]), {}), name)
+            ax.text(j, i, text, ha="center", va="center", fontsize=6 if name == "ari" else 7,
                     color="black" if not np.isfinite(v) or v > 0.6 else "white")
         ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right", fontsize=7)
         ax.set_yticks(range(len(rows)), rows if ax is axes[0][0] else [""] * len(rows), fontsize=7)

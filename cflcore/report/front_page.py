@@ -34,6 +34,7 @@ from ..settings import EngineSettings
 from .front_context import (Departure, engine_departures, format_value, front_page_context,  # noqa: F401
                             metric_departure, split_departures)
 from .paper import DATASET_ALIASES, paper_algorithm, paper_dataset, paper_fig2, paper_table1, paper_table3
+from .seed_stats import K_OF_N_METRICS, from_columns
 
 FRONT_PAGE = "front_page.rst"
 SPLIT_SHORT = {"nonoverlap-balanced": "NB", "nonoverlap-imbalanced": "NI", "overlap-balanced": "OB",
@@ -305,7 +306,7 @@ def headline_frame(headline: pd.DataFrame) -> pd.DataFrame:
         row = {"split": _split_label(g["split"]), "method": method_label(g["algorithm"])}
         for metric, label in HEADLINE_COLUMNS.items():
             digits = 1 if metric == "clustering_round" else 2
-            row[label] = "missing" if g["n_seeds"] == 0 else tb.format_cell(g[f"{metric}_mean"], g[f"{metric}_std"], digits)
+            row[label] = "missing" if g["n_seeds"] == 0 else from_columns(g, metric).text(digits, metric in K_OF_N_METRICS)
         row["seeds"] = f"{int(g['n_seeds'])}" + (f" ({int(g['n_missing'])} missing)" if g["n_missing"] else "")
         rows.append(row)
     return pd.DataFrame(rows, columns=["split", "method", *HEADLINE_COLUMNS.values(), "seeds"])
@@ -445,9 +446,12 @@ def claims_checks(claims: pd.DataFrame | None) -> list[PaperCheck]:
                 + (f"; {sanity} of the rows are sanity checks the study's design makes true, no evidence" if sanity
                    else "") + f". Each row is one qualitative claim of {paper}, our measured values (final round, "
                 "mean over seeds), its verdict (holds / contradicted / inconclusive / n/a), where it leans, the "
-                "reason in words and the seeds that would decide it; *Note* gives every part with its numbers.\n\n")
-        columns = [c for c in ("where", "claim", "ours", "holds", "lean", "reason", "seeds_to_decide", "kind", "note")
-                   if c in rows]
+                "reason in words and the seeds that would decide it, the version of its reading (fixed before the data; "
+                "*Earlier*: an earlier reading's verdict on the same runs, with the commit that changed it); *Note* "
+                "gives every part with its numbers.\n\n")
+        columns = [c for c in ("where", "claim", "ours", "holds", "lean", "reason", "seeds_to_decide", "kind", "version",
+                               "earlier", "note")
+                   if c in rows and (c != "earlier" or rows[c].fillna("").astype(str).str.len().gt(0).any())]
         frame = rows[columns].rename(columns=lambda c: c.replace("_", " ").capitalize())
         checks.append(PaperCheck(f"Paper check ({paper}): its claims against this study", text, [(f"{paper}: claims", frame)]))
     return checks

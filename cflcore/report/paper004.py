@@ -15,6 +15,7 @@ import pandas as pd
 
 from .claims.fedgwc_004 import _at_k_by_accuracy, _bacc, paper004
 from .claims.framework import select
+from .seed_stats import SeedSummary, summarise
 
 # 004's federation -> the split families (config/fedgwc-004*.yaml) with its structure
 FEDERATIONS: dict[str, tuple[str, ...]] = {
@@ -48,7 +49,7 @@ def _splits_for(runs: pd.DataFrame, federation: str) -> list[str]:
 
 
 def _score(runs: pd.DataFrame, variant: str, split: str, metric: str, beta: float | None) -> tuple[float, float, int, object]:
-    """(mean, std over seeds, seeds, k) of ``metric`` for ``variant`` on ``split`` (accuracies in points)."""
+    """(mean, sample std over seeds (NaN for one seed), seeds, k) of ``metric`` for ``variant`` on ``split`` (accuracies in points)."""
     column = {"acc": _bacc(runs), "bacc": _bacc(runs)}.get(metric, metric)
     scale = 100.0 if metric in ("acc", "bacc") else 1.0
     k = None
@@ -59,11 +60,9 @@ def _score(runs: pd.DataFrame, variant: str, split: str, metric: str, beta: floa
         factors["k"] = k
     base = "fedgwc-beta" if beta is not None else variant
     sub = select(runs, base, split_base=split, **factors)
-    values = pd.to_numeric(sub[column], errors="coerce").dropna() if column in sub else pd.Series(dtype=float)
-    if values.empty:
-        return float("nan"), float("nan"), 0, k
-    return (float(values.mean()) * scale, float(values.std(ddof=0)) * scale if len(values) > 1 else 0.0,
-            int(len(values)), k)
+    values = pd.to_numeric(sub[column], errors="coerce") if column in sub else pd.Series(dtype=float)
+    s = summarise(values.to_numpy(dtype=float) * scale)
+    return s.mean, s.std, s.n, k
 
 
 def paper004_cells(runs: pd.DataFrame) -> pd.DataFrame:
@@ -82,8 +81,7 @@ def paper004_cells(runs: pd.DataFrame) -> pd.DataFrame:
         for split in splits:
             mean, std, n, k = _score(runs, variant, split, str(cell.metric), beta)
             if n:
-                found.append((split, f"{mean:.1f} ± {std:.1f}" if cell.metric in ("acc", "bacc") else f"{mean:.2f} ± {std:.2f}",
-                              n, k))
+                found.append((split, SeedSummary(mean, std, n).text(1 if cell.metric in ("acc", "bacc") else 2), n, k))
         if found:
             ours = "; ".join(f"{s}: {v} ({n} seeds{f', k {k:g}' if k is not None else ''})" for s, v, n, k in found)
             rows.append({**base, "ours": ours, "our_splits": ", ".join(s for s, *_ in found), "status": "compared"})

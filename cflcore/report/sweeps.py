@@ -27,6 +27,7 @@ import pandas as pd  # noqa: E402
 
 from .. import filenames as fn  # noqa: E402
 from .runs import LoadedRun  # noqa: E402
+from .seed_stats import K_OF_N_METRICS, from_columns, summary_columns  # noqa: E402
 
 SWEEP_GROUP = ["dataset", "clients", "algorithm_base", "split_base"]
 # final-round scores shown against a swept value: (column in the eval tables, label)
@@ -131,10 +132,7 @@ def sweep_table(runs: pd.DataFrame, factors: Sequence[str]) -> pd.DataFrame:
         row = {f: combo[f].iloc[0] for f in factors}
         row["n_seeds"] = int(combo["seed"].nunique())
         for metric in metrics:
-            values = combo[metric].dropna().to_numpy(dtype=np.float64)
-            row[f"{metric}_mean"] = float(values.mean()) if values.size else np.nan
-            row[f"{metric}_std"] = float(values.std(ddof=1)) if values.size > 1 else np.nan
-            row[f"{metric}_n"] = int(values.size)
+            row.update(summary_columns(combo[metric].to_numpy(dtype=np.float64), metric, metric in K_OF_N_METRICS))
         rows.append(row)
     table = pd.DataFrame(rows)
     order = [_sort_key(runs[f]) for f in factors]
@@ -218,8 +216,9 @@ def _heatmap_figure(table: pd.DataFrame, factors: list[str], metrics: Sequence[s
         for _, r in sub.iterrows():
             a, b = rows_v.index(r[row_f]), cols_v.index(r[col_f])
             grid[a, b] = r[f"{metric}_mean"]
-            std = r[f"{metric}_std"]
-            text[a][b] = f"{r[f'{metric}_mean']:.2f}" + (f"\n±{std:.2f}" if np.isfinite(std) else "")
+            text[a][b] = from_columns(r, metric).text().replace(" ± ", "\n±")
+            if metric in K_OF_N_METRICS:  # "k of n ≥ 0.9" under the mean ± std, bimodal cells marked
+                text[a][b] += "\n" + from_columns(r, metric).k_of_n().replace("; ", "\n")
         finite = grid[np.isfinite(grid)]
         vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
         if vmax <= vmin:  # one value everywhere: a plain colour bar around it, not an offset of 1e-9

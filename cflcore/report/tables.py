@@ -2,7 +2,8 @@
 
 Each table is written three ways: CSV (tidy, one row per dataset × clients × split × algorithm, with
 mean, std over seeds, number of seeds, missing runs), and Markdown / LaTeX in the paper's wide layout
-(rows dataset × clients × algorithm, columns split × metric, cells "mean ± std" when > 1 seed).
+(rows dataset × clients × algorithm, columns split × metric, cells "mean ± std" when > 1 seed, the sample std of
+cflcore.report.seed_stats; ARI cells add "k of n ≥ 0.9" and mark a bimodal cell).
 A "–" cell means, as in the paper, that no seed of the group ever had more than one cluster (Table 1)
 or that the partition never changed (Table 2); "missing" means no run of the group produced results.
 """
@@ -16,6 +17,7 @@ import pandas as pd
 
 from ..io import atomic_path
 from .runs import LoadedRun, RunSpec
+from .seed_stats import K_OF_N_METRICS, SeedSummary, from_columns, summary_columns
 
 GROUP_KEYS = ["dataset", "clients", "split", "algorithm"]
 TABLE1_METRICS = ["ari", "ami", "completeness", "homogeneity"]
@@ -84,7 +86,8 @@ def expected_groups(specs: Sequence[RunSpec]) -> pd.DataFrame:
 
 
 def aggregate_seeds(summary: pd.DataFrame, groups: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
-    """Mean and sample std (ddof 1; NaN for one seed) of ``metrics`` over seeds, for every expected group."""
+    """Mean, sample std (ddof 1; NaN for one seed) and seeds of ``metrics`` over seeds, for every expected group
+    (cflcore.report.seed_stats.summary_columns; ARI adds the seeds ≥ 0.9 and ≤ 0.2)."""
     rows = []
     for _, group in groups.iterrows():
         key = {k: group[k] for k in GROUP_KEYS}
@@ -94,20 +97,15 @@ def aggregate_seeds(summary: pd.DataFrame, groups: pd.DataFrame, metrics: Sequen
                "n_clustered": int(runs["ever_clustered"].sum()) if len(runs) else 0,
                "published_variant": is_published_variant(key["algorithm"])}
         for metric in metrics:
-            values = runs[metric].dropna().to_numpy(dtype=np.float64) if len(runs) else np.zeros(0)
-            row[f"{metric}_mean"] = float(values.mean()) if values.size else np.nan
-            row[f"{metric}_std"] = float(values.std(ddof=1)) if values.size > 1 else np.nan
-            row[f"{metric}_n"] = int(values.size)
+            values = runs[metric].to_numpy(dtype=np.float64) if len(runs) else np.zeros(0)
+            row.update(summary_columns(values, metric, counts=metric in K_OF_N_METRICS))
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def format_cell(mean: float, std: float, digits: int = 2) -> str:
     """"0.96" or "0.96 ± 0.01" (std shown when defined, i.e. more than one seed); "–" for NaN."""
-    if mean is None or not np.isfinite(mean):
-        return "–"
-    text = f"{mean:.{digits}f}"
-    return f"{text} ± {std:.{digits}f}" if std is not None and np.isfinite(std) else text
+    return SeedSummary(np.nan if mean is None else mean, np.nan if std is None else std, 0).text(digits)
 
 
 def wide_layout(aggregated: pd.DataFrame, metrics: Sequence[str], dash_unclustered: bool, digits: int = 2) -> pd.DataFrame:
@@ -120,7 +118,7 @@ def wide_layout(aggregated: pd.DataFrame, metrics: Sequence[str], dash_uncluster
             elif dash_unclustered and row["n_clustered"] == 0:
                 cell = "–"
             else:
-                cell = format_cell(row[f"{metric}_mean"], row[f"{metric}_std"], digits)
+                cell = from_columns(row, metric).text(digits, k_of_n=metric in K_OF_N_METRICS)
             records.append({"dataset": row["dataset"], "clients": row["clients"], "algorithm": algorithm_label(row["algorithm"]),
                             "column": f"{row['split']} {metric}", "cell": cell})
     if not records:

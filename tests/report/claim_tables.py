@@ -8,7 +8,7 @@ check must estimate), and the three tables every claim is fed (tests/report/test
 import numpy as np
 
 SEEDS = tuple(range(9))
-"""Nine seeds: enough for the sign test at a metric's bound (9 of 9: p 0.002) and for t-intervals of a few points."""
+"""Nine seeds: enough for t-intervals of a few points."""
 BEYOND, WITHIN = 0.2, 0.003
 """How far a false table moves the claim's compared value past the claim, in the claim's units."""
 _Z = np.linspace(-1.0, 1.0, len(SEEDS))  # mean exactly 0, sd 0.68

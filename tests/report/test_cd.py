@@ -131,3 +131,11 @@ def test_two_algorithms_use_wilcoxon_only_and_nan_blocks_are_dropped(tmp_path):
 def test_diagram_with_cliques_writes_png_and_pdf(tmp_path):
     paths = draw_cd_diagram(cd_analysis(synthetic_scores()), tmp_path / "sub" / "cd_in", title="Insertion")
     assert all(p.exists() and p.stat().st_size > 1000 for p in paths)
+
+
+def test_nemenyi_critical_difference_matches_demsar_2006():
+    """Demšar (2006) §3.2.2's example: 4 algorithms over 14 data sets, CD = 2.569 √(4·5 / (6·14)) = 1.25."""
+    from cflcore.report.cd import nemenyi_cd
+
+    assert nemenyi_cd(4, 14) == pytest.approx(1.25, abs=0.005)
+    assert nemenyi_cd(4, 28) < nemenyi_cd(4, 14)  # more blocks, a smaller difference needed

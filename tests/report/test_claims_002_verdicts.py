@@ -110,6 +110,7 @@ def _sil_mk(runs, delta):
 
 
 def _res_clusters(runs, delta):  # every resolution at 2 clusters, the lowest at 2 − delta: fewer, not more
+    delta *= SCALE["n_clusters"] / 2  # in clusters: the jitter is 10× the scores' and the resolution 0.1 cluster
     for r in RES:
         move(runs, where(runs, "louvain-fig3", resolution=r), "n_clusters", 2.0 - (delta if r == 0.5 else 0.0))
 
@@ -223,15 +224,22 @@ def test_one_seed_and_exact_ties_are_inconclusive_with_their_reason_and_a_missin
     assert row["holds"] == cl.INCONCLUSIVE and "no difference" in row["reason"], row.to_dict()
 
 
-def test_a_cell_all_at_the_bound_takes_the_sign_test_not_a_zero_width_interval():
-    """ARI 1.00 on every seed: a zero-width t-interval would say "holds" on any number of seeds; the sign test
-    needs 6 seeds all at the bound (p = 1/64 < 0.025)."""
-    for seeds, word in ((SEEDS[:3], cl.INCONCLUSIVE), (SEEDS[:6], cl.HOLDS)):
+def test_a_cell_all_at_the_bound_takes_the_same_floored_t_test():
+    """ARI 1.00 on every seed: the t-test of every part, its standard error floored at ARI's resolution (a zero-width
+    interval would say "holds" at any level); three seeds decide a level 0.1 below the bound, and a cell within the
+    resolution of the claim's end decides on no number of seeds."""
+    for seeds in (SEEDS[:3], SEEDS):
         runs = planted(seeds=seeds)
         runs.loc[where(runs, "louvain-fig3", majority_share=1.0, resolution=1.0), "ari"] = 1.0
         row = check(runs, avg_rounds(seeds=seeds)).loc["002-mk1"]
-        assert row["holds"] == word and "sign test" in row["note"], (seeds, row.to_dict())
+        assert row["holds"] == cl.HOLDS and "sign test" not in row["note"], (seeds, row.to_dict())
     assert row["lean"] == cl.TOWARD
+    at_bound = cl.t_interval([1.0, 1.0, 1.0], resolution=cl.resolution_of("ari"))
+    assert at_bound.hi - at_bound.lo > 2 * cl.resolution_of("ari")  # never a zero-width interval
+    runs = planted()
+    runs.loc[where(runs, "louvain-fig3", majority_share=1.0, resolution=1.0), "ari"] = c002.COMMUNITIES_FOUND - 0.0005
+    row = check(runs).loc["002-mk1"]
+    assert row["holds"] == cl.INCONCLUSIVE and row["seeds_to_decide"].startswith("never"), row.to_dict()
 
 
 def test_unpaired_seeds_are_reported_not_dropped():

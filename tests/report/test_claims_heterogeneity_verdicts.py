@@ -6,7 +6,7 @@ import pytest
 from cflcore.report.claims import framework as cl
 from cflcore.report.claims import heterogeneity as het
 
-SEEDS = tuple(range(9))  # enough for the sign test at a bound (6 seeds all at ARI 1.00 decide at 2.5 %)
+SEEDS = tuple(range(9))  # t-intervals of a few points over seeds
 
 
 def noise(seed: int, index: int, size: float) -> float:
@@ -44,6 +44,8 @@ CASES = {  # claim -> (false table, tied table)
     "het-scl-rotated-half": (dict(scl_ari=0.0), dict(scl_ari=0.9, jitter=0.05)),
     "het-ifca-rotation-groups": (dict(ifca_ari=0.3, ifca_k=2.0), dict(ifca_ari=0.9, jitter=0.05)),
     "het-label-swap-fedavg": (dict(fedavg_acc=0.95, finder_acc=0.8), dict(fedavg_acc=0.8, finder_acc=0.8, jitter=0.02)),
+    "het-label-swap-conditioned": (dict(fedavg_acc=0.95, finder_acc=0.8),
+                                   dict(fedavg_acc=0.8, finder_acc=0.8, jitter=0.02)),
     "het-quantity-control": (dict(quantity_ari=0.9), dict(quantity_ari=0.3, jitter=0.05)),
 }
 
@@ -83,13 +85,18 @@ def test_label_swap_without_a_finder_is_not_a_verdict():
     assert verdicts(runs)["het-label-swap-fedavg"] in (cl.NA, cl.INCONCLUSIVE)
 
 
-def test_label_swap_compares_a_method_on_the_seeds_where_it_finds_the_groups():
-    """OCFL-KM finds the groups in 6 of 9 seeds (ARI 1.00) and is ahead of FedAvg there; the other 3 seeds (ARI 0.1,
-    FedAvg's accuracy) are not its runs that find the groups, so they neither help nor hurt the verdict."""
+def test_label_swap_reads_all_seeds_and_keeps_the_conditioned_reading_as_a_sanity_row():
+    """OCFL-KM finds the groups in 6 of 9 seeds (ARI 1.00, ahead of FedAvg there) and misses them in 3, where it is
+    below FedAvg: the claim (v3) reads all 9 seeds, where the misses count, and is no longer "holds"; the conditioned
+    reading (its runs that find the groups only) holds, in a row of kind sanity named as such."""
     runs = table(jitter=0.02)
     late = (runs["algorithm"] == "ocfl-km") & (runs["seed"] >= 6)
-    runs.loc[late, "ari"], runs.loc[late, "local_acc"] = 0.1, 0.5
+    runs.loc[late, "ari"], runs.loc[late, "local_acc"] = 0.1, 0.1
     rows = cl.check_claims(["heterogeneity"], cl.ClaimData(runs)).set_index("claim_id")
-    assert rows.loc["het-label-swap-fedavg", "holds"] == cl.HOLDS
-    assert "ocfl-km in 6 of 9 seeds" in rows.loc["het-label-swap-fedavg", "ours"]
-    assert "unpaired" not in rows.loc["het-label-swap-fedavg", "note"] + rows.loc["het-label-swap-fedavg", "reason"]
+    main, sanity = rows.loc["het-label-swap-fedavg"], rows.loc["het-label-swap-conditioned"]
+    assert main["holds"] != cl.HOLDS and main["kind"] == cl.EVIDENCE, main.to_dict()
+    assert "ocfl-km (in 6 of 9 seeds" in main["ours"] and "9 paired seeds" in main["note"]
+    assert sanity["holds"] == cl.HOLDS and sanity["kind"] == cl.SANITY and sanity["claim"].startswith("Sanity check")
+    assert "ocfl-km in 6 of 9 seeds" in sanity["ours"] and "6 paired seeds" in sanity["note"]
+    assert "unpaired" not in sanity["note"] + sanity["reason"]
+    assert "v2 (from 9402aef" in main["earlier"] and ": holds (lean toward)" in main["earlier"]

@@ -43,13 +43,18 @@ def test_the_table_marks_the_best_ranks_the_methods_and_says_what_it_shows():
     assert flipped.loc[flipped["best_ari"], "method"].tolist() == ["weak"] * 3
 
 
-def test_the_cd_analysis_runs_over_settings_times_seeds():
+def test_the_cd_analysis_takes_the_settings_as_blocks_with_seeds_averaged():
+    """Demšar (2006): a block is a setting, its seeds averaged (not setting × seed pairs as independent blocks); with
+    fewer than 6 blocks the text says Wilcoxon–Holm cannot separate a pair."""
     analysis = cp.cross_analysis(planted(), {"settings": {s.split: {"home": s.home, "label": s.label} for s in SETTINGS}},
                                  ["home", "mid", "weak"])
-    assert analysis["cd"].n_blocks == 9 and analysis["cd"].algorithms[0] == "home"
+    assert analysis["cd"].n_blocks == 3 and analysis["cd"].algorithms[0] == "home"
+    scores = cp.cd_scores(planted(), SETTINGS, ["home", "mid", "weak"])
+    assert list(scores.index) == ["000 a", "002 b", "004 c"] and scores.loc["000 a", "home"] == np.mean([1.0, 1.01, 1.02])
     assert analysis["cd"].friedman_p < 0.05
     rst = cp.cross_section_rst(analysis)
     assert rst.startswith("Comparing the seeds' methods") and "What it shows" in rst
+    assert cp.CD_BLOCKS in rst and "with 3 blocks the exact Wilcoxon signed-rank test cannot separate a pair" in rst
 
 
 def test_a_partition_without_groups_says_ari_na_and_other_homes_score_local_accuracy():
@@ -63,6 +68,7 @@ def test_a_partition_without_groups_says_ari_na_and_other_homes_score_local_accu
     assert set(tidy["accuracy_metric"]) == {"local_acc"} and not tidy.loc[tidy["setting"] == "shards", "best_ari"].any()
     wide = cp.wide_table(tidy)
     assert wide.loc[0, "shards"] == f"{cp.NO_GROUPS} · acc. 0.70 ± 0.00"
+    assert wide.loc[0, "rotation"] == "ARI 0.91 ± 0.01 (3 of 3 ≥ 0.9) ★ · acc. 0.70 ± 0.00"
     assert cp.average_ranks(tidy).to_dict() == {"home": 1.0, "mid": 2.0, "weak": 3.0}
     block = {"settings": {s.split: {"home": s.home, "label": s.label} for s in settings},
              "title": "Which method for which shift", "notes": ["A note."]}
@@ -100,7 +106,7 @@ def test_the_heatmap_draws_every_cell_and_marks_the_best_the_control_and_the_mis
     paths = cp.draw_cross_heatmap(tidy, tmp_path / "heat", oracle=["mid"])
     assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size for p in paths)
     assert len(texts) == 2 * 9 and texts.count("n/a") == 3  # the ARI of 3 methods on shards; accuracy is there
-    assert [t for t in texts if "★" in t] == ["1.01 ★"]  # home on "000 a"; none on the control, none on shards
+    assert [t for t in texts if "★" in t] == ["1.01 ★\n3 of 3 ≥ 0.9"]  # home on "000 a"; none on control, shards
     assert ticks[0] == ["000 a", "shards", "quantity\n(control)"]
 
 
@@ -195,8 +201,8 @@ def test_a_method_that_cannot_split_a_setting_says_why_and_leaves_its_ranks_and_
     # the CD drops the incomplete "swap" blocks, never scoring a ruled-out cell as 0
     scores = cp.cd_scores(runs, settings, ["fedgwc", "hdb", "km"], reasons)
     swap = scores.loc["label swap"]
-    assert swap[["fedgwc", "hdb"]].isna().all().all() and (swap["km"] == 1.0).all()
-    assert analysis["cd"].n_blocks == 3  # the complete "swap-big" blocks only
+    assert swap[["fedgwc", "hdb"]].isna().all() and swap["km"] == 1.0
+    assert analysis["cd"].n_blocks == 1  # the complete "swap-big" block only
     # without the reasons, the same data ranks them last on "swap" with ARI 0.00: the mechanism is what moves it
     plain = cp.wide_table(cp.cross_table(runs, settings, ["fedgwc", "hdb", "km"])).set_index("method")
     assert plain.loc["fedgwc", "label swap"].startswith("ARI 0.00")
@@ -206,7 +212,7 @@ def test_a_method_ruled_out_everywhere_is_left_out_of_the_cd():
     runs = planted()
     reasons = {"weak": {s.split: "its parameters rule it out" for s in SETTINGS}}
     scores = cp.cd_scores(runs, SETTINGS, ["home", "mid", "weak"], reasons)
-    assert list(scores.columns) == ["home", "mid"] and len(scores) == 9
+    assert list(scores.columns) == ["home", "mid"] and len(scores) == 3
 
 
 def test_the_front_page_context_reads_the_plug_in_facts_without_importing_a_plug_in(tmp_path):
@@ -219,7 +225,7 @@ def test_the_front_page_context_reads_the_plug_in_facts_without_importing_a_plug
     import cflcore.config as cc
 
     repo = Path(__file__).resolve().parents[2]
-    cfg = cc.load_config(repo / "config" / "config.yaml", repo / "config" / "heterogeneity-offline.yaml")
+    cfg = cc.load_config(repo / "config" / "config.yaml", repo / "config" / "cross-paper-offline.yaml")
     (tmp_path / "validated.json").write_text(json.dumps(cfg))
     code = ("import json, sys\n"
             "from cflcore.report.front_context import front_page_context\n"
@@ -228,5 +234,28 @@ def test_the_front_page_context_reads_the_plug_in_facts_without_importing_a_plug
             "                  'imported': sorted(m for m in sys.modules if m.startswith('cflcore.strategies'))}))\n")
     out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                     cwd=repo).stdout)
-    assert out == {"told": ["ocfl-km", "ifca-oracle", "fesem-oracle"], "cannot": ["fedgwc-code", "ocfl-hdb"],
-                   "imported": []}, out
+    assert out == {"told": ["ocfl-km", "ifca-oracle", "fesem-oracle"], "cannot": ["fedgwc-code"], "imported": []}, out
+
+
+def test_the_star_needs_the_best_beyond_the_noise_else_the_top_cells_read_tied():
+    """★ only where the best mean beats every other method paired over seeds beyond the noise: home and mid swap
+    places by seed (means 0.95 and 0.9 within the noise) read "tied", weak far below is not tied."""
+    rows = []
+    for seed, (home, mid) in enumerate(((1.0, 0.7), (0.75, 1.0), (1.1, 1.0))):
+        for method, value in (("home", home), ("mid", mid), ("weak", 0.1 + 0.01 * seed)):
+            rows.append({"split_base": "a", "algorithm": method, "seed": seed, "ari": value, "pf1": 0.5})
+    tidy = cp.cross_table(pd.DataFrame(rows), SETTINGS[:1], ["home", "mid", "weak"]).set_index("method")
+    assert not tidy["best_ari"].any() and tidy["tied_best"].to_dict() == {"home": True, "mid": True, "weak": False}
+    assert cp.cell_text(tidy.loc["home"].to_dict() | {"method": "home"}).startswith("ARI 0.95 ± 0.18 (2 of 3 ≥ 0.9) tied")
+    assert any("tied at the top: home, mid" in line for line in cp.what_it_shows(tidy.reset_index(), pd.Series(dtype=float)))
+
+
+def test_cells_use_the_sample_std_and_count_the_seeds_that_found_the_groups():
+    """ddof 1 (the claims' std), and ARI cells say how many seeds reached 0.9 and mark all-or-nothing cells."""
+    rows = [{"split_base": "a", "algorithm": "m", "seed": s, "ari": v, "pf1": 0.5}
+            for s, v in enumerate((1.0, 1.0, 1.0, 0.1, 0.05, 0.0))]
+    row = cp.cross_table(pd.DataFrame(rows), SETTINGS[:1], ["m"]).iloc[0]
+    assert row["ari_std"] == pytest.approx(np.std([1.0, 1.0, 1.0, 0.1, 0.05, 0.0], ddof=1))
+    assert (row["ari_found"], row["ari_missed"], row["ari_n"]) == (3, 3, 6)
+    assert cp.cell_text(row.to_dict()).startswith("ARI 0.53 ± 0.52 (3 of 6 ≥ 0.9; bimodal)")
+    assert cp.heatmap_text(row.to_dict(), "ari") == "0.53 ★\n3 of 6 ≥ 0.9\nbimodal"  # the only method: best alone

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .framework import ClaimData, ClaimResult, cell, claim, fmt, greater, select, threshold, verdict
+from ..seed_stats import FOUND_ARI
+from .framework import SANITY, ClaimData, ClaimResult, assess, cell, claim, fmt, greater, select, threshold, verdict
 
 PAPER = "heterogeneity"
 ROTATED_HALF = "rotation-half"  # Sattler's demo: 10 clients, Dirichlet α 1.0, half rotated by 180°
@@ -26,7 +27,7 @@ QUANTITY_SKEW = "quantity-skew"  # leahcimali's quantity skew
 FEDAVG = "bnc"  # BNC: one cohort, FedAvg (000 §4.2)
 IFCA = "ifca"
 SCL = "scl"
-FOUND = 0.9  # "separates" / "recovers" / "finds the groups": final ARI's t-interval over seeds at or above 0.9
+FOUND = FOUND_ARI  # "separates" / "recovers" / "finds the groups": final ARI at or above 0.9 (seed_stats)
 NEGATIVE_CONTROL = 0.3  # "does not find quantity groups": final ARI's interval at or under cross_paper.FAIL_ARI
 ACCURACY = "local_acc"  # label swap: each client's model on its own (swapped) test set; the orchestrator keeps true labels
 
@@ -90,33 +91,89 @@ def _runs_finding_groups(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[pd.to_numeric(runs["ari"], errors="coerce") >= FOUND] if len(runs) else runs
 
 
-@claim(PAPER)
-def fedavg_below_group_finders_under_label_swap(data: ClaimData) -> ClaimResult:
-    """FedAvg against the group finders under label swap. "A method that finds the groups" is read per run: each
-    method's runs whose final ARI reaches :data:`FOUND`, paired with FedAvg's run on the same seed (one part per
-    method, each a paired difference of accuracy on the clients' own test sets). The stricter reading, a method
-    whose ARI is at or above 0.9 beyond the seed noise, needs every seed of it to find the groups; OCFL-KM, which
-    finds them in most seeds, would then be left out and the claim n/a (docs/results.md)."""
-    where = ("leahcimali/Comparative-Evaluation-of-Clustered-Federated-Learning-Methods, concept-shift-on-labels "
-             "(src/utils_data.py)")
-    text = ("Under label swap, FedAvg's accuracy on the clients' own data is below every method's in the runs where "
-            "it finds the groups (final ARI ≥ 0.9; paired by seed): one model cannot fit groups that disagree on an "
-            "image's label")
+LABEL_SWAP_WHERE = ("leahcimali/Comparative-Evaluation-of-Clustered-Federated-Learning-Methods, concept-shift-on-labels "
+                    "(src/utils_data.py)")
+
+
+def _label_swap_runs(data: ClaimData) -> tuple[pd.DataFrame, pd.DataFrame]:
     runs = _on(data.runs, LABEL_SWAP)
-    fedavg = select(runs, FEDAVG) if len(runs) else runs
+    return runs, (select(runs, FEDAVG) if len(runs) else runs)
+
+
+def label_swap_method_level(data: ClaimData) -> ClaimResult:
+    """The label-swap claim's first reading (version 1): a method "finds the groups" when its final ARI is at or above
+    :data:`FOUND` beyond the seed noise (the framework's test of a level), and each such method is compared with
+    FedAvg on all its seeds. Kept to show its verdict beside the current reading's."""
+    text = ("Under label swap, FedAvg's accuracy on the clients' own data is below that of every method that finds the "
+            "groups (final ARI ≥ 0.9 beyond the seed noise)")
+    runs, fedavg = _label_swap_runs(data)
     if not len(fedavg):
-        return _na("het-label-swap-fedavg", where, text, f"no FedAvg ({FEDAVG}) run on split {LABEL_SWAP}")
+        return _na("het-label-swap-fedavg", LABEL_SWAP_WHERE, text, f"no FedAvg ({FEDAVG}) run on split {LABEL_SWAP}")
+    finders = [m for m in _methods(runs) if m != FEDAVG
+               and assess(threshold("", select(runs, m), "ari", lo=FOUND)[1]).toward]
+    if not finders:
+        return verdict(PAPER, "het-label-swap-fedavg", LABEL_SWAP_WHERE, text, "no finder",
+                       {"no method's final ARI interval lies at or above 0.9": "missing"})
+    parts = dict(greater(f"{m} {ACCURACY} − FedAvg's", select(runs, m), fedavg, ACCURACY, digits=3) for m in finders)
+    return verdict(PAPER, "het-label-swap-fedavg", LABEL_SWAP_WHERE, text, ", ".join(finders), parts)
+
+
+def label_swap_gain_where_groups_found(data: ClaimData) -> ClaimResult:
+    """A sanity check, not evidence: the label-swap claim's second reading (version 2 of
+    :func:`fedavg_below_group_finders_under_label_swap`, commit 9402aef), kept as its own row. Each method is compared
+    with FedAvg only on the runs where it found the groups (final ARI ≥ :data:`FOUND`), paired by seed. Given the
+    groups, one model per swap group fits its group's labels, so a gain over FedAvg's one model is nearly mechanical;
+    the row checks that the pipeline shows it, and says nothing about whether a method finds the groups."""
+    text = ("Sanity check, conditioned on finding the groups: under label swap, FedAvg's accuracy on the clients' own "
+            "data is below every method's in the runs where it finds the groups (final ARI ≥ 0.9; paired by seed); "
+            "given the groups the gain is nearly mechanical")
+    runs, fedavg = _label_swap_runs(data)
+    if not len(fedavg):
+        return _na("het-label-swap-conditioned", LABEL_SWAP_WHERE, text,
+                   f"no FedAvg ({FEDAVG}) run on split {LABEL_SWAP}")
     found = {m: _runs_finding_groups(select(runs, m)) for m in _methods(runs) if m != FEDAVG}
     found = {m: r for m, r in found.items() if len(r)}
     ours = f"FedAvg {ACCURACY} {cell(fedavg, ACCURACY).text()}; runs finding the groups: " + (
         ", ".join(f"{m} in {len(r)} of {len(select(runs, m))} seeds ({ACCURACY} {cell(r, ACCURACY).text()})"
                   for m, r in found.items()) or "none")
     if not found:
-        return verdict(PAPER, "het-label-swap-fedavg", where, text, ours,
-                       {"no run's final ARI reaches 0.9": "missing"})
+        return verdict(PAPER, "het-label-swap-conditioned", LABEL_SWAP_WHERE, text, ours,
+                       {"no run's final ARI reaches 0.9": "missing"}, kind=SANITY)
     parts = dict(greater(f"{m} {ACCURACY} − FedAvg's (its runs finding the groups)", r,
                          fedavg[fedavg["seed"].isin(r["seed"])], ACCURACY, digits=3) for m, r in found.items())
-    return verdict(PAPER, "het-label-swap-fedavg", where, text, ours, parts)
+    return verdict(PAPER, "het-label-swap-conditioned", LABEL_SWAP_WHERE, text, ours, parts, kind=SANITY)
+
+
+@claim(PAPER, version=3, earlier={1: label_swap_method_level, 2: label_swap_gain_where_groups_found})
+def fedavg_below_group_finders_under_label_swap(data: ClaimData) -> ClaimResult:
+    """FedAvg against the group finders under label swap, on all seeds (version 3). A method that finds the groups in
+    some seed (final ARI ≥ :data:`FOUND` in at least one run) is compared with FedAvg on every seed it ran, paired by
+    seed: a seed where it misses the groups counts in that seed, so the row reads the method, not its lucky runs.
+
+    Earlier readings (versions.json): v1, the method's ARI at or above 0.9 beyond the seed noise, left OCFL-KM (the
+    groups in 4 of 6 seeds) out and the claim n/a; v2 (9402aef) compared a method on its runs that found the groups
+    only, a reading chosen after the data were seen, whose gain is nearly mechanical; it stays as the sanity row
+    ``het-label-swap-conditioned`` (:func:`label_swap_gain_where_groups_found`)."""
+    text = ("Under label swap, FedAvg's accuracy on the clients' own data is below that of every method that finds the "
+            "groups in some seed (final ARI ≥ 0.9), over all its seeds (paired by seed; a seed where it misses the "
+            "groups counts): one model cannot fit groups that disagree on an image's label")
+    runs, fedavg = _label_swap_runs(data)
+    if not len(fedavg):
+        return _na("het-label-swap-fedavg", LABEL_SWAP_WHERE, text, f"no FedAvg ({FEDAVG}) run on split {LABEL_SWAP}")
+    finders = {m: select(runs, m) for m in _methods(runs) if m != FEDAVG}
+    finders = {m: r for m, r in finders.items() if len(_runs_finding_groups(r))}
+    ours = f"FedAvg {ACCURACY} {cell(fedavg, ACCURACY).text()}; methods finding the groups in some seed: " + (
+        ", ".join(f"{m} (in {len(_runs_finding_groups(r))} of {len(r)} seeds; {ACCURACY} {cell(r, ACCURACY).text()} "
+                  "over all)" for m, r in finders.items()) or "none")
+    if not finders:
+        return verdict(PAPER, "het-label-swap-fedavg", LABEL_SWAP_WHERE, text, ours,
+                       {"no run's final ARI reaches 0.9": "missing"})
+    parts = dict(greater(f"{m} {ACCURACY} − FedAvg's (all seeds)", r, fedavg, ACCURACY, digits=3)
+                 for m, r in finders.items())
+    return verdict(PAPER, "het-label-swap-fedavg", LABEL_SWAP_WHERE, text, ours, parts)
+
+
+claim(PAPER)(label_swap_gain_where_groups_found)  # the sanity row, after the claim it conditions
 
 
 @claim(PAPER)

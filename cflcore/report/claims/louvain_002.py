@@ -1,6 +1,6 @@
 """002's claims (Louvain community CFL, §V-B): Figs. 2-5 and the superclass split, checked on the study's runs
-with the framework's verdicts, leans and reasons (:mod:`.framework`: paired per-seed tests, the sign test at a
-metric's bound, Holm over a claim's parts; a difference within the seed noise is inconclusive).
+with the framework's verdicts, leans and reasons (:mod:`.framework`: paired per-seed t-tests, the standard error floored at the
+metric's resolution, Holm over a claim's parts; a difference within the seed noise is inconclusive).
 
 Choices fixed before the data: the silhouette is the authors' (:func:`silhouette_of`); resolution parts pair over
 (seed, m_k) (:data:`MK_PAIR_KEYS`); AVG and Late are compared with 1NN (:data:`AVG_LATE_COMPARATOR`); IFCA's W_t

@@ -1,0 +1,75 @@
+"""Claims fixed before the data (cflcore.report.claims.versions): every claim's reading has a version whose committed
+hash matches the claim's code, so a reading changed without a new version fails here; the report keeps an earlier
+reading's verdict beside the current one with the commit that changed it."""
+import importlib
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+from cflcore.report.claims import framework as cl
+from cflcore.report.claims import heterogeneity as het
+from cflcore.report.claims import versions
+
+CLAIM_FNS = [fn for fns in cl.CLAIMS.values() for fn in fns]
+
+
+@pytest.mark.parametrize("fn", CLAIM_FNS, ids=lambda fn: fn.__name__)
+def test_every_claims_reading_matches_its_recorded_version(fn):
+    readings = versions.history(fn)
+    assert [r.version for r in readings] == list(range(1, fn.claim_version + 1)), \
+        f"{fn.__name__}: versions.json lists {[r.version for r in readings]}, the claim is at v{fn.claim_version}"
+    assert all(r.commit and r.reading for r in readings), fn.__name__
+    now = readings[-1]
+    assert now.source_sha256 == versions.reading_hash(fn), (
+        f"{fn.__name__}'s reading changed without a new version: bump @claim(..., version={fn.claim_version + 1}) and "
+        f"add {versions.entry_for(fn)} (with its commit and reading) to {versions.RECORD.name}")
+    for v, old in fn.earlier_readings.items():  # an earlier reading kept as code cannot drift either
+        assert readings[v - 1].source_sha256 == versions.reading_hash(old), (fn.__name__, v)
+
+
+def test_the_hash_reads_code_and_constants_not_comments_or_docstrings(tmp_path, monkeypatch):
+    body = '''
+        LEVEL = 0.9
+
+        def _helper(x):
+            return x >= LEVEL
+
+        def my_claim(data):
+            """Docstring."""
+            return _helper(data)  # a comment
+        '''
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def hash_of(source: str, name: str) -> str:
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
+        module = importlib.import_module(name)
+        try:
+            return versions.reading_hash(module.my_claim)
+        finally:
+            del sys.modules[name]
+
+    base = hash_of(body, "claim_a")
+    assert hash_of(body.replace("Docstring.", "Another docstring.").replace("a comment", "other"), "claim_b") == base
+    assert hash_of(body.replace("return x >= LEVEL", "return x > LEVEL"), "claim_c") != base  # a helper's code
+    assert hash_of(body.replace("LEVEL = 0.9", "LEVEL = 0.8"), "claim_d") != base  # a constant it reads
+    assert hash_of(body.replace("return _helper(data)", "return not _helper(data)"), "claim_e") != base
+
+
+def test_an_earlier_reading_is_shown_beside_the_current_one_with_the_commit_that_changed_it():
+    runs = pd.DataFrame([{"dataset": "d", "clients": 12, "seed": s, "algorithm": a, "algorithm_base": a,
+                          "split": het.LABEL_SWAP, "split_base": het.LABEL_SWAP, "ari": ari, "local_acc": acc}
+                         for s in range(6) for a, ari, acc in (("bnc", 0.0, 0.7), ("ocfl-km", 1.0, 0.9))])
+    rows = cl.check_claims(["heterogeneity"], cl.ClaimData(runs)).set_index("claim_id")
+    row = rows.loc["het-label-swap-fedavg"]
+    assert row["version"].startswith("v3 (")
+    changed = {r.version: r.commit for r in versions.history(het.fedavg_below_group_finders_under_label_swap)}
+    assert f"v2 (from {changed[2]}, changed at {changed[3]}" in row["earlier"]
+    assert f"v1 (from {changed[1]}, changed at {changed[2]}" in row["earlier"]
+    assert rows.loc["het-quantity-control", "earlier"] == "" and rows.loc["het-quantity-control", "version"].startswith("v1")
+
+
+def test_a_version_must_come_after_its_earlier_readings():
+    with pytest.raises(ValueError, match="earlier versions"):
+        cl.claim("x", version=2, earlier={2: lambda data: None})
