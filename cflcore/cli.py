@@ -119,7 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.cmd == "doctor":
         return run_doctor(a)
     try:
-        cfg = cc.load_config(*(a.config or ["config/config.yaml"]), overrides=parse_set(a.overrides))
+        # a stage command runs a job: data neither on disk nor allowed to download is refused before it starts
+        stage_commands = {stage.command for stage in pipeline.STAGES}
+        cfg = cc.load_config(*(a.config or ["config/config.yaml"]), overrides=parse_set(a.overrides),
+                             missing_data="refuse" if a.cmd in stage_commands else "warn")
         return _dispatch(cfg, a, log)
     except CflError as e:
         print(f"cfl: error: {e}", file=sys.stderr)

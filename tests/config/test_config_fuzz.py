@@ -52,7 +52,7 @@ LAYERED = cc.deep_update(cc.read_config_file(CONFIG_DIR / "config.yaml"), copy.d
 MIX = cc.deep_update(copy.deepcopy(TINY), {
     "study": {"splits": ["mix"]},
     "splits": {"mix": {"generator": "dirichlet-mix", "cluster_shares": [0.5, 0.25, 0.25], "alphas": [1000.0, 0.05, 0.0],
-                       "samples_per_client": 20, "participation": 0.5}}})
+                       "samples_per_client": 50, "participation": 0.5}}})
 """tiny on a 004-style split: shares, a sample count and a participation for the mutations to push."""
 BASES = {"tiny": TINY, "config+tiny": LAYERED, "tiny+mix": MIX}
 TOP_LEVEL = set(cc.load_schema()["properties"])

@@ -89,8 +89,12 @@ ClaimFn = Callable[[ClaimData], ClaimResult]
 CLAIMS: dict[str, list[ClaimFn]] = {}
 
 
-def claim(paper: str) -> Callable[[ClaimFn], ClaimFn]:
+def claim(paper: str, claim_id: str) -> Callable[[ClaimFn], ClaimFn]:
+    """Register a claim of seed ``paper`` under ``claim_id``, the id its rows carry and a study's config names
+    (``report.claim_notes``, ``report.claims_not_carried``). Both arguments are string literals or module constants:
+    config validation reads them from the source, never importing the report (cflcore/config_checks.py)."""
     def register(fn: ClaimFn) -> ClaimFn:
+        fn.claim_id = claim_id  # type: ignore[attr-defined]
         CLAIMS.setdefault(paper, []).append(fn)
         return fn
     return register
@@ -600,7 +604,7 @@ def check_claims(papers: Sequence[str], data: ClaimData, notes: Mapping[str, str
             try:
                 res = fn(data)
             except (KeyError, ValueError, IndexError) as e:  # a claim never stops the report
-                res = ClaimResult(fn.__name__, str(paper), "", fn.__name__, f"could not be evaluated: {e}", NA,
+                res = ClaimResult(fn.claim_id, str(paper), "", fn.__name__, f"could not be evaluated: {e}", NA,
                                   reason=f"n/a: could not be evaluated: {e}")
             if not_carried and res.claim_id in not_carried:
                 res = ClaimResult(res.claim_id, res.paper, res.where, res.claim, res.ours, NA,

@@ -63,7 +63,7 @@ def _groups_found(runs: pd.DataFrame, names: list[str], fn_id: str, where: str, 
     return verdict(PAPER, fn_id, where, text, "; ".join(ours), parts)
 
 
-@claim(PAPER)
+@claim(PAPER, "het-scl-rotated-half")
 def scl_separates_rotated_half(data: ClaimData) -> ClaimResult:
     where = "felisat/clustered-federated-learning demo notebook; Sattler et al. 2020 (TNNLS) §V"
     text = "CFL (SCL) separates the clients whose images are rotated by 180° from the others (final ARI ≥ 0.9)"
@@ -74,7 +74,7 @@ def scl_separates_rotated_half(data: ClaimData) -> ClaimResult:
     return _groups_found(runs, names, "het-scl-rotated-half", where, text)
 
 
-@claim(PAPER)
+@claim(PAPER, "het-ifca-rotation-groups")
 def ifca_recovers_rotation_groups(data: ClaimData) -> ClaimResult:
     where = "Ghosh et al. 2020 (IFCA, NeurIPS) §5.2, rotated MNIST with k = 4"
     text = "IFCA told k = 4 recovers the four rotation groups (final ARI ≥ 0.9, four clusters)"
@@ -90,7 +90,7 @@ def _runs_finding_groups(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[pd.to_numeric(runs["ari"], errors="coerce") >= FOUND] if len(runs) else runs
 
 
-@claim(PAPER)
+@claim(PAPER, "het-label-swap-fedavg")
 def fedavg_below_group_finders_under_label_swap(data: ClaimData) -> ClaimResult:
     """FedAvg against the group finders under label swap. "A method that finds the groups" is read per run: each
     method's runs whose final ARI reaches :data:`FOUND`, paired with FedAvg's run on the same seed (one part per
@@ -119,7 +119,7 @@ def fedavg_below_group_finders_under_label_swap(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "het-label-swap-fedavg", where, text, ours, parts)
 
 
-@claim(PAPER)
+@claim(PAPER, "het-quantity-control")
 def quantity_skew_negative_control(data: ClaimData) -> ClaimResult:
     where = ("leahcimali/Comparative-Evaluation-of-Clustered-Federated-Learning-Methods, quantity-skew "
              "(src/utils_data.py): groups that differ only in how much data they hold")
