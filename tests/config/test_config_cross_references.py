@@ -75,6 +75,10 @@ CROSS_FIELD_CASES: dict[str, tuple[dict, str]] = {
     "no-default-class-sets-for-the-classes": (
         {"download": True, "data_root": NODATA, "datasets": {"digits": {"loader": "cifar100"}}},
         "splits.nonoverlap-balanced.class_sets: null has no default class sets for loader cifar100 (100 classes)"),
+    "no-default-class-grouping-for-the-classes": (
+        {"download": True, "data_root": NODATA, "datasets": {"digits": {"loader": "cifar100"}},
+         "splits": {"maj": {"generator": "majority"}}, "study": {"splits": ["maj"]}},
+        "splits.maj.class_sets: null has no default class grouping for loader cifar100 (100 classes)"),
     "share-beyond-the-train-part": (
         {"splits": {"nonoverlap-balanced": {"samples_per_client": 1438}}},
         "splits.nonoverlap-balanced.samples_per_client: 1438 draws per client from the 1437 train samples"),
