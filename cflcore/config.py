@@ -10,10 +10,13 @@ Validation happens in three passes, all before any job starts:
 3. with ``plugins=True`` (the default; the workflow and the CLI), registry checks that need the plug-in
    classes: each algorithm variant against its strategy plug-in's own ``params_schema``, split generator
    parameters, and each ``whatif`` clusterer against its clusterer's ``params_schema``.
-Two more passes check what the fields mean together (:func:`_check_study`, after pass 3: no empty grid, every
-name a study entry gives is in the study, participation samples a client) and what the machine can do
-(:func:`check_feasible`, last, never remembered by :func:`validate_config_cached`: the results directory can be
-written, the data gives every client its minimum of samples, asked of the loader's size query, never loaded).
+Three more passes check what the fields mean together (:func:`_check_study`, after pass 3: no empty grid, every
+name a study entry gives is in the study, participation samples a client), what they name across the config
+(cflcore.config_checks.check_cross_references: claim ids, cross-paper settings, a client for every group of a split)
+and what the machine and the data can give (:func:`check_feasible`, last, never remembered by
+:func:`validate_config_cached`: the results directory can be written, and every request fits what each dataset's
+loader declares without reading an image, cflcore.config_checks.check_data_requests: classes, samples per client,
+batches, files on disk or allowed to download).
 Every error is one line naming the dotted field and the allowed values.
 
 The settings functions below (``run_settings``, ``data_settings``, ...) take a validated config: pass 1 filled

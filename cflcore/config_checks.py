@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping
 
 from .errors import ConfigError
 from .layout import dataset_file
-from .registry import declared_claims
+from .registry import declared_claims, declared_names
 from .sweep_expansion import INDEX_KEY
 
 log = logging.getLogger(__name__)
@@ -78,9 +78,9 @@ def _check_claim_ids(report: Mapping[str, Any]) -> None:
             owner = next((p for p, ids in declared_claims().items() if claim_id in ids), None)
             why = (f"a claim of {owner}, whose check the study does not run" if owner
                    else "no paper check defines it")
+            none = f"none until report.paper_checks names a paper with claims ({', '.join(sorted(declared_claims()))})"
             raise ConfigError(f"report.{key}: {claim_id!r} is not a claim of the study's paper checks ({why}; "
-                              f"report.paper_checks: {papers}); allowed: "
-                              f"{', '.join(allowed) or 'none until report.paper_checks names a paper with claims (' + ', '.join(sorted(declared_claims())) + ')'}")
+                              f"report.paper_checks: {papers}); allowed: {', '.join(allowed) or none}")
 
 
 def _check_cross_paper_splits(cfg: Mapping[str, Any], report: Mapping[str, Any]) -> None:
@@ -157,8 +157,9 @@ def _check_on_disk(cfg: Mapping[str, Any], dataset: str, settings: Mapping[str, 
 def _check_shares(cfg: Mapping[str, Any], scenario: Mapping[str, Any], settings: Mapping[str, Any],
                   params: Mapping[str, Any]) -> None:
     """Per client: at least the split's minimum of the train part (``len(train) // clients``, what a split without
-    ``samples_per_client`` draws, 000 §4.1), ``samples_per_client`` draws within the train part, and a local train part (the draws less the local test fraction, an upper
-    bound: duplicates are dropped before it is taken) of at least one batch."""
+    ``samples_per_client`` draws, 000 §4.1), ``samples_per_client`` draws within the train part, and a local train
+    part (the draws less the local test fraction, an upper bound: duplicates are dropped before it is taken) of at
+    least one batch."""
     from .data.loaders import train_size
     from .data.splits import MIN_SAMPLES_PER_CLIENT, local_train_bound
 
@@ -185,3 +186,54 @@ def _check_shares(cfg: Mapping[str, Any], scenario: Mapping[str, Any], settings:
         raise ConfigError(f"datasets.{d}.batch_size: {batch} is more than the {local} local train samples a client "
                           f"holds at most on split {split} with {n} clients ({draws} draws, less the local test "
                           f"part); allowed: a batch_size of at most {local}, or more samples per client")
+
+
+# ---------------------------------------------------------------------------------------------- the reference
+def naming_fields() -> dict[str, str]:
+    """Each field that names something (as docs/configuration.md writes its path) -> a sentence saying what it may name
+    ("Names ...") or, for a request of the data, how much it may ask ("Allowed: ..."), as validation checks it: the
+    config reference (cflcore/config_reference.py) prints it after the field's description. Names come from their declarations
+    (the plug-ins' and claims' decorators, the loaders' facts), so the page follows them."""
+    from .data.loaders import loader_declarations
+    from .data.splits import MIN_SAMPLES_PER_CLIENT, min_clients
+
+    loaders = loader_declarations()
+    classes = "; ".join(f"{name} {facts.classes}" for name, facts in loaders.items())
+    downloads = ", ".join(name for name, facts in loaders.items() if facts.downloadable)
+    claims = "; ".join(f"{paper}: {', '.join(ids)}" for paper, ids in declared_claims().items())
+    study_split = "an entry of `splits:`, and at least one of them a split of the study (`study.splits`)"
+    counts = (f"at least {min_clients(0)} clients, and at least the number of groups of a split whose parameters fix "
+              f"them (a `rotation` split's `angles`, `dirichlet-mix`'s `alphas`, ...: one client per group), and at "
+              f"most the dataset's train part / {MIN_SAMPLES_PER_CLIENT} ({MIN_SAMPLES_PER_CLIENT} samples a client)")
+    return {
+        "study.datasets": "Names entries of `datasets:`",
+        "study.splits": "Names entries of `splits:`",
+        "study.clients": f"Allowed: {counts}",
+        "study.algorithms": "Names entries of `algorithms:`",
+        "study.explain.clients": "Names client counts of the study (`study.clients`, `splits.<name>.clients`)",
+        "datasets.<name>.loader": (f"Names a dataset loader: {', '.join(declared_names('dataset'))}; its files on "
+                                   f"disk under `data_root`, or `download: true` for a loader that downloads ({downloads}); a "
+                                   f"run of a study whose data is neither is refused, a dry run is told"),
+        "datasets.<name>.model": f"Names a model: {', '.join(declared_names('model'))}",
+        "datasets.<name>.batch_size": ("Allowed: at most the local train samples of a client: its draws "
+                                       "(`samples_per_client`, or the train part / clients) less the split's "
+                                       "`local_test_fraction`"),
+        "datasets.<name>.splits": f"Names {study_split}",
+        "datasets.<name>.algorithm_params": "Its keys name entries of `algorithms:`",
+        "splits.<name>.generator": f"Names a split generator: {', '.join(declared_names('split generator'))}",
+        "splits.<name>.swaps": f"Names class indices of the dataset, 0 to its class count − 1 (classes: {classes})",
+        "splits.<name>.class_sets": (f"Names class indices of the dataset, 0 to its class count − 1 (classes: "
+                                     f"{classes}); null: the generator's default sets, which exist for some class "
+                                     f"counts only"),
+        "splits.<name>.samples_per_client": "Allowed: at most the dataset's train part (after `max_train`)",
+        "splits.<name>.clients": f"Allowed: {counts}",
+        "algorithms.<name>.method": f"Names a method: {', '.join(declared_names('method'))}",
+        "algorithms.<name>.splits": f"Names {study_split}",
+        "whatif.algorithms": "Names variants of the study (`study.algorithms`)",
+        "whatif.clusterers[].clusterer": (f"Names a clusterer: {', '.join(declared_names('clusterer'))}, or an "
+                                          f"import path `sklearn.cluster.<Class>` or `hdbscan.HDBSCAN`"),
+        "report.paper_checks": "Names papers with claims: " + ", ".join(declared_claims()),
+        "report.claim_notes": f"Its keys name claims of the papers in `report.paper_checks` ({claims})",
+        "report.claims_not_carried": f"Its keys name claims of the papers in `report.paper_checks` ({claims})",
+        "report.cross_paper.settings": "Its keys name splits of the study (`study.splits`, or a swept split's base name)",
+    }

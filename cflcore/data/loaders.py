@@ -155,6 +155,12 @@ def _holdout_train(n_rows: int, test_fraction: float) -> int:
     return n_rows - int(np.ceil(test_fraction * n_rows))
 
 
+def loader_declarations() -> dict[str, SourceFacts]:
+    """Every loader's facts under the default settings, for what does not depend on the machine (classes, whether it
+    downloads): the config reference lists them."""
+    return {name: query(LoaderSettings(loader=name)) for name, query in sorted(SOURCE_FACTS.items())}
+
+
 def source_facts(settings: Mapping[str, Any]) -> SourceFacts | None:
     """The facts of the loader ``settings`` name (``cflcore.config.data_settings``), None for a loader without a
     facts query."""
