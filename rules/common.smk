@@ -35,7 +35,7 @@ config.update(_resolved)
 # validate() then passes on the same config (it would print a schema error as a multi-line dump)
 try:
     _validated = cc.validate_config_cached(config, Path(".snakemake") / "cflcore" / "validated-config",
-                                           dry_run=workflow.dryrun)
+                                           dry_run=workflow.output_settings.dryrun)  # -n: set at parse time
 except cc.ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
 validate(config, "../config/schema.yaml")

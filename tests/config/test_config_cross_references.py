@@ -178,3 +178,23 @@ def test_snakemake_dry_run_refuses_the_issue_examples_in_one_line(workflow_dir, 
     lines = [line for line in out.splitlines() if line.startswith("config error:")]
     assert p.returncode != 0 and len(lines) == 1 and expected in lines[0], out
     assert "Traceback" not in out
+
+
+def test_missing_data_is_refused_by_a_run_and_told_by_a_dry_run(workflow_dir):
+    """rules/common.smk tells validation whether Snakemake plans only (``-n``: Snakemake's output settings, set at
+    parse time): a run whose dataset is neither on disk nor downloadable is refused before any job, a dry run plans
+    with one warning line per dataset."""
+    override = {"data_root": NODATA, "datasets": {"mnist5k": {"loader": "mnist"}}}
+    (Path(workflow_dir) / "override.yaml").write_text(yaml.safe_dump(override))
+    expected = "datasets.mnist5k.loader: 'mnist' has no files at"
+    dry = subprocess.run(snakemake_cmd("-n", "--cores", "1", "--configfile", "override.yaml"), cwd=workflow_dir,
+                         capture_output=True, text=True, timeout=180)
+    out = dry.stdout + dry.stderr
+    assert dry.returncode == 0, out
+    assert [line for line in out.splitlines() if line.startswith("config warning:") and expected in line], out
+    run = subprocess.run(snakemake_cmd("--cores", "1", "--until", "prepare_dataset", "--configfile", "override.yaml"),
+                         cwd=workflow_dir, capture_output=True, text=True, timeout=180)
+    out = run.stdout + run.stderr
+    lines = [line for line in out.splitlines() if line.startswith("config error:")]
+    assert run.returncode != 0 and len(lines) == 1 and expected in lines[0], out
+    assert "Traceback" not in out and not (Path(workflow_dir) / "results").exists()
