@@ -61,6 +61,8 @@ DEFAULT_CLASS_SETS: dict[int, dict[bool, list[list[int]]]] = {
 
 #: 002 §V: CIFAR-10's two superclasses (vehicles: airplane, automobile, ship, truck; animals: the rest).
 CIFAR10_SUPERCLASSES = [[0, 1, 8, 9], [2, 3, 4, 5, 6, 7]]
+LOADER_CLASS_GROUPS = {"cifar10": CIFAR10_SUPERCLASSES}
+"""A ``majority`` split's default class groups by loader, before the class-count defaults (:data:`DEFAULT_CLASS_SETS`)."""
 
 #: Cluster shares of the imbalanced OCFL splits. 000 says "20 % / ~47 % / ~33 %" and publishes 15 -> 3/7/5 and
 #: 30 -> 7/14/9; as 0.2·30 = 6 exactly, no rounding of 20 % gives 7. We use the mean shares of the two published
@@ -355,8 +357,9 @@ class OcflSplit(SplitGenerator):
     def check_classes(cls, p: Mapping[str, Any], n_classes: int, loader: str, field: str) -> None:
         super().check_classes(p, n_classes, loader, field)
         if p.get("class_sets") is None and n_classes not in DEFAULT_CLASS_SETS:
-            raise ConfigError(f"{field}.class_sets: null has no default class sets for loader {loader} ({n_classes} "
-                              f"classes); allowed: class_sets, or a loader with {', '.join(map(str, sorted(DEFAULT_CLASS_SETS)))} classes")
+            raise ConfigError(f"{field}.class_sets: null has no default class sets for loader {loader} "
+                              f"({n_classes} classes); allowed: class_sets, or a loader with "
+                              f"{', '.join(map(str, sorted(DEFAULT_CLASS_SETS)))} classes")
 
     @classmethod
     def check_own_params(cls, p: dict[str, Any], field: str) -> None:
@@ -420,9 +423,10 @@ class MajoritySplit(SplitGenerator):
     @classmethod
     def check_classes(cls, p: Mapping[str, Any], n_classes: int, loader: str, field: str) -> None:
         super().check_classes(p, n_classes, loader, field)
-        if p.get("class_sets") is None and loader != "cifar10" and n_classes not in DEFAULT_CLASS_SETS:
-            raise ConfigError(f"{field}.class_sets: null has no default class grouping for loader {loader} ({n_classes} "
-                              f"classes); allowed: class_sets, or a loader with {', '.join(map(str, sorted(DEFAULT_CLASS_SETS)))} classes")
+        if p.get("class_sets") is None and loader not in LOADER_CLASS_GROUPS and n_classes not in DEFAULT_CLASS_SETS:
+            raise ConfigError(f"{field}.class_sets: null has no default class grouping for loader {loader} "
+                              f"({n_classes} classes); allowed: class_sets, or a loader with "
+                              f"{', '.join(map(str, sorted(DEFAULT_CLASS_SETS)))} classes")
 
     @classmethod
     def check_own_params(cls, p: dict[str, Any], field: str) -> None:
@@ -437,8 +441,8 @@ class MajoritySplit(SplitGenerator):
     def class_sets(self, ctx: SplitContext) -> list[list[int]]:
         if self.params["class_sets"] is not None:
             sets = [list(map(int, s)) for s in self.params["class_sets"]]
-        elif ctx.loader == "cifar10":
-            sets = CIFAR10_SUPERCLASSES
+        elif ctx.loader in LOADER_CLASS_GROUPS:
+            sets = LOADER_CLASS_GROUPS[ctx.loader]
         elif ctx.n_classes in DEFAULT_CLASS_SETS:
             sets = DEFAULT_CLASS_SETS[ctx.n_classes][False]
         else:

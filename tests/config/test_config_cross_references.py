@@ -31,6 +31,7 @@ def layered(override: dict, base: dict = TINY) -> dict:
 
 
 def refusal(cfg: dict, tmp_path: Path) -> str:
+    cfg = {**cfg, "results_dir": str(tmp_path / "results")}  # no dataset prepared there (it would need no files)
     with pytest.raises(ConfigError) as err:
         cc.validate_config_cached(cfg, tmp_path / "cache")
     assert "\n" not in str(err.value)

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 import cflcore.config as cc
+import cflcore.layout as lay
 from cflcore.data import DATASETS
 from cflcore.data.loaders import (DIGITS_ROWS, MEDMNIST_CLASSES, MNIST5K_ROWS, SOURCE_FACTS, load_raw, source_facts,
                                   train_size)
@@ -163,23 +164,24 @@ def test_data_not_yet_there_is_no_reason_to_refuse_its_size(tmp_path):
 
 
 def test_data_neither_on_disk_nor_downloadable_is_refused_before_a_run(tmp_path, caplog):
-    cfg = layered({"data_root": str(tmp_path / "nodata"), "datasets": {"digits": {"loader": "cifar10"}}}, base=TINY)
+    prepared = tmp_path / "results"  # no dataset prepared there yet
+    cfg = layered({"data_root": str(tmp_path / "nodata"), "results_dir": str(prepared),
+                   "datasets": {"digits": {"loader": "cifar10"}}}, base=TINY)
     msg = refused(cfg, tmp_path)
-    assert msg == (f"datasets.digits.loader: 'cifar10' has no files at {tmp_path / 'nodata' / 'cifar-10-batches-py'} "
-                   "and download is false; allowed: download: true, or its files placed there")
+    assert msg.startswith(f"datasets.digits.loader: 'cifar10' has no files at {tmp_path / 'nodata' / 'cifar-10-batches-py'}/"
+                          "{data_batch_1, ")
+    assert msg.endswith("batches.meta} and download is false; allowed: download: true, or its files placed there")
     # a dry run plans as asked: told, not refused
     assert cc.study_runs(cc.validate_config_cached(cfg, tmp_path / "cache", dry_run=True))
     assert "config warning: datasets.digits.loader: 'cifar10' has no files" in caplog.text
-    femnist = layered({"data_root": str(tmp_path / "nodata"), "download": True,
+    femnist = layered({"data_root": str(tmp_path / "nodata"), "download": True, "results_dir": str(prepared),
                        "datasets": {"digits": {"loader": "femnist"}},
                        "splits": {"nonoverlap-balanced": {"class_sets": [[0, 1], [2, 3], [4, 5]]}}}, base=TINY)
     assert refused(femnist, tmp_path).endswith("allowed: its files placed there (this loader cannot download)")
     # a dataset already prepared needs no source files
-    prepared = Path(cfg["results_dir"]) if Path(cfg["results_dir"]).is_absolute() else tmp_path / cfg["results_dir"]
-    cfg = layered({"results_dir": str(prepared)}, base=cfg)
-    (prepared / "data").mkdir(parents=True)
-    import cflcore.layout as lay
-    Path(lay.dataset_file(str(prepared), "digits")).write_bytes(b"")
+    dataset = Path(lay.dataset_file(str(prepared), "digits"))
+    dataset.parent.mkdir(parents=True)
+    dataset.write_bytes(b"")
     cc.validate_config_cached(cfg, tmp_path / "cache")
 
 
