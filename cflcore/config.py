@@ -32,7 +32,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import yaml
 
-from .config_checks import check_cross_references, check_data_requests, entry_field
+from .config_checks import REFUSE, WARN, check_cross_references, check_data_requests, entry_field
 from .defaults import config_defaults, device_identity, schema_defaults
 from .errors import ConfigError
 from .layout import scenario_id
@@ -49,7 +49,7 @@ def load_schema() -> dict[str, Any]:
 
 
 def load_config(*paths: str | Path, overrides: Mapping[str, Any] | None = None,
-                missing_data: str = "warn") -> dict[str, Any]:
+                missing_data: str = WARN) -> dict[str, Any]:
     """Read YAML files (later ones deep-update earlier ones, as Snakemake merges ``--configfile``),
     validate, fill defaults (``missing_data``: :func:`validate_config`'s)."""
     cfg: dict[str, Any] = {}
@@ -144,7 +144,7 @@ def _fill_defaults(schema: Mapping[str, Any], inst: Any) -> None:
                 _fill_defaults(extra, val)
 
 
-def validate_config(cfg: Mapping[str, Any], plugins: bool = True, missing_data: str = "warn") -> dict[str, Any]:
+def validate_config(cfg: Mapping[str, Any], plugins: bool = True, missing_data: str = WARN) -> dict[str, Any]:
     """Validate a config dict and return a copy with defaults filled in (passes 1–3 of the module
     docstring; ``plugins=False`` stops after the name checks and imports no plug-in). ``missing_data``: what a
     dataset neither on disk nor allowed to download gets (:func:`check_feasible`)."""
@@ -227,7 +227,7 @@ def validate_config_cached(cfg: Mapping[str, Any], cache_dir: str | Path, dry_ru
     from .io import write_json
 
     path = Path(cache_dir) / f"{validation_key(cfg)}.json"
-    missing = "warn" if dry_run else "refuse"
+    missing = WARN if dry_run else REFUSE
     if path.is_file():
         try:
             validated = json.loads(path.read_text())
@@ -405,11 +405,11 @@ def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], al
                       f"allowed: a participation above {0.5 / n:.4g} with {n} clients")
 
 
-def check_feasible(cfg: Mapping[str, Any], missing_data: str = "warn") -> None:
+def check_feasible(cfg: Mapping[str, Any], missing_data: str = WARN) -> None:
     """What the machine must give a validated config (never remembered: the disk and the data may change): a
     results directory that can be created and written, and data that fills every request of the study
     (cflcore.config_checks.check_data_requests: classes, samples per client, batches, files on disk or allowed to
-    download; ``missing_data`` ``refuse`` or ``warn`` for missing files). Reads no data and writes nothing."""
+    download; ``missing_data``: REFUSE or WARN of missing files). Reads no data and writes nothing."""
     _check_writable_dir(str(cfg["results_dir"]), "results_dir")
     check_data_requests(cfg, scenarios(cfg), {d: data_settings(cfg, d) for d in cfg["study"]["datasets"]},
                         _split_params(cfg), missing_data)

@@ -31,6 +31,10 @@ from .sweep_expansion import INDEX_KEY
 
 log = logging.getLogger(__name__)
 
+REFUSE, WARN = "refuse", "warn"
+"""What :func:`check_data_requests` does with a dataset neither on disk nor allowed to download: refuse it (a run is
+about to start) or warn (a dry run, or validation alone: the data job would refuse it)."""
+
 CLAIM_FIELDS = ("claims_not_carried", "claim_notes")
 """The ``report.<field>`` mappings keyed by claim id."""
 
@@ -110,18 +114,16 @@ def _check_groups_have_clients(cfg: Mapping[str, Any], scenarios: list[Mapping[s
         groups = f"{entry_field(cfg, 'splits', split)}.{cls.group_key}"
         raise ConfigError(f"{_clients_field(cfg, split)}: {n} clients are too few for the {k} groups of {groups}, so "
                           f"a group would have no client; allowed: at least {min_clients(k)} clients (one per group, "
-                          f"and 3), or fewer groups in {groups}")
+                          f"and at least 3), or fewer groups in {groups}")
 
 
 # ---------------------------------------------------------------------------------------------- the data
 def check_data_requests(cfg: Mapping[str, Any], scenarios: Iterable[Mapping[str, Any]],
                         data_settings: Mapping[str, Mapping[str, Any]],
-                        split_params: Mapping[str, Mapping[str, Any]], missing_data: str = "refuse") -> None:
+                        split_params: Mapping[str, Mapping[str, Any]], missing_data: str) -> None:
     """Every scenario's requests against its dataset's declared facts (module doc). ``data_settings``: dataset ->
-    cflcore.config.data_settings; ``missing_data``: ``refuse`` (a run), ``warn`` (a dry run, or validation
-    alone: the data job would refuse it)."""
+    cflcore.config.data_settings; ``missing_data``: :data:`REFUSE` or :data:`WARN`."""
     from .data.loaders import source_facts
-
     from .data.splits import SPLIT_GENERATORS
 
     facts = {d: source_facts(settings) for d, settings in data_settings.items()}
@@ -149,7 +151,7 @@ def _check_on_disk(cfg: Mapping[str, Any], dataset: str, settings: Mapping[str, 
                else "its files placed there (this loader cannot download)")
     message = (f"datasets.{dataset}.loader: {settings['loader']!r} has no files at {facts.location} and "
                f"download is {str(bool(settings['download'])).lower()}; allowed: {allowed}")
-    if missing_data == "refuse":
+    if missing_data == REFUSE:
         raise ConfigError(message)
     log.warning("config warning: %s (a run would be refused)", message)
 
