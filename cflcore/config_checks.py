@@ -6,8 +6,8 @@ cannot see is a field that names something another field defines, or asks what a
 * :func:`check_cross_references` (validation, after the study checks): every claim id a config names
   (``report.claim_notes``, ``report.claims_not_carried``) is a claim of the study's paper checks
   (``report.paper_checks``; the ids are read from the claim modules' source, cflcore.registry.declared_claims), every
-  setting of ``report.cross_paper`` is a split of the study, and every client count of a split gives each of its
-  ground-truth groups a client (a ``rotation`` split with 4 angles needs 4 clients; the split generator says how
+  setting of ``report.cross_paper`` is a split of the study, every ``explain.grid_clients`` index a client of an
+  explained run, and every client count of a split gives each of its ground-truth groups a client (a ``rotation`` split with 4 angles needs 4 clients; the split generator says how
   many groups its parameters fix, ``SplitGenerator.planned_clusters``);
 * :func:`check_data_requests` (cflcore.config.check_feasible, never remembered: the disk may change): against what
   each dataset's loader declares without reading an image (cflcore.data.loaders.SourceFacts): every class a split
@@ -61,9 +61,11 @@ def check_cross_references(cfg: Mapping[str, Any], scenarios: Iterable[Mapping[s
     split. ``scenarios``: the study's grid (cflcore.config.scenarios); ``split_params``: split -> its generator's
     parameters (cflcore.config.split_settings)."""
     report = cfg.get("report") or {}
+    scenarios = list(scenarios)
     _check_claim_ids(report)
     _check_cross_paper_splits(cfg, report)
-    _check_groups_have_clients(cfg, list(scenarios), split_params)
+    _check_groups_have_clients(cfg, scenarios, split_params)
+    _check_grid_clients(cfg, scenarios)
 
 
 def claims_allowed(papers: Iterable[str]) -> list[str]:
@@ -115,6 +117,23 @@ def _check_groups_have_clients(cfg: Mapping[str, Any], scenarios: list[Mapping[s
         raise ConfigError(f"{_clients_field(cfg, split)}: {n} clients are too few for the {k} groups of {groups}, so "
                           f"a group would have no client; allowed: at least {min_clients(k)} clients (one per group, "
                           f"and at least 3), or fewer groups in {groups}")
+
+
+def _check_grid_clients(cfg: Mapping[str, Any], scenarios: list[Mapping[str, Any]]) -> None:
+    """Each ``explain.grid_clients`` index is a client of some explained run (the report draws, per run, the indices
+    its clients have: an index beyond every explained run's clients draws nothing)."""
+    explain = cfg.get("explain") or {}
+    if not explain.get("enabled"):
+        return
+    only = (cfg["study"].get("explain") or {}).get("clients")
+    counts = sorted({int(s["clients"]) for s in scenarios if not only or s["clients"] in only})
+    if not counts:
+        return
+    for i, client in enumerate(explain.get("grid_clients") or []):
+        if client >= counts[-1]:
+            raise ConfigError(f"explain.grid_clients[{i}]: client {client} is in no explained run (their client "
+                              f"counts: {', '.join(map(str, counts))}), so the grid draws nothing for it; allowed: "
+                              f"client indices 0..{counts[-1] - 1}")
 
 
 # ---------------------------------------------------------------------------------------------- the data
@@ -234,6 +253,7 @@ def naming_fields() -> dict[str, str]:
         "whatif.algorithms": "Names variants of the study (`study.algorithms`)",
         "whatif.clusterers[].clusterer": (f"Names a clusterer: {', '.join(declared_names('clusterer'))}, or an "
                                           f"import path `sklearn.cluster.<Class>` or `hdbscan.HDBSCAN`"),
+        "explain.grid_clients": "Names clients of the explained runs: indices below their largest client count",
         "report.paper_checks": "Names papers with claims: " + ", ".join(declared_claims()),
         "report.claim_notes": f"Its keys name claims of the papers in `report.paper_checks` ({claims})",
         "report.claims_not_carried": f"Its keys name claims of the papers in `report.paper_checks` ({claims})",

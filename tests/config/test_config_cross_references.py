@@ -58,6 +58,10 @@ CROSS_FIELD_CASES: dict[str, tuple[dict, str]] = {
         {"report": {"cross_paper": {"settings": {"rotation": {"home": "000"}}}}},
         "report.cross_paper.settings: 'rotation' is not a split of the study, so its column would be empty; "
         "allowed: nonoverlap-balanced (study.splits)"),
+    "grid-client-in-no-run": (
+        {"explain": {"enabled": True, "grid_clients": [1, 3, 6]}},
+        "explain.grid_clients[2]: client 6 is in no explained run (their client counts: 6), so the grid draws nothing "
+        "for it; allowed: client indices 0..5"),
     # requests the data cannot fill
     "groups-without-a-client": (
         {"splits": {"rot": ROTATION_4}, "study": {"splits": ["rot"], "clients": [3]}},
@@ -105,7 +109,9 @@ ACCEPTED: dict[str, dict] = {
     "claim-id-no-paper-defines": {"report": {"paper_checks": ["002"], "claims_not_carried": {"002-superclass": "x"},
                                              "claim_notes": {"002-ari-mk": "y"}}},
     "cross-paper-setting-not-a-split": {"report": {"cross_paper": {"settings": {"nonoverlap-balanced": {"home": "000"}}}}},
-    "groups-without-a-client": {"splits": {"rot": ROTATION_4}, "study": {"splits": ["rot"], "clients": [4]}},
+    "groups-without-a-client": {"splits": {"rot": ROTATION_4}, "study": {"splits": ["rot"], "clients": [4]},
+                                "explain": {"grid_clients": [1, 3]}},  # tiny's [1, 3, 5]: client 5 is in no run
+    "grid-client-in-no-run": {"explain": {"enabled": True, "grid_clients": [1, 3, 5]}},
     "label-outside-the-classes": {"splits": {"swap": {"generator": "label-swap", "swaps": [[1, 7], [3, 9]]}},
                                   "study": {"splits": ["swap"]}},
     "class-set-outside-the-classes": {"splits": {"nonoverlap-balanced": {"class_sets": [[0, 1], [2, 3], [4, 9]]}}},
@@ -121,6 +127,7 @@ def test_the_cases_cover_each_cross_field_class():
     assert set(CROSS_FIELD_CLASSES) <= set(CROSS_FIELD_CASES)
     assert sorted(CROSS_FIELD_CLASSES) == sorted([
         "claim-id-no-paper-defines", "claim-of-a-paper-not-checked", "cross-paper-setting-not-a-split",
+        "grid-client-in-no-run",
         "groups-without-a-client", "label-outside-the-classes", "share-beyond-the-train-part",
         "clients-beyond-the-data", "batch-beyond-the-local-share", "data-neither-on-disk-nor-downloadable"])
 

@@ -19,7 +19,7 @@ give what it was asked). ``test_a_real_dry_run_plans_a_mutant`` runs one accepte
 
 It also combines valid fields into invalid studies (``cross_field_cases``, one class of :data:`CROSS_FIELD_CLASSES` per
 case): a claim id no paper check defines, a claim of a paper the study does not check, a cross-paper setting that is no
-split of the study, a split with more groups than clients, a label outside the dataset's classes, draws, clients or a
+split of the study, a saliency-grid client in no explained run, a split with more groups than clients, a label outside the dataset's classes, draws, clients or a
 batch beyond what the data gives, a dataset neither on disk nor downloadable. Every such case must be refused before
 any job with one line starting with the field at fault (cflcore/config_checks.py), never a traceback.
 
@@ -358,6 +358,14 @@ def _cross_paper_elsewhere(draw, cfg: dict) -> str:
     return "report.cross_paper.settings"
 
 
+def _grid_client_elsewhere(draw, cfg: dict) -> str:
+    largest = max(cfg["study"]["clients"])
+    grid = draw(st.lists(st.integers(0, largest - 1), max_size=3))
+    grid.insert(draw(st.integers(0, len(grid))), draw(st.integers(largest, 10**6)))
+    cfg["explain"] = {**cfg.get("explain", {}), "enabled": True, "grid_clients": grid}
+    return "explain.grid_clients"
+
+
 def _groups(draw, k: int) -> dict:
     """A valid grouped split of ``k`` groups."""
     kind = draw(st.sampled_from(["rotation", "label-swap", "quantity-skew", "dirichlet-mix"]))
@@ -432,6 +440,7 @@ CROSS_FIELD_CLASSES = {
     "claim-id-no-paper-defines": _unknown_claim,
     "claim-of-a-paper-not-checked": _claim_not_checked,
     "cross-paper-setting-not-a-split": _cross_paper_elsewhere,
+    "grid-client-in-no-run": _grid_client_elsewhere,
     "groups-without-a-client": _groups_without_client,
     "label-outside-the-classes": _label_outside,
     "share-beyond-the-train-part": _draws_beyond,
@@ -467,7 +476,8 @@ def test_every_cross_field_case_is_refused_in_one_line(fuzz_dir, monkeypatch, ca
     except ConfigError as e:
         message = str(e)
         assert "\n" not in message, message
-        assert message.startswith(f"{field}: ") and "; allowed: " in message, f"{' | '.join(log)}: {message}"
+        assert re.match(rf"{re.escape(field)}(\[\d+\])?: ", message) and "; allowed: " in message, \
+            f"{' | '.join(log)}: {message}"
     except Exception as e:
         raise AssertionError(f"{' | '.join(log)}: {type(e).__name__}: {e}") from e
     else:
