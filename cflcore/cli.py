@@ -29,6 +29,7 @@ import yaml
 from . import filenames as fn
 from . import config as cc
 from . import layout, pipeline, stages
+from .config_checks import REFUSE, WARN
 from .doctor import add_parser as add_doctor_parser, run_doctor
 from .errors import CflError, ConfigError
 from .logutil import setup_logging
@@ -119,7 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.cmd == "doctor":
         return run_doctor(a)
     try:
-        cfg = cc.load_config(*(a.config or ["config/config.yaml"]), overrides=parse_set(a.overrides))
+        # a stage command runs a job: data neither on disk nor allowed to download is refused before it starts
+        stage_commands = {stage.command for stage in pipeline.STAGES}
+        cfg = cc.load_config(*(a.config or ["config/config.yaml"]), overrides=parse_set(a.overrides),
+                             missing_data=REFUSE if a.cmd in stage_commands else WARN)
         return _dispatch(cfg, a, log)
     except CflError as e:
         print(f"cfl: error: {e}", file=sys.stderr)

@@ -10,10 +10,13 @@ Validation happens in three passes, all before any job starts:
 3. with ``plugins=True`` (the default; the workflow and the CLI), registry checks that need the plug-in
    classes: each algorithm variant against its strategy plug-in's own ``params_schema``, split generator
    parameters, and each ``whatif`` clusterer against its clusterer's ``params_schema``.
-Two more passes check what the fields mean together (:func:`_check_study`, after pass 3: no empty grid, every
-name a study entry gives is in the study, participation samples a client) and what the machine can do
-(:func:`check_feasible`, last, never remembered by :func:`validate_config_cached`: the results directory can be
-written, the data gives every client its minimum of samples, asked of the loader's size query, never loaded).
+Three more passes check what the fields mean together (:func:`_check_study`, after pass 3: no empty grid, every
+name a study entry gives is in the study, participation samples a client), what they name across the config
+(cflcore.config_checks.check_cross_references: claim ids, cross-paper settings, a client for every group of a split)
+and what the machine and the data can give (:func:`check_feasible`, last, never remembered by
+:func:`validate_config_cached`: the results directory can be written, and every request fits what each dataset's
+loader declares without reading an image, cflcore.config_checks.check_data_requests: classes, samples per client,
+batches, files on disk or allowed to download).
 Every error is one line naming the dotted field and the allowed values.
 
 The settings functions below (``run_settings``, ``data_settings``, ...) take a validated config: pass 1 filled
@@ -29,13 +32,14 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import yaml
 
+from .config_checks import REFUSE, WARN, check_cross_references, check_data_requests, entry_field
 from .defaults import config_defaults, device_identity, schema_defaults
 from .errors import ConfigError
 from .layout import scenario_id
 from .plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, schema_check
 from .registry import check_declared, declared_names
 from .settings import NOT_TRAINING
-from .sweep_expansion import INDEX_KEY, expand_sweeps
+from .sweep_expansion import expand_sweeps
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.yaml"
 
@@ -44,15 +48,16 @@ def load_schema() -> dict[str, Any]:
     return yaml.safe_load(SCHEMA_PATH.read_text())
 
 
-def load_config(*paths: str | Path, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def load_config(*paths: str | Path, overrides: Mapping[str, Any] | None = None,
+                missing_data: str = WARN) -> dict[str, Any]:
     """Read YAML files (later ones deep-update earlier ones, as Snakemake merges ``--configfile``),
-    validate, fill defaults."""
+    validate, fill defaults (``missing_data``: :func:`validate_config`'s)."""
     cfg: dict[str, Any] = {}
     for p in paths:
         deep_update(cfg, read_config_file(p))
     if overrides:
         deep_update(cfg, dict(overrides))
-    return validate_config(cfg)
+    return validate_config(cfg, missing_data=missing_data)
 
 
 EXTENDS_KEY = "extends"
@@ -139,9 +144,10 @@ def _fill_defaults(schema: Mapping[str, Any], inst: Any) -> None:
                 _fill_defaults(extra, val)
 
 
-def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, Any]:
+def validate_config(cfg: Mapping[str, Any], plugins: bool = True, missing_data: str = WARN) -> dict[str, Any]:
     """Validate a config dict and return a copy with defaults filled in (passes 1–3 of the module
-    docstring; ``plugins=False`` stops after the name checks and imports no plug-in)."""
+    docstring; ``plugins=False`` stops after the name checks and imports no plug-in). ``missing_data``: what a
+    dataset neither on disk nor allowed to download gets (:func:`check_feasible`)."""
     cfg = copy.deepcopy(dict(cfg))
     if isinstance(cfg.get("whatif"), dict):
         cfg["whatif"].pop(OWN_CLUSTERERS_KEY, None)  # derived by pass 3, never given
@@ -161,8 +167,13 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True) -> dict[str, A
 
         check_tensorboard()
     _check_study(cfg)  # after each entry's own checks: an entry's error is named before a combination's
-    check_feasible(cfg)
+    check_cross_references(cfg, scenarios(cfg), _split_params(cfg))
+    check_feasible(cfg, missing_data)
     return cfg
+
+
+def _split_params(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: split_settings(cfg, name) for name in cfg["splits"]}
 
 
 def _check_finite(node: Any, field: str = "") -> None:
@@ -204,27 +215,29 @@ def validation_key(cfg: Mapping[str, Any]) -> str:
     return h.hexdigest()
 
 
-def validate_config_cached(cfg: Mapping[str, Any], cache_dir: str | Path) -> dict[str, Any]:
+def validate_config_cached(cfg: Mapping[str, Any], cache_dir: str | Path, dry_run: bool = False) -> dict[str, Any]:
     """:func:`validate_config`, remembered in ``cache_dir`` under :func:`validation_key`.
 
     Pass 3 imports the plug-ins (torch, scikit-learn: ~3.5 s), which every Snakemake start paid, dry runs
     included. The result is a pure function of the key, so a config validated once with the same code and
     libraries is read back instead. A config that fails is never remembered; a result that does not survive
-    a JSON round trip unchanged is not either."""
+    a JSON round trip unchanged is not either. A dataset neither on disk nor allowed to download is refused, but
+    only told in a ``dry_run`` (``snakemake -n`` plans as asked)."""
     import json
 
     from .io import write_json
 
     path = Path(cache_dir) / f"{validation_key(cfg)}.json"
+    missing = WARN if dry_run else REFUSE
     if path.is_file():
         try:
             validated = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError, UnicodeDecodeError):
             pass  # unreadable: validate again and rewrite it
         else:
-            check_feasible(validated)  # the machine may have changed since (pass 4 is never remembered)
+            check_feasible(validated, missing)  # the machine may have changed since (pass 4 is never remembered)
             return validated
-    validated = validate_config(cfg)
+    validated = validate_config(cfg, missing_data=missing)
     try:
         exact = json.loads(json.dumps(validated)) == validated
     except (TypeError, ValueError):
@@ -296,16 +309,6 @@ def _check_registries(cfg: dict[str, Any]) -> None:
     cfg["whatif"][OWN_CLUSTERERS_KEY] = _own_clusterers(cfg)
     cfg[DECLARED_INPUTS_KEY] = _declared_inputs_by_run(cfg)
     cfg[PLUGIN_FACTS_KEY] = _plugin_facts(cfg)
-
-
-def entry_field(cfg: Mapping[str, Any], section: str, name: str) -> str:
-    """The config field an entry comes from: ``algorithms.louvain``, or for an entry expanded from a sweep
-    (cflcore.sweep_expansion) ``algorithms.louvain.sweep{resolution=0.5}``, so an error names what the user wrote."""
-    record = ((cfg.get(INDEX_KEY) or {}).get(section) or {}).get(name)
-    if record is None:
-        return f"{section}.{name}"
-    labels = ",".join(f"{k}={v}" for k, v in record["labels"].items())
-    return f"{section}.{record['base']}.sweep{{{labels}}}"
 
 
 def _variant_instances(cfg: Mapping[str, Any], name: str) -> list[tuple[dict[str, Any], str]]:
@@ -404,12 +407,14 @@ def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], al
                       f"allowed: a participation above {0.5 / n:.4g} with {n} clients")
 
 
-def check_feasible(cfg: Mapping[str, Any]) -> None:
+def check_feasible(cfg: Mapping[str, Any], missing_data: str = WARN) -> None:
     """What the machine must give a validated config (never remembered: the disk and the data may change): a
-    results directory that can be created and written, and a train part that gives every client of every
-    scenario its minimum of samples. Reads no data and writes nothing."""
+    results directory that can be created and written, and data that fills every request of the study
+    (cflcore.config_checks.check_data_requests: classes, samples per client, batches, files on disk or allowed to
+    download; ``missing_data``: REFUSE or WARN of missing files). Reads no data and writes nothing."""
     _check_writable_dir(str(cfg["results_dir"]), "results_dir")
-    _check_data_sizes(cfg)
+    check_data_requests(cfg, scenarios(cfg), {d: data_settings(cfg, d) for d in cfg["study"]["datasets"]},
+                        _split_params(cfg), missing_data)
 
 
 def _check_writable_dir(value: str, field: str) -> None:
@@ -426,38 +431,6 @@ def _check_writable_dir(value: str, field: str) -> None:
         what = "is not writable" if existing == path else f"cannot be created in {str(existing)!r} (not writable)"
         raise ConfigError(f"{field}: {value!r} {what}; allowed: a directory this user can write, or a new one "
                           f"under such a directory")
-
-
-def _check_data_sizes(cfg: Mapping[str, Any]) -> None:
-    """Every scenario's clients get at least ``MIN_SAMPLES_PER_CLIENT`` of the dataset's train samples on average
-    (``len(train) // clients``, what a split without ``samples_per_client`` draws per client, 000 §4.1), and a
-    split's ``samples_per_client`` is at most the train part's size, asked of
-    the loader's size query (cflcore.data.loaders.train_size); skipped where the size is unknown before the data
-    job."""
-    from .data.loaders import train_size
-    from .data.splits import MIN_SAMPLES_PER_CLIENT
-
-    sizes: dict[str, int | None] = {}
-    own_clients = split_clients(cfg)
-    for s in scenarios(cfg):
-        d, n = s["dataset"], s["clients"]
-        if d not in sizes:
-            sizes[d] = train_size(data_settings(cfg, d))
-        n_train = sizes[d]
-        if n_train is None:
-            continue
-        draws = cfg["splits"][s["split"]].get("samples_per_client")
-        if isinstance(draws, int) and draws > n_train:
-            raise ConfigError(f"{entry_field(cfg, 'splits', s['split'])}.samples_per_client: {draws} draws per client "
-                              f"from the {n_train} train samples of dataset {d}; allowed: at most {n_train} (draws "
-                              f"beyond the train part only repeat samples, and cost memory per draw)")
-        if n_train // n >= MIN_SAMPLES_PER_CLIENT:
-            continue
-        field = (f"{entry_field(cfg, 'splits', s['split'])}.clients" if s["split"] in own_clients else "study.clients")
-        raise ConfigError(f"{field}: {n} clients on dataset {d} (split {s['split']}) get {n_train // n} of its "
-                          f"{n_train} train samples each; allowed: at most {n_train // MIN_SAMPLES_PER_CLIENT} "
-                          f"clients ({MIN_SAMPLES_PER_CLIENT} samples each, the split's minimum; "
-                          f"datasets.{d}.max_train and test_fraction set the train part)")
 
 
 STUDY_KEYS = ("splits", "engine")

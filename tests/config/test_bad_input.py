@@ -103,14 +103,15 @@ def test_corrupt_dataset_parquet_is_named(tmp_path, capsys):
 
 
 def test_class_set_beyond_the_dataset(tmp_path, capsys):
+    # refused before any job: the loader declares its class count (cflcore.data.loaders.SourceFacts)
     cfg = edited(**{"splits__nonoverlap-balanced": {"generator": "ocfl", "overlap": False, "imbalanced": False,
                                                    "class_sets": [[0, 1], [2, 3], [4, 12]]}})
-    assert run_cli(tmp_path, cfg, "data", "--dataset", "digits") == 0
-    capsys.readouterr()
-    rc = run_cli(tmp_path, cfg, "split", "--dataset", "digits", "--split", "nonoverlap-balanced", "--clients", "6")
-    err = capsys.readouterr().err.strip().splitlines()
-    assert rc != 0 and len(err) == 1 and "class_sets" in err[0] and "12" in err[0]
-    assert not (tmp_path / "results" / "splits").exists()
+    for argv in (["data", "--dataset", "digits"],
+                 ["split", "--dataset", "digits", "--split", "nonoverlap-balanced", "--clients", "6"]):
+        rc = run_cli(tmp_path, cfg, *argv)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc != 0 and len(err) == 1 and "splits.nonoverlap-balanced.class_sets[2]: class 12" in err[0], err
+    assert files_under(tmp_path / "results") == []
 
 
 def test_diverging_loss_is_a_one_line_error_with_no_run_files(tmp_path, capsys):

@@ -15,8 +15,10 @@ import pytest
 import yaml
 
 import cflcore.config as cc
+import cflcore.layout as lay
 from cflcore.data import DATASETS
-from cflcore.data.loaders import DIGITS_ROWS, MNIST5K_ROWS, SOURCE_SIZES, load_raw, train_size
+from cflcore.data.loaders import (DIGITS_ROWS, MEDMNIST_CLASSES, MNIST5K_ROWS, SOURCE_FACTS, load_raw, source_facts,
+                                  train_size)
 from cflcore.errors import ConfigError
 from conftest import REPO, snakemake_cmd
 from test_data_loaders import write_cifar_folder, write_idx_folder, write_medmnist
@@ -77,10 +79,11 @@ def test_snakemake_dry_run_refuses_with_one_config_error_line(tmp_path, workflow
 @pytest.mark.parametrize("layers", [["config.yaml"]] + [
     ["config.yaml", f.name] for f in sorted(CONFIG_DIR.glob("*.yaml")) if f.name not in ("config.yaml", "schema.yaml")])
 def test_every_shipped_config_validates_layered_as_the_readme_says(tmp_path, layers):
+    # as `snakemake -n` validates it (a dry run): the paper-scale studies read data this machine need not have
     cfg: dict = {}
     for name in layers:
         cc.deep_update(cfg, cc.read_config_file(CONFIG_DIR / name))
-    assert cc.study_runs(cc.validate_config_cached(cfg, tmp_path / "cache"))
+    assert cc.study_runs(cc.validate_config_cached(cfg, tmp_path / "cache", dry_run=True))
 
 
 def test_tiny_validates_alone(tmp_path):
@@ -89,8 +92,9 @@ def test_tiny_validates_alone(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- clients vs the data
 def test_clients_are_weighed_against_the_capped_train_part(tmp_path):
-    # digits: 1797 images, 20 % held out -> 1437 train; max_train 300 -> 300 // 10 = at most 30 clients
-    assert cc.study_runs(cc.validate_config_cached(layered({"datasets": {"digits": {"max_train": 300}},
+    # digits: 1797 images, 20 % held out -> 1437 train; max_train 300 -> 300 // 10 = at most 30 clients, each with 7
+    # local train samples at most (10 draws less the 30 % local test part): a batch of at most 7
+    assert cc.study_runs(cc.validate_config_cached(layered({"datasets": {"digits": {"max_train": 300, "batch_size": 7}},
                                                             "study": {"clients": [30]}}, base=TINY), tmp_path))
     msg = refused(layered({"datasets": {"digits": {"max_train": 300}}, "study": {"clients": [31]}}, base=TINY), tmp_path)
     assert msg.startswith("study.clients: 31 clients on dataset digits") and "at most 30 clients" in msg
@@ -114,9 +118,12 @@ def test_a_split_with_its_own_clients_is_named(tmp_path):
     assert refused(cfg, tmp_path).startswith("splits.nonoverlap-balanced.clients: 500 clients on dataset digits")
 
 
-def test_size_queries_match_what_the_loaders_load(tmp_path):
+def test_source_facts_match_what_the_loaders_load(tmp_path):
     for loader, rows in (("mnist5k", MNIST5K_ROWS), ("digits", DIGITS_ROWS)):
-        assert len(load_raw(loader, {"loader": loader}).labels) == rows  # the constants are the files' rows
+        raw = load_raw(loader, {"loader": loader})
+        assert len(raw.labels) == rows  # the constants are the files' rows
+        facts = source_facts({"loader": loader})
+        assert facts.classes == len(raw.classes) and facts.on_disk
         for tf, cap in ((0.2, None), (0.37, None), (0.2, 111)):
             s = {"loader": loader, "test_fraction": tf, "max_train": cap}
             assert train_size(s) == int(np.sum(load_raw(loader, s).part == "train"))
@@ -127,20 +134,54 @@ def test_size_queries_match_what_the_loaders_load(tmp_path):
     write_cifar_folder(tmp_path, rng, per_batch=4)
     for loader in ("mnist", "fmnist", "bloodmnist"):
         s = {"loader": loader, "data_root": str(tmp_path)}
-        assert train_size(s) == int(np.sum(load_raw(loader, s).part == "train")), loader
+        raw = load_raw(loader, s)
+        assert train_size(s) == int(np.sum(raw.part == "train")), loader
+        facts = source_facts(s)
+        assert facts.on_disk and facts.downloadable and facts.classes == len(raw.classes), loader
     s = {"loader": "cifar10", "data_root": str(tmp_path)}
     assert train_size(s) >= int(np.sum(load_raw("cifar10", s).part == "train")) == 20  # CIFAR's: an upper bound
-    assert train_size({"loader": "pathmnist", "data_root": str(tmp_path / "none")}) is None  # not there: unknown
+    assert source_facts(s).classes == len(load_raw("cifar10", s).classes) and source_facts(s).on_disk
+    none = {"loader": "pathmnist", "data_root": str(tmp_path / "none")}
+    assert train_size(none) is None and not source_facts(none).on_disk  # not there: size unknown, not on disk
 
 
-def test_every_loader_has_a_size_query_but_femnist():
+def test_every_loader_declares_its_facts():
     # FEMNIST's size is in its JSON only (LEAF's sampling decides it): unknown until the data job reads it
-    assert set(DATASETS.names()) - set(SOURCE_SIZES) == {"femnist"}
+    assert set(DATASETS.names()) == set(SOURCE_FACTS)
+    femnist = source_facts({"loader": "femnist", "data_root": "/nonexistent"})
+    assert femnist.train_images is None and not femnist.downloadable and femnist.classes == 62
 
 
-def test_data_not_yet_there_is_no_reason_to_refuse(tmp_path):
-    cfg = layered({"data_root": str(tmp_path / "nodata"), "datasets": {"digits": {"loader": "cifar10"}},
+def test_medmnist_class_counts_are_medmnists():
+    medmnist = pytest.importorskip("medmnist")
+    assert MEDMNIST_CLASSES == {flag: len(medmnist.INFO[flag]["label"]) for flag in MEDMNIST_CLASSES}
+
+
+def test_data_not_yet_there_is_no_reason_to_refuse_its_size(tmp_path):
+    cfg = layered({"data_root": str(tmp_path / "nodata"), "download": True, "datasets": {"digits": {"loader": "cifar10"}},
                    "study": {"clients": [5000]}}, base=TINY)
+    cc.validate_config_cached(cfg, tmp_path / "cache")
+
+
+def test_data_neither_on_disk_nor_downloadable_is_refused_before_a_run(tmp_path, caplog):
+    prepared = tmp_path / "results"  # no dataset prepared there yet
+    cfg = layered({"data_root": str(tmp_path / "nodata"), "results_dir": str(prepared),
+                   "datasets": {"digits": {"loader": "cifar10"}}}, base=TINY)
+    msg = refused(cfg, tmp_path)
+    assert msg.startswith(f"datasets.digits.loader: 'cifar10' has no files at {tmp_path / 'nodata' / 'cifar-10-batches-py'}/"
+                          "{data_batch_1, ")
+    assert msg.endswith("batches.meta} and download is false; allowed: download: true, or its files placed there")
+    # a dry run plans as asked: told, not refused
+    assert cc.study_runs(cc.validate_config_cached(cfg, tmp_path / "cache", dry_run=True))
+    assert "config warning: datasets.digits.loader: 'cifar10' has no files" in caplog.text
+    femnist = layered({"data_root": str(tmp_path / "nodata"), "download": True, "results_dir": str(prepared),
+                       "datasets": {"digits": {"loader": "femnist"}},
+                       "splits": {"nonoverlap-balanced": {"class_sets": [[0, 1], [2, 3], [4, 5]]}}}, base=TINY)
+    assert refused(femnist, tmp_path).endswith("allowed: its files placed there (this loader cannot download)")
+    # a dataset already prepared needs no source files
+    dataset = Path(lay.dataset_file(str(prepared), "digits"))
+    dataset.parent.mkdir(parents=True)
+    dataset.write_bytes(b"")
     cc.validate_config_cached(cfg, tmp_path / "cache")
 
 

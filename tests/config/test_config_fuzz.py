@@ -17,6 +17,12 @@ accepted, or a silent change of meaning (validation rewriting a value the config
 give what it was asked). ``test_a_real_dry_run_plans_a_mutant`` runs one accepted mutant through a real
 ``snakemake -n``.
 
+It also combines valid fields into invalid studies (``cross_field_cases``, one class of :data:`CROSS_FIELD_CLASSES` per
+case): a claim id no paper check defines, a claim of a paper the study does not check, a cross-paper setting that is no
+split of the study, a saliency-grid client in no explained run, a split with more groups than clients, a label outside the dataset's classes, draws, clients or a
+batch beyond what the data gives, a dataset neither on disk nor downloadable. Every such case must be refused before
+any job with one line starting with the field at fault (cflcore/config_checks.py), never a traceback.
+
 CI runs a fixed, derandomised sample of 400 mutants (``EXAMPLES`` below; 14 s on a 2-core AMD EPYC). For a longer local
 search set ``CFL_FUZZ_EXAMPLES`` (e.g. ``CFL_FUZZ_EXAMPLES=3000 python -m pytest -n0 tests/config/test_config_fuzz.py``);
 ``CFL_FUZZ_SEED`` then picks another random sequence (unset: derandomised, the same mutants every time).
@@ -39,11 +45,13 @@ from hypothesis import strategies as st
 import cflcore.config as cc
 import cflcore.layout as lay
 from cflcore import stages
-from cflcore.data.splits import MIN_SAMPLES_PER_CLIENT
+from cflcore.data.loaders import SOURCE_FACTS, LoaderSettings, train_size
+from cflcore.data.splits import MIN_SAMPLES_PER_CLIENT, local_train_bound
 from cflcore.errors import ConfigError
 from cflcore.fl.run import sample_clients
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
+from cflcore.registry import declared_claims
 from conftest import REPO, copy_workflow, snakemake_cmd
 
 CONFIG_DIR = Path(REPO) / "config"
@@ -52,7 +60,7 @@ LAYERED = cc.deep_update(cc.read_config_file(CONFIG_DIR / "config.yaml"), copy.d
 MIX = cc.deep_update(copy.deepcopy(TINY), {
     "study": {"splits": ["mix"]},
     "splits": {"mix": {"generator": "dirichlet-mix", "cluster_shares": [0.5, 0.25, 0.25], "alphas": [1000.0, 0.05, 0.0],
-                       "samples_per_client": 20, "participation": 0.5}}})
+                       "samples_per_client": 50, "participation": 0.5}}})
 """tiny on a 004-style split: shares, a sample count and a participation for the mutations to push."""
 BASES = {"tiny": TINY, "config+tiny": LAYERED, "tiny+mix": MIX}
 TOP_LEVEL = set(cc.load_schema()["properties"])
@@ -303,3 +311,181 @@ def test_a_real_dry_run_plans_a_mutant(tmp_path):
         else:
             errors = [line for line in out.splitlines() if line.startswith("config error:")]
             assert len(errors) == 1 and "algorithms.bnc.engine.participation: 0.08" in errors[0], out
+
+
+# ---------------------------------------------------------------------------------------------- cross-field cases
+CROSS_EXAMPLES = int(os.environ.get("CFL_FUZZ_CROSS_EXAMPLES", "120"))
+NOWHERE = "/nonexistent/cfl-fuzz-data"
+PAPERS = sorted(declared_claims())
+
+
+def _study_split(cfg: dict) -> str:
+    return cfg["study"]["splits"][0]
+
+
+def _n_train(cfg: dict) -> int:
+    ds = cfg["datasets"]["digits"]
+    n = train_size({"loader": "digits", **{k: ds[k] for k in ("test_fraction", "max_train") if k in ds}})
+    assert n is not None
+    return n
+
+
+def _claim_key(draw) -> str:
+    return draw(st.sampled_from(["claims_not_carried", "claim_notes"]))
+
+
+def _unknown_claim(draw, cfg: dict) -> str:
+    checks = draw(st.lists(st.sampled_from(PAPERS), unique=True, max_size=len(PAPERS)))
+    known = {c for ids in declared_claims().values() for c in ids}
+    claim_id = draw(st.from_regex(r"\A(002|004|het|000)-[a-z]{1,10}\Z").filter(lambda c: c not in known))
+    key = _claim_key(draw)
+    cc.deep_update(cfg, {"report": {"paper_checks": checks, key: {claim_id: "a reason"}}})
+    return f"report.{key}"
+
+
+def _claim_not_checked(draw, cfg: dict) -> str:
+    paper = draw(st.sampled_from(PAPERS))
+    others = draw(st.lists(st.sampled_from([p for p in PAPERS if p != paper]), unique=True))
+    key = _claim_key(draw)
+    cc.deep_update(cfg, {"report": {"paper_checks": others, key: {draw(st.sampled_from(declared_claims()[paper])): "x"}}})
+    return f"report.{key}"
+
+
+def _cross_paper_elsewhere(draw, cfg: dict) -> str:
+    name = draw(st.sampled_from(["nosuch", *[n for n in cfg["splits"] if n not in cfg["study"]["splits"]]]))
+    home = draw(st.sampled_from(["000", "002", "004", "scl", "ifca", "leahcimali"]))
+    cc.deep_update(cfg, {"report": {"cross_paper": {"settings": {name: {"home": home}}}}})
+    return "report.cross_paper.settings"
+
+
+def _grid_client_elsewhere(draw, cfg: dict) -> str:
+    largest = max(cfg["study"]["clients"])
+    grid = draw(st.lists(st.integers(0, largest - 1), max_size=3))
+    grid.insert(draw(st.integers(0, len(grid))), draw(st.integers(largest, 10**6)))
+    cfg["explain"] = {**cfg.get("explain", {}), "enabled": True, "grid_clients": grid}
+    return "explain.grid_clients"
+
+
+def _groups(draw, k: int) -> dict:
+    """A valid grouped split of ``k`` groups."""
+    kind = draw(st.sampled_from(["rotation", "label-swap", "quantity-skew", "dirichlet-mix"]))
+    if kind == "rotation":
+        return {"generator": kind, "angles": draw(st.lists(st.integers(0, 359), min_size=k, max_size=k, unique=True))}
+    if kind == "label-swap":
+        pairs = draw(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)).filter(lambda p: p[0] != p[1]),
+                              min_size=k, max_size=k))
+        return {"generator": kind, "swaps": [list(p) for p in pairs]}
+    if kind == "quantity-skew":
+        return {"generator": kind, "fractions": draw(st.lists(st.sampled_from([0.25, 0.5, 1.0]), min_size=k, max_size=k))}
+    return {"generator": kind, "alphas": [1.0] * k, "cluster_shares": [1 / k] * k}
+
+
+def _groups_without_client(draw, cfg: dict) -> str:
+    n = draw(st.integers(3, 8))
+    k = draw(st.integers(n + 1, n + 6))
+    cfg["splits"]["grouped"] = _groups(draw, k)
+    cfg["study"]["splits"] = ["grouped"]
+    cfg["study"]["clients"] = [n]
+    cfg["study"].pop("explain", None)
+    for variant in cfg["algorithms"].values():  # variants restricted to other splits would run nowhere
+        variant.pop("splits", None)
+    return "study.clients"
+
+
+def _label_outside(draw, cfg: dict) -> str:
+    bad = draw(st.integers(10, 10**6))
+    split = _study_split(cfg)
+    if draw(st.booleans()):
+        cfg["splits"][split] = {"generator": "label-swap", "swaps": [[0, 1], [2, bad]]}
+        return f"splits.{split}.swaps[1]"
+    cfg["splits"][split] = {"generator": "ocfl", "class_sets": [[0, 1], [2, 3], [4, bad]]}
+    return f"splits.{split}.class_sets[2]"
+
+
+def _draws_beyond(draw, cfg: dict) -> str:
+    if draw(st.booleans()):
+        cfg["datasets"]["digits"]["max_train"] = draw(st.integers(1000, 2000))  # leaves every client a batch
+    split = _study_split(cfg)
+    cfg["splits"][split]["samples_per_client"] = _n_train(cfg) + draw(st.integers(1, 10**6))
+    return f"splits.{split}.samples_per_client"
+
+
+def _clients_beyond(draw, cfg: dict) -> str:
+    if draw(st.booleans()):
+        cfg["datasets"]["digits"]["max_train"] = draw(st.integers(1000, 2000))  # leaves every client a batch
+    n = draw(st.integers(_n_train(cfg) // MIN_SAMPLES_PER_CLIENT + 1, 100000))
+    cfg["study"]["clients"] = sorted({*cfg["study"]["clients"], n})
+    return "study.clients"
+
+
+def _batch_beyond(draw, cfg: dict) -> str:
+    split = _study_split(cfg)
+    draws = draw(st.integers(MIN_SAMPLES_PER_CLIENT, 300))
+    cfg["splits"][split]["samples_per_client"] = draws
+    fraction = cfg["splits"][split].get("local_test_fraction", 0.3)
+    cfg["datasets"]["digits"]["batch_size"] = local_train_bound(draws, fraction) + draw(st.integers(1, 10**4))
+    return "datasets.digits.batch_size"
+
+
+def _data_missing(draw, cfg: dict) -> str:
+    loader = draw(st.sampled_from(sorted(set(SOURCE_FACTS) - {"mnist5k", "digits"})))  # those two ship with libraries
+    cfg["data_root"] = NOWHERE
+    cfg["datasets"]["digits"]["loader"] = loader
+    facts = SOURCE_FACTS[loader](LoaderSettings(loader=loader, data_root=Path(NOWHERE)))
+    cfg["download"] = False if facts.downloadable else draw(st.booleans())
+    return "datasets.digits.loader"
+
+
+CROSS_FIELD_CLASSES = {
+    "claim-id-no-paper-defines": _unknown_claim,
+    "claim-of-a-paper-not-checked": _claim_not_checked,
+    "cross-paper-setting-not-a-split": _cross_paper_elsewhere,
+    "grid-client-in-no-run": _grid_client_elsewhere,
+    "groups-without-a-client": _groups_without_client,
+    "label-outside-the-classes": _label_outside,
+    "share-beyond-the-train-part": _draws_beyond,
+    "clients-beyond-the-data": _clients_beyond,
+    "batch-beyond-the-local-share": _batch_beyond,
+    "data-neither-on-disk-nor-downloadable": _data_missing,
+}
+"""Each class of cross-field case: a function that turns a valid base config into a case of that class (valid fields
+only, every one of them passing its own check) and returns the field its refusal must start with."""
+
+
+@st.composite
+def cross_field_cases(draw) -> tuple[str, dict, str, list[str]]:
+    base_name = draw(st.sampled_from(sorted(BASES)))
+    cls = draw(st.sampled_from(sorted(CROSS_FIELD_CLASSES)))
+    cfg = copy.deepcopy(BASES[base_name])
+    field = CROSS_FIELD_CLASSES[cls](draw, cfg)
+    return cls, cfg, field, [base_name, cls]
+
+
+GENERATED: dict[str, int] = {}
+
+
+@settings(max_examples=CROSS_EXAMPLES, derandomize=SEED is None, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                 HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(case=cross_field_cases())
+def test_every_cross_field_case_is_refused_in_one_line(fuzz_dir, monkeypatch, case):
+    cls, cfg, field, log = case
+    monkeypatch.chdir(fuzz_dir)  # the relative results_dir lands here; validation writes nothing
+    try:
+        cc.validate_config(cfg, missing_data="refuse")  # a run's validation (a dry run only tells of missing data)
+    except ConfigError as e:
+        message = str(e)
+        assert "\n" not in message, message
+        assert re.match(rf"{re.escape(field)}(\[\d+\])?: ", message) and "; allowed: " in message, \
+            f"{' | '.join(log)}: {message}"
+    except Exception as e:
+        raise AssertionError(f"{' | '.join(log)}: {type(e).__name__}: {e}") from e
+    else:
+        raise AssertionError(f"{' | '.join(log)}: accepted, expected a refusal naming {field}")
+    GENERATED[cls] = GENERATED.get(cls, 0) + 1
+
+
+def test_the_fuzzer_generates_every_cross_field_class():
+    if not GENERATED:
+        pytest.skip("the cross-field fuzz test did not run in this process")
+    assert set(GENERATED) == set(CROSS_FIELD_CLASSES), GENERATED

@@ -18,3 +18,16 @@ def test_the_reference_names_every_key_and_plugin_parameter():
                 "`report.cross_paper.settings.<name>.home`", "### `ocfl`", "`min_cluster_fraction`", "### `dirichlet-mix`"):
         assert key in text, key
     assert max(len(line) for line in text.splitlines()) <= config_reference.WIDTH
+
+
+def test_every_field_that_names_something_says_what_it_may_name():
+    """cflcore.config_checks.naming_fields: each path is a field the reference renders (a path it does not render
+    would drop its sentence silently), and the sentence follows the field's entry."""
+    from cflcore.config_checks import naming_fields
+    from cflcore.registry import declared_claims
+
+    text = " ".join(config_reference.render().split())
+    for path, sentence in naming_fields().items():
+        assert f"- `{path}` (" in text or f"- `{path}`:" in text, path
+        assert " ".join(sentence.split()) in text, path
+    assert "`report.claims_not_carried`" in text and all(c in text for ids in declared_claims().values() for c in ids)

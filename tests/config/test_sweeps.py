@@ -120,8 +120,8 @@ STUDY = {
     "results_dir": "results",
     "device": "cpu",
     "study": {"datasets": ["digits"], "splits": ["maj"], "clients": [6], "seeds": [0], "algorithms": ["louvain"]},
-    "datasets": {"digits": {"model": "tinyvgg", "optimizer": "sgd", "lr": 0.05, "batch_size": 32, "local_epochs": 1,
-                            "rounds": 2}},
+    "datasets": {"digits": {"model": "tinyvgg", "optimizer": "sgd", "lr": 0.05, "batch_size": 16, "local_epochs": 1,
+                            "rounds": 2}},  # a batch within a client's 28 local train samples (40 draws less 30 %)
     "splits": {"maj": {"generator": "majority", "samples_per_client": 40, "sweep": {"majority_share": [0.5, 1.0]}}},
     "algorithms": {"louvain": {"method": "louvain", "sweep": {"resolution": [1.0, 2.0]}}},
     "engine": {"checkpoint_every": 1},

@@ -72,4 +72,4 @@ def test_an_earlier_reading_is_shown_beside_the_current_one_with_the_commit_that
 
 def test_a_version_must_come_after_its_earlier_readings():
     with pytest.raises(ValueError, match="earlier versions"):
-        cl.claim("x", version=2, earlier={2: lambda data: None})
+        cl.claim("x", "x-1", version=2, earlier={2: lambda data: None})

@@ -29,7 +29,7 @@ contradicted when one part is against it by Holm's step-down test over its parts
 row (``report.claim_notes: {claim id: text}``) follows the check's note.
 
 Readings are fixed before the data (:mod:`.versions`): each claim is registered with the version of its reading
-(``@claim(paper, version=N)``), and a committed record (``cflcore/report/claims/versions.json``) holds, per claim and
+(``@claim(paper, claim_id, version=N)``), and a committed record (``cflcore/report/claims/versions.json``) holds, per claim and
 version, the commit that introduced the reading, its reading in one line and a hash of the claim's source; a test
 fails when a claim's source changes without a new version. A claim whose reading changed keeps its earlier reading
 beside it (``@claim(..., earlier=...)``: a function of the earlier reading, run on the same data), so the report shows
@@ -99,14 +99,19 @@ ClaimFn = Callable[[ClaimData], ClaimResult]
 CLAIMS: dict[str, list[ClaimFn]] = {}
 
 
-def claim(paper: str, version: int = 1, earlier: Mapping[int, ClaimFn] | None = None) -> Callable[[ClaimFn], ClaimFn]:
-    """Register a claim of ``paper`` at ``version`` of its reading (:mod:`.versions`: the committed history, and the
-    test that a reading does not change without a new version); ``earlier``: {version: a function computing that
-    earlier reading}, run on the same data so the report shows its verdict beside the current one."""
+def claim(paper: str, claim_id: str, version: int = 1,
+          earlier: Mapping[int, ClaimFn] | None = None) -> Callable[[ClaimFn], ClaimFn]:
+    """Register a claim of seed ``paper`` under ``claim_id``, the id its rows carry and a study's config names
+    (``report.claim_notes``, ``report.claims_not_carried``), at ``version`` of its reading (:mod:`.versions`: the
+    committed history, and the test that a reading does not change without a new version); ``earlier``: {version: a
+    function computing that earlier reading}, run on the same data so the report shows its verdict beside the current
+    one. ``paper`` and ``claim_id`` are string literals or module constants: config validation reads them from the
+    source, never importing the report (cflcore/config_checks.py)."""
     if version < 1 or any(v >= version for v in (earlier or {})):
         raise ValueError(f"claim version {version}; earlier versions {sorted(earlier or {})} must lie in 1..{version - 1}")
 
     def register(fn: ClaimFn) -> ClaimFn:
+        fn.claim_id = claim_id  # type: ignore[attr-defined]
         fn.claim_version = version  # type: ignore[attr-defined]
         fn.earlier_readings = dict(earlier or {})  # type: ignore[attr-defined]
         CLAIMS.setdefault(paper, []).append(fn)
@@ -662,8 +667,8 @@ def _run_claim(fn: ClaimFn, paper: str, data: ClaimData) -> ClaimResult:
     try:
         return fn(data)
     except (KeyError, ValueError, IndexError) as e:  # a claim never stops the report
-        return ClaimResult(fn.__name__, str(paper), "", fn.__name__, f"could not be evaluated: {e}", NA,
-                           reason=f"n/a: could not be evaluated: {e}")
+        return ClaimResult(getattr(fn, "claim_id", fn.__name__), str(paper), "", fn.__name__,
+                           f"could not be evaluated: {e}", NA, reason=f"n/a: could not be evaluated: {e}")
 
 
 def _versions(fn: ClaimFn, paper: str, data: ClaimData) -> dict[str, str]:

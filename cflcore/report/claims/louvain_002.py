@@ -123,7 +123,7 @@ def _mk_runs(data: ClaimData, resolution: float = 1.0) -> tuple[list[float], lis
     return shares, [select(data.runs, FIG3, majority_share=float(m), resolution=resolution) for m in shares]
 
 
-@claim("002")
+@claim("002", "002-ari-mk")
 def ari_rises_with_majority_share(data: ClaimData) -> ClaimResult:
     text = "ARI rises with the majority share m_k (1NN, resolution 1.0)"
     where = "§V-B1, Fig. 3b"
@@ -144,7 +144,7 @@ def ari_rises_with_majority_share(data: ClaimData) -> ClaimResult:
                                     parts_for)
 
 
-@claim("002")
+@claim("002", "002-mk1")
 def two_communities_at_full_majority(data: ClaimData) -> ClaimResult:
     text = f"At m_k = 1.0 and resolution 1.0, Louvain finds the two communities (ARI ≈ 1, read as ≥ {COMMUNITIES_FOUND})"
     where = "§V-B1, Fig. 3b"
@@ -170,7 +170,7 @@ def _labels_text(cells: Sequence[pd.DataFrame]) -> str:
     return "; labels-only baseline ARI: " + ", ".join(v.text() for v in values)
 
 
-@claim("002")
+@claim("002", "002-acc-res")
 def accuracy_depends_on_mk_not_resolution(data: ClaimData) -> ClaimResult:
     text = "Accuracy (W_t) depends on m_k, not notably on the Louvain resolution"
     where = "§V-B1, Fig. 3a"
@@ -191,7 +191,7 @@ def accuracy_depends_on_mk_not_resolution(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "002-acc-res", where, text, ours, parts)
 
 
-@claim("002")
+@claim("002", "002-sil-mk")
 def silhouette_rises_with_mk_and_resolution(data: ClaimData) -> ClaimResult:
     text = "Clusters are denser and better separated (silhouette) with more non-iid data and a higher resolution"
     where = "§V-B1, Fig. 3c"
@@ -212,7 +212,7 @@ def silhouette_rises_with_mk_and_resolution(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "002-sil-mk", where, text, ours, parts)
 
 
-@claim("002")
+@claim("002", "002-res-clusters")
 def higher_resolution_fewer_clusters(data: ClaimData) -> ClaimResult:
     text = "A higher Louvain resolution gives fewer, larger clusters"
     where = "§IV-B, §V-B1"
@@ -237,7 +237,7 @@ def higher_resolution_fewer_clusters(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "002-res-clusters", where, text, "final clusters: " + "; ".join(rows), parts)
 
 
-@claim("002")
+@claim("002", "002-res-best")
 def resolution_one_is_best(data: ClaimData) -> ClaimResult:
     text = "Resolution 1.0 is the best for community detection (ARI over Fig. 3's m_k sweep)"
     where = "§V-B1, Fig. 3b"
@@ -259,7 +259,7 @@ def _attribution_cells(data: ClaimData, participation: float = 1.0) -> dict[str,
             for a in ("avg", "1nn", "wnn", "late")}
 
 
-@claim("002")
+@claim("002", "002-1nn-wnn")
 def one_nn_beats_wnn(data: ClaimData) -> ClaimResult:
     text = "1NN yields superior metrics to WNN (ARI and W_t accuracy, 100 % participation)"
     where = "§V-B2, Fig. 4"
@@ -273,7 +273,7 @@ def one_nn_beats_wnn(data: ClaimData) -> ClaimResult:
                    f"1NN {cell(cells['1nn'], W_T).text(3)} vs WNN {cell(cells['wnn'], W_T).text(3)}", parts)
 
 
-@claim("002")
+@claim("002", "002-participation")
 def full_participation_beats_half(data: ClaimData) -> ClaimResult:
     text = "100 % client participation gives higher scores than 50 % (1NN and WNN, ARI and W_t accuracy)"
     where = "§V-B2, Fig. 4"
@@ -298,7 +298,7 @@ the strategy the paragraph has just found best ("1NN yields superior metrics"): 
 (the earlier check picked the more accurate of 1NN / WNN from the data)."""
 
 
-@claim("002")
+@claim("002", "002-avg-late")
 def avg_late_highest_ari_lowest_silhouette(data: ClaimData) -> ClaimResult:
     text = "AVG and Late: comparable accuracy, higher ARI and a lower silhouette than 1NN (100 % participation)"
     where = "§V-B2, Fig. 4a-c"
@@ -324,7 +324,7 @@ IFCA_WT_NA = ("the W_t accuracy part is n/a: IFCA trains k cluster models from r
               "theirs, so only the ARI part is tested")
 
 
-@claim("002")
+@claim("002", "002-ifca")
 def ifca_below_louvain(data: ClaimData) -> ClaimResult:
     text = "IFCA is below Louvain CFL (ARI and W_t accuracy, 100 % participation, m_k 0.7)"
     where = "§V-B2, Fig. 4a-b"
@@ -345,7 +345,7 @@ def ifca_below_louvain(data: ClaimData) -> ClaimResult:
                    parts, note)
 
 
-@claim("002")
+@claim("002", "002-global-order")
 def global_model_avg_above1nn_aboveifca(data: ClaimData) -> ClaimResult:
     text = "The global model W_t is most accurate with AVG, slightly lower with 1NN, lowest with IFCA (100 %)"
     where = "§V-B3, Fig. 5a"
@@ -368,7 +368,7 @@ def global_model_avg_above1nn_aboveifca(data: ClaimData) -> ClaimResult:
                    f"W_t accuracy on the held-out set: AVG {a.text(3)}, 1NN {o.text(3)}, IFCA {ifca_text}", parts, note)
 
 
-@claim("002")
+@claim("002", "002-avg-sil")
 def avg_silhouette_half_and_flat(data: ClaimData) -> ClaimResult:
     level, width = AVG_SILHOUETTE
     text = f"AVG's silhouette stays ≈ {level} (read as {level} ± {width}) with minimal variation over rounds (100 %)"
@@ -405,7 +405,7 @@ def silhouette_levels(rounds: pd.DataFrame | None, runs: pd.DataFrame, col: str)
     return pd.Series(levels, dtype=np.float64), pd.Series(drifts, dtype=np.float64)
 
 
-@claim("002")
+@claim("002", "002-half-1nn")
 def one_nn_half_participation_loses_communities(data: ClaimData) -> ClaimResult:
     text = (f"At 50 % participation 1NN's ARI falls close to 0 (read as ≤ {HALF_ARI_CLOSE_TO_ZERO}) while AVG and Late "
             f"keep the communities (≥ {COMMUNITIES_FOUND})")
@@ -420,7 +420,7 @@ def one_nn_half_participation_loses_communities(data: ClaimData) -> ClaimResult:
                    "final ARI at 50 %: " + ", ".join(f"{a} {cell(r, 'ari').text()}" for a, r in half.items()), parts)
 
 
-@claim("002")
+@claim("002", "002-global")
 def community_models_beat_global(data: ClaimData) -> ClaimResult:
     text = "Community models beat the global model W_t on their clients' validation data (1NN, 100 %)"
     where = "§V-B3, Fig. 6"
@@ -501,7 +501,7 @@ def separation_rounds(distances: pd.DataFrame, truth: Sequence[int], seed: int =
     return out
 
 
-@claim("002")
+@claim("002", "002-fig2")
 def normalised_similarity_separates_communities(data: ClaimData) -> ClaimResult:
     text = ("With normalised distances (eq. 3) the communities separate sooner in training than with the raw "
             "distances (Fig. 2)")
@@ -552,7 +552,7 @@ def _labels_against_classes(run: Any) -> tuple[float, float, int] | None:
     return ari_groups, float(adjusted_rand_score(classes, found)), int(len(np.unique(found)))
 
 
-@claim("002")
+@claim("002", "002-superclass")
 def superclass_communities(data: ClaimData) -> ClaimResult:
     text = (f"Louvain groups clients by superclass (the group of their majority class), not by class: ARI ≥ "
             f"{COMMUNITIES_FOUND} against the groups at m_k 0.7, resolution 1.0")
@@ -590,7 +590,7 @@ CONCEPT = "louvain-concept"
 only (rotation, label swap), every client with the same label distribution."""
 
 
-@claim("002")
+@claim("002", "002-concept")
 def communities_beyond_the_labels(data: ClaimData) -> ClaimResult:
     """Reading fixed before the concept proxy's data (config/louvain-002-concept.yaml): on each of its splits, 1NN's
     final ARI minus the labels-only baseline's (:func:`labels_only_ari`, the same run's split), paired per seed, is
