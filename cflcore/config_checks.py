@@ -178,7 +178,8 @@ def _check_on_disk(cfg: Mapping[str, Any], dataset: str, settings: Mapping[str, 
 def _check_shares(cfg: Mapping[str, Any], scenario: Mapping[str, Any], settings: Mapping[str, Any],
                   params: Mapping[str, Any]) -> None:
     """Per client: at least the split's minimum of the train part (``len(train) // clients``, what a split without
-    ``samples_per_client`` draws, 000 §4.1), ``samples_per_client`` draws within the train part, and a local train
+    ``samples_per_client`` draws, 000 §4.1), ``samples_per_client`` draws within the train part (all clients' draws
+    within it where the split draws without replacement, ``replace: false``), and a local train
     part (the draws less the local test fraction, an upper bound: duplicates are dropped before it is taken) of at
     least one batch."""
     from .data.loaders import train_size
@@ -199,6 +200,10 @@ def _check_shares(cfg: Mapping[str, Any], scenario: Mapping[str, Any], settings:
                           f"of its {n_train} train samples each; allowed: at most "
                           f"{n_train // MIN_SAMPLES_PER_CLIENT} clients ({MIN_SAMPLES_PER_CLIENT} samples each, "
                           f"the split's minimum; datasets.{d}.max_train and test_fraction set the train part)")
+    if isinstance(draws, int) and params.get("replace") is False and n * draws > n_train:
+        raise ConfigError(f"{field}.replace: false: {n} clients × {draws} draws need {n * draws} distinct images, dataset "
+                          f"{d} has {n_train} train samples; allowed: at most {n_train // n} samples_per_client with {n} "
+                          "clients, or replace: true")
     if not isinstance(draws, int):
         draws = n_train // n
     local = local_train_bound(draws, float(params["local_test_fraction"]))

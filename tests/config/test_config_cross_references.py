@@ -87,6 +87,10 @@ CROSS_FIELD_CASES: dict[str, tuple[dict, str]] = {
     "share-beyond-the-train-part": (
         {"splits": {"nonoverlap-balanced": {"samples_per_client": 1438}}},
         "splits.nonoverlap-balanced.samples_per_client: 1438 draws per client from the 1437 train samples"),
+    "disjoint-draws-beyond-the-train-part": (
+        {"splits": {"nonoverlap-balanced": {"samples_per_client": 240, "replace": False}}},
+        "splits.nonoverlap-balanced.replace: false: 6 clients × 240 draws need 1440 distinct images, dataset digits has "
+        "1437 train samples; allowed: at most 239 samples_per_client with 6 clients, or replace: true"),
     "clients-beyond-the-data": (
         {"study": {"clients": [144]}}, "study.clients: 144 clients on dataset digits (split nonoverlap-balanced) get 9"),
     "batch-beyond-the-local-share": (
@@ -116,6 +120,8 @@ ACCEPTED: dict[str, dict] = {
                                   "study": {"splits": ["swap"]}},
     "class-set-outside-the-classes": {"splits": {"nonoverlap-balanced": {"class_sets": [[0, 1], [2, 3], [4, 9]]}}},
     "batch-beyond-the-local-share": {"splits": {"nonoverlap-balanced": {"samples_per_client": 46}}},
+    "disjoint-draws-beyond-the-train-part": {"splits": {"nonoverlap-balanced": {"samples_per_client": 239,
+                                                                                "replace": False}}},
     "data-neither-on-disk-nor-downloadable": {"data_root": NODATA, "download": True, "datasets": {"digits": {"loader": "mnist"}}},
 }
 
