@@ -9,6 +9,7 @@ vectorisation or resumption. The client seed itself is derived from (root seed, 
 from __future__ import annotations
 
 import contextlib
+import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
@@ -22,8 +23,12 @@ from ..data.federated import ClientData
 from ..errors import ConfigError
 from ..models._layers import dropout_modules
 from ..registry import Registry
+from .chunk_plan import (CPU_MEMORY_BUDGET_MB, GPU_HEADROOM, REFERENCE_GPU_MB,  # noqa: F401 - re-exported
+                         ChunkPlan, ModelCost, activation_probe, gpu_share_mb, plan_chunks)
 from .flat_params import ModelLayout
 from .optim import ClientOptimizer, OptimizerState, optimizer_step
+from .streams import (ClientStreams, derive_seed, epoch_generator, epoch_order,  # noqa: F401 - re-exported
+                      train_seed, uniform_source)
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.float32, "fp64": torch.float64}
 RAGGED_BATCHES = ("split", "pad")
@@ -57,12 +62,6 @@ def bf16_warning(device: torch.device, flags: set[str] | None = None) -> str | N
             f"than fp32; use precision: fp32 here")
 
 
-def derive_seed(*stream: int) -> int:
-    """A 63-bit seed from integers (numpy SeedSequence hashing): independent streams per (seed, round, ...)."""
-    state = np.random.SeedSequence([int(s) for s in stream]).generate_state(2, np.uint32)
-    return int((int(state[0]) << 31) ^ int(state[1])) & ((1 << 63) - 1)
-
-
 @dataclass(frozen=True)
 class TrainSpec:
     """Local-training settings: the client optimiser, batch size, epochs and numeric options."""
@@ -76,6 +75,7 @@ class TrainSpec:
     compile: bool = False  # loop trainer: torch.compile the forward/backward (pays for long runs only)
     proximal_mu: float = 0.0  # FedProx (Li et al. 2020, eq. 2): mu/2 ||w - w_start||^2 on the client objective
     ragged_batches: str = "split"  # vmap trainer, unequal batch sizes at one step: split | pad (resolve_ragged_batches)
+    gpu_jobs: int | None = None  # memory_budget_mb auto on CUDA: the jobs a GPU (the chunk plan may take fewer)
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -101,22 +101,6 @@ def autocast_context(spec: TrainSpec, device: torch.device) -> contextlib.Abstra
     if spec.precision == "bf16":
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
-
-
-def epoch_generator(client_seed: int, epoch: int, device: torch.device | str = "cpu") -> torch.Generator:
-    """The generator of one client's epoch on the training device, seeded from (client seed, epoch): it draws the
-    epoch's permutation and dropout masks where they are used, so a round sends nothing from the host. On a CPU it
-    is the CPU generator of earlier versions (the same bytes); a CUDA generator draws other numbers, from the same
-    seeds, the same on every card of one model."""
-    return torch.Generator(device=device).manual_seed(derive_seed(client_seed, epoch))
-
-
-def epoch_order(client_seed: int, epoch: int, n: int,
-                device: torch.device | str = "cpu") -> tuple[torch.Generator, torch.Tensor]:
-    """A client's batch order in one epoch: the epoch's generator and its permutation of the n training
-    rows, both on ``device``; both trainers (and benchmarks/round_speed.py) take it from here."""
-    gen = epoch_generator(client_seed, epoch, device)
-    return gen, torch.randperm(n, generator=gen, device=gen.device)
 
 
 def proximal_grads(grads: list[torch.Tensor], params: list[torch.Tensor], anchors: list[torch.Tensor],
@@ -148,17 +132,6 @@ def pin_inductor_simd() -> None:
         inductor_config.cpp.simdlen = bits
 
 
-def uniform_source(gen: torch.Generator):
-    """Dropout mask source: uniform [0, 1) numbers from ``gen``, drawn on the generator's device (the training
-    device, :func:`epoch_generator`) in fp32 or fp64."""
-
-    def draw(shape: torch.Size, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        wide = torch.float64 if dtype == torch.float64 else torch.float32
-        return torch.rand(tuple(shape), generator=gen, dtype=wide, device=gen.device).to(device=device, dtype=dtype)
-
-    return draw
-
-
 class Trainer(ABC):
     """Trains a list of clients from given start vectors; owns one reusable module."""
 
@@ -169,6 +142,7 @@ class Trainer(ABC):
         self.device = device
         self.dropouts = dropout_modules(self.model)
         self._data_cache: dict[int, tuple[ClientData, torch.Tensor, torch.Tensor]] = {}
+        self.streams = ClientStreams(device)  # the one source of batch orders and dropout masks (cflcore.fl.streams)
 
     def client_tensors(self, client: ClientData) -> tuple[torch.Tensor, torch.Tensor]:
         """The client's training tensors on the device in the training dtype (cached; pre-stacked)."""
@@ -182,11 +156,11 @@ class Trainer(ABC):
         return cached[1], cached[2]
 
     def epoch_generator(self, client_seed: int, epoch: int) -> torch.Generator:
-        return epoch_generator(client_seed, epoch, self.device)
+        return self.streams.generator(client_seed, epoch)
 
     def epoch_order(self, client_seed: int, epoch: int, n: int) -> tuple[torch.Generator, torch.Tensor]:
         """The epoch's generator (it draws the dropout masks next) and its permutation, both on the device."""
-        return epoch_order(client_seed, epoch, n, self.device)
+        return self.streams.order(client_seed, epoch, n)
 
     @abstractmethod
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
@@ -228,7 +202,7 @@ class LoopTrainer(Trainer):
         x, y = self.client_tensors(client)
         gen, perm = self.epoch_order(seed, epoch, len(y))
         for m in self.dropouts:
-            m.mask_source = uniform_source(gen)
+            m.mask_source = self.streams.masks(gen)
         B = self.spec.batch_size
         for lo in range(0, len(y), B):
             idx = perm[lo:lo + B]
@@ -294,6 +268,8 @@ class VmapTrainer(Trainer):
         self.calls = 0  # vmapped calls so far (benchmarks/device_speed.py prints them)
         self._feature_shapes: list[tuple[int, ...]] | None = None
         self._activation_numel = 0
+        self._notes: set[str] = set()
+        self.last_plan: ChunkPlan | None = None  # the last round's (status.json's hardware.chunk_plan)
         # integer buffers (BN num_batches_tracked) are passed as throw-away per-client copies: BN increments
         # them in place, which grad() refuses on captured tensors; with fixed momentum they are unused.
         self._int_buffers = {n: b for n, b in self.model.named_buffers() if b is not None and not b.is_floating_point()}
@@ -316,35 +292,23 @@ class VmapTrainer(Trainer):
 
     def _probe(self, x: torch.Tensor) -> None:
         """Record dropout input shapes and activation sizes per sample (one forward of 2 samples)."""
-        shapes: dict[int, tuple[int, ...]] = {}
-        total = [0]
-        hooks = [m.register_forward_pre_hook(lambda mod, inp: shapes.__setitem__(id(mod), tuple(inp[0].shape[1:])))
-                 for m in self.dropouts]
-        for m in self.model.modules():
-            if not list(m.children()):
-                hooks.append(m.register_forward_hook(lambda mod, inp, out: total.__setitem__(0, total[0] + out[0].numel())))
-        was = self.model.training
-        self.model.eval()
-        with torch.no_grad():
-            self.model(x[:2])
-        self.model.train(was)
-        for h in hooks:
-            h.remove()
-        self._feature_shapes = [shapes[id(m)] for m in self.dropouts]
-        self._activation_numel = total[0]
+        self._feature_shapes, self._activation_numel = activation_probe(self.model, x, self.dropouts)
+
+    def chunk_plan(self, n_clients: int = 1, steps: int = 0) -> ChunkPlan:
+        """The round's chunk plan (cflcore.fl.chunk_plan) from the model's size and activations, the budget and, under
+        ``memory_budget_mb: auto`` on CUDA, the jobs a GPU; never from the card's memory, so the chunking, and with
+        it the bytes, is the same on every card. A plan that departs from the settings is logged once."""
+        cost = ModelCost(self.model_layout.n_full, self._activation_numel, torch.finfo(self.spec.dtype).bits // 8,
+                         self.spec.batch_size)
+        plan = plan_chunks(cost, n_clients, steps, self.spec.memory_budget_mb, self.spec.gpu_jobs)
+        if plan.note and plan.note not in self._notes:
+            self._notes.add(plan.note)
+            logging.getLogger(__name__).warning("vmap trainer chunk plan: %s", plan.line())
+        return plan
 
     def chunk_size(self, n_clients: int = 1) -> int:
-        """Clients per vmapped chunk: what fits ``memory_budget_mb`` beside the round's (n_clients × P) buffer, from
-        the model's size and activations only (never from the card's memory, so the chunking, and with it the bytes,
-        is the same on every card), then evened out (15 clients at 13 a chunk -> 8 + 7)."""
-        elt = torch.finfo(self.spec.dtype).bits // 8
-        per_client = self.model_layout.n_full * elt * 6 + self._activation_numel * self.spec.batch_size * elt * 4
-        room = self.spec.memory_budget_mb * 2 ** 20 - n_clients * self.model_layout.n_full * elt  # the round buffer
-        size = max(1, int(room // max(per_client, 1)))
-        if n_clients > size:
-            chunks = -(-n_clients // size)
-            size = -(-n_clients // chunks)
-        return size
+        """Clients per vmapped chunk (:meth:`chunk_plan`): 15 clients at 13 a chunk -> 8 + 7."""
+        return self.chunk_plan(n_clients).clients_per_chunk
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
               out: torch.Tensor | None = None) -> TrainResult:
@@ -355,7 +319,9 @@ class VmapTrainer(Trainer):
         if self._feature_shapes is None:
             self._probe(self.client_tensors(clients[0])[0])
         losses: list[np.ndarray] = []
-        size = self.last_chunk_size = self.chunk_size(len(clients))
+        steps = max(self.spec.local_epochs * -(-c.n_train // self.spec.batch_size) for c in clients)
+        self.last_plan = self.chunk_plan(len(clients), steps)
+        size = self.last_chunk_size = self.last_plan.clients_per_chunk
         for lo in range(0, len(clients), size):
             hi = min(lo + size, len(clients))
             losses += self._train_chunk(out[lo:hi], clients[lo:hi], client_seeds[lo:hi])
@@ -410,7 +376,7 @@ class VmapTrainer(Trainer):
         y = torch.stack([data[i][1][idx] for i, idx in zip(rows_list, index)])
 
         def mask(i: int, n: int, shape) -> torch.Tensor:  # drawn for the client's own n samples, as the loop trainer
-            u = uniform_source(schedules[i][t][0])((n, *shape), x.dtype, self.device)
+            u = self.streams.masks(schedules[i][t][0])((n, *shape), x.dtype, self.device)
             return u if n == b else torch.cat([u, u.new_ones(b - n, *shape)])
 
         masks = [torch.stack([mask(i, n, shape) for i, n in zip(rows_list, sizes)]) for shape in (self._feature_shapes or [])]
@@ -448,28 +414,17 @@ class VmapTrainer(Trainer):
             losses[i].append(loss[j])
 
 
-CPU_MEMORY_BUDGET_MB = 2048
-"""``engine.memory_budget_mb: auto`` on a CPU: the figure the CPU studies were measured and run with."""
-REFERENCE_GPU_MB = 40 * 1024
-"""``engine.memory_budget_mb: auto`` on CUDA: a share of a *reference* card of 40 GiB (an A100 40GB, the smallest
-data-centre card in common use), never of the card at hand, so that the chunking, which decides the vmapped kernels'
-batch shapes and with them the bytes (cuDNN and cuBLAS pick per shape), is the same on an 80 GB card, a 40 GB one, a
-MIG slice or with ECC on. A design choice, not a measured optimum."""
-GPU_HEADROOM = 0.75
-"""The share of the reference card the jobs' budgets add up to; the rest is for the CUDA context, cuDNN's workspace
-and the allocator's slack."""
-
-
 def resolve_memory_budget(value: int | str, device: torch.device, gpu_jobs: int = 1) -> int:
     """``engine.memory_budget_mb`` in MB: a number as given; ``auto`` = :data:`CPU_MEMORY_BUDGET_MB` on a CPU, and on
     CUDA this job's share of :data:`REFERENCE_GPU_MB` × :data:`GPU_HEADROOM` among the ``engine.gpu_jobs`` jobs that
     share one GPU (7,680 MB at 4 jobs). The chunking then follows from the model, the clients and this figure
-    (:meth:`VmapTrainer.chunk_size`, which counts the round buffer), never from the card."""
+    (cflcore.fl.chunk_plan: the round buffer counted once; where the share cannot hold it, fewer jobs a GPU), never
+    from the card."""
     if value != "auto":
         return int(value)
     if device.type != "cuda":
         return CPU_MEMORY_BUDGET_MB
-    return max(64, int(REFERENCE_GPU_MB * GPU_HEADROOM) // max(1, int(gpu_jobs)))
+    return gpu_share_mb(gpu_jobs)
 
 
 def resolve_channels_last(value: bool | str, device: torch.device) -> bool:
