@@ -56,11 +56,11 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
-from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
+from cflcore.fl import speed  # noqa: E402
 from cflcore.fl.device import prepare_device  # noqa: E402
 from cflcore.data.synthetic import synthetic_federated  # noqa: E402
 from cflcore.fl.streams import ClientStreams, train_seed  # noqa: E402
@@ -74,9 +74,7 @@ GPU_JOBS = 1  # engine.gpu_jobs: this script is the GPU's only job, so memory_bu
 log = logging.getLogger("bench")
 
 
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+sync = speed.sync
 
 
 def engine_settings(model: str, trainer: str, device: torch.device, threads: int, ragged: str = "auto") -> dict:
@@ -179,30 +177,13 @@ class EngineRound:
 
 
 def sample_flops(model: str) -> tuple[float, float]:
-    """(forward + backward, forward) FLOPs of one sample (torch.utils.flop_counter, a batch of BATCH on the CPU)."""
-    net = build_model(model, SHAPE[0], SHAPE[1:], CLASSES)
-    x, y = torch.randn(BATCH, *SHAPE), torch.randint(0, CLASSES, (BATCH,))
-    with FlopCounterMode(display=False) as train:
-        F.cross_entropy(net(x), y).backward()
-    with torch.no_grad(), FlopCounterMode(display=False) as fwd:
-        net(x)
-    return train.get_total_flops() / BATCH, fwd.get_total_flops() / BATCH
+    """(forward + backward, forward) FLOPs of one sample (cflcore.fl.speed, a batch of BATCH on the CPU)."""
+    return speed.sample_flops(model, SHAPE, CLASSES, BATCH)
 
 
 def gemm_flops(device: torch.device, repeats: int = 7, n: int = 4096) -> float:
-    """FLOP/s of an n x n fp32 GEMM (torch.mm, torch's current matmul settings) on ``device``: the best of ``repeats``
-    (each timing covers 10 products on CUDA, synchronised)."""
-    n = n if device.type == "cuda" else 2048
-    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
-    calls = 10 if device.type == "cuda" else 1
-
-    def run() -> None:
-        for _ in range(calls):
-            a @ b
-        sync(device)
-    run()
-    best = min(harness.time_call(run)[0] for _ in range(repeats))
-    return 2 * n ** 3 * calls / best
+    """FLOP/s of an n x n fp32 GEMM on ``device`` (cflcore.fl.speed.gemm_flops)."""
+    return speed.gemm_flops(device, repeats, n)
 
 
 class RssSampler:
@@ -290,7 +271,7 @@ def run_case(model: str, n: int, n_train: int, device: torch.device, repeats: in
     res = harness.time_side_by_side({k: rounds[k] for k in variants}, repeats, warmup=False, keep_output=False)
     memory = {k: peak_memory(rounds[k], device) for k in variants}
     train_f, fwd_f = sample_flops(model)
-    flops = train_f * sum(counts) * EPOCHS + fwd_f * (n * N_TEST + N_ORCH)
+    flops = speed.round_flops(train_f, fwd_f, sum(counts), EPOCHS, n * N_TEST + N_ORCH)
     floor = flops / peak
     what = "peak allocated" if device.type == "cuda" else "peak process RSS"
     calls = {k: rounds[k].calls_per_round() for k in engines}

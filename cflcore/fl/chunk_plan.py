@@ -115,11 +115,17 @@ class ChunkPlan:
     def as_dict(self) -> dict:
         return asdict(self)
 
-    def line(self) -> str:
+    def line(self, short: bool = False) -> str:
+        """One line; ``short``: the departure from the settings as "gpu_jobs 4 -> 2" instead of the whole note."""
         jobs = f", {self.jobs_per_gpu} job(s) a GPU" if self.jobs_per_gpu else ""
-        return (f"N = {self.n_clients}: {self.chunks} chunk(s) of <= {self.clients_per_chunk}, {self.calls_per_round} "
-                f"vmapped calls a round, buffer {self.buffer_mb:,.0f} MB, peak {self.peak_mb:,.0f} MB of "
-                f"{self.budget_mb:,} MB{jobs}" + (f"; {self.note}" if self.note else ""))
+        note = self.note
+        if short and note:
+            note = "departs from the settings: " + ", ".join(
+                part.split(" (")[0] if "planned as" not in part else part[part.index("planned as"):].split(":")[0]
+                for part in note.split("; ") if "planned as" in part or "client(s) a chunk" in part)
+        return (f"N = {self.n_clients}: {self.chunks} chunk(s) of <= {min(self.clients_per_chunk, self.n_clients)}, "
+                f"{self.calls_per_round} vmapped calls a round, buffer {self.buffer_mb:,.0f} MB, peak "
+                f"{self.peak_mb:,.0f} MB of {self.budget_mb:,} MB{jobs}" + (f"; {note}" if note else ""))
 
 
 def plan_chunks(cost: ModelCost, n_clients: int, steps: int, budget_mb: int, gpu_jobs: int | None = None) -> ChunkPlan:

@@ -72,7 +72,7 @@ class TrainSpec:
     precision: str = "fp32"  # fp32 | bf16 (autocast, fp32 master weights) | fp64 (tests)
     channels_last: bool = False
     memory_budget_mb: int = 2048
-    compile: bool = False  # loop trainer: torch.compile the forward/backward (pays for long runs only)
+    compile: bool = False  # torch.compile the local step: loop trainer's forward/backward, vmap's gradient (compile_step)
     proximal_mu: float = 0.0  # FedProx (Li et al. 2020, eq. 2): mu/2 ||w - w_start||^2 on the client objective
     ragged_batches: str = "split"  # vmap trainer, unequal batch sizes at one step: split | pad (resolve_ragged_batches)
     gpu_jobs: int | None = None  # memory_budget_mb auto on CUDA: the jobs a GPU (the chunk plan may take fewer)
@@ -130,6 +130,29 @@ def pin_inductor_simd() -> None:
     bits = _SIMD_BITS.get(torch.backends.cpu.get_cpu_capability())
     if bits is not None and inductor_config.cpp.simdlen is None:
         inductor_config.cpp.simdlen = bits
+
+
+def compile_step(grad_fn: Callable, grad_fn_weighted: Callable, device: torch.device) -> tuple[Callable, Callable]:
+    """``engine.compile`` for the vmap trainer: the vmapped gradient (both forms, plain and padded) through
+    ``torch.compile`` (inductor, default mode, ``dynamic=False``: each distinct shape, a chunk's clients x the batch,
+    compiles once; ``ragged_batches: pad`` keeps the batch at B). The optimiser step stays the foreach step on
+    contiguous tensors (its step count changes every step, which would recompile it). No CUDA graphs: the step's
+    losses are kept across steps, and a graph's replay would overwrite them. Eager stays the default
+    (``engine.compile: false``). Numbers differ from eager in the last bits (fused kernels round differently:
+    tests/fl/test_trainers.py states the bound); a compiled run is deterministic and resumes bit for bit with the
+    same setting."""
+    if device.type == "cpu":
+        pin_inductor_simd()
+    return torch.compile(grad_fn, dynamic=False), torch.compile(grad_fn_weighted, dynamic=False)
+
+
+def host_losses(losses: Sequence[torch.Tensor]) -> list[np.ndarray]:
+    """Every client's step losses (device tensors) as float64 arrays, fetched from the device in one copy: one sync a
+    round, not one a client or a chunk (docs/gpu.md, "No host traffic inside a round")."""
+    if not losses:
+        return []
+    flat = torch.cat([ls.reshape(-1) for ls in losses]).to(torch.float64).cpu().numpy()
+    return np.split(flat, np.cumsum([ls.numel() for ls in losses])[:-1])
 
 
 class Trainer(ABC):
@@ -210,6 +233,11 @@ class LoopTrainer(Trainer):
 
     def train_client(self, start: torch.Tensor, client: ClientData, seed: int) -> tuple[torch.Tensor, np.ndarray]:
         """E local epochs of one client from the full vector ``start``: (new full vector, every step's loss)."""
+        vector, losses = self._train_client(start, client, seed)
+        return vector, host_losses([losses])[0]
+
+    def _train_client(self, start: torch.Tensor, client: ClientData, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`train_client` with the losses left on the device (a round fetches them once, :func:`host_losses`)."""
         model, spec = self.model, self.spec
         self.model_layout.load(model, start)
         state = OptimizerState()
@@ -224,18 +252,18 @@ class LoopTrainer(Trainer):
                 losses.append(loss.detach())
         for m in self.dropouts:
             m.mask_source = None
-        return self.model_layout.flatten(model), torch.stack(losses).to(torch.float64).cpu().numpy()
+        return self.model_layout.flatten(model), torch.stack(losses)
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
               out: torch.Tensor | None = None) -> TrainResult:
         self.model.train()
         if out is None:
             out = torch.empty(starts.shape, dtype=self.spec.dtype, device=self.device)
-        all_losses: list[np.ndarray] = []
+        all_losses: list[torch.Tensor] = []
         for i, (client, seed) in enumerate(zip(clients, client_seeds)):
-            out[i], losses = self.train_client(starts[i], client, seed)
+            out[i], losses = self._train_client(starts[i], client, seed)
             all_losses.append(losses)
-        return TrainResult(out, all_losses)
+        return TrainResult(out, host_losses(all_losses))
 
 
 @TRAINERS.register("vmap")
@@ -264,6 +292,8 @@ class VmapTrainer(Trainer):
         self._functional_call = functional_call
         self._grad_fn = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0, 0, 0), randomness="error")
         self._grad_fn_weighted = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0, 0, 0, 0), randomness="error")
+        if spec.compile:  # engine.compile: the vmapped gradient through torch.compile
+            self._grad_fn, self._grad_fn_weighted = compile_step(self._grad_fn, self._grad_fn_weighted, device)
         self.pad = spec.ragged_batches == "pad" and not model_layout.has_bn
         self.calls = 0  # vmapped calls so far (benchmarks/device_speed.py prints them)
         self._feature_shapes: list[tuple[int, ...]] | None = None
@@ -318,14 +348,14 @@ class VmapTrainer(Trainer):
             out.copy_(starts)
         if self._feature_shapes is None:
             self._probe(self.client_tensors(clients[0])[0])
-        losses: list[np.ndarray] = []
+        losses: list[torch.Tensor] = []
         steps = max(self.spec.local_epochs * -(-c.n_train // self.spec.batch_size) for c in clients)
         self.last_plan = self.chunk_plan(len(clients), steps)
         size = self.last_chunk_size = self.last_plan.clients_per_chunk
         for lo in range(0, len(clients), size):
             hi = min(lo + size, len(clients))
             losses += self._train_chunk(out[lo:hi], clients[lo:hi], client_seeds[lo:hi])
-        return TrainResult(out, losses)
+        return TrainResult(out, host_losses(losses))
 
     def _schedule(self, client: ClientData, seed: int) -> list[tuple[torch.Generator, torch.Tensor]]:
         """Per step: (the epoch's generator, the batch's row indices), in the loop trainer's order."""
@@ -336,9 +366,12 @@ class VmapTrainer(Trainer):
             steps += [(gen, perm[lo:lo + B]) for lo in range(0, n, B)]
         return steps
 
-    def _train_chunk(self, mat: torch.Tensor, clients: Sequence[ClientData], seeds: Sequence[int]) -> list[np.ndarray]:
+    def _train_chunk(self, mat: torch.Tensor, clients: Sequence[ClientData], seeds: Sequence[int]) -> list[torch.Tensor]:
         k = len(clients)
-        params, buffers = self.model_layout.split_rows(mat)
+        rows, buffers = self.model_layout.split_rows(mat)
+        # each parameter trains in a contiguous (k, *shape) copy, written back once after the chunk: the foreach
+        # optimiser step then runs on dense tensors (one multi-tensor kernel on CUDA, not one per strided view)
+        params = {n: v.clone(memory_format=torch.contiguous_format) for n, v in rows.items()}
         names = list(params)
         state = OptimizerState(exp_avg=None)
         zeros = lambda: [torch.zeros_like(params[n]) for n in names]  # noqa: E731
@@ -360,7 +393,10 @@ class VmapTrainer(Trainer):
                 continue
             for rows_list in groups.values():
                 self._step(t, rows_list, k, params, buffers, names, state, schedules, data, losses, anchors)
-        return [torch.stack(ls).to(torch.float64).cpu().numpy() for ls in losses]
+        with torch.no_grad():
+            for n, v in params.items():
+                rows[n].copy_(v)
+        return [torch.stack(ls) for ls in losses]  # left on the device: the round fetches them once (host_losses)
 
     def _step(self, t, rows_list, k, params, buffers, names, state, schedules, data, losses, anchors,
               padded: bool = False) -> None:
