@@ -1,5 +1,5 @@
 """``cfl doctor``: a self-check of a machine for training (docs/gpu.md, "Checking a GPU box"), run on a new box before
-anything else. It runs from an installed wheel (its workloads are cflcore/doctor_checks.py; it needs no checkout),
+anything else. It runs from an installed wheel (its workloads are cflcore/fl/selfcheck.py; it needs no checkout),
 prints one screen, one check after another, and exits 1 when any fails, naming which:
 
 * ``env``         the device, its model, the NVIDIA driver, CUDA, cuDNN and torch (cflcore.fl.device.device_report);
@@ -71,7 +71,7 @@ def check_env(device, report: Report) -> None:
 
 
 def check_determinism(device, report: Report) -> None:
-    from .doctor_checks import determinism
+    from .fl.selfcheck import determinism
 
     d = determinism(device)
     gpu = device.type == "cuda"
@@ -85,7 +85,7 @@ def check_determinism(device, report: Report) -> None:
 
 
 def check_traffic(device, report: Report) -> None:
-    from .doctor_checks import TRAFFIC_METHODS, round_traffic
+    from .fl.selfcheck import TRAFFIC_METHODS, round_traffic
 
     sizes = (15, 30) if device.type == "cuda" else (4, 8)
     bad = []
@@ -105,7 +105,7 @@ def check_traffic(device, report: Report) -> None:
 
 
 def check_speed(device, report: Report) -> None:
-    from .doctor_checks import round_speed
+    from .fl.selfcheck import round_speed
     from .fl.speed import gemm_flops
 
     gemm = gemm_flops(device)
@@ -116,7 +116,7 @@ def check_speed(device, report: Report) -> None:
         s = round_speed(device, model, n, gemm, n_train)
         plan = s.plan or {}
         report.line(f"       {model}, N = {n}: {s.seconds:.2f} s a round, floor {s.floor * 1e3:.1f} ms, ratio "
-                    f"{s.ratio:.1f}x; {plan.get('chunks')} chunk(s) of <= {plan.get('clients_per_chunk')}, "
+                    f"{s.ratio:.1f}x; {plan.get('chunks')} chunk(s) of <= {min(plan.get('clients_per_chunk') or n, n)}, "
                     f"{plan.get('calls_per_round')} vmapped calls planned")
         if gpu and s.ratio > SPEED_TARGET:
             slow.append(f"N = {n} at {s.ratio:.1f}x")
@@ -126,7 +126,7 @@ def check_speed(device, report: Report) -> None:
 
 
 def check_plan(device, report: Report) -> None:
-    from .doctor_checks import chunk_plans
+    from .fl.selfcheck import chunk_plans
 
     collapsed = []
     for model, plan in chunk_plans():

@@ -1,4 +1,4 @@
-"""``cfl doctor`` (cflcore/doctor.py, cflcore/doctor_checks.py) on a CPU: its checks run from the package alone and
+"""``cfl doctor`` (cflcore/doctor.py, cflcore/fl/selfcheck.py) on a CPU: its checks run from the package alone and
 print, a failing or crashing check makes it exit 1 naming it, ``--gpu`` without a GPU says so and exits 1, the plan
 check fails on a plan of one client a chunk, and a run's digest (the determinism check) sees a changed byte."""
 from __future__ import annotations
@@ -8,7 +8,8 @@ import logging
 import pytest
 import torch
 
-from cflcore import doctor, doctor_checks
+from cflcore import doctor
+from cflcore.fl import selfcheck as doctor_checks
 from cflcore.cli import main
 from cflcore.fl.chunk_plan import ChunkPlan
 

@@ -1,4 +1,4 @@
-"""The workloads of ``cfl doctor`` (cflcore/doctor.py), in the package so that the doctor runs from an installed wheel
+"""The workloads of ``cfl doctor`` (cflcore/doctor.py), in the engine's package so that the doctor runs from an installed wheel
 without the repository's tests/ or benchmarks/ (docs/gpu.md, "Checking a GPU box"). Each returns what the doctor
 prints and judges; none of them reads a config.
 
@@ -59,11 +59,11 @@ print(json.dumps({"deterministic_algorithms": torch.are_deterministic_algorithms
 
 
 def determinism_settings(device: torch.device, deterministic: bool) -> tuple[dict, dict]:
-    """(settings, federation kwargs): 000's CNN with dropout, 15 clients of unequal sizes, the vmap trainer, 4 rounds
+    """(settings, federation kwargs): 000's CNN with dropout, 15 clients of unequal sizes, the vmap trainer, 3 rounds
     on a GPU (where nondeterminism shows); tinyvgg at 4 clients, 2 rounds on a CPU."""
     gpu = device.type == "cuda"
     settings = {"training": {"model": "ocfl-cnn" if gpu else "tinyvgg", "optimizer": "sgd", "lr": 0.01,
-                             "batch_size": 16, "local_epochs": 1, "rounds": 4 if gpu else 2},
+                             "batch_size": 16, "local_epochs": 1, "rounds": 3 if gpu else 2},
                 "engine": {"trainer": "vmap", "checkpoint_every": 100, "deterministic": deterministic},
                 "algorithm": {"method": "ocfl", "clusterer": "kmeans", "k": 2}, "device": str(device)}
     fed = ({"n_clients": 15, "n_train": [40 + 3 * i for i in range(15)], "shape": [1, 28, 28]} if gpu else
@@ -150,10 +150,10 @@ class Traffic:
 
 def round_traffic(device: torch.device, method: dict, n: int) -> Traffic:
     """Uploads and syncs in round 1 of ``method`` at ``n`` clients (round 0 warms up: probe, caches)."""
-    from .data.synthetic import synthetic_federated
-    from .fl.host_traffic import HostTraffic
-    from .fl.run import build_engine
-    from .strategies import build_strategy
+    from ..data.synthetic import synthetic_federated
+    from .host_traffic import HostTraffic
+    from .run import build_engine
+    from ..strategies import build_strategy
 
     settings = traffic_settings(device, method)
     fed = synthetic_federated(**_fed_kwargs(device.type == "cuda", n))
@@ -188,10 +188,10 @@ class Speed:
 def round_speed(device: torch.device, model: str, n: int, gemm: float, n_train: int = SPEED_TRAIN) -> Speed:
     """Seconds of one BNC round (vmap trainer, evaluation every round, ``gpu_jobs: 1``: the GPU's only job) of
     ``model`` at ``n`` clients of ``n_train`` samples, after a warm-up round, against its FLOP floor at ``gemm``."""
-    from .data.synthetic import synthetic_federated
-    from .fl.run import build_engine
-    from .fl.speed import round_flops, sample_flops, sync
-    from .strategies import build_strategy
+    from ..data.synthetic import synthetic_federated
+    from .run import build_engine
+    from .speed import round_flops, sample_flops, sync
+    from ..strategies import build_strategy
 
     shape, classes = (1, 28, 28), 10
     settings = {"training": {"model": model, "optimizer": "sgd", "lr": 0.01, "batch_size": SPEED_BATCH,
@@ -218,7 +218,7 @@ def round_speed(device: torch.device, model: str, n: int, gemm: float, n_train: 
 def chunk_plans(gpu_jobs: int = 4, clients: tuple[int, ...] | None = None) -> list[tuple[str, Any]]:
     """(model, ChunkPlan) of each of :data:`GPU_PLAN_MODELS` at N = 15, 30, 100 under ``memory_budget_mb: auto`` on
     CUDA at ``gpu_jobs`` jobs a GPU (pure arithmetic: runs on any machine)."""
-    from .fl.chunk_plan import PLAN_CLIENTS, model_cost, plan_chunks
+    from .chunk_plan import PLAN_CLIENTS, model_cost, plan_chunks
 
     out = []
     for model, shape, classes, batch, epochs in GPU_PLAN_MODELS:
