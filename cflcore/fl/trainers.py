@@ -281,7 +281,9 @@ class VmapTrainer(Trainer):
     * BatchNorm: per-client stacked running statistics, updated functionally (returned as aux output).
     * Dropout: masks are drawn outside ``vmap`` from each client's generator in the loop trainer's order
       and passed in, so both trainers use identical masks.
-    * Clients are processed in chunks whose estimated memory fits ``memory_budget_mb``.
+    * Clients are processed in chunks of the round's chunk plan (cflcore.fl.chunk_plan: the budget, the round buffer
+      counted once), each chunk's parameters in contiguous per-tensor copies for the foreach optimiser step.
+    * ``TrainSpec.compile``: the vmapped gradient through ``torch.compile`` (:func:`compile_step`)
     """
 
     def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device):
@@ -369,6 +371,7 @@ class VmapTrainer(Trainer):
     def _train_chunk(self, mat: torch.Tensor, clients: Sequence[ClientData], seeds: Sequence[int]) -> list[torch.Tensor]:
         k = len(clients)
         rows, buffers = self.model_layout.split_rows(mat)
+        self._rows_on_device: dict[tuple[int, ...], torch.Tensor] = {}
         # each parameter trains in a contiguous (k, *shape) copy, written back once after the chunk: the foreach
         # optimiser step then runs on dense tensors (one multi-tensor kernel on CUDA, not one per strided view)
         params = {n: v.clone(memory_format=torch.contiguous_format) for n, v in rows.items()}
@@ -402,7 +405,9 @@ class VmapTrainer(Trainer):
               padded: bool = False) -> None:
         self.calls += 1
         full = rows_list == list(range(k))
-        rows = None if full else torch.tensor(rows_list, device=self.device)
+        rows = None if full else self._rows_on_device.get(tuple(rows_list))
+        if not full and rows is None:  # one upload per distinct active set a chunk, not one a step
+            rows = self._rows_on_device[tuple(rows_list)] = torch.tensor(rows_list, device=self.device)
         sizes = [len(schedules[i][t][1]) for i in rows_list]
         b = max(sizes)
         # the batch's rows; padded: filled up to b with copies of its first row (weight 0 below)

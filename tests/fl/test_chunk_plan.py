@@ -69,3 +69,19 @@ def test_the_vmap_trainer_plans_with_the_jobs_a_gpu_and_logs_a_departure(caplog)
         gpu.chunk_plan(5)
     assert plan.jobs_per_gpu == 1 and plan.clients_per_chunk == 1 and plan.note
     assert sum("chunk plan" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_status_json_hardware_holds_the_rounds_chunk_plan():
+    from cflcore.data.synthetic import synthetic_federated
+    from cflcore.fl.run import build_engine
+    from cflcore.strategies import build_strategy
+
+    settings = {"training": {"model": "tinyvgg", "optimizer": "sgd", "lr": 0.01, "batch_size": 8, "local_epochs": 1,
+                             "rounds": 1}, "engine": {"trainer": "vmap"}, "algorithm": {"method": "bnc"}, "device": "cpu"}
+    fed = synthetic_federated(n_clients=3, n_train=[12, 9, 16], shape=(1, 8, 8))
+    engine, state = build_engine(fed, settings, 0, logging.getLogger("t"), strategy=build_strategy({"method": "bnc"}))
+    assert engine.hardware()["chunk_plan"] is None  # no round yet
+    engine.run_round(state, 0, 1)
+    plan = engine.hardware()["chunk_plan"]
+    assert plan["n_clients"] == 3 and plan["chunks"] == 1 and plan["calls_per_round"] == 2  # 16 samples: 2 steps
+    assert plan["budget_mb"] == 2048 and plan["jobs_per_gpu"] is None and plan["note"] is None

@@ -13,8 +13,9 @@ at its default (true):
 * the vmap trainer equals the loop trainer within the tolerance tests/fl/test_trainers.py states for the CPU;
 * ``explain`` runs on CUDA (captum's backward passes under the deterministic mode, mobilenet's global pool).
 
-``CFL_GPU_TEST_DEVICE=cpu`` runs the same code paths on a CPU with a small workload (``cfl doctor --device cpu``
-does): the flags are then asserted unset, and the control skips (the CPU kernels are deterministic anyway).
+``CFL_GPU_TEST_DEVICE=cpu`` runs the same code paths on a CPU with a small workload: the flags are then asserted
+unset, and the control skips (the CPU kernels are deterministic anyway). ``cfl doctor --gpu`` runs its own workloads
+(cflcore/fl/selfcheck.py), not these tests; docs/gpu.md's one-script recipe runs both.
 """
 from __future__ import annotations
 
