@@ -206,7 +206,7 @@ class DataLoaderTrainer(LoopTrainer):
 class TorchOptimTrainer(LoopTrainer):
     """Ablation "fused optimiser off": torch.optim.SGD (single-tensor path) and zero_grad/backward."""
 
-    def train_client(self, start, client, seed):
+    def _train_client(self, start, client, seed):  # the engine's per-client step (losses left on the device)
         self.model_layout.load(self.model, start)
         opt = torch.optim.SGD(self.params, lr=LR, foreach=False)
         losses = []
@@ -217,7 +217,7 @@ class TorchOptimTrainer(LoopTrainer):
                 loss.backward()
                 opt.step()
                 losses.append(loss.detach())
-        return self.model_layout.flatten(self.model), torch.stack(losses).double().numpy()
+        return self.model_layout.flatten(self.model), torch.stack(losses)
 
 
 @contextlib.contextmanager

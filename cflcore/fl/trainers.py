@@ -152,7 +152,7 @@ def host_losses(losses: Sequence[torch.Tensor]) -> list[np.ndarray]:
     if not losses:
         return []
     flat = torch.cat([ls.reshape(-1) for ls in losses]).to(torch.float64).cpu().numpy()
-    return np.split(flat, np.cumsum([ls.numel() for ls in losses])[:-1])
+    return [part.copy() for part in np.split(flat, np.cumsum([ls.numel() for ls in losses])[:-1])]
 
 
 class Trainer(ABC):
@@ -237,7 +237,8 @@ class LoopTrainer(Trainer):
         return vector, host_losses([losses])[0]
 
     def _train_client(self, start: torch.Tensor, client: ClientData, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`train_client` with the losses left on the device (a round fetches them once, :func:`host_losses`)."""
+        """:meth:`train_client` with the losses left on the device (a round fetches them once, :func:`host_losses`);
+        what :meth:`train` calls, so a subclass that trains a client its own way overrides this."""
         model, spec = self.model, self.spec
         self.model_layout.load(model, start)
         state = OptimizerState()
