@@ -22,12 +22,13 @@ Variants (one timed call = one whole round: local training, server step, evaluat
                model evaluated once on the orchestrator set.
   engine-loop  cflcore's engine round (cflcore.fl.run) with ``engine.trainer: loop``.
   engine-vmap  the same with ``engine.trainer: vmap`` (``auto``'s choice on CUDA).
-The engine runs at its defaults for the device: fp32, ``channels_last: auto``, ``memory_budget_mb: auto``,
+The engine runs at its defaults for the device: fp32, ``channels_last: auto``, ``memory_budget_mb: auto`` with
+``gpu_jobs: 1`` (the GPU's only job; cflcore.fl.chunk_plan),
 ``deterministic: true`` (on CUDA this mode costs time: about 30 % for tinyvgg with vmap, measured once on an
 H100; this script does not switch it off).
 
-All four draw every client's batches and dropout masks from the engine's generators (seeded by (seed, round,
-client, epoch): cflcore.fl.trainers.epoch_order), so they compute the same round; the script asserts it after one
+All four draw every client's batches and dropout masks from the engine's streams (``engine.trainer.streams``, seeded
+by (seed, round, client, epoch): cflcore.fl.streams), on the engine's device, so they compute the same round; the script asserts it after one
 round from the same start, as benchmarks/round_speed.py does on the CPU (global parameters within rtol 1e-3 /
 atol 1e-5 of the reference; on CUDA cuDNN's convolutions may run in TF32, printed, which this tolerance may not
 absorb: unmeasured).
@@ -55,42 +56,42 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
-from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
+from cflcore.fl import speed  # noqa: E402
 from cflcore.fl.device import prepare_device  # noqa: E402
-from cflcore.fl.run import _STREAM_TRAIN  # noqa: E402
 from cflcore.data.synthetic import synthetic_federated  # noqa: E402
-from cflcore.fl.trainers import derive_seed, epoch_order, uniform_source  # noqa: E402
+from cflcore.fl.streams import ClientStreams, train_seed  # noqa: E402
 from cflcore.models import build_model  # noqa: E402
 from cflcore.models._layers import dropout_modules  # noqa: E402
 
 LR, BATCH, EPOCHS, N_TRAIN, N_TEST, N_ORCH, SHAPE, CLASSES = 0.01, 32, 3, 267, 32, 256, (1, 28, 28), 10
 MODELS = ("tinyvgg", "ocfl-cnn")
 VARIANTS = ("reference", "plain", "engine-loop", "engine-vmap")
+GPU_JOBS = 1  # engine.gpu_jobs: this script is the GPU's only job, so memory_budget_mb auto plans with the whole share
 log = logging.getLogger("bench")
 
 
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+sync = speed.sync
 
 
 def engine_settings(model: str, trainer: str, device: torch.device, threads: int, ragged: str = "auto") -> dict:
     return {"training": {"model": model, "optimizer": "sgd", "lr": LR, "batch_size": BATCH, "local_epochs": EPOCHS,
                          "rounds": 10 ** 6},
             "engine": {"trainer": trainer, "eval_every": 1, "checkpoint_every": 10 ** 6, "threads": threads,
-                       "ragged_batches": ragged},
+                       "ragged_batches": ragged, "gpu_jobs": GPU_JOBS},
             "algorithm": {"method": "bnc"}, "device": str(device)}
 
 
 class HandRound:
     """One FedAvg round written by hand, ``style`` "reference" or "plain" (module doc), on ``device``."""
 
-    def __init__(self, style: str, start: torch.nn.Module, fed, seed: int, device: torch.device):
+    def __init__(self, style: str, start: torch.nn.Module, fed, seed: int, device: torch.device,
+                 streams: ClientStreams):
         self.style, self.fed, self.seed, self.device, self.rnd = style, fed, seed, device, 0
+        self.streams = streams  # the engine's (engine.trainer.streams): its batch orders and masks, on its device
         self.plain = style == "plain"
         self.channels_last = self.plain and device.type == "cpu"
         fmt = torch.channels_last if self.channels_last else torch.contiguous_format
@@ -108,15 +109,15 @@ class HandRound:
         opt = torch.optim.SGD(local.parameters(), lr=LR)
         local.train()
         for epoch in range(EPOCHS):
-            gen, perm = epoch_order(derive_seed(self.seed, _STREAM_TRAIN, self.rnd, i), epoch, client.n_train)
+            gen, perm = self.streams.order(train_seed(self.seed, self.rnd, i), epoch, client.n_train)
             for m in dropout_modules(local):  # the engine's masks: drawn from the epoch's generator after its order
-                m.mask_source = uniform_source(gen)
+                m.mask_source = self.streams.masks(gen)
             if self.plain:
                 x, y = self.data[i]
-                perm = perm.to(self.device)
                 batches: Any = ((x[idx], y[idx]) for idx in perm.split(BATCH))
-            else:
-                batches = DataLoader(TensorDataset(client.x_train, client.y_train), batch_sampler=list(perm.split(BATCH)))
+            else:  # published style: a DataLoader over the CPU tensors, so its sampler's indices live on the host
+                batches = DataLoader(TensorDataset(client.x_train, client.y_train),
+                                     batch_sampler=[b.tolist() for b in perm.cpu().split(BATCH)])
             for xb, yb in batches:
                 xb, yb = xb.to(self.device), yb.to(self.device)
                 opt.zero_grad()
@@ -148,6 +149,13 @@ class HandRound:
         return layout.flatten(self.model).cpu()
 
 
+def hand_rounds(start: torch.nn.Module, fed, seed: int, device: torch.device, engine: "EngineRound") -> dict:
+    """The reference and plain rounds, drawing their batch orders and dropout masks from ``engine``'s streams
+    (``engine.trainer.streams``, cflcore.fl.streams): on CUDA the engine's CUDA generators."""
+    streams = engine.engine.trainer.streams
+    return {style: HandRound(style, start, fed, seed, device, streams) for style in ("reference", "plain")}
+
+
 class EngineRound:
     def __init__(self, fed, model: str, trainer: str, seed: int, device: torch.device, threads: int,
                  ragged: str = "auto"):
@@ -169,30 +177,13 @@ class EngineRound:
 
 
 def sample_flops(model: str) -> tuple[float, float]:
-    """(forward + backward, forward) FLOPs of one sample (torch.utils.flop_counter, a batch of BATCH on the CPU)."""
-    net = build_model(model, SHAPE[0], SHAPE[1:], CLASSES)
-    x, y = torch.randn(BATCH, *SHAPE), torch.randint(0, CLASSES, (BATCH,))
-    with FlopCounterMode(display=False) as train:
-        F.cross_entropy(net(x), y).backward()
-    with torch.no_grad(), FlopCounterMode(display=False) as fwd:
-        net(x)
-    return train.get_total_flops() / BATCH, fwd.get_total_flops() / BATCH
+    """(forward + backward, forward) FLOPs of one sample (cflcore.fl.speed, a batch of BATCH on the CPU)."""
+    return speed.sample_flops(model, SHAPE, CLASSES, BATCH)
 
 
 def gemm_flops(device: torch.device, repeats: int = 7, n: int = 4096) -> float:
-    """FLOP/s of an n x n fp32 GEMM (torch.mm, torch's current matmul settings) on ``device``: the best of ``repeats``
-    (each timing covers 10 products on CUDA, synchronised)."""
-    n = n if device.type == "cuda" else 2048
-    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
-    calls = 10 if device.type == "cuda" else 1
-
-    def run() -> None:
-        for _ in range(calls):
-            a @ b
-        sync(device)
-    run()
-    best = min(harness.time_call(run)[0] for _ in range(repeats))
-    return 2 * n ** 3 * calls / best
+    """FLOP/s of an n x n fp32 GEMM on ``device`` (cflcore.fl.speed.gemm_flops)."""
+    return speed.gemm_flops(device, repeats, n)
 
 
 class RssSampler:
@@ -271,8 +262,7 @@ def run_case(model: str, n: int, n_train: int, device: torch.device, repeats: in
     layout = rounds["engine-loop"].engine.model_layout
     start = build_model(model, SHAPE[0], SHAPE[1:], CLASSES)
     layout.load(start, rounds["engine-loop"].vector())  # the engine's round-0 global model
-    rounds = {"reference": HandRound("reference", start, fed, seed, device),
-              "plain": HandRound("plain", start, fed, seed, device), **rounds}
+    rounds = {**hand_rounds(start, fed, seed, device, rounds["engine-loop"]), **rounds}
     variants = ["reference", "plain", *engines]
     for name in variants:  # round 0 of each: the equivalence check, and the warm-up (CUDA context, vmap trace)
         rounds[name]()
@@ -281,7 +271,7 @@ def run_case(model: str, n: int, n_train: int, device: torch.device, repeats: in
     res = harness.time_side_by_side({k: rounds[k] for k in variants}, repeats, warmup=False, keep_output=False)
     memory = {k: peak_memory(rounds[k], device) for k in variants}
     train_f, fwd_f = sample_flops(model)
-    flops = train_f * sum(counts) * EPOCHS + fwd_f * (n * N_TEST + N_ORCH)
+    flops = speed.round_flops(train_f, fwd_f, sum(counts), EPOCHS, n * N_TEST + N_ORCH)
     floor = flops / peak
     what = "peak allocated" if device.type == "cuda" else "peak process RSS"
     calls = {k: rounds[k].calls_per_round() for k in engines}

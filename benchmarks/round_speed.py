@@ -99,13 +99,14 @@ import harness  # noqa: E402
 
 from cflcore.filenames import PROGRESS  # noqa: E402
 from cflcore.fl import run as run_mod  # noqa: E402
-from cflcore.fl.run import _STREAM_TRAIN  # noqa: E402
 from harness import build_engine  # noqa: E402
 from cflcore.data.synthetic import synthetic_federated  # noqa: E402
-from cflcore.fl.trainers import LoopTrainer, derive_seed, epoch_order  # noqa: E402
+from cflcore.fl.streams import ClientStreams, train_seed  # noqa: E402
+from cflcore.fl.trainers import LoopTrainer  # noqa: E402
 from cflcore.models import build_model  # noqa: E402
 
 LR, BATCH, EPOCHS, EVAL_BATCH = 0.01, 32, 3, 1024
+CPU_STREAMS = ClientStreams(torch.device("cpu"))  # the engine's streams on a CPU (this script's device)
 log = logging.getLogger("bench")
 
 
@@ -117,9 +118,11 @@ def settings(precision: str = "fp32", compile_: bool = False, channels_last: boo
             "algorithm": {"method": "bnc"}, "device": "cpu"}
 
 
-def round_epoch_order(seed: int, rnd: int, client: int, epoch: int, n: int) -> torch.Tensor:
-    """The engine's batch order for (seed, round, client, epoch) (cflcore.fl.trainers.epoch_order)."""
-    return epoch_order(derive_seed(seed, _STREAM_TRAIN, rnd, client), epoch, n)[1]
+def round_epoch_order(seed: int, rnd: int, client: int, epoch: int, n: int,
+                      streams: ClientStreams | None = None) -> torch.Tensor:
+    """The engine's batch order for (seed, round, client, epoch) from ``streams`` (cflcore.fl.streams; a round of
+    this script takes its engine's, ``engine.trainer.streams``)."""
+    return (streams or CPU_STREAMS).order(train_seed(seed, rnd, client), epoch, n)[1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,8 +132,9 @@ class HandRound:
     """One FedAvg round written by hand; ``style`` is "reference" or "plain". Keeps the global model and
     the round counter; ``parts`` holds the last round's training / server / evaluation seconds."""
 
-    def __init__(self, style: str, start: torch.nn.Module, fed, seed: int):
+    def __init__(self, style: str, start: torch.nn.Module, fed, seed: int, streams: ClientStreams | None = None):
         self.style, self.fed, self.seed, self.rnd = style, fed, seed, 0
+        self.streams = streams or CPU_STREAMS  # the engine's (cflcore.fl.streams)
         self.model = copy.deepcopy(start)
         self.plain = style == "plain"
         if self.plain:
@@ -150,7 +154,7 @@ class HandRound:
         opt = torch.optim.SGD(local.parameters(), lr=LR)
         local.train()
         for epoch in range(EPOCHS):
-            perm = round_epoch_order(self.seed, self.rnd, i, epoch, client.n_train)
+            perm = round_epoch_order(self.seed, self.rnd, i, epoch, client.n_train, self.streams)
             if self.plain:
                 batches: Any = ((x[idx], y[idx]) for idx in perm.split(BATCH))
             else:
@@ -202,7 +206,7 @@ class DataLoaderTrainer(LoopTrainer):
 class TorchOptimTrainer(LoopTrainer):
     """Ablation "fused optimiser off": torch.optim.SGD (single-tensor path) and zero_grad/backward."""
 
-    def train_client(self, start, client, seed):
+    def _train_client(self, start, client, seed):  # the engine's per-client step (losses left on the device)
         self.model_layout.load(self.model, start)
         opt = torch.optim.SGD(self.params, lr=LR, foreach=False)
         losses = []
@@ -213,7 +217,7 @@ class TorchOptimTrainer(LoopTrainer):
                 loss.backward()
                 opt.step()
                 losses.append(loss.detach())
-        return self.model_layout.flatten(self.model), torch.stack(losses).double().numpy()
+        return self.model_layout.flatten(self.model), torch.stack(losses)
 
 
 @contextlib.contextmanager
@@ -440,7 +444,7 @@ def kernel_ceiling(fed, seed: int, threads: int, peak: float, reference_training
     eng()
     trainer = eng.engine.trainer
     starts = torch.stack([eng.global_vector()] * fed.n_clients)
-    seeds = [derive_seed(seed, _STREAM_TRAIN, 99, c) for c in range(fed.n_clients)]
+    seeds = [train_seed(seed, 99, c) for c in range(fed.n_clients)]
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         trainer.train(starts, fed.clients, seeds)
     events = prof.key_averages()

@@ -39,20 +39,33 @@ def _bits(x: torch.Tensor) -> torch.Tensor:
     return x.view({8: torch.int64, 4: torch.int32, 2: torch.int16}[x.element_size()])
 
 
+def _unround(new: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+    """Where start + (new − start) does not round back to ``new``, bitwise (-0.0 and NaN kept too)."""
+    return torch.ne(_bits(start + (new - start)), _bits(new))
+
+
 def to_deltas_(buffer: torch.Tensor, start_of: Callable[[int], torch.Tensor], block: int = BLOCK) -> ExactFix:
-    """Rows θ_i of ``buffer`` become Δ_i = θ_i − start_of(i), in place; returns what :func:`restore_` needs."""
+    """Rows θ_i of ``buffer`` become Δ_i = θ_i − start_of(i), in place; returns what :func:`restore_` needs.
+
+    Two passes, so that the host waits for the device once a round, not once a block (25 × N times for ocfl-cnn):
+    the first counts each (row, column block)'s positions that do not round back, on the device, and fetches every
+    count in one copy; the second takes those positions with ``torch.nonzero_static`` of the known size (no sync:
+    the same positions, in the same order, as ``nonzero``), keeps their values and writes the deltas."""
     fix = ExactFix()
+    cols = buffer.shape[1]
+    counts = [torch.stack([_unround(buffer[i, a:a + block], start_of(i)[a:a + block]).sum()
+                           for a in range(0, cols, block)]) for i in range(buffer.shape[0])]
+    sizes = torch.stack(counts).tolist() if counts else []  # the round's one device-to-host copy
     for i in range(buffer.shape[0]):
         row, start = buffer[i], start_of(i)
         index, values = [], []
-        for a in range(0, row.numel(), block):
+        for j, a in enumerate(range(0, cols, block)):
             new, s = row[a:a + block], start[a:a + block]
-            delta = new - s
-            bad = torch.ne(_bits(s + delta), _bits(new)).nonzero().squeeze(1)  # bitwise: -0.0 and NaN kept too
-            if bad.numel():
-                index.append((bad + a).to(torch.int32) if row.numel() < 2 ** 31 else bad + a)  # 4 bytes, not 8
+            if sizes[i][j]:
+                bad = torch.nonzero_static(_unround(new, s), size=int(sizes[i][j])).squeeze(1)
+                index.append((bad + a).to(torch.int32) if cols < 2 ** 31 else bad + a)  # 4 bytes, not 8
                 values.append(new.index_select(0, bad))
-            new.copy_(delta)
+            new.sub_(s)  # the same float subtraction as new - s
         fix.index.append(torch.cat(index) if index else torch.empty(0, dtype=torch.int32, device=buffer.device))
         fix.values.append(torch.cat(values) if values else buffer.new_empty(0))
     return fix

@@ -57,13 +57,14 @@ from .optim import ClientOptimizer
 from .personal import Personalisation, PersonalTrainer
 from .progress import Monitor, ProgressRecord, round_record
 from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
+from .streams import STREAM_TRAIN as _STREAM_TRAIN, train_seed  # noqa: F401 - the tests' name
 from .trainers import (TrainSpec, bf16_warning, derive_seed, resolve_channels_last, resolve_memory_budget,
                        resolve_ragged_batches, resolve_trainer)
 
 KILL_ENV = "CFL_TEST_KILL_AFTER_ROUND"  # test hook: SIGKILL this process after that round (tests/fl/test_resume.py)
 # test hook: raise TrainingDiverged after that round, once per attempt (a recorded failure, tests/workflow/test_faults.py)
 FAIL_ENV = "CFL_TEST_FAIL_AFTER_ROUND"
-_STREAM_SAMPLE, _STREAM_TRAIN, _STREAM_INIT, _STREAM_ADAPT = 0x5A, 0x7A, 0x1A, 0xAD
+_STREAM_SAMPLE, _STREAM_INIT, _STREAM_ADAPT = 0x5A, 0x1A, 0xAD  # local training's: cflcore.fl.streams.train_seed
 
 
 
@@ -142,10 +143,12 @@ class Engine:
 
     def hardware(self) -> dict[str, Any]:
         """status.json's ``hardware``: cflcore.fl.device.device_report plus the resolved ``memory_budget_mb`` and the
-        vmap trainer's clients per chunk (None for the loop trainer)."""
+        vmap trainer's clients per chunk and round chunk plan (cflcore.fl.chunk_plan; None for the loop trainer)."""
         chunk = getattr(self.trainer, "last_chunk_size", None)
+        plan = getattr(self.trainer, "last_plan", None)
         return {**device_report(self.device), "memory_budget_mb": int(self.settings.engine.memory_budget_mb),
-                "trainer": type(self.trainer).__name__, "chunk_size": chunk}
+                "trainer": type(self.trainer).__name__, "chunk_size": chunk,
+                "chunk_plan": plan.as_dict() if plan is not None else None}
 
     # ----- vectors ----------------------------------------------------------------------------
     def shared_part(self, matrix: torch.Tensor) -> torch.Tensor:
@@ -260,7 +263,7 @@ class Engine:
         for row in range(len(sampled)):
             buffer[row].copy_(start_of(row))
         result = self.trainer.train(buffer, [fed.clients[int(c)] for c in sampled],
-                                    [derive_seed(self.seed, _STREAM_TRAIN, rnd, int(c)) for c in sampled], buffer)
+                                    [train_seed(self.seed, rnd, int(c)) for c in sampled], buffer)
         for c, losses in zip(sampled, result.step_losses):
             bad = ~np.isfinite(losses)
             if bad.any():
@@ -481,7 +484,7 @@ class Engine:
             if c in skip:
                 continue
             start = self.full_vector(state, specs[c], c)[None]
-            result = self.trainer.train(start, [fed.clients[c]], [derive_seed(self.seed, _STREAM_TRAIN, rnd, c)])
+            result = self.trainer.train(start, [fed.clients[c]], [train_seed(self.seed, rnd, c)])
             state.personal[c] = result.personal[0].clone()
 
     def personal_scores(self, state: EngineState, rnd: int, specs: Mapping[int, StartSpec], gone: set[int]) -> dict[int, Scores]:
@@ -567,6 +570,7 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, 
     torch.set_num_threads(int(eng.threads))
     # `auto` values resolved for this device once; the engine reads the resolved ones (the run's settings and its
     # checkpoints' config hash keep `auto`)
+    planned_jobs = int(eng.gpu_jobs) if eng.memory_budget_mb == "auto" and device.type == "cuda" else None
     eng = replace(eng, memory_budget_mb=resolve_memory_budget(eng.memory_budget_mb, device, int(eng.gpu_jobs)),
                   channels_last=resolve_channels_last(eng.channels_last, device),
                   ragged_batches=resolve_ragged_batches(eng.ragged_batches, device))
@@ -575,7 +579,7 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, 
     check_compatible(model_name, (c, h, w), fed.n_classes, **given_kwargs)
     spec = TrainSpec(ClientOptimizer.from_training(training), int(training.batch_size), int(training.local_epochs),
                      str(eng.precision), bool(eng.channels_last), int(eng.memory_budget_mb), bool(eng.compile),
-                     float(eng.proximal_mu), str(eng.ragged_batches))
+                     float(eng.proximal_mu), str(eng.ragged_batches), planned_jobs)
     dtype = torch.float64 if spec.precision == "fp64" else torch.float32
     if spec.precision == "bf16" and (warning := bf16_warning(device)):
         log.warning(warning)

@@ -9,6 +9,7 @@ vectorisation or resumption. The client seed itself is derived from (root seed, 
 from __future__ import annotations
 
 import contextlib
+import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
@@ -22,8 +23,12 @@ from ..data.federated import ClientData
 from ..errors import ConfigError
 from ..models._layers import dropout_modules
 from ..registry import Registry
+from .chunk_plan import (CPU_MEMORY_BUDGET_MB, GPU_HEADROOM, REFERENCE_GPU_MB,  # noqa: F401 - re-exported
+                         ChunkPlan, ModelCost, activation_probe, gpu_share_mb, plan_chunks)
 from .flat_params import ModelLayout
 from .optim import ClientOptimizer, OptimizerState, optimizer_step
+from .streams import (ClientStreams, derive_seed, epoch_generator, epoch_order,  # noqa: F401 - re-exported
+                      train_seed, uniform_source)
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.float32, "fp64": torch.float64}
 RAGGED_BATCHES = ("split", "pad")
@@ -57,12 +62,6 @@ def bf16_warning(device: torch.device, flags: set[str] | None = None) -> str | N
             f"than fp32; use precision: fp32 here")
 
 
-def derive_seed(*stream: int) -> int:
-    """A 63-bit seed from integers (numpy SeedSequence hashing): independent streams per (seed, round, ...)."""
-    state = np.random.SeedSequence([int(s) for s in stream]).generate_state(2, np.uint32)
-    return int((int(state[0]) << 31) ^ int(state[1])) & ((1 << 63) - 1)
-
-
 @dataclass(frozen=True)
 class TrainSpec:
     """Local-training settings: the client optimiser, batch size, epochs and numeric options."""
@@ -73,9 +72,10 @@ class TrainSpec:
     precision: str = "fp32"  # fp32 | bf16 (autocast, fp32 master weights) | fp64 (tests)
     channels_last: bool = False
     memory_budget_mb: int = 2048
-    compile: bool = False  # loop trainer: torch.compile the forward/backward (pays for long runs only)
+    compile: bool = False  # torch.compile the local step: loop trainer's forward/backward, vmap's gradient (compile_step)
     proximal_mu: float = 0.0  # FedProx (Li et al. 2020, eq. 2): mu/2 ||w - w_start||^2 on the client objective
     ragged_batches: str = "split"  # vmap trainer, unequal batch sizes at one step: split | pad (resolve_ragged_batches)
+    gpu_jobs: int | None = None  # memory_budget_mb auto on CUDA: the jobs a GPU (the chunk plan may take fewer)
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -101,22 +101,6 @@ def autocast_context(spec: TrainSpec, device: torch.device) -> contextlib.Abstra
     if spec.precision == "bf16":
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
-
-
-def epoch_generator(client_seed: int, epoch: int, device: torch.device | str = "cpu") -> torch.Generator:
-    """The generator of one client's epoch on the training device, seeded from (client seed, epoch): it draws the
-    epoch's permutation and dropout masks where they are used, so a round sends nothing from the host. On a CPU it
-    is the CPU generator of earlier versions (the same bytes); a CUDA generator draws other numbers, from the same
-    seeds, the same on every card of one model."""
-    return torch.Generator(device=device).manual_seed(derive_seed(client_seed, epoch))
-
-
-def epoch_order(client_seed: int, epoch: int, n: int,
-                device: torch.device | str = "cpu") -> tuple[torch.Generator, torch.Tensor]:
-    """A client's batch order in one epoch: the epoch's generator and its permutation of the n training
-    rows, both on ``device``; both trainers (and benchmarks/round_speed.py) take it from here."""
-    gen = epoch_generator(client_seed, epoch, device)
-    return gen, torch.randperm(n, generator=gen, device=gen.device)
 
 
 def proximal_grads(grads: list[torch.Tensor], params: list[torch.Tensor], anchors: list[torch.Tensor],
@@ -148,15 +132,27 @@ def pin_inductor_simd() -> None:
         inductor_config.cpp.simdlen = bits
 
 
-def uniform_source(gen: torch.Generator):
-    """Dropout mask source: uniform [0, 1) numbers from ``gen``, drawn on the generator's device (the training
-    device, :func:`epoch_generator`) in fp32 or fp64."""
+def compile_step(grad_fn: Callable, grad_fn_weighted: Callable, device: torch.device) -> tuple[Callable, Callable]:
+    """``engine.compile`` for the vmap trainer: the vmapped gradient (both forms, plain and padded) through
+    ``torch.compile`` (inductor, default mode, ``dynamic=False``: each distinct shape, a chunk's clients x the batch,
+    compiles once; ``ragged_batches: pad`` keeps the batch at B). The optimiser step stays the foreach step on
+    contiguous tensors (its step count changes every step, which would recompile it). No CUDA graphs: the step's
+    losses are kept across steps, and a graph's replay would overwrite them. Eager stays the default
+    (``engine.compile: false``). Numbers differ from eager in the last bits (fused kernels round differently:
+    tests/fl/test_trainers.py states the bound); a compiled run is deterministic and resumes bit for bit with the
+    same setting."""
+    if device.type == "cpu":
+        pin_inductor_simd()
+    return torch.compile(grad_fn, dynamic=False), torch.compile(grad_fn_weighted, dynamic=False)
 
-    def draw(shape: torch.Size, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        wide = torch.float64 if dtype == torch.float64 else torch.float32
-        return torch.rand(tuple(shape), generator=gen, dtype=wide, device=gen.device).to(device=device, dtype=dtype)
 
-    return draw
+def host_losses(losses: Sequence[torch.Tensor]) -> list[np.ndarray]:
+    """Every client's step losses (device tensors) as float64 arrays, fetched from the device in one copy: one sync a
+    round, not one a client or a chunk (docs/gpu.md, "No host traffic inside a round")."""
+    if not losses:
+        return []
+    flat = torch.cat([ls.reshape(-1) for ls in losses]).to(torch.float64).cpu().numpy()
+    return [part.copy() for part in np.split(flat, np.cumsum([ls.numel() for ls in losses])[:-1])]
 
 
 class Trainer(ABC):
@@ -169,6 +165,7 @@ class Trainer(ABC):
         self.device = device
         self.dropouts = dropout_modules(self.model)
         self._data_cache: dict[int, tuple[ClientData, torch.Tensor, torch.Tensor]] = {}
+        self.streams = ClientStreams(device)  # the one source of batch orders and dropout masks (cflcore.fl.streams)
 
     def client_tensors(self, client: ClientData) -> tuple[torch.Tensor, torch.Tensor]:
         """The client's training tensors on the device in the training dtype (cached; pre-stacked)."""
@@ -182,11 +179,11 @@ class Trainer(ABC):
         return cached[1], cached[2]
 
     def epoch_generator(self, client_seed: int, epoch: int) -> torch.Generator:
-        return epoch_generator(client_seed, epoch, self.device)
+        return self.streams.generator(client_seed, epoch)
 
     def epoch_order(self, client_seed: int, epoch: int, n: int) -> tuple[torch.Generator, torch.Tensor]:
         """The epoch's generator (it draws the dropout masks next) and its permutation, both on the device."""
-        return epoch_order(client_seed, epoch, n, self.device)
+        return self.streams.order(client_seed, epoch, n)
 
     @abstractmethod
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
@@ -228,7 +225,7 @@ class LoopTrainer(Trainer):
         x, y = self.client_tensors(client)
         gen, perm = self.epoch_order(seed, epoch, len(y))
         for m in self.dropouts:
-            m.mask_source = uniform_source(gen)
+            m.mask_source = self.streams.masks(gen)
         B = self.spec.batch_size
         for lo in range(0, len(y), B):
             idx = perm[lo:lo + B]
@@ -236,6 +233,12 @@ class LoopTrainer(Trainer):
 
     def train_client(self, start: torch.Tensor, client: ClientData, seed: int) -> tuple[torch.Tensor, np.ndarray]:
         """E local epochs of one client from the full vector ``start``: (new full vector, every step's loss)."""
+        vector, losses = self._train_client(start, client, seed)
+        return vector, host_losses([losses])[0]
+
+    def _train_client(self, start: torch.Tensor, client: ClientData, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`train_client` with the losses left on the device (a round fetches them once, :func:`host_losses`);
+        what :meth:`train` calls, so a subclass that trains a client its own way overrides this."""
         model, spec = self.model, self.spec
         self.model_layout.load(model, start)
         state = OptimizerState()
@@ -250,18 +253,18 @@ class LoopTrainer(Trainer):
                 losses.append(loss.detach())
         for m in self.dropouts:
             m.mask_source = None
-        return self.model_layout.flatten(model), torch.stack(losses).to(torch.float64).cpu().numpy()
+        return self.model_layout.flatten(model), torch.stack(losses)
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
               out: torch.Tensor | None = None) -> TrainResult:
         self.model.train()
         if out is None:
             out = torch.empty(starts.shape, dtype=self.spec.dtype, device=self.device)
-        all_losses: list[np.ndarray] = []
+        all_losses: list[torch.Tensor] = []
         for i, (client, seed) in enumerate(zip(clients, client_seeds)):
-            out[i], losses = self.train_client(starts[i], client, seed)
+            out[i], losses = self._train_client(starts[i], client, seed)
             all_losses.append(losses)
-        return TrainResult(out, all_losses)
+        return TrainResult(out, host_losses(all_losses))
 
 
 @TRAINERS.register("vmap")
@@ -279,7 +282,9 @@ class VmapTrainer(Trainer):
     * BatchNorm: per-client stacked running statistics, updated functionally (returned as aux output).
     * Dropout: masks are drawn outside ``vmap`` from each client's generator in the loop trainer's order
       and passed in, so both trainers use identical masks.
-    * Clients are processed in chunks whose estimated memory fits ``memory_budget_mb``.
+    * Clients are processed in chunks of the round's chunk plan (cflcore.fl.chunk_plan: the budget, the round buffer
+      counted once), each chunk's parameters in contiguous per-tensor copies for the foreach optimiser step.
+    * ``TrainSpec.compile``: the vmapped gradient through ``torch.compile`` (:func:`compile_step`)
     """
 
     def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device):
@@ -290,10 +295,14 @@ class VmapTrainer(Trainer):
         self._functional_call = functional_call
         self._grad_fn = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0, 0, 0), randomness="error")
         self._grad_fn_weighted = vmap(grad(self._loss, has_aux=True), in_dims=(0, 0, 0, 0, 0, 0), randomness="error")
+        if spec.compile:  # engine.compile: the vmapped gradient through torch.compile
+            self._grad_fn, self._grad_fn_weighted = compile_step(self._grad_fn, self._grad_fn_weighted, device)
         self.pad = spec.ragged_batches == "pad" and not model_layout.has_bn
         self.calls = 0  # vmapped calls so far (benchmarks/device_speed.py prints them)
         self._feature_shapes: list[tuple[int, ...]] | None = None
         self._activation_numel = 0
+        self._notes: set[str] = set()
+        self.last_plan: ChunkPlan | None = None  # the last round's (status.json's hardware.chunk_plan)
         # integer buffers (BN num_batches_tracked) are passed as throw-away per-client copies: BN increments
         # them in place, which grad() refuses on captured tensors; with fixed momentum they are unused.
         self._int_buffers = {n: b for n, b in self.model.named_buffers() if b is not None and not b.is_floating_point()}
@@ -316,35 +325,23 @@ class VmapTrainer(Trainer):
 
     def _probe(self, x: torch.Tensor) -> None:
         """Record dropout input shapes and activation sizes per sample (one forward of 2 samples)."""
-        shapes: dict[int, tuple[int, ...]] = {}
-        total = [0]
-        hooks = [m.register_forward_pre_hook(lambda mod, inp: shapes.__setitem__(id(mod), tuple(inp[0].shape[1:])))
-                 for m in self.dropouts]
-        for m in self.model.modules():
-            if not list(m.children()):
-                hooks.append(m.register_forward_hook(lambda mod, inp, out: total.__setitem__(0, total[0] + out[0].numel())))
-        was = self.model.training
-        self.model.eval()
-        with torch.no_grad():
-            self.model(x[:2])
-        self.model.train(was)
-        for h in hooks:
-            h.remove()
-        self._feature_shapes = [shapes[id(m)] for m in self.dropouts]
-        self._activation_numel = total[0]
+        self._feature_shapes, self._activation_numel = activation_probe(self.model, x, self.dropouts)
+
+    def chunk_plan(self, n_clients: int = 1, steps: int = 0) -> ChunkPlan:
+        """The round's chunk plan (cflcore.fl.chunk_plan) from the model's size and activations, the budget and, under
+        ``memory_budget_mb: auto`` on CUDA, the jobs a GPU; never from the card's memory, so the chunking, and with
+        it the bytes, is the same on every card. A plan that departs from the settings is logged once."""
+        cost = ModelCost(self.model_layout.n_full, self._activation_numel, torch.finfo(self.spec.dtype).bits // 8,
+                         self.spec.batch_size)
+        plan = plan_chunks(cost, n_clients, steps, self.spec.memory_budget_mb, self.spec.gpu_jobs)
+        if plan.note and plan.note not in self._notes:
+            self._notes.add(plan.note)
+            logging.getLogger(__name__).warning("vmap trainer chunk plan: %s", plan.line())
+        return plan
 
     def chunk_size(self, n_clients: int = 1) -> int:
-        """Clients per vmapped chunk: what fits ``memory_budget_mb`` beside the round's (n_clients × P) buffer, from
-        the model's size and activations only (never from the card's memory, so the chunking, and with it the bytes,
-        is the same on every card), then evened out (15 clients at 13 a chunk -> 8 + 7)."""
-        elt = torch.finfo(self.spec.dtype).bits // 8
-        per_client = self.model_layout.n_full * elt * 6 + self._activation_numel * self.spec.batch_size * elt * 4
-        room = self.spec.memory_budget_mb * 2 ** 20 - n_clients * self.model_layout.n_full * elt  # the round buffer
-        size = max(1, int(room // max(per_client, 1)))
-        if n_clients > size:
-            chunks = -(-n_clients // size)
-            size = -(-n_clients // chunks)
-        return size
+        """Clients per vmapped chunk (:meth:`chunk_plan`): 15 clients at 13 a chunk -> 8 + 7."""
+        return self.chunk_plan(n_clients).clients_per_chunk
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
               out: torch.Tensor | None = None) -> TrainResult:
@@ -354,12 +351,14 @@ class VmapTrainer(Trainer):
             out.copy_(starts)
         if self._feature_shapes is None:
             self._probe(self.client_tensors(clients[0])[0])
-        losses: list[np.ndarray] = []
-        size = self.last_chunk_size = self.chunk_size(len(clients))
+        losses: list[torch.Tensor] = []
+        steps = max(self.spec.local_epochs * -(-c.n_train // self.spec.batch_size) for c in clients)
+        self.last_plan = self.chunk_plan(len(clients), steps)
+        size = self.last_chunk_size = self.last_plan.clients_per_chunk
         for lo in range(0, len(clients), size):
             hi = min(lo + size, len(clients))
             losses += self._train_chunk(out[lo:hi], clients[lo:hi], client_seeds[lo:hi])
-        return TrainResult(out, losses)
+        return TrainResult(out, host_losses(losses))
 
     def _schedule(self, client: ClientData, seed: int) -> list[tuple[torch.Generator, torch.Tensor]]:
         """Per step: (the epoch's generator, the batch's row indices), in the loop trainer's order."""
@@ -370,9 +369,13 @@ class VmapTrainer(Trainer):
             steps += [(gen, perm[lo:lo + B]) for lo in range(0, n, B)]
         return steps
 
-    def _train_chunk(self, mat: torch.Tensor, clients: Sequence[ClientData], seeds: Sequence[int]) -> list[np.ndarray]:
+    def _train_chunk(self, mat: torch.Tensor, clients: Sequence[ClientData], seeds: Sequence[int]) -> list[torch.Tensor]:
         k = len(clients)
-        params, buffers = self.model_layout.split_rows(mat)
+        rows, buffers = self.model_layout.split_rows(mat)
+        self._rows_on_device: dict[tuple[int, ...], torch.Tensor] = {}
+        # each parameter trains in a contiguous (k, *shape) copy, written back once after the chunk: the foreach
+        # optimiser step then runs on dense tensors (one multi-tensor kernel on CUDA, not one per strided view)
+        params = {n: v.clone(memory_format=torch.contiguous_format) for n, v in rows.items()}
         names = list(params)
         state = OptimizerState(exp_avg=None)
         zeros = lambda: [torch.zeros_like(params[n]) for n in names]  # noqa: E731
@@ -394,13 +397,18 @@ class VmapTrainer(Trainer):
                 continue
             for rows_list in groups.values():
                 self._step(t, rows_list, k, params, buffers, names, state, schedules, data, losses, anchors)
-        return [torch.stack(ls).to(torch.float64).cpu().numpy() for ls in losses]
+        with torch.no_grad():
+            for n, v in params.items():
+                rows[n].copy_(v)
+        return [torch.stack(ls) for ls in losses]  # left on the device: the round fetches them once (host_losses)
 
     def _step(self, t, rows_list, k, params, buffers, names, state, schedules, data, losses, anchors,
               padded: bool = False) -> None:
         self.calls += 1
         full = rows_list == list(range(k))
-        rows = None if full else torch.tensor(rows_list, device=self.device)
+        rows = None if full else self._rows_on_device.get(tuple(rows_list))
+        if not full and rows is None:  # one upload per distinct active set a chunk, not one a step
+            rows = self._rows_on_device[tuple(rows_list)] = torch.tensor(rows_list, device=self.device)
         sizes = [len(schedules[i][t][1]) for i in rows_list]
         b = max(sizes)
         # the batch's rows; padded: filled up to b with copies of its first row (weight 0 below)
@@ -410,7 +418,7 @@ class VmapTrainer(Trainer):
         y = torch.stack([data[i][1][idx] for i, idx in zip(rows_list, index)])
 
         def mask(i: int, n: int, shape) -> torch.Tensor:  # drawn for the client's own n samples, as the loop trainer
-            u = uniform_source(schedules[i][t][0])((n, *shape), x.dtype, self.device)
+            u = self.streams.masks(schedules[i][t][0])((n, *shape), x.dtype, self.device)
             return u if n == b else torch.cat([u, u.new_ones(b - n, *shape)])
 
         masks = [torch.stack([mask(i, n, shape) for i, n in zip(rows_list, sizes)]) for shape in (self._feature_shapes or [])]
@@ -448,28 +456,17 @@ class VmapTrainer(Trainer):
             losses[i].append(loss[j])
 
 
-CPU_MEMORY_BUDGET_MB = 2048
-"""``engine.memory_budget_mb: auto`` on a CPU: the figure the CPU studies were measured and run with."""
-REFERENCE_GPU_MB = 40 * 1024
-"""``engine.memory_budget_mb: auto`` on CUDA: a share of a *reference* card of 40 GiB (an A100 40GB, the smallest
-data-centre card in common use), never of the card at hand, so that the chunking, which decides the vmapped kernels'
-batch shapes and with them the bytes (cuDNN and cuBLAS pick per shape), is the same on an 80 GB card, a 40 GB one, a
-MIG slice or with ECC on. A design choice, not a measured optimum."""
-GPU_HEADROOM = 0.75
-"""The share of the reference card the jobs' budgets add up to; the rest is for the CUDA context, cuDNN's workspace
-and the allocator's slack."""
-
-
 def resolve_memory_budget(value: int | str, device: torch.device, gpu_jobs: int = 1) -> int:
     """``engine.memory_budget_mb`` in MB: a number as given; ``auto`` = :data:`CPU_MEMORY_BUDGET_MB` on a CPU, and on
     CUDA this job's share of :data:`REFERENCE_GPU_MB` × :data:`GPU_HEADROOM` among the ``engine.gpu_jobs`` jobs that
     share one GPU (7,680 MB at 4 jobs). The chunking then follows from the model, the clients and this figure
-    (:meth:`VmapTrainer.chunk_size`, which counts the round buffer), never from the card."""
+    (cflcore.fl.chunk_plan: the round buffer counted once; where the share cannot hold it, fewer jobs a GPU), never
+    from the card."""
     if value != "auto":
         return int(value)
     if device.type != "cuda":
         return CPU_MEMORY_BUDGET_MB
-    return max(64, int(REFERENCE_GPU_MB * GPU_HEADROOM) // max(1, int(gpu_jobs)))
+    return gpu_share_mb(gpu_jobs)
 
 
 def resolve_channels_last(value: bool | str, device: torch.device) -> bool:

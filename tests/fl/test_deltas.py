@@ -91,3 +91,46 @@ def test_float64_gram_with_a_reused_block_equals_the_per_block_upcast(monkeypatc
         # in-gemm accumulation rounds differently from a separate product and add, so only this is exact
         expected.addmm_(block, block.T)
     assert torch.equal(divergence.gram_matrix(x, "float64"), 0.5 * (expected + expected.T))
+
+
+def _to_deltas_per_block(buffer, start_of, block):
+    """The former to_deltas_: one nonzero() a (row, column block), each a device-to-host sync on a GPU."""
+    from cflcore.fl.deltas import ExactFix, _bits
+
+    fix = ExactFix()
+    for i in range(buffer.shape[0]):
+        row, start = buffer[i], start_of(i)
+        index, values = [], []
+        for a in range(0, row.numel(), block):
+            new, s = row[a:a + block], start[a:a + block]
+            delta = new - s
+            bad = torch.ne(_bits(s + delta), _bits(new)).nonzero().squeeze(1)
+            if bad.numel():
+                index.append((bad + a).to(torch.int32))
+                values.append(new.index_select(0, bad))
+            new.copy_(delta)
+        fix.index.append(torch.cat(index) if index else torch.empty(0, dtype=torch.int32))
+        fix.values.append(torch.cat(values) if values else buffer.new_empty(0))
+    return fix
+
+
+def test_deltas_take_no_nonzero_a_block_and_keep_the_former_bits():
+    """SCL's rounds made one nonzero() (a sync on a GPU) per row and column block; now the counts come back in one
+    copy and the positions from nonzero_static: the same deltas, positions and values, bit for bit."""
+    from cflcore.fl.host_traffic import HostTraffic
+
+    gen = torch.Generator().manual_seed(5)
+    starts = [torch.randn(5000, generator=gen) * 1e-2, torch.randn(5000, generator=gen)]
+    news = torch.randn(6, 5000, generator=gen) * 1e-3
+    news[2, :3] = torch.tensor([float("nan"), float("-inf"), -0.0])
+    old, new = news.clone(), news.clone()
+    before = _to_deltas_per_block(old, lambda i: starts[i % 2], 777)
+    with HostTraffic(cpu_is_device=True) as traffic:
+        fix = to_deltas_(new, lambda i: starts[i % 2], block=777)
+    assert traffic.syncs == 0 and "aten::nonzero" not in traffic.sync_ops
+    with HostTraffic(cpu_is_device=True) as former:
+        _to_deltas_per_block(news.clone(), lambda i: starts[i % 2], 777)
+    assert former.sync_ops.count("aten::nonzero") == 6 * 7  # rows x blocks: what the counter sees of the former way
+    assert new.view(torch.int32).equal(old.view(torch.int32)) and fix.count == before.count > 0
+    for a, b in zip(fix.index + fix.values, before.index + before.values):
+        assert a.dtype == b.dtype and a.view(torch.uint8).equal(b.view(torch.uint8))

@@ -13,8 +13,9 @@ at its default (true):
 * the vmap trainer equals the loop trainer within the tolerance tests/fl/test_trainers.py states for the CPU;
 * ``explain`` runs on CUDA (captum's backward passes under the deterministic mode, mobilenet's global pool).
 
-``CFL_GPU_TEST_DEVICE=cpu`` runs the same code paths on a CPU with a small workload (``cfl doctor --device cpu``
-does): the flags are then asserted unset, and the control skips (the CPU kernels are deterministic anyway).
+``CFL_GPU_TEST_DEVICE=cpu`` runs the same code paths on a CPU with a small workload: the flags are then asserted
+unset, and the control skips (the CPU kernels are deterministic anyway). ``cfl doctor --gpu`` runs its own workloads
+(cflcore/fl/selfcheck.py), not these tests; docs/gpu.md's one-script recipe runs both.
 """
 from __future__ import annotations
 
@@ -116,8 +117,10 @@ def test_kill_and_resume_is_bit_identical_on_cuda(tmp_path, kill_after):
     ("ocfl-cnn", {}, [20, 13], (1, 28, 28)),                                        # active dropout masks
     ("mobilenetv1", {"width_mult": 0.125, "dropout": 0.2}, [16, 13], (1, 32, 32)),  # depthwise, BN, dropout
 ])
-def test_vmap_equals_loop_on_cuda(name, kw, sizes, shape):
-    """tests/fl/test_trainers.py's stated tolerance, float64 parameters within 1e-10, holds on CUDA too."""
+@pytest.mark.parametrize("ragged", ["split", "pad"])  # pad: CUDA's default (engine.ragged_batches auto)
+def test_vmap_equals_loop_on_cuda(name, kw, sizes, shape, ragged):
+    """tests/fl/test_trainers.py's stated tolerance, float64 parameters within 1e-10, holds on CUDA too, for both ways
+    of training unequal batches (BatchNorm models always split)."""
     from cflcore.fl.device import prepare_device
     from cflcore.fl.flat_params import ModelLayout
     from cflcore.fl.optim import ClientOptimizer
@@ -130,10 +133,12 @@ def test_vmap_equals_loop_on_cuda(name, kw, sizes, shape):
     layout = ModelLayout.of(make())
     start = layout.flatten(make()).double().to(device)
     starts = torch.stack([start + 0.01 * i for i in range(len(sizes))])
-    spec = TrainSpec(ClientOptimizer("sgd", 0.01), 8, 2, precision="fp64")
+    spec = TrainSpec(ClientOptimizer("sgd", 0.01), 8, 2, precision="fp64", ragged_batches=ragged)
     seeds = [derive_seed(1, i) for i in range(len(sizes))]
     a = LoopTrainer(make(), layout, spec, device).train(starts, fed.clients, seeds)
-    b = VmapTrainer(make(), layout, spec, device).train(starts, fed.clients, seeds)
+    vmap = VmapTrainer(make(), layout, spec, device)
+    b = vmap.train(starts, fed.clients, seeds)
+    assert vmap.pad == (ragged == "pad" and not layout.has_bn)
     assert (a.params - starts).abs().max() > 1e-4  # training moved the parameters
     assert (a.params - b.params).abs().max().item() <= 1e-10
 

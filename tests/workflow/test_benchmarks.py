@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,3 +203,30 @@ def test_bf16_warning_names_the_missing_cpu_feature():
     assert bf16_warning(torch.device("cpu"), {"avx2", "avx512_bf16"}) is None
     assert bf16_warning(torch.device("cpu"), {"amx_bf16"}) is None
     assert bf16_warning(torch.device("cuda"), set()) is None
+
+
+def test_device_speed_hand_rounds_follow_the_engines_streams():
+    """benchmarks/device_speed.py's reference and plain rounds draw the engine's streams (cflcore.fl.streams): with a
+    substituted stream factory in the engine they still compute the engine's round, and a round on the default
+    streams does not (so on CUDA, where the engine's generators are CUDA's, the equivalence check holds)."""
+    import device_speed
+
+    from cflcore.data.synthetic import synthetic_federated
+    from cflcore.fl.streams import ClientStreams, epoch_generator
+    from cflcore.models import build_model
+
+    cpu = torch.device("cpu")
+    fed = synthetic_federated(n_clients=2, n_train=[40, 37], n_test=8, n_orch=16, shape=(1, 28, 28), n_classes=10,
+                              seed=0)
+    engine = device_speed.EngineRound(fed, "tinyvgg", "loop", 0, cpu, 1)
+    engine.engine.trainer.streams = ClientStreams(cpu, lambda seed, epoch, device: epoch_generator(seed + 1, epoch, device))
+    layout = engine.engine.model_layout
+    start = build_model("tinyvgg", 1, (28, 28), 10)
+    layout.load(start, engine.vector())
+    hands = device_speed.hand_rounds(start, fed, 0, cpu, engine)
+    default = device_speed.HandRound("plain", start, fed, 0, cpu, ClientStreams(cpu))
+    for call in (engine, *hands.values(), default):
+        call()
+    assert device_speed.check_equivalence({**hands, "engine-loop": engine}, layout)
+    with pytest.raises(harness.EquivalenceError):
+        harness.assert_close("default", default.vector(layout), engine.vector(), 1e-3, 1e-5, "global parameters")
