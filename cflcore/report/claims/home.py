@@ -4,8 +4,9 @@ demonstration, on their recipe, with their result as the expectation (issue 57, 
 IFCA (jichan3751/ifca, ``mnist/``): k = 4 models on four rotation groups of MNIST, the authors' MLP and their
 full-batch local steps. The expectation, "recovers the four rotation groups at ARI ≥ 0.9", is this project's reading
 of the demonstration: the authors' code computes the share of machines whose model index equals their group
-(``cl_acc``, ``mnist/train_cluster_mnist.py`` line 420) without printing it, and their summary prints the final test
-accuracy's mean ± std over the seeds (``mnist/run.py`` lines 208-209); the repository's README states no number.
+(``cl_acc``, ``mnist/train_cluster_mnist.py`` line 420) but prints loss, accuracy and each model's machine count
+(``cl_ct``, line 295), not ``cl_acc``; and their summary prints the final test accuracy's mean ± std over the seeds
+(``mnist/run.py`` lines 208-209); the repository's README states no number.
 The level is tested by the framework's rule (:mod:`.framework`): with a seed at ARI's bound, the sign test, so 6 seeds
 all at or above 0.9 hold and 5 of 6 do not decide.
 
