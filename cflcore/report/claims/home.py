@@ -28,8 +28,9 @@ ACCURACY = "local_acc"  # each client's cluster model on its own (rotated) local
 
 @claim(PAPER)
 def ifca_recovers_rotations_at_home(data: ClaimData) -> ClaimResult:
-    where = ("jichan3751/ifca mnist/config.json (m 2400, p 4, n 100, h1 200, num_epochs 300, tau 10, lr 0.1) and "
-             "mnist/train_cluster_mnist.py; Ghosh et al. 2020 (IFCA), rotated MNIST")
+    where = ("jichan3751/ifca mnist/config.json lines 2-13 (m 2400, p 4, n 100, h1 200, num_epochs 300, tau 10, "
+             "lr 0.1), mnist/train_cluster_mnist.py lines 315-327 (tau full-batch steps) and 385-402 (least-loss "
+             "model); Ghosh et al. 2020 (IFCA), rotated MNIST")
     text = "IFCA told k = 4 recovers the four rotation groups at ARI ≥ 0.9 on its authors' recipe"
     runs = select(data.runs, IFCA_VARIANT, split_base=IFCA_SPLIT) if len(data.runs) else pd.DataFrame()
     if not len(runs):
