@@ -15,6 +15,9 @@ A model that no client chose this round (``empty_models``):
   before it was checked against the authors' code). On the heterogeneity study's four rotation groups the two give
   the same partitions (seeds 0-2): a model no client chose stays untrained, so its loss is never the lowest again
   (docs/results.md).
+
+Its home check, on the authors' rotated-MNIST recipe: config/home-offline.yaml; what still differs from their code, by
+parameter with its file and line: :data:`cflcore.strategies.ifca_departures.DEPARTURES`.
 """
 from __future__ import annotations
 

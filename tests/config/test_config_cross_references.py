@@ -161,7 +161,7 @@ def test_declared_claim_ids_are_the_ids_the_claims_write():
     from cflcore.report.claims.framework import CLAIMS
 
     assert {p: [fn.claim_id for fn in fns] for p, fns in CLAIMS.items()} == {p: list(i) for p, i in declared_claims().items()}
-    pattern = re.compile(r"^(?:\d{3}|het)-[a-z0-9-]+$")
+    pattern = re.compile(r"^(?:\d{3}|het|home)-[a-z0-9-]+$")
     for path in (Path(REPO) / "cflcore" / CLAIM_SOURCES[0]).glob("*.py"):
         for node in ast.parse(path.read_text()).body:
             ids = [d.args[1].value for d in getattr(node, "decorator_list", []) if isinstance(d, ast.Call)

@@ -90,3 +90,31 @@ def test_lenet5_sizes_original_and_004():
     assert shapes(fl, nn.Linear) == [(1600, 384), (384, 192), (192, 100)]
     with pytest.raises(ConfigError, match="lenet5-004.*16x16"):
         check_compatible("lenet5-004", (1, 14, 14), 10)
+
+
+def test_mlp_is_ifcas_784_200_10_with_the_authors_layer_names():
+    """jichan3751/ifca mnist/train_cluster_mnist.py lines 521-533 (SimpleLinear) with h1 200 (mnist/config.json
+    line 7): fc1 784 -> 200, ReLU, fc2 200 -> 10; no convolution, so no Grad-CAM layer."""
+    from cflcore.explain.attribution import default_layer_name
+
+    model = build_model("mlp", 1, 28, 10)
+    assert "mlp" in MODELS.names()
+    assert [(n, tuple(p.shape)) for n, p in model.named_parameters()] == [
+        ("fc1.weight", (200, 784)), ("fc1.bias", (200,)), ("fc2.weight", (10, 200)), ("fc2.bias", (10,))]
+    assert count_parameters(model) == 159_010 and model.explain_layer is None
+    with pytest.raises(ConfigError, match="need a convolution layer"):
+        default_layer_name(model)
+
+
+def test_mlp_logits_give_the_authors_loss_and_predictions():
+    """The authors' forward ends in log_softmax and their loss, CrossEntropyLoss, applies log-softmax again (lines 188,
+    533): idempotent, so the same loss and gradient as the raw logits; a network that returned probabilities (softmax)
+    would not be."""
+    import torch.nn.functional as F
+
+    model = build_model("mlp", 1, 28, 10)
+    x, y = torch.rand(16, 1, 28, 28), torch.randint(0, 10, (16,))
+    logits = model(x)
+    assert torch.allclose(F.cross_entropy(F.log_softmax(logits, dim=1), y), F.cross_entropy(logits, y), atol=1e-6)
+    assert not torch.allclose(F.cross_entropy(F.softmax(logits, dim=1), y), F.cross_entropy(logits, y), atol=1e-3)
+    assert torch.equal(F.log_softmax(logits, dim=1).argmax(1), logits.argmax(1))

@@ -1,0 +1,56 @@
+"""The home check decides both ways (cflcore.report.claims.home): IFCA's claim, fed a noisy table where it is true,
+holds; fed one false beyond the seed noise, is contradicted; fed one false within the noise, is inconclusive and leans
+against the authors' result; a study without the runs gives n/a (tables: tests/report/claim_tables.py)."""
+import pandas as pd
+import pytest
+
+from claim_tables import BEYOND, SEEDS, WITHIN, noise
+from cflcore.report.claims import framework as cl
+from cflcore.report.claims import home
+
+CLAIM = "home-ifca-rotations"
+
+
+def table(ari: float, size: float = 0.02, seeds=SEEDS, variant: str = home.IFCA_VARIANT,
+          split: str = home.IFCA_SPLIT) -> pd.DataFrame:
+    """IFCA's home runs, one per seed: final ARI ``ari`` jittered by ``size`` (zero-mean over the seeds)."""
+    return pd.DataFrame([{"dataset": "mnist5k", "clients": 40, "seed": s, "algorithm": variant,
+                          "algorithm_base": variant, "split": split, "split_base": split,
+                          "ari": ari + noise(s, 0, size), "n_clusters": 4.0, "local_acc": 0.9 + noise(s, 1, size)}
+                         for s in seeds])
+
+
+def row(runs: pd.DataFrame) -> pd.Series:
+    return cl.check_claims([home.PAPER], cl.ClaimData(runs)).set_index("claim_id").loc[CLAIM]
+
+
+def test_true_table_holds_and_names_its_source():
+    got = row(table(home.FOUND + 0.07))
+    assert (got["holds"], got["lean"]) == (cl.HOLDS, cl.TOWARD), got["note"]
+    assert "jichan3751/ifca" in got["where"] and "9 of 9 seeds at ≥ 0.9" in got["ours"]
+
+
+def test_six_seeds_at_the_bound_hold_and_five_of_six_do_not_decide():
+    """At ARI 1.00 the sign test decides: 6 of 6 seeds at or above 0.9 hold (p 1/64), 5 of 6 do not (p 7/64)."""
+    six = table(1.0, size=0.0, seeds=range(6))
+    assert row(six)["holds"] == cl.HOLDS
+    one_merged = six.assign(ari=[1.0] * 5 + [0.55])
+    got = row(one_merged)
+    assert got["holds"] == cl.INCONCLUSIVE and "5 of 6 seeds at ≥ 0.9" in got["ours"]
+
+
+def test_false_table_is_contradicted():
+    got = row(table(home.FOUND - BEYOND))
+    assert (got["holds"], got["lean"]) == (cl.CONTRADICTED, cl.AGAINST), got["note"]
+
+
+def test_within_noise_table_is_inconclusive_leaning_against():
+    got = row(table(home.FOUND - WITHIN))
+    assert (got["holds"], got["lean"]) == (cl.INCONCLUSIVE, cl.AGAINST), got["note"]
+
+
+@pytest.mark.parametrize("names", [dict(variant="ifca-oracle"), dict(split="rotation-4")])
+def test_other_runs_are_not_the_home_check(names):
+    """Only the variant and split the home config defines are read: IFCA on the heterogeneity study's rotations is not
+    its home check."""
+    assert row(table(1.0, **names))["holds"] == cl.NA
