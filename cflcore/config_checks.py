@@ -11,11 +11,12 @@ cannot see is a field that names something another field defines, or asks what a
   many groups its parameters fix, ``SplitGenerator.planned_clusters``);
 * :func:`check_data_requests` (cflcore.config.check_feasible, never remembered: the disk may change): against what
   each dataset's loader declares without reading an image (cflcore.data.loaders.SourceFacts): every class a split
-  names is one of the dataset's, every client gets its minimum of samples and at least one batch of local training
-  samples, a split draws no more per client than the train part holds, and the dataset's files are on disk or may be
+  names is one of the dataset's, every client gets its minimum of samples, a split draws no more per client than the
+  train part holds (and, drawn without replacement, no more in all), and the dataset's files are on disk or may be
   downloaded (or its Parquet is already prepared).
 
-Every refusal is one ConfigError line naming the dotted field, the value and what would be allowed. The one warning:
+Every refusal is one ConfigError line naming the dotted field, the value and what would be allowed. Two warnings: a
+batch above a client's local training samples (each step is then full-batch, as IFCA's authors' recipe runs), and:
 a dry run (``snakemake -n``) of a study whose data is missing plans as asked, so it is told, not refused.
 """
 from __future__ import annotations
@@ -151,7 +152,8 @@ def check_data_requests(cfg: Mapping[str, Any], scenarios: Iterable[Mapping[str,
             _check_on_disk(cfg, d, settings, facts[d], missing_data)
     generators = {name: SPLIT_GENERATORS.get(p["generator"]) for name, p in split_params.items()}
     params = {name: generators[name].normalise(p) for name, p in split_params.items()}
-    for s in scenarios:
+    settings_of = {(s["dataset"], s["split"], int(s["clients"])): s for s in scenarios}  # seeds aside: each is alike
+    for s in settings_of.values():
         d, split = s["dataset"], s["split"]
         if facts[d] is None:
             continue
@@ -180,8 +182,8 @@ def _check_shares(cfg: Mapping[str, Any], scenario: Mapping[str, Any], settings:
     """Per client: at least the split's minimum of the train part (``len(train) // clients``, what a split without
     ``samples_per_client`` draws, 000 §4.1), ``samples_per_client`` draws within the train part (all clients' draws
     within it where the split draws without replacement, ``replace: false``), and a local train
-    part (the draws less the local test fraction, an upper bound: duplicates are dropped before it is taken) of at
-    least one batch."""
+    part (the draws less the local test fraction, an upper bound: duplicates are dropped before it is taken); a batch
+    above it is told, not refused: each step is then full-batch, which the study can run as asked."""
     from .data.loaders import train_size
     from .data.splits import MIN_SAMPLES_PER_CLIENT, local_train_bound
 
@@ -209,9 +211,11 @@ def _check_shares(cfg: Mapping[str, Any], scenario: Mapping[str, Any], settings:
     local = local_train_bound(draws, float(params["local_test_fraction"]))
     batch = cfg["datasets"][d]["batch_size"]
     if batch > local:
-        raise ConfigError(f"datasets.{d}.batch_size: {batch} is more than the {local} local train samples a client "
-                          f"holds at most on split {split} with {n} clients ({draws} draws, less the local test "
-                          f"part); allowed: a batch_size of at most {local}, or more samples per client")
+        log.warning("config warning: datasets.%s.batch_size: %s is more than the %s local train samples a client "
+                    "holds at most on split %s with %s clients (%s draws, less the local test part): every local step "
+                    "takes the client's whole train part (full-batch, as IFCA's authors' recipe does)",
+                    d, batch, local, split, n, draws)
+
 
 
 # ---------------------------------------------------------------------------------------------- the reference
