@@ -174,7 +174,8 @@ def test_a_method_that_cannot_split_a_setting_says_why_and_leaves_its_ranks_and_
                    "swap-big": {"generator": "label-swap", "swaps": [[1, 7], [2, 7], [4, 7]], "clients": [12]}},
         "algorithms": {"fedgwc": {"method": "fedgwc", "epsilon": 1.0e-3}, "hdb": {"method": "ocfl", "clusterer": "hdbscan"},
                        "km": {"method": "ocfl", "clusterer": "kmeans"}},
-        "study": {"splits": ["swap", "swap-big"], "algorithms": ["fedgwc", "hdb", "km"], "clients": [12]}})
+        "study": {"splits": ["swap", "swap-big"], "algorithms": ["fedgwc", "hdb", "km"], "clients": [12]},
+        "explain": {"grid_clients": [1, 3, 5]}})  # the default's client 12 is in no run of 12 clients
     reasons = front_page_context(cc.validate_config(cfg))["cannot_split"]
     assert set(reasons) == {"fedgwc", "hdb"} and set(reasons["fedgwc"]) == {"swap"} and set(reasons["hdb"]) == {"swap"}
     assert "K_n = 12" in reasons["fedgwc"]["swap"] and "participation 1" in reasons["fedgwc"]["swap"]
