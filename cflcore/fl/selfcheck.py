@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from .. import filenames as fn
+
 log = logging.getLogger("cflcore.doctor.rounds")
 log.setLevel(logging.WARNING)  # the engine's round lines stay off the doctor's one screen
 
@@ -83,7 +85,7 @@ def run_digest(run_dir: Path) -> str:
             frame = pd.read_parquet(path)
             frame = frame.drop(columns=["seconds"]) if name == "server" else frame
             h.update(name.encode() + frame.to_json(orient="split", double_precision=15).encode())
-    models = torch.load(run_dir / "models.pt", weights_only=True)
+    models = torch.load(run_dir / fn.MODELS, weights_only=True)
 
     def walk(obj: Any) -> None:
         if isinstance(obj, torch.Tensor):
