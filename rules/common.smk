@@ -34,8 +34,9 @@ config.update(_resolved)
 # cflcore's validation first: its errors (schema ones included) are one line naming the field; Snakemake's own
 # validate() then passes on the same config (it would print a schema error as a multi-line dump)
 try:
-    _validated = cc.validate_config_cached(config, Path(".snakemake") / "cflcore" / "validated-config",
-                                           dry_run=workflow.output_settings.dryrun)  # -n: set at parse time
+    _validated = cc.validate_config_cached(
+        config, Path(".snakemake") / "cflcore" / "validated-config", dry_run=workflow.output_settings.dryrun
+    )  # -n: set at parse time
 except cc.ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
 validate(config, "../config/schema.yaml")
