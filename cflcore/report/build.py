@@ -81,7 +81,7 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
                                "table_personalisation": (tp, tp_wide), "headline": (th, th_wide)}.items():
         entries += [_entry(stem, p, out_dir) for p in tb.write_table(tidy, wide, stem, table_dir, captions[stem])]
     glance = glance_table(th)
-    caption = (f"Final-round PF1 and ARI per method and split (means over seeds); {tb.BEST_NOTE}.")
+    caption = (f"Final-round PF1 and ARI per method and split (means over seeds); {tb.HIGHEST_NOTE}.")
     entries += [_entry("at_a_glance", p, out_dir) for p in tb.write_table(glance, _glance_wide(glance), "at_a_glance",
                                                                            table_dir, caption)]
     comparison, ranking = paper_check(specs, loaded, summary, groups)
@@ -117,11 +117,11 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
 
 
 def _glance_wide(glance: pd.DataFrame) -> pd.DataFrame:
-    """The compact view for Markdown / LaTeX: rows dataset × clients × method, the best cells starred."""
+    """The compact view for Markdown / LaTeX: rows dataset × clients × method, the highest means marked."""
     parts = []
     for (dataset, clients), rows in glance.groupby(["dataset", "clients"], sort=False):
         cells, best = glance_frame(rows)
-        marked = cells.where(~best.to_numpy(), cells.astype(str) + f" {tb.BEST_MARK}")
+        marked = cells.where(~best.to_numpy(), cells.astype(str) + f" {tb.HIGHEST_MARK}")
         parts.append(marked.assign(dataset=dataset, clients=clients))
     if not parts:
         return pd.DataFrame(columns=["dataset", "clients", "method"])

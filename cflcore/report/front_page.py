@@ -4,7 +4,7 @@
 It holds, in this order:
 
 * **at a glance**: per dataset × clients one compact table, methods × splits, the final-round PF1 and ARI (means
-  over seeds), the best value of each column bold and starred (:func:`glance_frame`);
+  over seeds), the highest mean of each column bold and marked ▲ (a description, not a test) (:func:`glance_frame`);
 * the **headline**: final (last round) and mean PF1, GF1, ARI and the clustering round per method and split
   (:func:`cflcore.report.tables.headline_table`);
 * the **paper checks**, a list of :class:`PaperCheck` sections (:func:`ocfl_paper_check` for 000; a check against
@@ -43,7 +43,7 @@ HEADLINE_COLUMNS = {"pf1_final": "PF1 final", "pf1": "PF1 mean", "gf1_final": "G
                     "ari_final": "ARI final", "ari": "ARI mean", "clustering_round": "clustering round"}
 GLANCE_METRICS = {"pf1_final": "PF1", "ari_final": "ARI"}
 """The compact view's metrics (final round, higher is better) and their column labels."""
-BEST_MARK = tb.BEST_MARK
+HIGHEST_MARK = tb.HIGHEST_MARK
 GLANCE_DIGITS = 2
 CHECK_COLUMNS = {"pf1_final": "PF1 final", "pf1": "PF1 mean", "gf1_final": "GF1 final", "gf1": "GF1 mean",
                  "rand": "ARI mean (Table 1)", "clustering_round": "clustering round (Table 2)"}
@@ -278,13 +278,13 @@ def _rst_escape(text: str) -> str:
 
 def csv_table(frame: pd.DataFrame, title: str, best: pd.DataFrame | None = None, css: str = "front-page") -> str:
     """An RST ``csv-table`` directive with the frame's columns as header; cells where ``best`` (a boolean frame
-    of the same shape) is True are bold and starred (:data:`BEST_MARK`)."""
+    of the same shape) is True are bold and marked (:data:`HIGHEST_MARK`, the highest mean: not a test)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([_rst_escape(c) for c in frame.columns])
     marks = best.to_numpy(dtype=bool) if best is not None else np.zeros(frame.shape, dtype=bool)
     for i, row in enumerate(frame.itertuples(index=False)):
-        writer.writerow([f"**{_rst_escape(v)} {BEST_MARK}**" if marks[i, j] else _rst_escape(v) for j, v in enumerate(row)])
+        writer.writerow([f"**{_rst_escape(v)} {HIGHEST_MARK}**" if marks[i, j] else _rst_escape(v) for j, v in enumerate(row)])
     lines = buffer.getvalue().splitlines()
     body = "\n".join(f"   {line}" for line in lines[1:])
     return (f".. csv-table:: {title}\n   :header: {lines[0]}\n   :class: {css}\n\n{body}\n"
@@ -465,9 +465,10 @@ def glance_rst(headline: pd.DataFrame, splits: Sequence[str] = ()) -> str:
                        if s in known and _split_short(s) != s)
     parts = [_section("At a glance", "-"),
              "Final-round PF1 and ARI of every method (rows) on every split (columns), means over seeds. In each "
-             f"column the best value is **bold and starred ({BEST_MARK})**; ties at the {GLANCE_DIGITS} decimals shown "
-             "are all marked. The headline table below gives the ± std over seeds, the mean over rounds and the "
-             "clustering round." + (f" Splits: {legend}." if legend else "") + "\n\n"]
+             f"column the highest mean is **bold and marked ({HIGHEST_MARK})**; ties at the {GLANCE_DIGITS} decimals "
+             f"shown are all marked. {HIGHEST_MARK} describes, it does not test: a difference within the seed noise "
+             f"gets it too (the cross-paper table's {tb.BEST_MARK} is the test). The headline table below gives the "
+             "± std over seeds, the mean over rounds and the clustering round." + (f" Splits: {legend}." if legend else "") + "\n\n"]
     for (dataset, clients), rows in _groups(glance):
         cells, best = glance_frame(rows)
         parts.append(csv_table(cells, f"At a glance: {dataset}, {clients} clients", best, "front-page glance") + "\n")

@@ -176,10 +176,10 @@ def test_glance_renders_bold_stars_in_rst():
 
     head = _headline([("nonoverlap-balanced", "a", 1, 0.8, 0.5), ("nonoverlap-balanced", "b*", 1, 0.7, 0.9)])
     html = publish_parts(glance_rst(head), writer="html", settings_overrides={"halt_level": 2})["html_body"]
-    assert "<strong>0.80 ★</strong>" in html and "<strong>0.90 ★</strong>" in html
+    assert "<strong>0.80 ▲</strong>" in html and "<strong>0.90 ▲</strong>" in html and "★</strong>" not in html
     assert "0.70" in html and "<strong>0.70" not in html
     assert "b*" in html  # escaped, not emphasis
-    assert "bold and starred (★)" in html and "At a glance: d, 6 clients" in html
+    assert "bold and marked (▲)" in html and "At a glance: d, 6 clients" in html
 
 
 # ---- labels of the HTML report --------------------------------------------------------------------
