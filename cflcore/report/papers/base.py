@@ -282,7 +282,7 @@ class Paper:
         field_ = f"report.roles.{cls.registered_name}"
         for key in mapping:
             if key not in cls.roles:
-                raise ConfigError(f"{field_}: unknown role {key!r} of paper {cls.registered_name}; allowed: "
+                raise ConfigError(f"{field_}: unknown role {key!r}; allowed: "
                                   f"{', '.join(sorted(cls.roles)) or 'none (the paper declares no roles)'}")
         names = {kind: {str(study): cls.roles[key].name for key, study in mapping.items() if cls.roles[key].kind == kind}
                  for kind in ROLE_KINDS}
