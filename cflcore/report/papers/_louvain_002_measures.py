@@ -1,6 +1,8 @@
 """002's measurements that its claims read (:mod:`.louvain_002`'s private helper module, part of the paper's code:
-a claim's reading hash follows its names into it, :mod:`.versions`): the two-sided difference, the labels-only
-baseline and Fig. 2's round-by-round reading of the recorded distance matrices."""
+a claim's reading hash follows its names into it, :mod:`.versions`): the names of its variants (the runs its roles
+name) and thresholds, the two-sided difference, the labels-only baseline, the silhouette levels of Fig. 5b and Fig.
+2's round-by-round reading of the recorded distance matrices. It imports nothing of the paper's module, which
+imports it (and so do the paper's tables, :mod:`._louvain_002_tables`)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -8,8 +10,25 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..verdicts import Part, comparison, difference
+from ..verdicts import PAIR_KEYS, Part, comparison, difference
+from .base import ClaimData
 
+
+FIG3, FIG4, SUPERCLASS = "louvain-fig3", "louvain-fig4", "louvain-superclass"
+W_T = "global_orch_acc"
+"""002's accuracy in Figs. 3a, 4a and 5a: the global model W_t on the balanced held-out set (its authors' code
+evaluates the global model: ``listiccfl_strategy.py`` ``evaluate``, ``graphcfl_strategy.py`` ``configure_evaluate``)."""
+HALF_ARI_CLOSE_TO_ZERO = 0.3  # 002 §V-B3: 1NN's ARI at 50 % "close to 0"; read as ARI ≤ 0.3
+AVG_SILHOUETTE = (0.5, 0.1)  # 002 §V-B3, Fig. 5b: AVG's silhouette "remains approximately 0.5": 0.5 ± 0.1
+LABELS_ONLY_ARI = "labels_only_ari"
+"""The labels-only baseline (:func:`labels_only_ari`): Louvain on the clients' label histograms, no training. A
+claim on ARI that this baseline satisfies as well is true by the split's construction: a sanity check."""
+EQ2_MODULE, LATE_OWN = "louvain-eq2-module", "louvain-late-own"
+"""The ablation variants of config/louvain-002-offline.yaml: louvain-fig4's cells with one departure option changed
+(``eq2_product: module``; ``late_start: own``); the silhouette needs no runs (both are recorded on every run)."""
+SPREAD = "louvain-spread"
+"""The group_spread sweep of config/louvain-002-offline.yaml: 1NN at resolution 1 on the community split at m_k ×
+group_spread; louvain-fig3's resolution-1 cells add the grid's own spread."""
 COMMUNITIES_FOUND = 0.9  # "finds the communities" / "optimal detection": ARI ≥ 0.9
 
 
@@ -112,3 +131,39 @@ def separation_rounds(distances: pd.DataFrame, truth: Sequence[int], seed: int =
     for name, value in first.items():
         out[name] = float(len(recorded) + 1) if np.isnan(value) else value
     return out
+
+
+def with_labels_only(data: ClaimData) -> pd.DataFrame:
+    """``data.runs`` with the labels-only baseline's ARI (:data:`LABELS_ONLY_ARI`) of each run's split (NaN where
+    the run's manifest is not loaded)."""
+    runs = data.runs
+    if runs is None or not len(runs) or LABELS_ONLY_ARI in runs:
+        return runs
+    keys = ("dataset", "clients", "split", "seed")
+    cache: dict[tuple, float] = {}
+    for run in data.loaded:
+        key = tuple(getattr(run.spec, k) for k in keys)
+        if key not in cache:
+            cache[key] = labels_only_ari(run)
+    values = [cache.get(tuple(row[k] for k in keys), float("nan")) for _, row in runs[list(keys)].iterrows()]
+    return runs.assign(**{LABELS_ONLY_ARI: values})
+
+
+
+def silhouette_levels(rounds: pd.DataFrame | None, runs: pd.DataFrame, col: str) -> tuple[pd.Series, pd.Series]:
+    """002 Fig. 5b's statistic, per seed of ``runs``: the mean of ``col`` over rounds 1.. (round 0: one model for
+    everyone, no separation yet) and its drift (mean of the second half of the rounds − the first half)."""
+    empty = pd.Series(dtype=np.float64)
+    if rounds is None or not len(rounds) or col not in rounds or not len(runs):
+        return empty, empty
+    rows = rounds[rounds["algorithm"].isin(set(runs["algorithm"])) & rounds["split"].isin(set(runs["split"]))]
+    rows = rows[rows["round"] >= 1].dropna(subset=[col])
+    keys = [k for k in PAIR_KEYS if k in rows]
+    levels, drifts = {}, {}
+    for key, g in rows.groupby(keys):
+        g = g.sort_values("round")
+        half = len(g) // 2
+        levels[key] = float(g[col].mean())
+        if half:
+            drifts[key] = float(g[col].iloc[half:].mean() - g[col].iloc[:half].mean())
+    return pd.Series(levels, dtype=np.float64), pd.Series(drifts, dtype=np.float64)

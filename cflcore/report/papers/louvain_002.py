@@ -17,26 +17,18 @@ import pandas as pd
 from ... import filenames as fn
 from ..verdicts import (PAIR_KEYS, SANITY, SIDE_ALPHA, Part, above, assess, cell, combine, comparable, comparison,
                         difference, greater, t_interval, threshold)
-from ._louvain_002_measures import (COMMUNITIES_FOUND, differs, labels_only_ari, separation_rounds,  # noqa: F401
-                                    similarity_convergence)
+from ._louvain_002_measures import (  # noqa: F401  (the paper's names, read by its tables and tests)
+    AVG_SILHOUETTE, COMMUNITIES_FOUND, EQ2_MODULE, FIG3, FIG4, HALF_ARI_CLOSE_TO_ZERO, LABELS_ONLY_ARI, LATE_OWN, SPREAD,
+    SUPERCLASS, W_T, differs, labels_only_ari, separation_rounds, silhouette_levels, similarity_convergence,
+    with_labels_only)
 from .base import (ClaimData, ClaimResult, Paper, Role, claim, factor_values, fmt, register_paper, result, select,
                    silhouette_column, verdict)
 
-
 PAPER = "002"
-FIG3, FIG4, SUPERCLASS = "louvain-fig3", "louvain-fig4", "louvain-superclass"
-W_T = "global_orch_acc"
-"""002's accuracy in Figs. 3a, 4a and 5a: the global model W_t on the balanced held-out set (its authors' code
-evaluates the global model: ``listiccfl_strategy.py`` ``evaluate``, ``graphcfl_strategy.py`` ``configure_evaluate``)."""
-HALF_ARI_CLOSE_TO_ZERO = 0.3  # 002 §V-B3: 1NN's ARI at 50 % "close to 0"; read as ARI ≤ 0.3
-AVG_SILHOUETTE = (0.5, 0.1)  # 002 §V-B3, Fig. 5b: AVG's silhouette "remains approximately 0.5": 0.5 ± 0.1
 FLAT_DRIFT = 0.1  # "minimal variation over rounds": the drift (second half − first half) within ± 0.1
 MK_PAIR_KEYS = (*PAIR_KEYS, "majority_share")
 """Resolution parts pair over (seed, m_k): each m_k's cell of one seed against the same m_k and seed at another
 resolution, pooled over the m_k sweep (002 states the resolution's effect over all of Fig. 3's m_k)."""
-LABELS_ONLY_ARI = "labels_only_ari"
-"""The labels-only baseline (:func:`labels_only_ari`): Louvain on the clients' label histograms, no training. A
-claim on ARI that this baseline satisfies as well is true by the split's construction: a sanity check."""
 
 
 def silhouette_of(runs: pd.DataFrame) -> str:
@@ -54,22 +46,6 @@ def against_only(label: str, part: tuple[str, Part]) -> dict[str, Part]:
     contradicts "rises")."""
     key, p = part
     return {f"{label} ({key.split(': ', 1)[-1]})": p} if assess(p).p_against < SIDE_ALPHA else {}
-
-
-def with_labels_only(data: ClaimData) -> pd.DataFrame:
-    """``data.runs`` with the labels-only baseline's ARI (:data:`LABELS_ONLY_ARI`) of each run's split (NaN where
-    the run's manifest is not loaded)."""
-    runs = data.runs
-    if runs is None or not len(runs) or LABELS_ONLY_ARI in runs:
-        return runs
-    keys = ("dataset", "clients", "split", "seed")
-    cache: dict[tuple, float] = {}
-    for run in data.loaded:
-        key = tuple(getattr(run.spec, k) for k in keys)
-        if key not in cache:
-            cache[key] = labels_only_ari(run)
-    values = [cache.get(tuple(row[k] for k in keys), float("nan")) for _, row in runs[list(keys)].iterrows()]
-    return runs.assign(**{LABELS_ONLY_ARI: values})
 
 
 def sanity_if_labels_suffice(data: ClaimData, row: ClaimResult, parts_for: Any) -> ClaimResult:
@@ -356,25 +332,6 @@ def avg_silhouette_half_and_flat(data: ClaimData) -> ClaimResult:
                    f"{col} of AVG over rounds 1..: per-seed mean {lv.text(2, signed=False)}, drift {dr.text()}", parts)
 
 
-def silhouette_levels(rounds: pd.DataFrame | None, runs: pd.DataFrame, col: str) -> tuple[pd.Series, pd.Series]:
-    """002 Fig. 5b's statistic, per seed of ``runs``: the mean of ``col`` over rounds 1.. (round 0: one model for
-    everyone, no separation yet) and its drift (mean of the second half of the rounds − the first half)."""
-    empty = pd.Series(dtype=np.float64)
-    if rounds is None or not len(rounds) or col not in rounds or not len(runs):
-        return empty, empty
-    rows = rounds[rounds["algorithm"].isin(set(runs["algorithm"])) & rounds["split"].isin(set(runs["split"]))]
-    rows = rows[rows["round"] >= 1].dropna(subset=[col])
-    keys = [k for k in PAIR_KEYS if k in rows]
-    levels, drifts = {}, {}
-    for key, g in rows.groupby(keys):
-        g = g.sort_values("round")
-        half = len(g) // 2
-        levels[key] = float(g[col].mean())
-        if half:
-            drifts[key] = float(g[col].iloc[half:].mean() - g[col].iloc[:half].mean())
-    return pd.Series(levels, dtype=np.float64), pd.Series(drifts, dtype=np.float64)
-
-
 @claim("002", "002-half-1nn")
 def one_nn_half_participation_loses_communities(data: ClaimData) -> ClaimResult:
     text = (f"At 50 % participation 1NN's ARI falls close to 0 (read as ≤ {HALF_ARI_CLOSE_TO_ZERO}) while AVG and Late "
@@ -513,15 +470,6 @@ def communities_beyond_the_labels(data: ClaimData) -> ClaimResult:
         parts.update([comparison(f"{split}: 1NN above the labels-only baseline",
                                  difference(group, group, "ari", LABELS_ONLY_ARI))])
     return verdict(PAPER, "002-concept", where, text, "; ".join(rows), parts)
-
-
-# ---- the variants of 002's own tables (_louvain_002_tables: the one-factor ablations, the proxy's knob) --------
-EQ2_MODULE, LATE_OWN = "louvain-eq2-module", "louvain-late-own"
-"""The ablation variants of config/louvain-002-offline.yaml: louvain-fig4's cells with one departure option changed
-(``eq2_product: module``; ``late_start: own``); the silhouette needs no runs (both are recorded on every run)."""
-SPREAD = "louvain-spread"
-"""The group_spread sweep of config/louvain-002-offline.yaml: 1NN at resolution 1 on the community split at m_k ×
-group_spread; louvain-fig3's resolution-1 cells add the grid's own spread."""
 
 
 @register_paper("002")
