@@ -5,7 +5,7 @@ cannot see is a field that names something another field defines, or asks what a
 
 * :func:`check_cross_references` (validation, after the study checks): every claim id a config names
   (``report.claim_notes``, ``report.claims_not_carried``) is a claim of the study's paper checks
-  (``report.paper_checks``; the ids are read from the claim modules' source, cflcore.registry.declared_claims), every
+  (``report.paper_checks``; the ids are read from the paper modules' source, cflcore.paper_sources.declared_claims), every
   setting of ``report.cross_paper`` is a split of the study, every ``explain.grid_clients`` index a client of an
   explained run, and every client count of a split gives each of its ground-truth groups a client (a ``rotation`` split with 4 angles needs 4 clients; the split generator says how
   many groups its parameters fix, ``SplitGenerator.planned_clusters``);
@@ -27,7 +27,8 @@ from typing import Any, Iterable, Mapping
 
 from .errors import ConfigError
 from .layout import dataset_file
-from .registry import declared_claims, declared_names, declared_roles
+from .paper_sources import declared_claims, declared_papers, declared_roles
+from .registry import declared_names
 from .sweep_expansion import INDEX_KEY
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ def _check_claim_ids(report: Mapping[str, Any]) -> None:
 
 def _check_roles(cfg: Mapping[str, Any], report: Mapping[str, Any]) -> None:
     """Each ``report.roles`` key is a paper the study checks, each of its keys a role the paper declares
-    (cflcore.registry.declared_roles), and each value a split (or a variant) of the study, as the role names."""
+    (cflcore.paper_sources.declared_roles), and each value a split (or a variant) of the study, as the role names."""
     papers = [str(p) for p in report.get("paper_checks") or []]
     names = {"split": sorted(cfg["study"]["splits"]), "variant": sorted(cfg["study"]["algorithms"])}
     swept = cfg.get(INDEX_KEY) or {}
@@ -288,7 +289,7 @@ def naming_fields() -> dict[str, str]:
         "whatif.clusterers[].clusterer": (f"Names a clusterer: {', '.join(declared_names('clusterer'))}, or an "
                                           f"import path `sklearn.cluster.<Class>` or `hdbscan.HDBSCAN`"),
         "explain.grid_clients": "Names clients of the explained runs: indices below their largest client count",
-        "report.paper_checks": "Names papers: " + ", ".join(declared_names("paper")),
+        "report.paper_checks": "Names papers: " + ", ".join(declared_papers()),
         "report.claim_notes": f"Its keys name claims of the papers in `report.paper_checks` ({claims})",
         "report.claims_not_carried": f"Its keys name claims of the papers in `report.paper_checks` ({claims})",
         "report.roles": ("Its keys name papers of `report.paper_checks`; under each, its keys name roles the paper declares "

@@ -27,22 +27,21 @@ from .errors import ConfigError
 T = TypeVar("T")
 
 PLUGIN_SOURCES: dict[str, tuple[str, str]] = {
-    # kind (Registry.kind) -> (sub-package of cflcore whose modules register them, dotted; the decorator)
+    # kind (Registry.kind) -> (sub-package of cflcore whose modules register them, the decorator)
     "method": ("strategies", "register_strategy"),  # cflcore.strategies.base.STRATEGIES
     "clusterer": ("clustering", "register_clusterer"),  # cflcore.clustering.clusterers.CLUSTERERS
     "model": ("models", "MODELS.register"),  # cflcore.models.MODELS
     "dataset": ("data", "DATASETS.register"),  # cflcore.data.DATASETS
     "split generator": ("data", "SPLIT_GENERATORS.register"),  # cflcore.data.SPLIT_GENERATORS
-    "paper": ("report.papers", "register_paper"),  # cflcore.report.papers.base.PAPERS
 }
 
 
-def _decorator_name(node: ast.expr) -> str:
+def decorator_name(node: ast.expr) -> str:
     """``register_strategy`` or ``MODELS.register`` for the callee of a decorator call."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        return f"{_decorator_name(node.value)}.{node.attr}"
+        return f"{decorator_name(node.value)}.{node.attr}"
     return ""
 
 
@@ -51,7 +50,7 @@ def registered_in_tree(tree: ast.AST, decorator: str) -> list[str]:
     names = []
     for node in ast.walk(tree):
         for deco in getattr(node, "decorator_list", []):
-            if (isinstance(deco, ast.Call) and _decorator_name(deco.func) == decorator and deco.args
+            if (isinstance(deco, ast.Call) and decorator_name(deco.func) == decorator and deco.args
                     and isinstance(deco.args[0], ast.Constant) and isinstance(deco.args[0].value, str)):
                 names.append(deco.args[0].value)
     return names
@@ -69,7 +68,7 @@ def declared_modules(kind: str) -> dict[str, str]:
         package, decorator = PLUGIN_SOURCES[kind]
     except KeyError:
         raise KeyError(f"no plug-in sources for registry kind {kind!r}; known: {', '.join(PLUGIN_SOURCES)}") from None
-    root = Path(__file__).parent.joinpath(*package.split("."))
+    root = Path(__file__).parent / package
     return {name: f"{__package__}.{package}.{path.stem}"
             for path in sorted(root.glob("*.py")) for name in registered_in_source(path, decorator)}
 
@@ -78,76 +77,6 @@ def declared_modules(kind: str) -> dict[str, str]:
 def declared_names(kind: str) -> tuple[str, ...]:
     """The names registry ``kind`` will hold, read from the plug-in sources (no plug-in is imported)."""
     return tuple(sorted(declared_modules(kind)))
-
-
-CLAIM_SOURCES = ("report/papers", "claim")
-"""The folder of cflcore whose modules declare the seeds' claims, and their decorator ``@claim(paper, claim_id)``
-(cflcore.report.papers.base.claim)."""
-
-
-def _constant(node: ast.expr, constants: dict[str, str]) -> str | None:
-    """A string literal, or the name of a module-level string constant."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return constants.get(node.id) if isinstance(node, ast.Name) else None
-
-
-@functools.cache
-def declared_claims() -> dict[str, tuple[str, ...]]:
-    """Seed -> the ids of the claims its paper check declares (``@claim("002", "002-ari-mk")``), read from the
-    claim modules' source: the report (and pandas) is never imported to validate a config."""
-    folder, decorator = CLAIM_SOURCES
-    claims: dict[str, list[str]] = {}
-    for path in sorted((Path(__file__).parent / folder).glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        constants = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
-                     and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
-                     for t in n.targets if isinstance(t, ast.Name)}
-        for node in tree.body:
-            # a decorator, or a registration call at module level (``claim("h", "h-x")(fn)``, a row placed after another)
-            calls = [*getattr(node, "decorator_list", []),
-                     *([node.value.func] if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else [])]
-            for deco in calls:
-                if isinstance(deco, ast.Call) and _decorator_name(deco.func) == decorator and len(deco.args) == 2:
-                    paper, claim_id = (_constant(a, constants) for a in deco.args)
-                    if paper is not None and claim_id is not None:
-                        claims.setdefault(paper, []).append(claim_id)
-    return {paper: tuple(ids) for paper, ids in claims.items()}
-
-
-def _paper_class_dicts(attribute: str) -> dict[str, dict[str, str]]:
-    """Paper -> the dict literal its registered class assigns to ``attribute``, key -> the value's string (a string
-    literal, or the first argument of a call such as ``Role("split", ...)``), read from the paper modules' source."""
-    package, decorator = PLUGIN_SOURCES["paper"]
-    found: dict[str, dict[str, str]] = {}
-    for path in sorted(Path(__file__).parent.joinpath(*package.split(".")).glob("*.py")):
-        for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
-            names = registered_in_tree(ast.Module(body=[node], type_ignores=[]), decorator)
-            if not isinstance(node, ast.ClassDef) or not names:
-                continue
-            for stmt in node.body:
-                if (isinstance(stmt, ast.Assign) and any(getattr(t, "id", "") == attribute for t in stmt.targets)
-                        and isinstance(stmt.value, ast.Dict)):
-                    values = [v.args[0] if isinstance(v, ast.Call) and v.args else v for v in stmt.value.values]
-                    found[names[0]] = {k.value: v.value for k, v in zip(stmt.value.keys, values)
-                                       if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)}
-    return found
-
-
-@functools.cache
-def declared_roles() -> dict[str, dict[str, str]]:
-    """Paper -> its roles (role key -> the kind of run it names, ``split`` or ``variant``), read from the class each
-    paper module registers (``@register_paper("002") class ...: roles = {"fig3": Role("variant", ...)}``), never
-    importing the report (cflcore.report.papers.base.Paper.roles)."""
-    return _paper_class_dicts("roles")
-
-
-@functools.cache
-def declared_paper_tables() -> dict[str, str]:
-    """The report tables of the papers' own (kind -> its title in the HTML report), from each registered paper class's
-    ``table_titles`` (cflcore.report.papers.base.Paper.tables): the report's catalogue lists them without importing a
-    paper (its rules are generated at every parse)."""
-    return {kind: title for titles in _paper_class_dicts("table_titles").values() for kind, title in titles.items()}
 
 
 def check_declared(kind: str, name: str, field: str) -> None:

@@ -8,17 +8,17 @@ else reads this module: the report rules are generated from it in a loop (rules/
 the writers it names (:func:`cflcore.report.parts.write_part`), the figures' labels follow the keys it declares
 (:mod:`cflcore.report.labels`), and every index entry takes its caption from it. Adding a kind is one entry here,
 one caption file and the writer that draws it; a paper's own tables are its module's (``table_titles``, read from
-the papers' source by cflcore.registry.declared_paper_tables, never importing a paper).
+the papers' source by cflcore.paper_sources.declared_paper_tables, never importing a paper).
 
 Imported when the Snakefile is parsed, and outside the train and evaluate stages' code (a new kind reruns the
-report only): the standard library and cflcore.registry's source reading only.
+report only): the standard library and cflcore.paper_sources' reading of the papers' source only.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-from ..registry import declared_paper_tables
+from ..paper_sources import declared_paper_tables
 
 Form = Literal["table", "figures", "page"]
 WIDE_FORMATS = ("csv", "md", "tex")

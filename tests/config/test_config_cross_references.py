@@ -18,7 +18,7 @@ import yaml
 
 import cflcore.config as cc
 from cflcore.errors import ConfigError
-from cflcore.registry import CLAIM_SOURCES, declared_claims
+from cflcore.paper_sources import CLAIM_DECORATOR, PAPER_FOLDER, declared_claims
 from conftest import REPO, snakemake_cmd
 
 CONFIG_DIR = Path(REPO) / "config"
@@ -166,17 +166,17 @@ def test_a_swept_split_is_named_by_its_sweep(tmp_path):
 
 
 def test_declared_claim_ids_are_the_ids_the_claims_write():
-    """``@claim(paper, claim_id)`` is read from source (cflcore.registry.declared_claims); every claim-id literal in a
+    """``@claim(paper, claim_id)`` is read from source (cflcore.paper_sources.declared_claims); every claim-id literal in a
     claim function's body is its declared id, and the registered functions carry the same ids."""
     from cflcore.report.papers.base import CLAIMS, PAPERS
 
     PAPERS.names()  # imports every paper module: their claims register
     assert {p: [fn.claim_id for fn in fns] for p, fns in CLAIMS.items()} == {p: list(i) for p, i in declared_claims().items()}
     pattern = re.compile(r"^(?:\d{3}|het|home)-[a-z0-9-]+$")
-    for path in (Path(REPO) / "cflcore" / CLAIM_SOURCES[0]).glob("*.py"):
+    for path in PAPER_FOLDER.glob("*.py"):
         for node in ast.parse(path.read_text()).body:
             ids = [d.args[1].value for d in getattr(node, "decorator_list", []) if isinstance(d, ast.Call)
-                   and getattr(d.func, "id", "") == CLAIM_SOURCES[1]]
+                   and getattr(d.func, "id", "") == CLAIM_DECORATOR]
             if ids:
                 literals = {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
                             and pattern.match(n.value)}

@@ -157,9 +157,8 @@ def test_declared_names_equal_the_registries():
     from cflcore.strategies.base import STRATEGIES
     from cflcore.models import MODELS
     from cflcore.registry import declared_names
-    from cflcore.report.papers.base import PAPERS
 
-    for registry in (STRATEGIES, CLUSTERERS, MODELS, DATASETS, SPLIT_GENERATORS, PAPERS):
+    for registry in (STRATEGIES, CLUSTERERS, MODELS, DATASETS, SPLIT_GENERATORS):
         assert list(declared_names(registry.kind)) == registry.names(), registry.kind
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from cflcore.errors import ConfigError
 from cflcore.evaluate import evaluate_run
+from cflcore.paper_sources import declared_papers
 from cflcore.registry import registered_in_source
 from cflcore.report import build_report
 from cflcore.report.papers.base import (CLAIMS, PAPERS, ClaimData, ClaimResult, Paper, check_claims, claim,
@@ -69,3 +70,9 @@ def test_a_paper_the_study_does_not_check_writes_no_rows_and_an_unknown_one_is_n
     assert f"Paper check ({TOY})" not in (out / "front_page.rst").read_text()
     with pytest.raises(ConfigError, match=r"report\.paper_checks: unknown paper 'toys'; known: .*\btoy\b"):
         check_claims(["toys"], ClaimData(pd.DataFrame()))
+
+
+def test_the_papers_validation_reads_from_source_are_the_registered_ones():
+    """cflcore.paper_sources reads the ids from the decorators (config validation imports no report): the same ids
+    the registry finds by importing the modules."""
+    assert declared_papers() == tuple(PAPERS.names()) == ("002", "004", "heterogeneity", "home")

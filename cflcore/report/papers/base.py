@@ -3,8 +3,8 @@ module uses: one row per claim, ours against the paper's, and a verdict.
 
 A *paper* is one module of :mod:`cflcore.report.papers` (``papers/<paper>.py``), registered as the strategies are:
 ``@register_paper("002") class Louvain002(Paper)``. Adding one is one new file: config validation reads the ids from
-the decorators (cflcore.registry.declared_names("paper"), never importing the report), and a lookup imports only the
-module that declares the id. The module holds everything of its paper: its claims (``@claim(paper, claim_id)``
+the decorators (cflcore.paper_sources.declared_papers, never importing the report); the registry finds the
+modules in this package. The module holds everything of its paper: its claims (``@claim(paper, claim_id)``
 functions), its reference tables (package data in cflcore/reference/), the tables of its own it adds to the report
 (:meth:`Paper.tables`, with their captions in the report's catalogue) and its runs' roles.
 
@@ -260,7 +260,7 @@ class Paper:
     """The paper in a few words (its method and its source), for the report's and the config reference's text."""
     table_titles: ClassVar[Mapping[str, str]] = {}
     """The tables of the paper's own (:meth:`tables`): catalogue kind -> its title in the HTML report, as literals (the
-    catalogue reads them from the source, cflcore.registry.declared_paper_tables); each kind's caption is
+    catalogue reads them from the source, cflcore.paper_sources.declared_paper_tables); each kind's caption is
     report/captions/<kind>.rst."""
     roles: ClassVar[Mapping[str, Role]] = {}
     """Role key -> :class:`Role`: the runs the claims read. A study whose splits or variants carry other names maps
