@@ -5,7 +5,8 @@ Validation happens in three passes, all before any job starts:
    Snakemake's ``validate()`` applies too and which fills defaults;
 2. name checks against the plug-in names declared by their registration decorators, read from source
    (``cflcore.registry.declared_names``): dataset
-   loaders, models, split generators, methods, and clusterers (of variants and of ``whatif``). They
+   loaders, models, split generators, methods, clusterers (of variants and of ``whatif``) and the papers of
+   ``report.paper_checks`` (``cflcore.paper_sources``). They
    import no plug-in: ``validate_config(cfg, plugins=False)`` never imports torch or the engine;
 3. with ``plugins=True`` (the default; the workflow and the CLI), registry checks that need the plug-in
    classes: each algorithm variant against its strategy plug-in's own ``params_schema``, split generator
@@ -37,6 +38,7 @@ from .defaults import config_defaults, device_identity, schema_defaults
 from .errors import ConfigError
 from .layout import scenario_id
 from .plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, schema_check
+from .paper_sources import check_paper
 from .registry import check_declared, declared_names
 from .settings import NOT_TRAINING
 from .sweep_expansion import expand_sweeps
@@ -282,6 +284,8 @@ def _check_names(cfg: dict[str, Any]) -> None:
         check_declared("method", variant["method"], field=f"{field}.method")
         if isinstance(variant.get("clusterer"), str):  # OCFL's clusterer (any method's ``clusterer`` key)
             check_declared("clusterer", variant["clusterer"], field=f"{field}.clusterer")
+    for i, paper in enumerate((cfg.get("report") or {}).get("paper_checks") or []):
+        check_paper(str(paper), field=f"report.paper_checks[{i}]")
     _check_whatif_names(cfg.get("whatif") or {})
 
 

@@ -5,7 +5,7 @@ cannot see is a field that names something another field defines, or asks what a
 
 * :func:`check_cross_references` (validation, after the study checks): every claim id a config names
   (``report.claim_notes``, ``report.claims_not_carried``) is a claim of the study's paper checks
-  (``report.paper_checks``; the ids are read from the claim modules' source, cflcore.registry.declared_claims), every
+  (``report.paper_checks``; the ids are read from the paper modules' source, cflcore.paper_sources.declared_claims), every
   setting of ``report.cross_paper`` is a split of the study, every ``explain.grid_clients`` index a client of an
   explained run, and every client count of a split gives each of its ground-truth groups a client (a ``rotation`` split with 4 angles needs 4 clients; the split generator says how
   many groups its parameters fix, ``SplitGenerator.planned_clusters``);
@@ -27,7 +27,8 @@ from typing import Any, Iterable, Mapping
 
 from .errors import ConfigError
 from .layout import dataset_file
-from .registry import declared_claims, declared_names
+from .paper_sources import declared_claims, declared_papers, declared_roles
+from .registry import declared_names
 from .sweep_expansion import INDEX_KEY
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ def check_cross_references(cfg: Mapping[str, Any], scenarios: Iterable[Mapping[s
     report = cfg.get("report") or {}
     scenarios = list(scenarios)
     _check_claim_ids(report)
+    _check_roles(cfg, report)
     _check_cross_paper_splits(cfg, report)
     _check_groups_have_clients(cfg, scenarios, split_params)
     _check_grid_clients(cfg, scenarios)
@@ -88,6 +90,30 @@ def _check_claim_ids(report: Mapping[str, Any]) -> None:
             none = f"none until report.paper_checks names a paper with claims ({', '.join(sorted(declared_claims()))})"
             raise ConfigError(f"report.{key}: {claim_id!r} is not a claim of the study's paper checks ({why}; "
                               f"report.paper_checks: {papers}); allowed: {', '.join(allowed) or none}")
+
+
+def _check_roles(cfg: Mapping[str, Any], report: Mapping[str, Any]) -> None:
+    """Each ``report.roles`` key is a paper the study checks, each of its keys a role the paper declares
+    (cflcore.paper_sources.declared_roles), and each value a split (or a variant) of the study, as the role names."""
+    papers = [str(p) for p in report.get("paper_checks") or []]
+    names = {"split": sorted(cfg["study"]["splits"]), "variant": sorted(cfg["study"]["algorithms"])}
+    swept = cfg.get(INDEX_KEY) or {}
+    for kind, group in (("split", "splits"), ("variant", "algorithms")):  # a swept name's base names its runs too
+        names[kind] = sorted(set(names[kind]) | {(swept.get(group) or {})[n]["base"] for n in names[kind]
+                                                 if n in (swept.get(group) or {})})
+    for paper, mapping in (report.get("roles") or {}).items():
+        if str(paper) not in papers:
+            raise ConfigError(f"report.roles: {paper!r} is not a paper the study checks; allowed: "
+                              f"{', '.join(papers) or 'none until report.paper_checks names one'} (report.paper_checks)")
+        declared = declared_roles().get(str(paper), {})
+        for role, name in mapping.items():
+            if role not in declared:
+                raise ConfigError(f"report.roles.{paper}: unknown role {role!r}; allowed: "
+                                  f"{', '.join(sorted(declared)) or 'none (the paper declares no roles)'}")
+            kind = declared[role]
+            if name not in names[kind]:
+                raise ConfigError(f"report.roles.{paper}.{role}: {name!r} is not a {kind} of the study; allowed: "
+                                  f"{', '.join(names[kind])}")
 
 
 def _check_cross_paper_splits(cfg: Mapping[str, Any], report: Mapping[str, Any]) -> None:
@@ -263,8 +289,11 @@ def naming_fields() -> dict[str, str]:
         "whatif.clusterers[].clusterer": (f"Names a clusterer: {', '.join(declared_names('clusterer'))}, or an "
                                           f"import path `sklearn.cluster.<Class>` or `hdbscan.HDBSCAN`"),
         "explain.grid_clients": "Names clients of the explained runs: indices below their largest client count",
-        "report.paper_checks": "Names papers with claims: " + ", ".join(declared_claims()),
+        "report.paper_checks": "Names papers: " + ", ".join(declared_papers()),
         "report.claim_notes": f"Its keys name claims of the papers in `report.paper_checks` ({claims})",
         "report.claims_not_carried": f"Its keys name claims of the papers in `report.paper_checks` ({claims})",
+        "report.roles": ("Its keys name papers of `report.paper_checks`; under each, its keys name roles the paper declares "
+                         "(" + "; ".join(f"{p}: {', '.join(r)}" for p, r in declared_roles().items()) + ") and "
+                         "their values a split (a split role) or a variant (a variant role) of the study"),
         "report.cross_paper.settings": "Its keys name splits of the study (`study.splits`, or a swept split's base name)",
     }

@@ -36,12 +36,12 @@ PLUGIN_SOURCES: dict[str, tuple[str, str]] = {
 }
 
 
-def _decorator_name(node: ast.expr) -> str:
+def decorator_name(node: ast.expr) -> str:
     """``register_strategy`` or ``MODELS.register`` for the callee of a decorator call."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        return f"{_decorator_name(node.value)}.{node.attr}"
+        return f"{decorator_name(node.value)}.{node.attr}"
     return ""
 
 
@@ -50,7 +50,7 @@ def registered_in_tree(tree: ast.AST, decorator: str) -> list[str]:
     names = []
     for node in ast.walk(tree):
         for deco in getattr(node, "decorator_list", []):
-            if (isinstance(deco, ast.Call) and _decorator_name(deco.func) == decorator and deco.args
+            if (isinstance(deco, ast.Call) and decorator_name(deco.func) == decorator and deco.args
                     and isinstance(deco.args[0], ast.Constant) and isinstance(deco.args[0].value, str)):
                 names.append(deco.args[0].value)
     return names
@@ -77,41 +77,6 @@ def declared_modules(kind: str) -> dict[str, str]:
 def declared_names(kind: str) -> tuple[str, ...]:
     """The names registry ``kind`` will hold, read from the plug-in sources (no plug-in is imported)."""
     return tuple(sorted(declared_modules(kind)))
-
-
-CLAIM_SOURCES = ("report/claims", "claim")
-"""The folder of cflcore whose modules declare the seeds' claims, and their decorator ``@claim(paper, claim_id)``
-(cflcore.report.claims.framework.claim)."""
-
-
-def _constant(node: ast.expr, constants: dict[str, str]) -> str | None:
-    """A string literal, or the name of a module-level string constant."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return constants.get(node.id) if isinstance(node, ast.Name) else None
-
-
-@functools.cache
-def declared_claims() -> dict[str, tuple[str, ...]]:
-    """Seed -> the ids of the claims its paper check declares (``@claim("002", "002-ari-mk")``), read from the
-    claim modules' source: the report (and pandas) is never imported to validate a config."""
-    folder, decorator = CLAIM_SOURCES
-    claims: dict[str, list[str]] = {}
-    for path in sorted((Path(__file__).parent / folder).glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        constants = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
-                     and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
-                     for t in n.targets if isinstance(t, ast.Name)}
-        for node in tree.body:
-            # a decorator, or a registration call at module level (``claim("h", "h-x")(fn)``, a row placed after another)
-            calls = [*getattr(node, "decorator_list", []),
-                     *([node.value.func] if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else [])]
-            for deco in calls:
-                if isinstance(deco, ast.Call) and _decorator_name(deco.func) == decorator and len(deco.args) == 2:
-                    paper, claim_id = (_constant(a, constants) for a in deco.args)
-                    if paper is not None and claim_id is not None:
-                        claims.setdefault(paper, []).append(claim_id)
-    return {paper: tuple(ids) for paper, ids in claims.items()}
 
 
 def check_declared(kind: str, name: str, field: str) -> None:

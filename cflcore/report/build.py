@@ -26,8 +26,7 @@ from .front_page import (
 from .paper import paper_split, paper_vs_run, ranking_agreement
 from .index import entry as index_entry
 from .runs import HARDWARE_FIELDS, LoadedRun, MissingRun, RunSpec, hardware_record
-from .claims.framework import ClaimData, check_claims
-from .claims.louvain_002 import ablations, spread_table
+from .papers.base import ClaimData, check_claims
 from .cross_paper import cross_analysis, cross_section_rst
 from .sweeps import round_frame, sweep_summary
 from .traces import split_trace_figures
@@ -98,17 +97,9 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     swept, rounds = sweep_summary(loaded, sweep_index or {}), round_frame(loaded)  # once: every reader below shares them
     claims = check_claims(report_cfg.get("paper_checks") or [],
                           ClaimData(swept, rounds, summary, loaded, told_true_k=frozenset(told_true_k)),
-                          report_cfg.get("claim_notes"), report_cfg.get("claims_not_carried"))
+                          report_cfg.get("claim_notes"), report_cfg.get("claims_not_carried"), report_cfg.get("roles"))
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))
-    # 002's one-factor ablations: rows where the study checks 002 and has the cells, else the header
-    checks_002 = "002" in [str(p) for p in report_cfg.get("paper_checks") or []]
-    ablated = ablations(swept if checks_002 else pd.DataFrame(), rounds if checks_002 else None)
-    path = tb.write_text(ablated.to_csv(index=False), table_dir / "louvain_002_ablations.csv")
-    entries.append(_entry("louvain_002_ablations", path, out_dir))
-    spread = spread_table(swept if checks_002 else pd.DataFrame(), loaded)
-    path = tb.write_text(spread.to_csv(index=False), table_dir / "louvain_002_spread.csv")
-    entries.append(_entry("louvain_002_spread", path, out_dir))
     cross = (report_cfg.get("cross_paper") or {})
     lead = (cross_section_rst(cross_analysis(swept, cross, algorithms, told_true_k, (context or {}).get("cannot_split")))
             if cross else "")

@@ -7,15 +7,18 @@ caption (``report/captions/<caption>.rst``), and where and under which labels th
 else reads this module: the report rules are generated from it in a loop (rules/report.smk), the part jobs call
 the writers it names (:func:`cflcore.report.parts.write_part`), the figures' labels follow the keys it declares
 (:mod:`cflcore.report.labels`), and every index entry takes its caption from it. Adding a kind is one entry here,
-one caption file and the writer that draws it.
+one caption file and the writer that draws it; a paper's own tables are its module's (``table_titles``, read from
+the papers' source by cflcore.paper_sources.declared_paper_tables, never importing a paper).
 
 Imported when the Snakefile is parsed, and outside the train and evaluate stages' code (a new kind reruns the
-report only): standard library only.
+report only): the standard library and cflcore.paper_sources' reading of the papers' source only.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from ..paper_sources import declared_paper_tables
 
 Form = Literal["table", "figures", "page"]
 WIDE_FORMATS = ("csv", "md", "tex")
@@ -117,13 +120,8 @@ OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
     _table("paper_ranking", "tables", "tables", "Front page", "Kendall's tau against 000's ranking", wide=True),
     _table("departures", "tables", "tables", "Front page", "departures by design"),
     _table("paper_vs_run", "tables", "tables", "Paper check", "000 Tables 1-2 and Figure 2 beside ours", wide=True),
-    _table("paper_claims", "tables", "tables", "Paper check", "the seeds' claims (002, 004) against this study"),
-    _table("louvain_002_ablations", "tables", "tables", "Paper check",
-           "002's one-factor ablations: which departure option moves which cell"),
-    _table("louvain_002_spread", "tables", "tables", "Paper check",
-           "002's proxy knob: 1NN's ARI beside the labels-only baseline's per group_spread and m_k"),
-    _table("paper004_cells", "tables", "paper004_cells", "Paper check",
-           "every printed cell of 004's Tables 1, 3-9 beside ours, or not run in this study"),
+    _table("paper_claims", "tables", "tables", "Paper check", "the papers' claims against this study (report.paper_checks)"),
+    *(_table(kind, "tables", "paper_tables", "Paper check", title) for kind, title in declared_paper_tables().items()),
     _table("table1_clustering", "tables", "tables", "Paper tables", "000 Table 1: clustering scores", wide=True),
     _table("table2_clustering_round", "tables", "tables", "Paper tables", "000 Table 2: clustering round", wide=True),
     _table("table_personalisation", "tables", "tables", "Paper tables", "PF1, GF1, learning gap", wide=True),

@@ -5,7 +5,7 @@ mean ± sample std over seeds (cflcore.report.seed_stats): ARI everywhere, with 
 ("k of n ≥ 0.9", bimodal cells marked), the Rand index on 004's settings (as 004 reports it), and the clients'
 accuracy on their own data: PF1 on 000's and 002's settings, balanced accuracy on 004's (as each paper scores). The
 best ARI of a column is marked ★ only where it beats the runner-up beyond the seed noise, paired over seeds (the
-claims' test, cflcore.report.claims.framework.assess); otherwise the best and every method within the noise of it
+claims' test, cflcore.report.verdicts.assess); otherwise the best and every method within the noise of it
 read "tied". Under the table, each method's average rank over the settings (by ARI, ties shared) and a
 critical-difference analysis with the settings as blocks, the seeds averaged within a setting (Demšar 2006: the
 blocks are independent data sets; a setting's seeds are repeated measurements on one): Friedman, then Wilcoxon–Holm,
@@ -105,10 +105,10 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
 
 def mark_best(frame: pd.DataFrame, summary: pd.DataFrame, settings: Sequence[Setting]) -> pd.DataFrame:
     """Per column (not a control): the method of the best mean ARI against every other method, its ARI minus theirs
-    paired over seeds (cflcore.report.claims.framework: the t-test with the standard error floored at ARI's
+    paired over seeds (cflcore.report.verdicts: the t-test with the standard error floored at ARI's
     resolution, one-sided at the claims' level). The best is marked ★ (``best_ari``) only where it is beyond the noise
     above every other; else it and every method not beyond the noise below it are ``tied_best``."""
-    from .claims.framework import Part, assess, difference
+    from .verdicts import Part, assess, difference
 
     frame = frame.assign(best_ari=False, tied_best=False)
     for s in settings:

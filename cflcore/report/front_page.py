@@ -429,7 +429,7 @@ def _groups(frame: pd.DataFrame) -> list[tuple[tuple[str, int], pd.DataFrame]]:
 
 
 def claims_checks(claims: pd.DataFrame | None) -> list[PaperCheck]:
-    """One paper-check section per seed of ``claims`` (cflcore.report.claims.framework.check_claims): one row per claim with
+    """One paper-check section per seed of ``claims`` (cflcore.report.papers.base.check_claims): one row per claim with
     where it comes from, our measured values, whether it holds and, where it does not, why."""
     if claims is None or claims.empty:
         return []

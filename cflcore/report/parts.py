@@ -87,13 +87,27 @@ def _scl_epsilons(inputs: ReportInputs) -> list[dict[str, Any]]:
     return [inputs.entry("scl_epsilons", path)]
 
 
-def _paper004_cells(inputs: ReportInputs) -> list[dict[str, Any]]:
-    from .paper004 import write_paper004_cells
-    from .sweeps import sweep_summary
+def _paper_tables(inputs: ReportInputs) -> list[dict[str, Any]]:
+    """Every registered paper's own tables (cflcore.report.papers.base.Paper.tables): with the study's rows for the
+    papers it checks (``report.paper_checks``), the header only for the others."""
+    import pandas as pd
 
-    papers = ((inputs.plan.get("front_page") or {}).get("report") or {}).get("paper_checks") or []
-    runs = sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}) if "004" in papers else None
-    return [inputs.entry("paper004_cells", write_paper004_cells(runs, papers, inputs.out_dir / "tables" / "paper004_cells.csv"))]
+    from .papers.base import PAPERS, ClaimData, paper_data
+    from .sweeps import round_frame, sweep_summary
+    from .tables import write_text
+
+    report = (inputs.plan.get("front_page") or {}).get("report") or {}
+    checked = {str(p) for p in report.get("paper_checks") or []}
+    data = (ClaimData(sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}), round_frame(inputs.loaded),
+                      loaded=inputs.loaded) if checked else ClaimData(pd.DataFrame(), loaded=inputs.loaded))
+    entries = []
+    for name in PAPERS.names():
+        paper = PAPERS.get(name)
+        cast = paper_data(name, data, report.get("roles")) if name in checked else data
+        for kind, frame in paper.tables(cast, name in checked).items():
+            path = write_text(frame.to_csv(index=False), inputs.out_dir / catalogue.OUTPUTS[kind].paths()[0])
+            entries.append(inputs.entry(kind, path))
+    return entries
 
 
 def _cross_paper(inputs: ReportInputs) -> list[dict[str, Any]]:
@@ -174,7 +188,7 @@ def _explain(inputs: ReportInputs) -> list[dict[str, Any]]:
 
 
 WRITERS: dict[str, Callable[[ReportInputs], list[dict[str, Any]]]] = {
-    "tables": _tables, "scl_epsilons": _scl_epsilons, "paper004_cells": _paper004_cells,
+    "tables": _tables, "scl_epsilons": _scl_epsilons, "paper_tables": _paper_tables,
     "cross_paper": _cross_paper, "missing_runs": _missing_runs, "hardware": _hardware, "run_figures": _run_figures, "sweeps": _sweeps,
     "fedgwc": _fedgwc, "whatif": _whatif, "late_clients": _late_clients, "explain": _explain,
 }

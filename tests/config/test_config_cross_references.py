@@ -18,7 +18,7 @@ import yaml
 
 import cflcore.config as cc
 from cflcore.errors import ConfigError
-from cflcore.registry import CLAIM_SOURCES, declared_claims
+from cflcore.paper_sources import CLAIM_DECORATOR, PAPER_FOLDER, declared_claims
 from conftest import REPO, snakemake_cmd
 
 CONFIG_DIR = Path(REPO) / "config"
@@ -54,6 +54,19 @@ CROSS_FIELD_CASES: dict[str, tuple[dict, str]] = {
     "claim-note-id-no-paper-defines": (
         {"report": {"paper_checks": ["004"], "claim_notes": {"004-domain": "typo"}}},
         "report.claim_notes: '004-domain' is not a claim of the study's paper checks"),
+    "paper-check-no-module-declares": (
+        {"report": {"paper_checks": ["003"]}},
+        "report.paper_checks[0]: unknown paper '003'; known: 002, 004, heterogeneity, home"),
+    "role-of-a-paper-not-checked": (
+        {"report": {"roles": {"heterogeneity": {"fedavg": "bnc"}}}},
+        "report.roles: 'heterogeneity' is not a paper the study checks; allowed: none until report.paper_checks names one"),
+    "role-the-paper-does-not-declare": (
+        {"report": {"paper_checks": ["heterogeneity"], "roles": {"heterogeneity": {"fedavgm": "bnc"}}}},
+        "report.roles.heterogeneity: unknown role 'fedavgm'; allowed: fedavg, ifca, label_swap, quantity_skew, "
+        "rotated_half, rotation_groups, scl"),
+    "role-names-no-run-of-its-kind": (
+        {"report": {"paper_checks": ["heterogeneity"], "roles": {"heterogeneity": {"rotation_groups": "bnc"}}}},
+        "report.roles.heterogeneity.rotation_groups: 'bnc' is not a split of the study; allowed: nonoverlap-balanced"),
     "cross-paper-setting-not-a-split": (
         {"report": {"cross_paper": {"settings": {"rotation": {"home": "000"}}}}},
         "report.cross_paper.settings: 'rotation' is not a split of the study, so its column would be empty; "
@@ -106,6 +119,8 @@ CROSS_FIELD_CASES: dict[str, tuple[dict, str]] = {
 }
 
 ACCEPTED: dict[str, dict] = {
+    "role-names-no-run-of-its-kind": {"report": {"paper_checks": ["heterogeneity"], "roles": {"heterogeneity": {
+        "rotation_groups": "nonoverlap-balanced", "fedavg": "bnc"}}}},
     "claim-id-no-paper-defines": {"report": {"paper_checks": ["002"], "claims_not_carried": {"002-superclass": "x"},
                                              "claim_notes": {"002-ari-mk": "y"}}},
     "cross-paper-setting-not-a-split": {"report": {"cross_paper": {"settings": {"nonoverlap-balanced": {"home": "000"}}}}},
@@ -151,16 +166,17 @@ def test_a_swept_split_is_named_by_its_sweep(tmp_path):
 
 
 def test_declared_claim_ids_are_the_ids_the_claims_write():
-    """``@claim(paper, claim_id)`` is read from source (cflcore.registry.declared_claims); every claim-id literal in a
+    """``@claim(paper, claim_id)`` is read from source (cflcore.paper_sources.declared_claims); every claim-id literal in a
     claim function's body is its declared id, and the registered functions carry the same ids."""
-    from cflcore.report.claims.framework import CLAIMS
+    from cflcore.report.papers.base import CLAIMS, PAPERS
 
+    PAPERS.names()  # imports every paper module: their claims register
     assert {p: [fn.claim_id for fn in fns] for p, fns in CLAIMS.items()} == {p: list(i) for p, i in declared_claims().items()}
     pattern = re.compile(r"^(?:\d{3}|het|home)-[a-z0-9-]+$")
-    for path in (Path(REPO) / "cflcore" / CLAIM_SOURCES[0]).glob("*.py"):
+    for path in PAPER_FOLDER.glob("*.py"):
         for node in ast.parse(path.read_text()).body:
             ids = [d.args[1].value for d in getattr(node, "decorator_list", []) if isinstance(d, ast.Call)
-                   and getattr(d.func, "id", "") == CLAIM_SOURCES[1]]
+                   and getattr(d.func, "id", "") == CLAIM_DECORATOR]
             if ids:
                 literals = {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
                             and pattern.match(n.value)}

@@ -52,7 +52,7 @@ from cflcore.errors import ConfigError
 from cflcore.fl.run import sample_clients
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
-from cflcore.registry import declared_claims
+from cflcore.paper_sources import declared_claims
 from conftest import REPO, copy_workflow, snakemake_cmd
 
 CONFIG_DIR = Path(REPO) / "config"

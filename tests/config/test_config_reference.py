@@ -24,7 +24,7 @@ def test_every_field_that_names_something_says_what_it_may_name():
     """cflcore.config_checks.naming_fields: each path is a field the reference renders (a path it does not render
     would drop its sentence silently), and the sentence follows the field's entry."""
     from cflcore.config_checks import naming_fields
-    from cflcore.registry import declared_claims
+    from cflcore.paper_sources import declared_claims
 
     text = " ".join(config_reference.render().split())
     for path, sentence in naming_fields().items():

@@ -1,4 +1,4 @@
-"""Claims fixed before the data (cflcore.report.claims.versions): every claim's reading has a version whose committed
+"""Claims fixed before the data (cflcore.report.papers.versions): every claim's reading has a version whose committed
 hash matches the claim's code, so a reading changed without a new version fails here; the report keeps an earlier
 reading's verdict beside the current one with the commit that changed it."""
 import importlib
@@ -8,11 +8,11 @@ import textwrap
 import pandas as pd
 import pytest
 
-from cflcore.report.claims import framework as cl
-from cflcore.report.claims import heterogeneity as het
-from cflcore.report.claims import versions
+from cflcore.report.papers import base as cl
+from cflcore.report.papers import heterogeneity as het
+from cflcore.report.papers import versions
 
-CLAIM_FNS = [fn for fns in cl.CLAIMS.values() for fn in fns]
+CLAIM_FNS = [fn for name in cl.PAPERS.names() for fn in cl.PAPERS.get(name).claims()]
 
 
 @pytest.mark.parametrize("fn", CLAIM_FNS, ids=lambda fn: fn.__name__)
@@ -73,3 +73,26 @@ def test_an_earlier_reading_is_shown_beside_the_current_one_with_the_commit_that
 def test_a_version_must_come_after_its_earlier_readings():
     with pytest.raises(ValueError, match="earlier versions"):
         cl.claim("x", "x-1", version=2, earlier={2: lambda data: None})
+
+
+def test_the_hash_follows_a_helper_into_the_papers_private_module(tmp_path, monkeypatch):
+    """A paper's code is its module and its private helper modules (``_<module>_*.py``): a helper moved there keeps
+    the claim's hash, and a change of the moved helper changes it."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    helper = "LEVEL = 0.9\n\n\ndef _helper(x):\n    return x >= LEVEL\n"
+    claim = "def my_claim(data):\n    return _helper(data)\n"
+
+    def hash_of(name: str, module: str, helpers: str = "") -> str:
+        (tmp_path / f"{name}.py").write_text(module)
+        if helpers:
+            (tmp_path / f"_{name}_measures.py").write_text(helpers)
+        try:
+            return versions.reading_hash(importlib.import_module(name).my_claim)
+        finally:
+            for mod in (name, f"_{name}_measures"):
+                sys.modules.pop(mod, None)
+
+    inside = hash_of("claim_h", helper + "\n\n" + claim)
+    moved = f"from _claim_i_measures import LEVEL, _helper  # noqa: F401\n\n\n{claim}"
+    assert hash_of("claim_i", moved, helper) == inside
+    assert hash_of("claim_j", moved.replace("claim_i", "claim_j"), helper.replace("0.9", "0.8")) != inside

@@ -1,4 +1,4 @@
-"""002's paper check decides both ways (cflcore.report.claims.louvain_002): every claim, fed a noisy table where it
+"""002's paper check decides both ways (cflcore.report.papers.louvain_002): every claim, fed a noisy table where it
 is true, holds; fed one false beyond the seed noise, is contradicted; fed one false within the noise, is
 inconclusive and leans against 002 (tables: tests/report/claim_tables.py)."""
 from types import SimpleNamespace
@@ -8,8 +8,10 @@ import pandas as pd
 import pytest
 
 from claim_tables import BEYOND, SEEDS, WITHIN, noise
-from cflcore.report.claims import framework as cl
-from cflcore.report.claims import louvain_002 as c002
+from cflcore.report import verdicts as vd
+from cflcore.report.papers import base as cl
+from cflcore.report.papers import _louvain_002_tables as t002
+from cflcore.report.papers import louvain_002 as c002
 
 MK, RES, ATTR, PART = (0.1, 0.4, 0.7, 1.0), (0.5, 1.0, 2.0), ("avg", "late", "1nn", "wnn"), (1.0, 0.5)
 SIL = "silhouette_authors"  # the verdicts' silhouette (the authors'); sklearn's is the ablation
@@ -101,7 +103,7 @@ def _acc_res(runs, delta):  # resolution 2 moves accuracy past "not notably" (±
     for m in MK:
         ref = mean(runs, where(runs, "louvain-fig3", majority_share=m, resolution=1.0), "global_orch_acc")
         move(runs, where(runs, "louvain-fig3", majority_share=m, resolution=2.0), "global_orch_acc",
-             ref - cl.COMPARABLE_ACC - delta)
+             ref - vd.COMPARABLE_ACC - delta)
 
 
 def _sil_mk(runs, delta):
@@ -179,8 +181,8 @@ def test_every_002_claim_holds_on_the_noisy_true_table_with_numbers_and_a_reason
     table = check(planted())
     for claim_id in CASES:
         row = table.loc[claim_id]
-        assert row["holds"] == cl.HOLDS, (claim_id, row["ours"], row["note"])
-        assert row["lean"] == cl.TOWARD and row["reason"], (claim_id, row["lean"], row["reason"])
+        assert row["holds"] == vd.HOLDS, (claim_id, row["ours"], row["note"])
+        assert row["lean"] == vd.TOWARD and row["reason"], (claim_id, row["lean"], row["reason"])
         assert row["note"].startswith("holds: ") and "[" in row["note"], claim_id  # the reason gives the intervals
 
 
@@ -188,16 +190,16 @@ def test_every_002_claim_holds_on_the_noisy_true_table_with_numbers_and_a_reason
 def test_002_claim_false_beyond_the_noise_is_contradicted(claim_id):
     runs = planted()
     row = check(runs, CASES[claim_id](runs, BEYOND)).loc[claim_id]
-    assert row["holds"] == cl.CONTRADICTED, (claim_id, row["holds"], row["ours"], row["note"])
-    assert row["lean"] == cl.AGAINST, (claim_id, row["lean"])
+    assert row["holds"] == vd.CONTRADICTED, (claim_id, row["holds"], row["ours"], row["note"])
+    assert row["lean"] == vd.AGAINST, (claim_id, row["lean"])
 
 
 @pytest.mark.parametrize("claim_id", sorted(CASES))
 def test_002_claim_false_within_the_noise_is_inconclusive_leaning_against(claim_id):
     runs = planted()
     row = check(runs, CASES[claim_id](runs, WITHIN)).loc[claim_id]
-    assert row["holds"] == cl.INCONCLUSIVE, (claim_id, row["holds"], row["ours"], row["note"])
-    assert row["lean"] == cl.AGAINST, (claim_id, row["lean"], row["note"])
+    assert row["holds"] == vd.INCONCLUSIVE, (claim_id, row["holds"], row["ours"], row["note"])
+    assert row["lean"] == vd.AGAINST, (claim_id, row["lean"], row["note"])
     assert "within the seed noise" in row["reason"], (claim_id, row["reason"])
     assert row["seeds_to_decide"], claim_id  # the seeds that would decide it at this effect and spread
 
@@ -206,22 +208,22 @@ def test_one_seed_and_exact_ties_are_inconclusive_with_their_reason_and_a_missin
     rounds = avg_rounds(seeds=(0,))
     one = check(planted(seeds=(0,)), rounds)
     pooled = ["002-res-clusters", "002-res-best", "002-acc-res", "002-sil-mk"]  # pairs over (seed, m_k): 4 with one seed
-    assert set(one.drop(index=pooled)["holds"]) <= {cl.INCONCLUSIVE, cl.NA}  # one seed: no noise estimate
+    assert set(one.drop(index=pooled)["holds"]) <= {vd.INCONCLUSIVE, vd.NA}  # one seed: no noise estimate
     runs = planted()
     runs.loc[where(runs, "ifca"), "global_orch_acc"] = np.nan
     table = check(runs)  # IFCA's W_t is n/a (no global model): the claims rest on their other parts
-    assert table.loc["002-ifca", "holds"] == cl.HOLDS and "n/a" in table.loc["002-ifca", "note"]
-    assert table.loc["002-global-order", "holds"] == cl.HOLDS and "n/a" in table.loc["002-global-order", "ours"]
+    assert table.loc["002-ifca", "holds"] == vd.HOLDS and "n/a" in table.loc["002-ifca", "note"]
+    assert table.loc["002-global-order", "holds"] == vd.HOLDS and "n/a" in table.loc["002-global-order", "ours"]
     saturated = planted()
     for a in ("1nn", "wnn"):
         saturated.loc[fig4(a)(saturated), "ari"] = 1.0  # both at ARI 1.00: a tie the proxy cannot order
     row = check(saturated).loc["002-1nn-wnn"]
-    assert row["holds"] == cl.INCONCLUSIVE and "saturated" in row["reason"] and row["lean"] == cl.NONE, row.to_dict()
+    assert row["holds"] == vd.INCONCLUSIVE and "saturated" in row["reason"] and row["lean"] == vd.NONE, row.to_dict()
     assert row["seeds_to_decide"].startswith("never"), row["seeds_to_decide"]
     identical = planted()
     identical.loc[where(identical, "louvain-fig3"), "n_clusters"] = 2.0  # one partition at every resolution
     row = check(identical).loc["002-res-clusters"]
-    assert row["holds"] == cl.INCONCLUSIVE and "no difference" in row["reason"], row.to_dict()
+    assert row["holds"] == vd.INCONCLUSIVE and "no difference" in row["reason"], row.to_dict()
 
 
 def test_a_cell_all_at_the_bound_takes_the_same_floored_t_test():
@@ -232,14 +234,14 @@ def test_a_cell_all_at_the_bound_takes_the_same_floored_t_test():
         runs = planted(seeds=seeds)
         runs.loc[where(runs, "louvain-fig3", majority_share=1.0, resolution=1.0), "ari"] = 1.0
         row = check(runs, avg_rounds(seeds=seeds)).loc["002-mk1"]
-        assert row["holds"] == cl.HOLDS and "sign test" not in row["note"], (seeds, row.to_dict())
-    assert row["lean"] == cl.TOWARD
-    at_bound = cl.t_interval([1.0, 1.0, 1.0], resolution=cl.resolution_of("ari"))
-    assert at_bound.hi - at_bound.lo > 2 * cl.resolution_of("ari")  # never a zero-width interval
+        assert row["holds"] == vd.HOLDS and "sign test" not in row["note"], (seeds, row.to_dict())
+    assert row["lean"] == vd.TOWARD
+    at_bound = vd.t_interval([1.0, 1.0, 1.0], resolution=vd.resolution_of("ari"))
+    assert at_bound.hi - at_bound.lo > 2 * vd.resolution_of("ari")  # never a zero-width interval
     runs = planted()
     runs.loc[where(runs, "louvain-fig3", majority_share=1.0, resolution=1.0), "ari"] = c002.COMMUNITIES_FOUND - 0.0005
     row = check(runs).loc["002-mk1"]
-    assert row["holds"] == cl.INCONCLUSIVE and row["seeds_to_decide"].startswith("never"), row.to_dict()
+    assert row["holds"] == vd.INCONCLUSIVE and row["seeds_to_decide"].startswith("never"), row.to_dict()
 
 
 def test_unpaired_seeds_are_reported_not_dropped():
@@ -258,7 +260,7 @@ def test_a_claim_the_proxy_cannot_carry_is_na_with_its_reason():
     data = cl.ClaimData(planted(), avg_rounds())
     row = cl.check_claims(["002"], data, not_carried={"002-superclass": "no superclass in MNIST"}).set_index(
         "claim_id").loc["002-superclass"]
-    assert row["holds"] == cl.NA and "no superclass in MNIST" in row["reason"] and "holds" in row["note"]
+    assert row["holds"] == vd.NA and "no superclass in MNIST" in row["reason"] and "holds" in row["note"]
 
 
 def fig2_distances(settle: int, rounds: int = 6, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
@@ -294,8 +296,8 @@ def fig2_loaded(tmp_path, rounds_raw: dict[int, float]) -> list:
     return loaded
 
 
-@pytest.mark.parametrize("delta, word, lean", [(-2.0, cl.HOLDS, cl.TOWARD), (BEYOND * 10, cl.CONTRADICTED, cl.AGAINST),
-                                               (WITHIN * 10, cl.INCONCLUSIVE, cl.AGAINST)])
+@pytest.mark.parametrize("delta, word, lean", [(-2.0, vd.HOLDS, vd.TOWARD), (BEYOND * 10, vd.CONTRADICTED, vd.AGAINST),
+                                               (WITHIN * 10, vd.INCONCLUSIVE, vd.AGAINST)])
 def test_fig2_true_false_and_within_the_noise(tmp_path, monkeypatch, delta, word, lean):
     """The rounds to separation per seed, planted (normalised 5 + jitter, raw 5 − ``delta`` + jitter): raw later
     holds, raw sooner beyond the noise contradicts, raw sooner within the noise is inconclusive against."""
@@ -310,9 +312,9 @@ def test_fig2_true_false_and_within_the_noise(tmp_path, monkeypatch, delta, word
 def test_fig2_one_partition_under_both_transforms_is_no_difference(tmp_path):
     loaded = fig2_loaded(tmp_path, {})
     row = check(planted(), loaded=loaded).loc["002-fig2"]
-    assert row["holds"] == cl.INCONCLUSIVE and "no difference" in row["reason"], row.to_dict()
+    assert row["holds"] == vd.INCONCLUSIVE and "no difference" in row["reason"], row.to_dict()
     assert "one partition in every recorded round" in row["note"]
-    assert check(planted()).loc["002-fig2", "holds"] == cl.NA  # no recorded distances: n/a with its reason
+    assert check(planted()).loc["002-fig2", "holds"] == vd.NA  # no recorded distances: n/a with its reason
 
 
 def test_ablations_say_which_factor_moves_which_cell():
@@ -331,15 +333,15 @@ def test_ablations_say_which_factor_moves_which_cell():
                 silhouette_authors=0.5)
             if attr in ("1nn", "wnn"):  # eq. 2 per module: 1NN at 50 % keeps its communities; accuracy unmoved
                 add(c002.EQ2_MODULE, attr, p, k + 8, ari=0.9, global_orch_acc=0.7, orch_acc=0.7)
-    table = c002.ablations(pd.DataFrame(rows)).set_index(["factor", "cell", "metric"])
+    table = t002.ablations(pd.DataFrame(rows)).set_index(["factor", "cell", "metric"])
     moved = table.loc[("eq2_product", "1NN at 50%", "ari")]
-    assert moved["moved"] == "moved" and moved["verdict_a"] == cl.HOLDS and moved["verdict_moved"] == "yes"
+    assert moved["moved"] == "moved" and moved["verdict_a"] == vd.HOLDS and moved["verdict_moved"] == "yes"
     assert moved["verdict_b"] == "contradicted"
     assert table.loc[("eq2_product", "1NN at 50%", "global_orch_acc"), "moved"] == "within the seed noise"
     assert table.loc[("eq2_product", "WNN at 100%", "ari"), "moved"] == "within the seed noise"
     assert table.loc[("silhouette", "AVG at 100%", "silhouette"), "moved"] == "within the seed noise"
     assert "late_start" not in table.index.get_level_values("factor")  # no Late-from-its-own-models runs
-    assert c002.ablations(pd.DataFrame(rows[:0], columns=list(rows[0]))).empty
+    assert t002.ablations(pd.DataFrame(rows[:0], columns=list(rows[0]))).empty
 
 
 def labelled(runs: pd.DataFrame, separable: bool) -> list:
@@ -362,12 +364,12 @@ def labelled(runs: pd.DataFrame, separable: bool) -> list:
 def test_a_claim_the_labels_only_baseline_also_satisfies_is_a_sanity_check():
     runs = planted().drop(columns=[c002.LABELS_ONLY_ARI])  # computed from the manifests below, not planted
     given_away = check(runs, loaded=labelled(runs, separable=True))
-    assert given_away.loc["002-mk1", "holds"] == cl.HOLDS and given_away.loc["002-mk1", "kind"] == cl.SANITY
+    assert given_away.loc["002-mk1", "holds"] == vd.HOLDS and given_away.loc["002-mk1", "kind"] == vd.SANITY
     assert "labels-only baseline" in given_away.loc["002-mk1", "reason"]
     assert "labels-only baseline ARI: 1.00" in given_away.loc["002-mk1", "ours"]
     hidden = check(runs, loaded=labelled(runs, separable=False))  # iid histograms: the baseline finds nothing
-    assert hidden.loc["002-mk1", "holds"] == cl.HOLDS and hidden.loc["002-mk1", "kind"] == cl.EVIDENCE
-    assert check(runs).loc["002-mk1", "kind"] == cl.EVIDENCE  # no manifests: nothing to compare with
+    assert hidden.loc["002-mk1", "holds"] == vd.HOLDS and hidden.loc["002-mk1", "kind"] == vd.EVIDENCE
+    assert check(runs).loc["002-mk1", "kind"] == vd.EVIDENCE  # no manifests: nothing to compare with
 
 
 def test_spread_table_puts_1nn_beside_the_labels_only_baseline_at_the_effective_share():
@@ -380,22 +382,22 @@ def test_spread_table_puts_1nn_beside_the_labels_only_baseline_at_the_effective_
                              "majority_share": m, "split_group_spread": s,
                              "ari": (0.9 if s == 0.0 else 0.5) + noise(seed, int(10 * m + s * 4))})
     runs = pd.DataFrame(rows)
-    table = c002.spread_table(runs, labelled(runs, separable=False)).set_index(["group_spread", "majority_share"])
+    table = t002.spread_table(runs, labelled(runs, separable=False)).set_index(["group_spread", "majority_share"])
     assert table.loc[(0.5, 1.0), "effective_share"] == 0.5 and table.loc[(0.0, 0.1), "effective_share"] == 0.1
     assert table.loc[(0.0, 1.0), "one_nn_beyond_labels"] == "yes"  # the baseline (iid labels) finds nothing
     assert (table["seeds"] == len(SEEDS)).all()
-    given = c002.spread_table(runs, labelled(runs, separable=True)).set_index(["group_spread", "majority_share"])
+    given = t002.spread_table(runs, labelled(runs, separable=True)).set_index(["group_spread", "majority_share"])
     assert (given["one_nn_beyond_labels"] == "no").all()  # labels give ARI 1: 1NN adds nothing beyond them
     tied = runs.assign(ari=1.0)  # 1NN and the baseline both at ARI 1.00 on every seed: a tie, not "beyond"
-    assert (c002.spread_table(tied, labelled(tied, separable=True))["one_nn_beyond_labels"] == "no").all()
+    assert (t002.spread_table(tied, labelled(tied, separable=True))["one_nn_beyond_labels"] == "no").all()
 
 
 def test_seeds_to_decide_is_the_fewest_seeds_at_which_the_observed_effect_leaves_the_noise():
     from scipy.stats import t
 
     values = -0.01 + 0.02 * np.linspace(-1, 1, 5) / np.std(np.linspace(-1, 1, 5), ddof=1)  # mean −0.01, sd 0.02
-    part = cl.Part(cl.t_interval(values, "paired seeds"), 0.0, np.inf, strict=True)
-    a = cl.assess(part)
-    assert a.lean == cl.AGAINST and a.p_against > cl.SIDE_ALPHA  # within the noise on 5 seeds
-    n = cl.seeds_needed(a, part, cl.SIDE_ALPHA)
-    assert t.cdf(-0.01 / (0.02 / np.sqrt(n)), n - 1) < cl.SIDE_ALPHA <= t.cdf(-0.01 / (0.02 / np.sqrt(n - 1)), n - 2)
+    part = vd.Part(vd.t_interval(values, "paired seeds"), 0.0, np.inf, strict=True)
+    a = vd.assess(part)
+    assert a.lean == vd.AGAINST and a.p_against > vd.SIDE_ALPHA  # within the noise on 5 seeds
+    n = vd.seeds_needed(a, part, vd.SIDE_ALPHA)
+    assert t.cdf(-0.01 / (0.02 / np.sqrt(n)), n - 1) < vd.SIDE_ALPHA <= t.cdf(-0.01 / (0.02 / np.sqrt(n - 1)), n - 2)

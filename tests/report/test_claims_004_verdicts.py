@@ -1,4 +1,4 @@
-"""004's paper check decides both ways (cflcore.report.claims.fedgwc_004): every claim, fed a noisy table where it
+"""004's paper check decides both ways (cflcore.report.papers.fedgwc_004): every claim, fed a noisy table where it
 is true, holds; fed one false beyond the seed noise, is contradicted; fed one false within the noise, is
 inconclusive and leans against 004 (tables: tests/report/claim_tables.py). The negative control (Fig. 6) counts
 per-run events, not a difference of means: it has a false table, no noise."""
@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from claim_tables import BEYOND, SEEDS, WITHIN, noise
-from cflcore.report.claims import fedgwc_004 as c004
-from cflcore.report.claims import framework as cl
+from cflcore.report.papers import fedgwc_004 as c004
+from cflcore.report import verdicts as vd
+from cflcore.report.papers import base as cl
 
 CLAIMS = ("004-domains", "004-domains-baselines", "004-was", "004-beta", "004-heterogeneity", "004-aggregators")
 
@@ -71,7 +72,7 @@ TRUE = dict(gwc_rand=0.97)  # no value at the Rand index's bound
 
 def test_the_noisy_true_table_holds_every_claim_beyond_the_noise():
     got = checked(table(jitter=JITTER, **TRUE))
-    assert {c: (got.loc[c, "holds"], got.loc[c, "lean"]) for c in CLAIMS} == {c: (cl.HOLDS, cl.TOWARD) for c in CLAIMS}
+    assert {c: (got.loc[c, "holds"], got.loc[c, "lean"]) for c in CLAIMS} == {c: (vd.HOLDS, vd.TOWARD) for c in CLAIMS}
 
 
 def false(delta: float) -> dict[str, dict]:
@@ -89,19 +90,19 @@ def false(delta: float) -> dict[str, dict]:
 @pytest.mark.parametrize("claim_id", CLAIMS)
 def test_a_false_table_beyond_the_noise_is_contradicted(claim_id):
     row = checked(table(jitter=JITTER, **{**TRUE, **false(BEYOND)[claim_id]})).loc[claim_id]
-    assert (row["holds"], row["lean"]) == (cl.CONTRADICTED, cl.AGAINST), (claim_id, row.to_dict())
+    assert (row["holds"], row["lean"]) == (vd.CONTRADICTED, vd.AGAINST), (claim_id, row.to_dict())
 
 
 @pytest.mark.parametrize("claim_id", CLAIMS)
 def test_a_false_table_within_the_noise_is_inconclusive_leaning_against(claim_id):
     row = checked(table(jitter=JITTER, **{**TRUE, **false(WITHIN)[claim_id]})).loc[claim_id]
-    assert (row["holds"], row["lean"]) == (cl.INCONCLUSIVE, cl.AGAINST), (claim_id, row.to_dict())
+    assert (row["holds"], row["lean"]) == (vd.INCONCLUSIVE, vd.AGAINST), (claim_id, row.to_dict())
     assert "within the seed noise" in row["reason"] and row["seeds_to_decide"], (claim_id, row.to_dict())
 
 
 def test_one_seed_gives_no_interval_and_never_holds():
     got = verdicts(table(jitter=0.01, seeds=(0,)))
-    assert all(got[c] in (cl.INCONCLUSIVE, cl.NA) for c in CLAIMS), got.to_dict()
+    assert all(got[c] in (vd.INCONCLUSIVE, vd.NA) for c in CLAIMS), got.to_dict()
 
 
 def test_the_negative_control_has_a_false_table():
@@ -113,5 +114,5 @@ def test_the_negative_control_has_a_false_table():
 
     calm, split = run(0, [1, 1, 1, 1]), run(1, [1, 1, 2, 2])
     check = c004.fedgwc_negative_control
-    assert check(cl.ClaimData(table(), loaded=[calm, run(1, [1] * 4)])).holds == cl.HOLDS
-    assert check(cl.ClaimData(table(), loaded=[calm, split])).holds == cl.CONTRADICTED
+    assert check(cl.ClaimData(table(), loaded=[calm, run(1, [1] * 4)])).holds == vd.HOLDS
+    assert check(cl.ClaimData(table(), loaded=[calm, split])).holds == vd.CONTRADICTED

@@ -1,10 +1,12 @@
 """The heterogeneity claims can tell: each holds on a table where it is true, says "contradicted" on a false table
-and "inconclusive" on one whose compared values tie within the seed noise (cflcore.report.claims.heterogeneity)."""
+and "inconclusive" on one whose compared values tie within the seed noise (cflcore.report.papers.heterogeneity)."""
 import pandas as pd
 import pytest
 
-from cflcore.report.claims import framework as cl
-from cflcore.report.claims import heterogeneity as het
+from cflcore.errors import ConfigError
+from cflcore.report import verdicts as vd
+from cflcore.report.papers import base as cl
+from cflcore.report.papers import heterogeneity as het
 
 SEEDS = tuple(range(9))  # t-intervals of a few points over seeds
 
@@ -53,7 +55,7 @@ CASES = {  # claim -> (false table, tied table)
 def test_every_claim_holds_on_a_true_table_and_names_its_source():
     rows = cl.check_claims(["heterogeneity"], cl.ClaimData(table())).set_index("claim_id")
     assert set(rows.index) == set(CASES)
-    assert (rows["holds"] == cl.HOLDS).all(), rows["note"].to_dict()
+    assert (rows["holds"] == vd.HOLDS).all(), rows["note"].to_dict()
     assert rows["where"].str.len().gt(20).all()  # each names its source
     assert "split anyway: ocfl-hdb (2.0 clusters), ifca-oracle (4.0 clusters)" in rows.loc["het-quantity-control", "ours"]
 
@@ -67,22 +69,22 @@ def test_the_quantity_control_names_apart_the_methods_told_k():
 
 @pytest.mark.parametrize("claim_id", sorted(CASES))
 def test_false_table_is_contradicted(claim_id):
-    assert verdicts(table(**CASES[claim_id][0]))[claim_id] == cl.CONTRADICTED
+    assert verdicts(table(**CASES[claim_id][0]))[claim_id] == vd.CONTRADICTED
 
 
 @pytest.mark.parametrize("claim_id", sorted(CASES))
 def test_tied_table_is_inconclusive(claim_id):
-    assert verdicts(table(**CASES[claim_id][1]))[claim_id] == cl.INCONCLUSIVE
+    assert verdicts(table(**CASES[claim_id][1]))[claim_id] == vd.INCONCLUSIVE
 
 
 def test_no_setting_gives_na():
-    assert (verdicts(table().assign(split_base="elsewhere")) == cl.NA).all()
+    assert (verdicts(table().assign(split_base="elsewhere")) == vd.NA).all()
 
 
 def test_label_swap_without_a_finder_is_not_a_verdict():
     runs = table()
     runs.loc[runs["algorithm"] == "ocfl-km", "ari"] = 0.1
-    assert verdicts(runs)["het-label-swap-fedavg"] in (cl.NA, cl.INCONCLUSIVE)
+    assert verdicts(runs)["het-label-swap-fedavg"] in (vd.NA, vd.INCONCLUSIVE)
 
 
 def test_label_swap_reads_all_seeds_and_keeps_the_conditioned_reading_as_a_sanity_row():
@@ -94,9 +96,23 @@ def test_label_swap_reads_all_seeds_and_keeps_the_conditioned_reading_as_a_sanit
     runs.loc[late, "ari"], runs.loc[late, "local_acc"] = 0.1, 0.1
     rows = cl.check_claims(["heterogeneity"], cl.ClaimData(runs)).set_index("claim_id")
     main, sanity = rows.loc["het-label-swap-fedavg"], rows.loc["het-label-swap-conditioned"]
-    assert main["holds"] != cl.HOLDS and main["kind"] == cl.EVIDENCE, main.to_dict()
+    assert main["holds"] != vd.HOLDS and main["kind"] == vd.EVIDENCE, main.to_dict()
     assert "ocfl-km (in 6 of 9 seeds" in main["ours"] and "9 paired seeds" in main["note"]
-    assert sanity["holds"] == cl.HOLDS and sanity["kind"] == cl.SANITY and sanity["claim"].startswith("Sanity check")
+    assert sanity["holds"] == vd.HOLDS and sanity["kind"] == vd.SANITY and sanity["claim"].startswith("Sanity check")
     assert "ocfl-km in 6 of 9 seeds" in sanity["ours"] and "6 paired seeds" in sanity["note"]
     assert "unpaired" not in sanity["note"] + sanity["reason"]
     assert "v2 (from 9402aef" in main["earlier"] and ": holds (lean toward)" in main["earlier"]
+
+
+def test_a_study_maps_its_own_names_to_the_papers_roles():
+    """A study whose rotation split and FedAvg carry other names maps them to the roles (``report.roles``): the rows
+    are those of the roles' own names; unmapped, the rotation claim finds no run (n/a)."""
+    ours = table().replace({"split": {het.ROTATION_GROUPS: "rot4"}, "split_base": {het.ROTATION_GROUPS: "rot4"},
+                            "algorithm": {"bnc": "fedavg-plain"}, "algorithm_base": {"bnc": "fedavg-plain"}})
+    roles = {"heterogeneity": {"rotation_groups": "rot4", "fedavg": "fedavg-plain"}}
+    expected = cl.check_claims(["heterogeneity"], cl.ClaimData(table()))
+    pd.testing.assert_frame_equal(cl.check_claims(["heterogeneity"], cl.ClaimData(ours), roles=roles), expected)
+    unmapped = cl.check_claims(["heterogeneity"], cl.ClaimData(ours)).set_index("claim_id")["holds"]
+    assert unmapped["het-ifca-rotation-groups"] == vd.NA
+    with pytest.raises(ConfigError, match=r"report\.roles\.heterogeneity: unknown role 'rotations'; allowed: fedavg"):
+        cl.check_claims(["heterogeneity"], cl.ClaimData(ours), roles={"heterogeneity": {"rotations": "rot4"}})

@@ -1,12 +1,13 @@
-"""The home check decides both ways (cflcore.report.claims.home): IFCA's claim, fed a noisy table where it is true,
+"""The home check decides both ways (cflcore.report.papers.home): IFCA's claim, fed a noisy table where it is true,
 holds; fed one false beyond the seed noise, is contradicted; fed one false within the noise, is inconclusive and leans
 against the authors' result; a study without the runs gives n/a (tables: tests/report/claim_tables.py)."""
 import pandas as pd
 import pytest
 
 from claim_tables import BEYOND, SEEDS, WITHIN, noise
-from cflcore.report.claims import framework as cl
-from cflcore.report.claims import home
+from cflcore.report import verdicts as vd
+from cflcore.report.papers import base as cl
+from cflcore.report.papers import home
 
 CLAIM = "home-ifca-rotations"
 
@@ -26,7 +27,7 @@ def row(runs: pd.DataFrame) -> pd.Series:
 
 def test_true_table_holds_and_names_its_source():
     got = row(table(home.FOUND + 0.07))
-    assert (got["holds"], got["lean"]) == (cl.HOLDS, cl.TOWARD), got["note"]
+    assert (got["holds"], got["lean"]) == (vd.HOLDS, vd.TOWARD), got["note"]
     assert "jichan3751/ifca" in got["where"] and "(9 of 9 ≥ 0.9)" in got["ours"]
 
 
@@ -34,24 +35,24 @@ def test_six_seeds_at_the_bound_hold_and_one_merged_seed_does_not_decide():
     """The one convention (the t-test, its standard error floored at ARI's resolution): 6 of 6 seeds at ARI 1.00 hold;
     with one seed merged to 0.55 the mean (0.93) lies within the seed noise of 0.9; the row says 5 of 6."""
     six = table(1.0, size=0.0, seeds=range(6))
-    assert row(six)["holds"] == cl.HOLDS
+    assert row(six)["holds"] == vd.HOLDS
     one_merged = six.assign(ari=[1.0] * 5 + [0.55])
     got = row(one_merged)
-    assert got["holds"] == cl.INCONCLUSIVE and "(5 of 6 ≥ 0.9" in got["ours"]
+    assert got["holds"] == vd.INCONCLUSIVE and "(5 of 6 ≥ 0.9" in got["ours"]
 
 
 def test_false_table_is_contradicted():
     got = row(table(home.FOUND - BEYOND))
-    assert (got["holds"], got["lean"]) == (cl.CONTRADICTED, cl.AGAINST), got["note"]
+    assert (got["holds"], got["lean"]) == (vd.CONTRADICTED, vd.AGAINST), got["note"]
 
 
 def test_within_noise_table_is_inconclusive_leaning_against():
     got = row(table(home.FOUND - WITHIN))
-    assert (got["holds"], got["lean"]) == (cl.INCONCLUSIVE, cl.AGAINST), got["note"]
+    assert (got["holds"], got["lean"]) == (vd.INCONCLUSIVE, vd.AGAINST), got["note"]
 
 
 @pytest.mark.parametrize("names", [dict(variant="ifca-oracle"), dict(split="rotation-4")])
 def test_other_runs_are_not_the_home_check(names):
     """Only the variant and split the home config defines are read: IFCA on the heterogeneity study's rotations is not
     its home check."""
-    assert row(table(1.0, **names))["holds"] == cl.NA
+    assert row(table(1.0, **names))["holds"] == vd.NA

@@ -3,8 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cflcore.report.claims import framework as cl
-from cflcore.report.claims import louvain_002 as c002
+from cflcore.report.papers import base as cl
+from cflcore.report.papers import louvain_002 as c002
 from cflcore.report import sweeps as sw
 
 
@@ -260,8 +260,7 @@ def test_004_negative_control_needs_mse_below_epsilon_and_no_split():
 
 
 def test_004_cells_compare_matching_federations_and_say_what_was_not_run():
-    from cflcore.report.claims.fedgwc_004 import paper004
-    from cflcore.report.paper004 import paper004_cells
+    from cflcore.report.papers.fedgwc_004 import paper004, paper004_cells
 
     table = paper004_cells(planted_004())
     assert len(table) == len(paper004())  # one row per printed cell

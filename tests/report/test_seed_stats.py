@@ -8,7 +8,7 @@ from cflcore.report import cross_paper as cp
 from cflcore.report import seed_stats as ss
 from cflcore.report import sweeps as sw
 from cflcore.report import tables as tb
-from cflcore.report.claims import framework as cl
+from cflcore.report import verdicts as vd
 
 ROTATION = [1.0, 0.05, 1.0, 1.0, 0.13, 0.0]  # OCFL on rotation: all or nothing per seed
 
@@ -29,7 +29,7 @@ def test_every_table_reads_the_same_sample_std():
                          "algorithm_base": "m", "seed": range(6), "ari": ROTATION, "ever_clustered": True, "pf1": 0.5,
                          "f": 1.0})
     want = pytest.approx(np.std(ROTATION, ddof=1))
-    assert cl.cell(runs, "ari").sd == want and "(3 of 6 ≥ 0.9; bimodal)" in cl.cell(runs, "ari").text()
+    assert vd.cell(runs, "ari").sd == want and "(3 of 6 ≥ 0.9; bimodal)" in vd.cell(runs, "ari").text()
     groups = pd.DataFrame([{"dataset": "d", "clients": 6, "split": "a", "algorithm": "m", "n_expected": 6}])
     agg = tb.aggregate_seeds(runs, groups, ["ari"]).iloc[0]
     assert agg["ari_std"] == want and (agg["ari_found"], agg["ari_missed"]) == (3, 3)

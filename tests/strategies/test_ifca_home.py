@@ -1,6 +1,6 @@
 """IFCA's home check (config/home-offline.yaml): its departures table is well-formed, the engine's local training on
 that config is the authors' (jichan3751/ifca, mnist/train_cluster_mnist.py lines 315-327 and 479-487: tau full-batch
-steps of plain SGD), and the config is the recipe the claim (cflcore.report.claims.home) and the table name."""
+steps of plain SGD), and the config is the recipe the claim (cflcore.report.papers.home) and the table name."""
 import copy
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +15,7 @@ from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer
 from cflcore.fl.trainers import LoopTrainer, TrainSpec, derive_seed
 from cflcore.models import build_model
-from cflcore.report.claims import home
+from cflcore.report.papers import home
 from cflcore.strategies.code_departures import check_departures
 from cflcore.strategies.ifca_departures import DEPARTURES
 

@@ -2,13 +2,14 @@
 heterogeneity study (config/heterogeneity-offline.yaml) and on the baselines' home settings of the cross-paper study
 (config/cross-paper-offline.yaml). Each names its source: the anchor's code, or the paper it cites.
 
-Every claim takes the framework's tie rule (:mod:`.framework`): a level (ARI ≥ 0.9) holds when the t-interval of
+Every claim takes the framework's tie rule (:mod:`cflcore.report.verdicts`): a level (ARI ≥ 0.9) holds when the t-interval of
 the per-seed values lies inside the range, a difference when the interval of the per-seed paired differences
 excludes 0 on the claimed side; within the seed noise is ``inconclusive``, beyond it the other way
 ``contradicted``, and a study without the setting gives ``n/a``.
 
-The settings are found by split name (the ``split_base`` of a run): :data:`ROTATED_HALF`, :data:`ROTATION_GROUPS`,
-:data:`LABEL_SWAP`, :data:`QUANTITY_SKEW`; methods by variant-name prefix (:data:`FEDAVG`, :data:`IFCA`, :data:`SCL`).
+The settings are found by their roles (:class:`Heterogeneity`'s ``roles``; a study maps its own names to them,
+``report.roles``), under the roles' names: :data:`ROTATED_HALF`, :data:`ROTATION_GROUPS`, :data:`LABEL_SWAP`,
+:data:`QUANTITY_SKEW` (a run's ``split_base``); methods by variant-name prefix (:data:`FEDAVG`, :data:`IFCA`, :data:`SCL`).
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..seed_stats import FOUND_ARI
-from .framework import SANITY, ClaimData, ClaimResult, assess, cell, claim, fmt, greater, select, threshold, verdict
+from ..verdicts import SANITY, assess, cell, greater, threshold
+from .base import ClaimData, ClaimResult, Paper, Role, claim, fmt, register_paper, select, verdict
 
 PAPER = "heterogeneity"
 ROTATED_HALF = "rotation-half"  # Sattler's demo: 10 clients, Dirichlet α 1.0, half rotated by 180°
@@ -197,3 +199,19 @@ def quantity_skew_negative_control(data: ClaimData) -> ClaimResult:
         "; told the true k: " + ", ".join(told) if told else "") + "; ARI " + ", ".join(
         f"{m} {cell(select(runs, m), 'ari').text()}" for m in names)
     return verdict(PAPER, "het-quantity-control", where, text, ours, parts)
+
+
+@register_paper("heterogeneity")
+class Heterogeneity(Paper):
+    """The shifts clustered FL was made for (rotations, label swaps, quantity skew), each claim with its source."""
+
+    title = "The heterogeneities clustered FL was made for"
+    roles = {
+        "rotated_half": Role("split", ROTATED_HALF, "half the clients rotated by 180° (Sattler's demo)"),
+        "rotation_groups": Role("split", ROTATION_GROUPS, "four rotation groups at 0/90/180/270° (IFCA's rotated MNIST)"),
+        "label_swap": Role("split", LABEL_SWAP, "groups that exchange label pairs (a concept shift on labels)"),
+        "quantity_skew": Role("split", QUANTITY_SKEW, "groups that differ in quantity only (a negative control)"),
+        "fedavg": Role("variant", FEDAVG, "FedAvg: one cohort, no clustering"),
+        "ifca": Role("variant", IFCA, "IFCA (every variant whose name starts with it)"),
+        "scl": Role("variant", SCL, "SCL, Sattler's clustered FL (every variant whose name starts with it)"),
+    }

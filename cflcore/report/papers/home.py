@@ -7,10 +7,11 @@ of the demonstration: the authors' code computes the share of machines whose mod
 (``cl_acc``, ``mnist/train_cluster_mnist.py`` line 420) but prints loss, accuracy and each model's machine count
 (``cl_ct``, line 295), not ``cl_acc``; and their summary prints the final test accuracy's mean ± std over the seeds
 (``mnist/run.py`` lines 208-209); the repository's README states no number.
-The level is tested by the framework's rule (:mod:`.framework`: the t-test of the per-seed values, its standard error
+The level is tested by the framework's rule (:mod:`cflcore.report.verdicts`: the t-test of the per-seed values, its standard error
 floored at ARI's resolution); the row says how many seeds reached 0.9.
 
-The runs are found by the names config/home-offline.yaml gives them: :data:`IFCA_VARIANT` on :data:`IFCA_SPLIT`.
+The runs are found by their roles (:class:`Home`'s ``roles``, under the names config/home-offline.yaml gives them;
+another study maps its own, ``report.roles``): :data:`IFCA_VARIANT` on :data:`IFCA_SPLIT`.
 What still differs from the authors' code: :data:`cflcore.strategies.ifca_departures.DEPARTURES`.
 """
 from __future__ import annotations
@@ -18,7 +19,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ..seed_stats import FOUND_ARI as FOUND
-from .framework import ClaimData, ClaimResult, cell, claim, select, threshold, verdict
+from ..verdicts import cell, threshold
+from .base import ClaimData, ClaimResult, Paper, Role, claim, register_paper, select, verdict
 
 PAPER = "home"
 IFCA_VARIANT = "ifca-home"  # config/home-offline.yaml: IFCA told k (oracle = the split's 4 groups)
@@ -40,3 +42,14 @@ def ifca_recovers_rotations_at_home(data: ClaimData) -> ClaimResult:
             f"{cell(runs, ACCURACY).text()}")  # the ARI cell says how many seeds reached FOUND
     label, part = threshold(f"{IFCA_VARIANT} final ARI", runs, "ari", lo=FOUND)
     return verdict(PAPER, "home-ifca-rotations", where, text, ours, {label: part})
+
+
+@register_paper("home")
+class Home(Paper):
+    """Each method on its authors' own demonstration, on their recipe, with their result as the expectation."""
+
+    title = "Home checks: each method on its authors' demonstration"
+    roles = {
+        "ifca_told_k": Role("variant", IFCA_VARIANT, "IFCA told k = 4, on its authors' recipe"),
+        "rotation_groups": Role("split", IFCA_SPLIT, "four rotation groups of MNIST, the authors' demonstration"),
+    }

@@ -1,22 +1,5 @@
-"""Paper checks of the seeds' qualitative claims: one row per claim, ours against the paper's, and a verdict.
-
-000's check compares published table cells (cflcore.report.paper); 002 and 004 publish figures and
-qualitative statements, so their checks are claims: a function of the study's runs that returns what we
-measured, what the paper says, and a row (:data:`CLAIM_COLUMNS`):
-
-* ``holds`` (the verdict, one of :data:`VERDICTS`): ``holds`` (every part beyond the seed noise on the paper's
-  side), ``contradicted`` (some part beyond the noise on the other side), ``inconclusive`` (neither), ``n/a`` (the
-  study has no run that can test it, or its proxy cannot carry it: ``report.claims_not_carried``);
-* ``lean`` (:data:`LEANS`): where the numbers lean, ``toward`` the paper (every measured part on its side),
-  ``against`` it (some part on the other side) or ``none`` (exact ties, saturation);
-* ``reason``: in words, why the row is what it is: within the seed noise, no difference (an exact tie between
-  identical runs: more seeds cannot change it), saturated (every seed at the metric's bound), one seed, a part not
-  measured; for n/a rows what is missing;
-* ``seeds_to_decide``: for an inconclusive row, the seeds that would decide it at the observed effect and spread
-  (:func:`seeds_needed`), or "never" with the blocker;
-* ``kind``: ``evidence``, or ``sanity`` where the study's design makes the claim true whatever the method does
-  (002: a labels-only baseline satisfies it too);
-* ``note``: every part with its numbers and test, and the multiplicity rule.
+"""The report's statistics: the verdict framework every paper check uses (one convention, imported by the papers,
+:mod:`cflcore.report.papers`, and the cross-paper comparison).
 
 A claim is made of parts (:class:`Part`): a per-seed value, or a per-seed *paired* difference (the runs of one seed
 of one federation, :data:`PAIR_KEYS`, pair across cells; seeds that do not pair are named in the row), claimed to lie
@@ -25,162 +8,29 @@ one test, whatever its data (:func:`assess`): the one-sample t-test of the per-s
 (1 − :data:`CONFIDENCE`) / 2, with the standard error of the mean floored at the metric's resolution
 (:data:`RESOLUTION`), so the verdict is continuous in the data (see :func:`assess` for why this family). Multiplicity
 (:func:`combine`): a claim holds when every part holds (an intersection–union test, no correction needed) and is
-contradicted when one part is against it by Holm's step-down test over its parts. The study's own explanation of a
-row (``report.claim_notes: {claim id: text}``) follows the check's note.
+contradicted when one part is against it by Holm's step-down test over its parts.
 
-Readings are fixed before the data (:mod:`.versions`): each claim is registered with the version of its reading
-(``@claim(paper, claim_id, version=N)``), and a committed record (``cflcore/report/claims/versions.json``) holds, per claim and
-version, the commit that introduced the reading, its reading in one line and a hash of the claim's source; a test
-fails when a claim's source changes without a new version. A claim whose reading changed keeps its earlier reading
-beside it (``@claim(..., earlier=...)``: a function of the earlier reading, run on the same data), so the report shows
-the earlier verdict with the commit that changed it (:func:`check_claims`).
-
-The registry :data:`CLAIMS` maps a seed (``"002"``, ``"004"``) to its claims; a study picks its checks with
-``report.paper_checks``. A new claim is one decorated function, in its paper's module of this package (named after
-the method: :mod:`.louvain_002`, :mod:`.fedgwc_004`); this module is the framework they share (the row type, the
-registry, the selection helpers, the intervals and the verdict logic).
+The verdicts (:data:`VERDICTS`): ``holds`` (every part beyond the seed noise on the paper's side), ``contradicted``
+(some part beyond the noise on the other side), ``inconclusive`` (neither), ``n/a`` (nothing measured); the leans
+(:data:`LEANS`): where the numbers lean, ``toward`` the paper, ``against`` it or ``none``. A score over seeds is
+summarised by :mod:`cflcore.report.seed_stats`; ranks and critical differences over methods are
+:mod:`cflcore.report.cd`'s.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..seed_stats import K_OF_N_METRICS, SeedSummary, summarise
+from .seed_stats import K_OF_N_METRICS, SeedSummary, summarise
 
 
 ACCURACY = "orch_acc"  # each client's own model on the balanced held-out set
 HOLDS, CONTRADICTED, INCONCLUSIVE, NA = "holds", "contradicted", "inconclusive", "n/a"
 VERDICTS = (HOLDS, CONTRADICTED, INCONCLUSIVE, NA)
 
-
-@dataclass(frozen=True)
-class ClaimResult:
-    claim_id: str
-    paper: str  # seed
-    where: str  # section / figure of the seed
-    claim: str
-    ours: str
-    holds: str  # a verdict of VERDICTS: holds / contradicted / inconclusive / n/a
-    note: str = ""
-    lean: str = "none"  # of LEANS: where the numbers lean, toward the paper or against it (or none)
-    reason: str = ""  # in words: why the row is what it is (noise, exact tie, saturation, a missing part, n/a's why)
-    seeds_to_decide: str = ""  # inconclusive rows: the seeds that would decide at the observed effect and spread
-    kind: str = "evidence"  # evidence, or a sanity check the study's design makes true (the row says why)
-
-
-@dataclass
-class ClaimData:
-    """What a claim may read: the per-run sweep summary (cflcore.report.sweeps.sweep_summary: base names,
-    factor values, final-round scores), the per-round frame (sweeps.round_frame) and the run summaries
-    (tables.run_summaries: scores averaged over rounds)."""
-
-    runs: pd.DataFrame
-    rounds: pd.DataFrame = field(default_factory=pd.DataFrame)
-    summaries: pd.DataFrame = field(default_factory=pd.DataFrame)
-    loaded: Sequence[Any] = ()
-    """The loaded runs (cflcore.report.runs.LoadedRun: spec with run_dir, manifest), for claims that read a run's
-    own files (002 Fig. 2: the recorded distance matrices; the superclass split: final partitions)."""
-    told_true_k: frozenset[str] = frozenset()
-    """The variants told the true number of groups (cflcore.plugin.Plugin.told_true_k): they split
-    because they are told to, which a claim about who splits must set apart."""
-
-
-CLAIM_COLUMNS = ("claim_id", "paper", "where", "claim", "ours", "holds", "lean", "reason", "seeds_to_decide", "kind",
-                 "version", "earlier", "note")
-"""paper_claims.csv's columns: the verdict (``holds``) with its lean beside it, the reason in words, the seeds that
-would decide an inconclusive row, evidence or sanity check, the reading's version (with the commit that introduced
-it), the earlier readings' verdicts on the same runs (with the commits that changed them), and the parts with their
-numbers (``note``)."""
-
-ClaimFn = Callable[[ClaimData], ClaimResult]
-CLAIMS: dict[str, list[ClaimFn]] = {}
-
-
-def claim(paper: str, claim_id: str, version: int = 1,
-          earlier: Mapping[int, ClaimFn] | None = None) -> Callable[[ClaimFn], ClaimFn]:
-    """Register a claim of seed ``paper`` under ``claim_id``, the id its rows carry and a study's config names
-    (``report.claim_notes``, ``report.claims_not_carried``), at ``version`` of its reading (:mod:`.versions`: the
-    committed history, and the test that a reading does not change without a new version); ``earlier``: {version: a
-    function computing that earlier reading}, run on the same data so the report shows its verdict beside the current
-    one. ``paper`` and ``claim_id`` are string literals or module constants: config validation reads them from the
-    source, never importing the report (cflcore/config_checks.py)."""
-    if version < 1 or any(v >= version for v in (earlier or {})):
-        raise ValueError(f"claim version {version}; earlier versions {sorted(earlier or {})} must lie in 1..{version - 1}")
-
-    def register(fn: ClaimFn) -> ClaimFn:
-        fn.claim_id = claim_id  # type: ignore[attr-defined]
-        fn.claim_version = version  # type: ignore[attr-defined]
-        fn.earlier_readings = dict(earlier or {})  # type: ignore[attr-defined]
-        CLAIMS.setdefault(paper, []).append(fn)
-        return fn
-    return register
-
-
-# ---- selection helpers -----------------------------------------------------------------------
-def select(runs: pd.DataFrame, base: str | None = None, **factors: Any) -> pd.DataFrame:
-    """The runs of variant family ``base`` whose factor columns equal ``factors`` (a column absent = no match).
-    ``split_base`` and ``algorithm`` may be given as factors too."""
-    if runs is None or not len(runs):
-        return pd.DataFrame()
-    mask = np.ones(len(runs), dtype=bool)
-    if base is not None:
-        mask &= (runs["algorithm_base"] == base).to_numpy()
-    for key, value in factors.items():
-        if key not in runs:
-            return runs.iloc[0:0]
-        column = runs[key]
-        if isinstance(value, float):
-            mask &= np.isclose(pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64), value)
-        else:
-            mask &= (column == value).to_numpy()
-    return runs[mask]
-
-
-def mean_of(runs: pd.DataFrame, metric: str) -> float:
-    if runs is None or not len(runs) or metric not in runs:
-        return float("nan")
-    values = pd.to_numeric(runs[metric], errors="coerce").dropna()
-    return float(values.mean()) if len(values) else float("nan")
-
-
-def silhouette_column(runs: pd.DataFrame) -> str:
-    """The silhouette in the space the method clusters in when recorded, else on the updates."""
-    return "silhouette_method" if "silhouette_method" in runs and runs["silhouette_method"].notna().any() else "silhouette"
-
-
-def fmt(value: float, digits: int = 2) -> str:
-    return "–" if value is None or not np.isfinite(value) else f"{value:.{digits}f}"
-
-
-def result(fn_id: str, paper: str, where: str, text: str, ours: str, holds: bool | str | None,
-           note: str = "", reason: str = "") -> ClaimResult:
-    """A claim's row decided without parts (an event count, or n/a); ``holds`` True / False / None (n/a) or a
-    verdict word of :data:`VERDICTS`. The reason defaults to ``ours`` for n/a rows (what the study lacks)."""
-    if isinstance(holds, str):
-        word = holds
-    else:
-        word = NA if holds is None else (HOLDS if holds else CONTRADICTED)
-    if word not in VERDICTS:
-        raise ValueError(f"claim {fn_id}: verdict {word!r}; allowed: {', '.join(VERDICTS)}")
-    lean = {HOLDS: "toward", CONTRADICTED: "against"}.get(word, "none")
-    why = reason or (f"n/a: {ours}" if word == NA else "decided by a count of events, not a difference of means")
-    return ClaimResult(fn_id, paper, where, text, ours, word, note, lean, why)
-
-
-def factor_values(runs: pd.DataFrame, base: str, column: str) -> list:
-    sub = select(runs, base)
-    if not len(sub) or column not in sub:
-        return []
-    values = sub[column].dropna().unique().tolist()
-    return sorted(values) if all(isinstance(v, (int, float)) for v in values) else values
-
-
-
-
-# ---- cells, intervals and verdicts -------------------------------------------------------------------
 BOUNDED = {"ari": 1.0, ACCURACY: 1.0, "local_acc": 1.0, "global_orch_acc": 1.0, "global_acc": 1.0, "silhouette": 1.0,
            "silhouette_method": 1.0, "silhouette_authors": 1.0, "rand": 1.0, "labels_only_ari": 1.0}
 """Scores with an upper bound: two cells both at it on every seed are a saturated tie (inconclusive, more seeds cannot
@@ -631,59 +481,3 @@ def combine(parts: Mapping[str, str | Part]) -> Decision:
     note = f"{word}: " + " | ".join(pieces) + (f" ({rule})" if rule else "")
     return Decision(word, lean, reason, need, note)
 
-
-def verdict(paper: str, fn_id: str, where: str, text: str, ours: str, parts: Mapping[str, str | Part],
-            note: str = "", kind: str = EVIDENCE) -> ClaimResult:
-    """Seed ``paper``'s claim row from its parts (:func:`combine`): the verdict, its lean, reason and seeds to decide,
-    and the parts' numbers before ``note``."""
-    dec = combine(parts)
-    return ClaimResult(fn_id, paper, where, text, ours, dec.word, "; ".join(x for x in (dec.note, note) if x),
-                       dec.lean, dec.reason, dec.seeds_to_decide, kind)
-
-
-
-# ---- running the checks ---------------------------------------------------------------------
-def check_claims(papers: Sequence[str], data: ClaimData, notes: Mapping[str, str] | None = None,
-                 not_carried: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """One row per claim of each of ``papers``; ``notes`` (report.claim_notes) are appended to a claim's own note;
-    a claim of ``not_carried`` (report.claims_not_carried: {claim id: why the study's proxy cannot carry it}) is
-    n/a with that reason, its measured values and the check's own verdict on them kept in the row."""
-    rows = []
-    for paper in papers:
-        for fn in CLAIMS.get(str(paper), []):
-            res = _run_claim(fn, paper, data)
-            if not_carried and res.claim_id in not_carried:
-                res = ClaimResult(res.claim_id, res.paper, res.where, res.claim, res.ours, NA,
-                                  f"the check's own verdict on these runs: {res.holds} (lean {res.lean}): {res.note}",
-                                  NONE, f"n/a: the proxy cannot carry this claim: {not_carried[res.claim_id]}")
-            row = {**asdict(res), **_versions(fn, paper, data)}
-            if notes and res.claim_id in notes:  # the study's explanation, after the check's own reason
-                row["note"] = " | ".join(x for x in (res.note, str(notes[res.claim_id])) if x)
-            rows.append(row)
-    return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
-
-
-def _run_claim(fn: ClaimFn, paper: str, data: ClaimData) -> ClaimResult:
-    try:
-        return fn(data)
-    except (KeyError, ValueError, IndexError) as e:  # a claim never stops the report
-        return ClaimResult(getattr(fn, "claim_id", fn.__name__), str(paper), "", fn.__name__,
-                           f"could not be evaluated: {e}", NA, reason=f"n/a: could not be evaluated: {e}")
-
-
-def _versions(fn: ClaimFn, paper: str, data: ClaimData) -> dict[str, str]:
-    """The row's ``version`` ("v2 (commit)") and ``earlier``: each earlier reading's verdict on the same runs,
-    with the commit that introduced it and the one that changed it (:mod:`.versions`)."""
-    from .versions import history
-
-    version = int(getattr(fn, "claim_version", 1))
-    readings = {r.version: r for r in history(fn)}
-    now = readings.get(version)
-    current = f"v{version}" + (f" ({now.commit})" if now else "")  # its reading is the row's claim
-    earlier = []
-    for v, old in sorted(getattr(fn, "earlier_readings", {}).items(), reverse=True):
-        res = _run_claim(old, paper, data)
-        this, changed = readings.get(v), readings.get(v + 1)
-        when = (f"from {this.commit}" if this else "") + (f", changed at {changed.commit}" if changed else "")
-        earlier.append(f"v{v} ({when}{': ' + this.reading if this else ''}): {res.holds} (lean {res.lean})")
-    return {"version": current, "earlier": " | ".join(earlier)}

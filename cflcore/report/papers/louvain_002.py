@@ -1,5 +1,5 @@
 """002's claims (Louvain community CFL, §V-B): Figs. 2-5 and the superclass split, checked on the study's runs
-with the framework's verdicts, leans and reasons (:mod:`.framework`: paired per-seed t-tests, the standard error floored at the
+with the framework's verdicts, leans and reasons (:mod:`cflcore.report.verdicts`: paired per-seed t-tests, the standard error floored at the
 metric's resolution, Holm over a claim's parts; a difference within the seed noise is inconclusive).
 
 Choices fixed before the data: the silhouette is the authors' (:func:`silhouette_of`); resolution parts pair over
@@ -15,25 +15,20 @@ import numpy as np
 import pandas as pd
 
 from ... import filenames as fn
-from .framework import (PAIR_KEYS, SANITY, SIDE_ALPHA, ClaimData, ClaimResult, Part, above, assess, cell, claim,
-                        combine, comparable, comparison, difference, factor_values, fmt, greater, per_seed, result,
-                        select, silhouette_column, t_interval, threshold, verdict, within)
+from ..verdicts import (PAIR_KEYS, SANITY, SIDE_ALPHA, Part, above, assess, cell, combine, comparable, comparison,
+                        difference, greater, t_interval, threshold)
+from ._louvain_002_measures import (  # noqa: F401  (the paper's names, read by its tables and tests)
+    AVG_SILHOUETTE, COMMUNITIES_FOUND, EQ2_MODULE, FIG3, FIG4, HALF_ARI_CLOSE_TO_ZERO, LABELS_ONLY_ARI, LATE_OWN, SPREAD,
+    SUPERCLASS, W_T, differs, labels_only_ari, separation_rounds, silhouette_levels, similarity_convergence,
+    with_labels_only)
+from .base import (ClaimData, ClaimResult, Paper, Role, claim, factor_values, fmt, register_paper, result, select,
+                   silhouette_column, verdict)
 
 PAPER = "002"
-FIG3, FIG4, SUPERCLASS = "louvain-fig3", "louvain-fig4", "louvain-superclass"
-W_T = "global_orch_acc"
-"""002's accuracy in Figs. 3a, 4a and 5a: the global model W_t on the balanced held-out set (its authors' code
-evaluates the global model: ``listiccfl_strategy.py`` ``evaluate``, ``graphcfl_strategy.py`` ``configure_evaluate``)."""
-HALF_ARI_CLOSE_TO_ZERO = 0.3  # 002 §V-B3: 1NN's ARI at 50 % "close to 0"; read as ARI ≤ 0.3
-COMMUNITIES_FOUND = 0.9  # "finds the communities" / "optimal detection": ARI ≥ 0.9
-AVG_SILHOUETTE = (0.5, 0.1)  # 002 §V-B3, Fig. 5b: AVG's silhouette "remains approximately 0.5": 0.5 ± 0.1
 FLAT_DRIFT = 0.1  # "minimal variation over rounds": the drift (second half − first half) within ± 0.1
 MK_PAIR_KEYS = (*PAIR_KEYS, "majority_share")
 """Resolution parts pair over (seed, m_k): each m_k's cell of one seed against the same m_k and seed at another
 resolution, pooled over the m_k sweep (002 states the resolution's effect over all of Fig. 3's m_k)."""
-LABELS_ONLY_ARI = "labels_only_ari"
-"""The labels-only baseline (:func:`labels_only_ari`): Louvain on the clients' label histograms, no training. A
-claim on ARI that this baseline satisfies as well is true by the split's construction: a sanity check."""
 
 
 def silhouette_of(runs: pd.DataFrame) -> str:
@@ -51,55 +46,6 @@ def against_only(label: str, part: tuple[str, Part]) -> dict[str, Part]:
     contradicts "rises")."""
     key, p = part
     return {f"{label} ({key.split(': ', 1)[-1]})": p} if assess(p).p_against < SIDE_ALPHA else {}
-
-
-def differs(label: str, a: pd.DataFrame, b: pd.DataFrame, metric: str, digits: int = 3) -> tuple[str, Part]:
-    """``a`` and ``b`` differ on ``metric``, in either direction: the two-sided test (the per-seed differences
-    signed by their mean's sign, tested above 0 at one side's level = a two-sided test at twice that level)."""
-    d = difference(a, b, metric)
-    if not np.isfinite(d.mean) or d.mean == 0:
-        return comparison(label, d, digits=digits)
-    sign = float(np.sign(d.mean))
-    flipped = type(d)(sign * d.mean, min(sign * d.lo, sign * d.hi), max(sign * d.lo, sign * d.hi), d.n, d.how,
-                      tuple(sign * np.asarray(d.values)), d.unpaired, d.bounded)
-    return f"{label}: Δ {d.text(digits)} (two-sided)", Part(flipped, 0.0, np.inf, True)
-
-
-def labels_only_ari(run: Any, resolution: float = 1.0) -> float:
-    """The labels-only baseline of one run: Louvain (the clusterer of 002's method, :func:`community_labels`, at
-    ``resolution``, seeded by the run's seed) on the graph of the clients' label histograms, whose distances are the
-    total-variation distances between the histograms (normalised similarity, eq. 3, cubed, as the method's own
-    graph), scored by ARI against the true communities; NaN where the manifest has no histograms."""
-    from sklearn.metrics import adjusted_rand_score
-
-    from ...clustering.graph import community_labels, normalised_similarity
-
-    manifest = run.manifest or {}
-    hist = manifest.get("label_histograms_train") or manifest.get("label_histograms")
-    truth = manifest.get("cluster_of_client")
-    if not hist or not truth:
-        return float("nan")
-    h = np.asarray(hist, dtype=np.float64)
-    h = h / np.maximum(h.sum(axis=1, keepdims=True), 1e-12)
-    tv = 0.5 * np.abs(h[:, None, :] - h[None, :, :]).sum(axis=2)
-    labels = community_labels(normalised_similarity(tv, 3.0), resolution, int(run.spec.seed))
-    return float(adjusted_rand_score(np.asarray(truth), labels))
-
-
-def with_labels_only(data: ClaimData) -> pd.DataFrame:
-    """``data.runs`` with the labels-only baseline's ARI (:data:`LABELS_ONLY_ARI`) of each run's split (NaN where
-    the run's manifest is not loaded)."""
-    runs = data.runs
-    if runs is None or not len(runs) or LABELS_ONLY_ARI in runs:
-        return runs
-    keys = ("dataset", "clients", "split", "seed")
-    cache: dict[tuple, float] = {}
-    for run in data.loaded:
-        key = tuple(getattr(run.spec, k) for k in keys)
-        if key not in cache:
-            cache[key] = labels_only_ari(run)
-    values = [cache.get(tuple(row[k] for k in keys), float("nan")) for _, row in runs[list(keys)].iterrows()]
-    return runs.assign(**{LABELS_ONLY_ARI: values})
 
 
 def sanity_if_labels_suffice(data: ClaimData, row: ClaimResult, parts_for: Any) -> ClaimResult:
@@ -386,25 +332,6 @@ def avg_silhouette_half_and_flat(data: ClaimData) -> ClaimResult:
                    f"{col} of AVG over rounds 1..: per-seed mean {lv.text(2, signed=False)}, drift {dr.text()}", parts)
 
 
-def silhouette_levels(rounds: pd.DataFrame | None, runs: pd.DataFrame, col: str) -> tuple[pd.Series, pd.Series]:
-    """002 Fig. 5b's statistic, per seed of ``runs``: the mean of ``col`` over rounds 1.. (round 0: one model for
-    everyone, no separation yet) and its drift (mean of the second half of the rounds − the first half)."""
-    empty = pd.Series(dtype=np.float64)
-    if rounds is None or not len(rounds) or col not in rounds or not len(runs):
-        return empty, empty
-    rows = rounds[rounds["algorithm"].isin(set(runs["algorithm"])) & rounds["split"].isin(set(runs["split"]))]
-    rows = rows[rows["round"] >= 1].dropna(subset=[col])
-    keys = [k for k in PAIR_KEYS if k in rows]
-    levels, drifts = {}, {}
-    for key, g in rows.groupby(keys):
-        g = g.sort_values("round")
-        half = len(g) // 2
-        levels[key] = float(g[col].mean())
-        if half:
-            drifts[key] = float(g[col].iloc[half:].mean() - g[col].iloc[:half].mean())
-    return pd.Series(levels, dtype=np.float64), pd.Series(drifts, dtype=np.float64)
-
-
 @claim("002", "002-half-1nn")
 def one_nn_half_participation_loses_communities(data: ClaimData) -> ClaimResult:
     text = (f"At 50 % participation 1NN's ARI falls close to 0 (read as ≤ {HALF_ARI_CLOSE_TO_ZERO}) while AVG and Late "
@@ -431,74 +358,6 @@ def community_models_beat_global(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "002-global", where, text,
                    f"community {cell(runs, 'local_acc').text(3)} vs global {cell(runs, 'global_acc').text(3)} (local test sets)",
                    dict([comparison("community above global", d, digits=3)]))
-
-
-def _distance_rounds(distances: pd.DataFrame) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """(round, client ids, distance matrix over them) per recorded round of a divergence.parquet frame."""
-    out = []
-    for rnd in sorted(distances["round"].unique()):
-        part_ = distances[distances["round"] == rnd]
-        ids = np.unique(np.concatenate([part_["i"].to_numpy(), part_["j"].to_numpy()]))
-        pos = {int(c): k for k, c in enumerate(ids)}
-        d = np.full((len(ids), len(ids)), np.nan)
-        d[[pos[int(i)] for i in part_["i"]], [pos[int(j)] for j in part_["j"]]] = part_["value"].to_numpy()
-        out.append((int(rnd), ids, d))
-    return out
-
-
-def similarity_convergence(distances: pd.DataFrame, truth: Sequence[int] | None = None) -> dict[str, float]:
-    """002 Fig. 2: how fast the distribution of pairwise similarities settles, for the normalised transform (eq. 3,
-    cubed) and the raw one ((max − v)³): per round, the Wasserstein distance between that round's similarity values
-    and the last round's, divided by the last round's range (each transform on its own scale, as Fig. 2 plots
-    each on its own axis); the mean over rounds is the area under that curve: smaller = settles faster."""
-    from scipy.stats import wasserstein_distance
-
-    from ...clustering.graph import normalised_similarity, raw_similarity
-
-    out: dict[str, float] = {}
-    recorded = _distance_rounds(distances)
-    if len(recorded) < 2:
-        return out
-    values: dict[str, list[np.ndarray]] = {"normalised": [], "raw": []}
-    for _, _, d in recorded:
-        upper = np.triu_indices(len(d), k=1)
-        for name, similarity in (("normalised", normalised_similarity), ("raw", raw_similarity)):
-            sim = similarity(d, 3.0)[upper]
-            values[name].append(sim[np.isfinite(sim)])
-    for name, per_round in values.items():
-        last = per_round[-1]
-        scale = float(last.max() - last.min()) if len(last) else 0.0
-        if scale <= 0:
-            continue
-        out[name] = float(np.mean([wasserstein_distance(v, last) / scale for v in per_round[:-1] if len(v)]))
-    return out
-
-
-def separation_rounds(distances: pd.DataFrame, truth: Sequence[int], seed: int = 0,
-                      resolution: float = 1.0) -> dict[str, float]:
-    """002 Fig. 2, round by round: Louvain (:func:`community_labels`, ``resolution``) on each recorded round's graph
-    under the normalised transform (eq. 3, cubed) and the raw one ((max − v)³); per transform the first round
-    (1-based) whose partition finds the true communities (ARI ≥ :data:`COMMUNITIES_FOUND`; never: rounds + 1), and
-    the number of rounds in which the two transforms give one and the same partition."""
-    from sklearn.metrics import adjusted_rand_score
-
-    from ...clustering.graph import community_labels, normalised_similarity, raw_similarity
-
-    truth = np.asarray(truth)
-    recorded = [(r, ids, d) for r, ids, d in _distance_rounds(distances)
-                if len(ids) >= 2 and int(ids.max()) < len(truth) and np.isfinite(d).all()]
-    out = {"rounds": float(len(recorded)), "same_partition": 0.0}
-    first = {"normalised": np.nan, "raw": np.nan}
-    for rnd, ids, d in recorded:
-        labels = {name: community_labels(similarity(d, 3.0), resolution, seed)
-                  for name, similarity in (("normalised", normalised_similarity), ("raw", raw_similarity))}
-        out["same_partition"] += float(adjusted_rand_score(labels["normalised"], labels["raw"]) == 1.0)
-        for name, lab in labels.items():
-            if np.isnan(first[name]) and adjusted_rand_score(truth[ids], lab) >= COMMUNITIES_FOUND:
-                first[name] = float(rnd + 1)
-    for name, value in first.items():
-        out[name] = float(len(recorded) + 1) if np.isnan(value) else value
-    return out
 
 
 @claim("002", "002-fig2")
@@ -613,119 +472,32 @@ def communities_beyond_the_labels(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "002-concept", where, text, "; ".join(rows), parts)
 
 
-# ---- one-factor ablations ------------------------------------------------------------------------------------
-EQ2_MODULE, LATE_OWN = "louvain-eq2-module", "louvain-late-own"
-"""The ablation variants of config/louvain-002-offline.yaml: louvain-fig4's cells with one departure option changed
-(``eq2_product: module``; ``late_start: own``); the silhouette needs no runs (both are recorded on every run)."""
-ABLATION_COLUMNS = ("factor", "a", "b", "cell", "metric", "with_a", "with_b", "difference", "moved", "part",
-                    "verdict_a", "verdict_b", "verdict_moved")
+@register_paper("002")
+class Louvain002(Paper):
+    """002: Louvain community CFL (Louvain communities on the trusted-distance graph; AVG / 1NN / WNN / Late
+    attribution, partial participation); its own tables (:mod:`._louvain_002_tables`): the one-factor ablations and
+    the proxy knob's spread beside the labels-only baseline."""
 
+    title = "Louvain CFL (002)"
+    table_titles = {
+        "louvain_002_ablations": "002's one-factor ablations: which departure option moves which cell",
+        "louvain_002_spread": "002's proxy knob: 1NN's ARI beside the labels-only baseline's per group_spread and m_k",
+    }
+    roles = {
+        "fig3": Role("variant", FIG3, "Louvain swept over the majority share m_k and the resolution (Figs. 3, 5)"),
+        "fig4": Role("variant", FIG4, "Louvain swept over the attribution and the participation (Fig. 4)"),
+        "superclass": Role("variant", SUPERCLASS, "Louvain on superclass-like communities (§V-B1)"),
+        "concept": Role("variant", CONCEPT, "Louvain on communities the labels do not give away"),
+        "spread": Role("variant", SPREAD, "Louvain over the proxy knob group_spread"),
+        "eq2_module": Role("variant", EQ2_MODULE, "the ablation of eq. 2's module"),
+        "late_own": Role("variant", LATE_OWN, "the ablation of Late's own model"),
+        "ifca": Role("variant", "ifca", "IFCA, Fig. 4's baseline"),
+    }
 
-def _ablation_cell(runs: pd.DataFrame, base: str, attribution: str | None, participation: float,
-                   minus: str | None = None) -> Any:
-    """A function ``metric -> per-seed values`` of one cell (``minus``: the per-seed difference to that
-    attribution's cell of the same runs)."""
-    def pick(attr: str | None) -> pd.DataFrame:
-        factors: dict[str, Any] = {"engine.participation": participation}
-        if attr is not None and base != LATE_OWN:  # Late's own-start variant fixes its attribution, no column
-            factors["attribution"] = attr
-        return select(runs, base, **factors)
+    @classmethod
+    def tables(cls, data: ClaimData, checked: bool) -> dict[str, pd.DataFrame]:
+        from ._louvain_002_tables import ablations, spread_table
 
-    def values(metric: str) -> pd.Series:
-        a = per_seed(pick(attribution), metric)
-        return a if minus is None else (a - per_seed(pick(minus), metric)).dropna()
-    return values
-
-
-def ablations(runs: pd.DataFrame, rounds: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One-factor ablations of the departure options on the cells that disagree with 002 (1NN at 50 %, WNN against
-    1NN; Late and AVG for the factors that act on them), each factor varied alone from louvain-fig4's defaults:
-    one row per factor, cell and metric with the cell's value under setting ``a`` (the default) and ``b``, the
-    per-seed paired difference b − a with its t-interval and whether it ``moved`` beyond the seed noise, and,
-    where the cell is a part of a claim, that part's status under a and under b (``verdict_moved``: the part's
-    verdict differs). Empty when the study has no ablation runs."""
-    word = {"yes": "holds", "no": "contradicted", "tie": "inconclusive", "missing": "n/a"}
-    rows: list[dict[str, Any]] = []
-
-    def row(factor: str, a: str, b: str, cell_: str, metric: str, va: pd.Series, vb: pd.Series,
-            part: str = "", test: Any = None) -> None:
-        common = va.index.intersection(vb.index)
-        d = t_interval((vb[common] - va[common]).to_numpy(), "paired seeds")
-        ia, ib = t_interval(va.to_numpy()), t_interval(vb.to_numpy())
-        if not np.isfinite(ia.mean) and not np.isfinite(ib.mean):
-            return
-        sa = word[test(ia)] if test else ""
-        sb = word[test(ib)] if test else ""
-        rows.append({"factor": factor, "a": a, "b": b, "cell": cell_, "metric": metric, "with_a": ia.text(3, False),
-                     "with_b": ib.text(3, False), "difference": d.text(3),
-                     "moved": {"yes": "moved", "no": "moved", "tie": "within the seed noise"}.get(above(d), "n/a"),
-                     "part": part, "verdict_a": sa, "verdict_b": sb,
-                     "verdict_moved": ("yes" if sa != sb else "no") if test else ""})
-
-    half_ari = (f"002-half-1nn: 1NN ARI ≤ {HALF_ARI_CLOSE_TO_ZERO}", lambda i: within(i, -np.inf, HALF_ARI_CLOSE_TO_ZERO))
-    one_above = ("002-1nn-wnn: 1NN above WNN", above)
-    if len(select(runs, EQ2_MODULE)):
-        for p in (1.0, 0.5):
-            for attr in ("1nn", "wnn"):
-                for metric in ("ari", W_T, "orch_acc"):
-                    part, test = half_ari if (attr, p, metric) == ("1nn", 0.5, "ari") else ("", None)
-                    row("eq2_product", "array", "module", f"{attr.upper()} at {p:.0%}", metric,
-                        _ablation_cell(runs, FIG4, attr, p)(metric), _ablation_cell(runs, EQ2_MODULE, attr, p)(metric),
-                        part, test)
-            for metric in ("ari", W_T):
-                part, test = one_above if p == 1.0 else ("", None)
-                row("eq2_product", "array", "module", f"1NN − WNN at {p:.0%}", metric,
-                    _ablation_cell(runs, FIG4, "1nn", p, minus="wnn")(metric),
-                    _ablation_cell(runs, EQ2_MODULE, "1nn", p, minus="wnn")(metric), part, test)
-    if len(select(runs, LATE_OWN)):
-        for p in (1.0, 0.5):
-            for metric in ("ari", "silhouette_method", W_T, "orch_acc"):
-                row("late_start", "global", "own", f"Late at {p:.0%}", metric,
-                    _ablation_cell(runs, FIG4, "late", p)(metric), _ablation_cell(runs, LATE_OWN, "late", p)(metric))
-    lo, hi = AVG_SILHOUETTE[0] - AVG_SILHOUETTE[1], AVG_SILHOUETTE[0] + AVG_SILHOUETTE[1]
-    for p in (1.0, 0.5):
-        for attr in ("avg", "late", "1nn", "wnn"):
-            part, test = ((f"002-avg-sil: AVG silhouette {AVG_SILHOUETTE[0]:g} ± {AVG_SILHOUETTE[1]:g}",
-                           lambda i: within(i, lo, hi)) if (attr, p) == ("avg", 1.0) else ("", None))
-            cell_runs = select(runs, FIG4, attribution=attr, **{"engine.participation": p})
-            if rounds is not None and len(rounds) and len(cell_runs):  # the claim's statistic: mean over rounds 1..
-                va = silhouette_levels(rounds, cell_runs, "silhouette_method")[0]
-                vb = silhouette_levels(rounds, cell_runs, "silhouette_authors")[0]
-                metric = "silhouette, mean over rounds 1.."
-            else:
-                values = _ablation_cell(runs, FIG4, attr, p)
-                va, vb, metric = values("silhouette_method"), values("silhouette_authors"), "silhouette"
-            row("silhouette", "sklearn", "authors'", f"{attr.upper()} at {p:.0%}", metric, va, vb, part, test)
-    return pd.DataFrame(rows, columns=list(ABLATION_COLUMNS))
-
-
-# ---- the proxy's own knob: group_spread against the labels-only baseline ------------------------------------
-SPREAD = "louvain-spread"
-"""The group_spread sweep of config/louvain-002-offline.yaml: 1NN at resolution 1 on the community split at m_k ×
-group_spread; louvain-fig3's resolution-1 cells add the grid's own spread."""
-SPREAD_COLUMNS = ("group_spread", "majority_share", "effective_share", "seeds", "ari_1nn", "ari_labels_only",
-                  "labels_only_minus_1nn", "one_nn_beyond_labels")
-
-
-def spread_table(runs: pd.DataFrame, loaded: Sequence[Any] = ()) -> pd.DataFrame:
-    """Per (group_spread s, m_k) cell of 1NN at resolution 1 (:data:`SPREAD` and louvain-fig3's resolution-1 cells,
-    s read from each split's manifest): the effective majority share m_k·(1 − s), 1NN's final ARI, the labels-only
-    baseline's ARI (:func:`labels_only_ari`: how much of the ARI the split gives away with no training), their
-    paired difference per seed (baseline − 1NN, t-interval) and whether 1NN is above the baseline beyond the seed
-    noise. Empty without such runs."""
-    runs = with_labels_only(ClaimData(runs, loaded=loaded))
-    if runs is None or not len(runs) or "split_group_spread" not in runs:
-        return pd.DataFrame(columns=list(SPREAD_COLUMNS))
-    cells = pd.concat([select(runs, SPREAD), select(runs, FIG3, resolution=1.0)], ignore_index=True)
-    cells = cells.dropna(subset=["split_group_spread", "majority_share"]) if len(cells) else cells
-    rows = []
-    for (s, m), group in cells.groupby(["split_group_spread", "majority_share"]) if len(cells) else []:
-        d = difference(group, group, LABELS_ONLY_ARI, "ari")
-        # 1NN above the baseline: 1NN − baseline strictly above 0 (seeds that tie count for neither side, so a cell
-        # where both sit at ARI 1.00 on every seed is "no", never "yes")
-        beyond = assess(Part(difference(group, group, "ari", LABELS_ONLY_ARI), 0.0, strict=True))
-        rows.append({"group_spread": float(s), "majority_share": float(m), "effective_share": float(m) * (1 - float(s)),
-                     "seeds": int(cell(group, "ari").n), "ari_1nn": cell(group, "ari").text(),
-                     "ari_labels_only": cell(group, LABELS_ONLY_ARI).text(), "labels_only_minus_1nn": d.text(),
-                     "one_nn_beyond_labels": "yes" if beyond.toward else "no"})
-    return pd.DataFrame(rows, columns=list(SPREAD_COLUMNS))
+        runs = data.runs if checked else pd.DataFrame()
+        return {"louvain_002_ablations": ablations(runs, data.rounds if checked else None),
+                "louvain_002_spread": spread_table(runs, data.loaded)}

@@ -1,17 +1,18 @@
 """Claims fixed before the data: each claim's reading has a version, and the history of its readings is committed.
 
-A claim is registered with the version of its reading (``@claim(paper, version=N)``, :mod:`.framework`). The record
+A claim is registered with the version of its reading (``@claim(paper, version=N)``, :mod:`.base`). The record
 ``versions.json`` beside this module holds, per claim function, one entry per version: the commit that introduced
 the reading, the reading in one line, and :func:`reading_hash` of the claim's code at that version. The test
 tests/report/test_claim_versions.py recomputes the hash of every registered claim and fails when it differs from its
 version's entry: a reading changed without a new version. Changing a reading is then three steps: a new version on
 the decorator, a new entry in the record (its commit, its one-line reading, the new hash) and, where the earlier
 reading can still be computed, the earlier reading kept as a function (``@claim(..., earlier={N: fn})``), so the
-report shows its verdict beside the new one with the commit that changed it (:func:`.framework.check_claims`).
+report shows its verdict beside the new one with the commit that changed it (:func:`.base.check_claims`).
 
-The hash reads the claim function and, transitively, the functions and constants of its own module it names (the
-helpers that select its runs, its thresholds), as syntax trees: comments, docstrings and layout do not count,
-code and constant values do. The framework's tests (:mod:`.framework`) are a convention of every claim, versioned
+The hash reads the claim function and, transitively, the functions and constants of its paper's code it names (its
+module and the private helper modules beside it, ``_<module>_*.py``: the helpers that select its runs, its
+thresholds), as syntax trees: comments, docstrings and layout do not count,
+code and constant values do. The framework's tests (:mod:`cflcore.report.verdicts`) are a convention of every claim, versioned
 with the project, not here.
 
 The record starts at this mechanism's introduction (issue 58): a claim's version 1 names the commit that introduced
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
 import inspect
 import json
 import sys
@@ -29,6 +31,7 @@ import textwrap
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
 RECORD = Path(__file__).with_name("versions.json")
@@ -57,24 +60,39 @@ def _tree(obj: Callable[..., Any]) -> ast.AST:
     return node
 
 
+def paper_code(module_name: str) -> list[ModuleType]:
+    """A paper's code: its module and its private helper modules beside it (``_<module>_*.py``, e.g.
+    ``_louvain_002_measures.py``), which it imports (a paper's module stays under the project's length limit)."""
+    module = sys.modules[module_name]
+    package, _, stem = module_name.rpartition(".")
+    helpers = sorted(Path(str(module.__file__)).parent.glob(f"_{stem}_*.py"))
+    return [module, *(importlib.import_module(f"{package}.{path.stem}" if package else path.stem) for path in helpers)]
+
+
 def reading_hash(fn: Callable[..., Any]) -> str:
     """sha256 of the claim's code: its syntax tree (no docstring, no decorator) and, transitively, those of the functions
-    and the values of the constants of its own module that it names."""
-    module = sys.modules[fn.__module__]
+    and the values of the constants of its paper's code (:func:`paper_code`) that it names."""
+    scope = paper_code(fn.__module__)
+    names = set().union(*(vars(m) for m in scope))
     seen: dict[str, str] = {}
     todo = [fn.__name__]
     while todo:
         name = todo.pop()
         if name in seen:
             continue
-        obj = getattr(module, name)
-        if inspect.isfunction(obj) and obj.__module__ == module.__name__:
-            tree = _tree(inspect.unwrap(obj))
-            seen[name] = ast.dump(tree, annotate_fields=False)
-            todo += sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & set(vars(module)))
-        elif not inspect.isfunction(obj) and not inspect.ismodule(obj) and not inspect.isclass(obj) \
-                and name in _module_assignments(module.__name__):
-            seen[name] = repr(obj)
+        for module in scope:  # where the name is defined: a function of that module, or a constant it assigns
+            if name not in vars(module):
+                continue
+            obj = getattr(module, name)
+            if inspect.isfunction(obj) and obj.__module__ == module.__name__:
+                tree = _tree(inspect.unwrap(obj))
+                seen[name] = ast.dump(tree, annotate_fields=False)
+                todo += sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & names)
+                break
+            if not inspect.isfunction(obj) and not inspect.ismodule(obj) and not inspect.isclass(obj) \
+                    and name in _module_assignments(module.__name__):
+                seen[name] = repr(obj)
+                break
     text = "\n".join(f"{k}: {v}" for k, v in sorted(seen.items()))
     return hashlib.sha256(text.encode()).hexdigest()
 

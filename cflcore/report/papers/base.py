@@ -1,0 +1,325 @@
+"""The contract of a paper plug-in (:class:`Paper`), its registry (:data:`PAPERS`) and the claims framework its
+module uses: one row per claim, ours against the paper's, and a verdict.
+
+A *paper* is one module of :mod:`cflcore.report.papers` (``papers/<paper>.py``), registered as the strategies are:
+``@register_paper("002") class Louvain002(Paper)``. Adding one is one new file: config validation reads the ids from
+the decorators (cflcore.paper_sources.declared_papers, never importing the report); the registry finds the
+modules in this package. The module holds everything of its paper: its claims (``@claim(paper, claim_id)``
+functions), its reference tables (package data in cflcore/reference/), the tables of its own it adds to the report
+(:meth:`Paper.tables`, with their captions in the report's catalogue) and its runs' roles.
+
+000's check compares published table cells (cflcore.report.paper); the other papers publish figures and
+qualitative statements, so their checks are claims: a function of the study's runs that returns what we measured,
+what the paper says, and a row (:data:`CLAIM_COLUMNS`):
+
+* ``holds`` (the verdict, one of cflcore.report.verdicts.VERDICTS) with its ``lean``, decided by the statistics of
+  :mod:`cflcore.report.verdicts` (parts, their t-tests, Holm over a claim's parts); ``n/a`` also where the study has
+  no run that can test it, or its proxy cannot carry it (``report.claims_not_carried``);
+* ``reason``: in words, why the row is what it is; ``seeds_to_decide``: for an inconclusive row, the seeds that would
+  decide it at the observed effect and spread, or "never" with the blocker;
+* ``kind``: ``evidence``, or ``sanity`` where the study's design makes the claim true whatever the method does;
+* ``note``: every part with its numbers and test, and the multiplicity rule. The study's own explanation of a row
+  (``report.claim_notes: {claim id: text}``) follows the check's note.
+
+Readings are fixed before the data (:mod:`.versions`): each claim is registered with the version of its reading
+(``@claim(paper, claim_id, version=N)``), and a committed record (``cflcore/report/papers/versions.json``) holds, per
+claim and version, the commit that introduced the reading, its reading in one line and a hash of the claim's source;
+a test fails when a claim's source changes without a new version. A claim whose reading changed keeps its earlier
+reading beside it (``@claim(..., earlier=...)``), so the report shows the earlier verdict with the commit that changed
+it (:func:`check_claims`).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ...errors import ConfigError
+from ...registry import Registry
+from ..verdicts import CONTRADICTED, EVIDENCE, HOLDS, NA, NONE, VERDICTS, Part, combine
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    claim_id: str
+    paper: str  # seed
+    where: str  # section / figure of the seed
+    claim: str
+    ours: str
+    holds: str  # a verdict of VERDICTS: holds / contradicted / inconclusive / n/a
+    note: str = ""
+    lean: str = "none"  # of LEANS: where the numbers lean, toward the paper or against it (or none)
+    reason: str = ""  # in words: why the row is what it is (noise, exact tie, saturation, a missing part, n/a's why)
+    seeds_to_decide: str = ""  # inconclusive rows: the seeds that would decide at the observed effect and spread
+    kind: str = "evidence"  # evidence, or a sanity check the study's design makes true (the row says why)
+
+
+@dataclass
+class ClaimData:
+    """What a claim may read: the per-run sweep summary (cflcore.report.sweeps.sweep_summary: base names,
+    factor values, final-round scores), the per-round frame (sweeps.round_frame) and the run summaries
+    (tables.run_summaries: scores averaged over rounds)."""
+
+    runs: pd.DataFrame
+    rounds: pd.DataFrame = field(default_factory=pd.DataFrame)
+    summaries: pd.DataFrame = field(default_factory=pd.DataFrame)
+    loaded: Sequence[Any] = ()
+    """The loaded runs (cflcore.report.runs.LoadedRun: spec with run_dir, manifest), for claims that read a run's
+    own files (002 Fig. 2: the recorded distance matrices; the superclass split: final partitions)."""
+    told_true_k: frozenset[str] = frozenset()
+    """The variants told the true number of groups (cflcore.plugin.Plugin.told_true_k): they split
+    because they are told to, which a claim about who splits must set apart."""
+
+
+CLAIM_COLUMNS = ("claim_id", "paper", "where", "claim", "ours", "holds", "lean", "reason", "seeds_to_decide", "kind",
+                 "version", "earlier", "note")
+"""paper_claims.csv's columns: the verdict (``holds``) with its lean beside it, the reason in words, the seeds that
+would decide an inconclusive row, evidence or sanity check, the reading's version (with the commit that introduced
+it), the earlier readings' verdicts on the same runs (with the commits that changed them), and the parts with their
+numbers (``note``)."""
+
+ClaimFn = Callable[[ClaimData], ClaimResult]
+CLAIMS: dict[str, list[ClaimFn]] = {}
+
+
+def claim(paper: str, claim_id: str, version: int = 1,
+          earlier: Mapping[int, ClaimFn] | None = None) -> Callable[[ClaimFn], ClaimFn]:
+    """Register a claim of seed ``paper`` under ``claim_id``, the id its rows carry and a study's config names
+    (``report.claim_notes``, ``report.claims_not_carried``), at ``version`` of its reading (:mod:`.versions`: the
+    committed history, and the test that a reading does not change without a new version); ``earlier``: {version: a
+    function computing that earlier reading}, run on the same data so the report shows its verdict beside the current
+    one. ``paper`` and ``claim_id`` are string literals or module constants: config validation reads them from the
+    source, never importing the report (cflcore/config_checks.py)."""
+    if version < 1 or any(v >= version for v in (earlier or {})):
+        raise ValueError(f"claim version {version}; earlier versions {sorted(earlier or {})} must lie in 1..{version - 1}")
+
+    def register(fn: ClaimFn) -> ClaimFn:
+        fn.claim_id = claim_id  # type: ignore[attr-defined]
+        fn.claim_version = version  # type: ignore[attr-defined]
+        fn.earlier_readings = dict(earlier or {})  # type: ignore[attr-defined]
+        CLAIMS.setdefault(paper, []).append(fn)
+        return fn
+    return register
+
+
+# ---- selection helpers -----------------------------------------------------------------------
+def select(runs: pd.DataFrame, base: str | None = None, **factors: Any) -> pd.DataFrame:
+    """The runs of variant family ``base`` whose factor columns equal ``factors`` (a column absent = no match).
+    ``split_base`` and ``algorithm`` may be given as factors too."""
+    if runs is None or not len(runs):
+        return pd.DataFrame()
+    mask = np.ones(len(runs), dtype=bool)
+    if base is not None:
+        mask &= (runs["algorithm_base"] == base).to_numpy()
+    for key, value in factors.items():
+        if key not in runs:
+            return runs.iloc[0:0]
+        column = runs[key]
+        if isinstance(value, float):
+            mask &= np.isclose(pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64), value)
+        else:
+            mask &= (column == value).to_numpy()
+    return runs[mask]
+
+
+def mean_of(runs: pd.DataFrame, metric: str) -> float:
+    if runs is None or not len(runs) or metric not in runs:
+        return float("nan")
+    values = pd.to_numeric(runs[metric], errors="coerce").dropna()
+    return float(values.mean()) if len(values) else float("nan")
+
+
+def silhouette_column(runs: pd.DataFrame) -> str:
+    """The silhouette in the space the method clusters in when recorded, else on the updates."""
+    return "silhouette_method" if "silhouette_method" in runs and runs["silhouette_method"].notna().any() else "silhouette"
+
+
+def fmt(value: float, digits: int = 2) -> str:
+    return "–" if value is None or not np.isfinite(value) else f"{value:.{digits}f}"
+
+
+def result(fn_id: str, paper: str, where: str, text: str, ours: str, holds: bool | str | None,
+           note: str = "", reason: str = "") -> ClaimResult:
+    """A claim's row decided without parts (an event count, or n/a); ``holds`` True / False / None (n/a) or a
+    verdict word of :data:`VERDICTS`. The reason defaults to ``ours`` for n/a rows (what the study lacks)."""
+    if isinstance(holds, str):
+        word = holds
+    else:
+        word = NA if holds is None else (HOLDS if holds else CONTRADICTED)
+    if word not in VERDICTS:
+        raise ValueError(f"claim {fn_id}: verdict {word!r}; allowed: {', '.join(VERDICTS)}")
+    lean = {HOLDS: "toward", CONTRADICTED: "against"}.get(word, "none")
+    why = reason or (f"n/a: {ours}" if word == NA else "decided by a count of events, not a difference of means")
+    return ClaimResult(fn_id, paper, where, text, ours, word, note, lean, why)
+
+
+def factor_values(runs: pd.DataFrame, base: str, column: str) -> list:
+    sub = select(runs, base)
+    if not len(sub) or column not in sub:
+        return []
+    values = sub[column].dropna().unique().tolist()
+    return sorted(values) if all(isinstance(v, (int, float)) for v in values) else values
+
+
+
+
+def verdict(paper: str, fn_id: str, where: str, text: str, ours: str, parts: Mapping[str, str | Part],
+            note: str = "", kind: str = EVIDENCE) -> ClaimResult:
+    """Seed ``paper``'s claim row from its parts (:func:`combine`): the verdict, its lean, reason and seeds to decide,
+    and the parts' numbers before ``note``."""
+    dec = combine(parts)
+    return ClaimResult(fn_id, paper, where, text, ours, dec.word, "; ".join(x for x in (dec.note, note) if x),
+                       dec.lean, dec.reason, dec.seeds_to_decide, kind)
+
+
+
+# ---- running the checks ---------------------------------------------------------------------
+def check_claims(papers: Sequence[str], data: ClaimData, notes: Mapping[str, str] | None = None,
+                 not_carried: Mapping[str, str] | None = None,
+                 roles: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
+    """One row per claim of each of ``papers``; ``notes`` (report.claim_notes) are appended to a claim's own note;
+    a claim of ``not_carried`` (report.claims_not_carried: {claim id: why the study's proxy cannot carry it}) is
+    n/a with that reason, its measured values and the check's own verdict on them kept in the row. Each paper reads
+    ``data`` cast to the roles the study maps for it (``roles``, report.roles: :func:`paper_data`)."""
+    rows = []
+    for paper in papers:
+        cast = paper_data(paper, data, roles)
+        for fn in PAPERS.get(str(paper), field="report.paper_checks").claims():
+            res = _run_claim(fn, paper, cast)
+            if not_carried and res.claim_id in not_carried:
+                res = ClaimResult(res.claim_id, res.paper, res.where, res.claim, res.ours, NA,
+                                  f"the check's own verdict on these runs: {res.holds} (lean {res.lean}): {res.note}",
+                                  NONE, f"n/a: the proxy cannot carry this claim: {not_carried[res.claim_id]}")
+            row = {**asdict(res), **_versions(fn, paper, cast)}
+            if notes and res.claim_id in notes:  # the study's explanation, after the check's own reason
+                row["note"] = " | ".join(x for x in (res.note, str(notes[res.claim_id])) if x)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
+
+
+def _run_claim(fn: ClaimFn, paper: str, data: ClaimData) -> ClaimResult:
+    try:
+        return fn(data)
+    except (KeyError, ValueError, IndexError) as e:  # a claim never stops the report
+        return ClaimResult(getattr(fn, "claim_id", fn.__name__), str(paper), "", fn.__name__,
+                           f"could not be evaluated: {e}", NA, reason=f"n/a: could not be evaluated: {e}")
+
+
+def _versions(fn: ClaimFn, paper: str, data: ClaimData) -> dict[str, str]:
+    """The row's ``version`` ("v2 (commit)") and ``earlier``: each earlier reading's verdict on the same runs,
+    with the commit that introduced it and the one that changed it (:mod:`.versions`)."""
+    from .versions import history
+
+    version = int(getattr(fn, "claim_version", 1))
+    readings = {r.version: r for r in history(fn)}
+    now = readings.get(version)
+    current = f"v{version}" + (f" ({now.commit})" if now else "")  # its reading is the row's claim
+    earlier = []
+    for v, old in sorted(getattr(fn, "earlier_readings", {}).items(), reverse=True):
+        res = _run_claim(old, paper, data)
+        this, changed = readings.get(v), readings.get(v + 1)
+        when = (f"from {this.commit}" if this else "") + (f", changed at {changed.commit}" if changed else "")
+        earlier.append(f"v{v} ({when}{': ' + this.reading if this else ''}): {res.holds} (lean {res.lean})")
+    return {"version": current, "earlier": " | ".join(earlier)}
+# ---- the paper plug-in -----------------------------------------------------------------------------------
+ROLE_KINDS = ("split", "variant")
+"""What a role names: a split of the study (the runs' ``split``) or a variant (the runs' ``algorithm``)."""
+
+
+@dataclass(frozen=True)
+class Role:
+    """A run a paper's claims read, in the paper's terms: ``kind`` (:data:`ROLE_KINDS`), ``name`` (the name its claims
+    select it by: a run's base name, or the start of a family's names) and ``what`` (the role in words, e.g. "FedAvg",
+    "the rotated groups")."""
+
+    kind: str
+    name: str
+    what: str
+
+
+def _renamed(values: pd.Series, names: Mapping[str, str]) -> pd.Series:
+    """``values`` (run names) with each study name of ``names`` replaced by its role's name: the name itself, or the
+    base of a swept name (``<name>@<factor>=<value>``)."""
+    def one(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        base, at, rest = value.partition("@")
+        return names[base] + at + rest if base in names else value
+    return values.map(one)
+
+
+class Paper:
+    """A paper check: its claims (registered by ``@claim(<its id>, ...)`` in its module), the roles of the runs they
+    read and the tables of its own the report writes beside ``paper_claims.csv`` (:attr:`table_titles`, :meth:`tables`)."""
+
+    registered_name: ClassVar[str] = "?"
+    plugin_kind: ClassVar[str] = "paper"
+    title: ClassVar[str] = ""
+    """The paper in a few words (its method and its source), for the report's and the config reference's text."""
+    table_titles: ClassVar[Mapping[str, str]] = {}
+    """The tables of the paper's own (:meth:`tables`): catalogue kind -> its title in the HTML report, as literals (the
+    catalogue reads them from the source, cflcore.paper_sources.declared_paper_tables); each kind's caption is
+    report/captions/<kind>.rst."""
+    roles: ClassVar[Mapping[str, Role]] = {}
+    """Role key -> :class:`Role`: the runs the claims read. A study whose splits or variants carry other names maps
+    them (``report.roles: {<paper>: {<role key>: <its split or variant>}}``); a role it does not map is read under the
+    role's own name."""
+
+    @classmethod
+    def claims(cls) -> list[ClaimFn]:
+        """The paper's claims, in their declaration order."""
+        return list(CLAIMS.get(cls.registered_name, []))
+
+    @classmethod
+    def cast(cls, data: ClaimData, mapping: Mapping[str, str] | None) -> ClaimData:
+        """``data`` as the claims read it: each run the study's ``mapping`` (role key -> its split or variant,
+        ``report.roles.<paper>``) names renamed to its role's name, in every frame and loaded run; ``data`` itself
+        without a mapping. An unknown role key is a ConfigError naming the field and the paper's roles."""
+        if not mapping:
+            return data
+        field_ = f"report.roles.{cls.registered_name}"
+        for key in mapping:
+            if key not in cls.roles:
+                raise ConfigError(f"{field_}: unknown role {key!r}; allowed: "
+                                  f"{', '.join(sorted(cls.roles)) or 'none (the paper declares no roles)'}")
+        names = {kind: {str(study): cls.roles[key].name for key, study in mapping.items() if cls.roles[key].kind == kind}
+                 for kind in ROLE_KINDS}
+        columns = {"split": ("split", "split_base"), "variant": ("algorithm", "algorithm_base")}
+
+        def frame(df: pd.DataFrame | None) -> pd.DataFrame | None:
+            if df is None or not len(df):
+                return df
+            out = df.copy()
+            for kind, cols in columns.items():
+                for col in cols:
+                    if col in out and names[kind]:
+                        out[col] = _renamed(out[col], names[kind])
+            return out
+
+        def run(loaded: Any) -> Any:
+            spec = loaded.spec
+            split = _renamed(pd.Series([spec.split]), names["split"]).iloc[0]
+            algorithm = _renamed(pd.Series([spec.algorithm]), names["variant"]).iloc[0]
+            return replace(loaded, spec=replace(spec, split=split, algorithm=algorithm))
+
+        return replace(data, runs=frame(data.runs), rounds=frame(data.rounds), summaries=frame(data.summaries),
+                       loaded=tuple(run(r) for r in data.loaded))
+
+    @classmethod
+    def tables(cls, data: ClaimData, checked: bool) -> dict[str, pd.DataFrame]:
+        """The paper's own tables (catalogue kind -> frame), written by the report's ``paper_tables`` writer for every
+        registered paper: with the study's rows where it checks the paper (``checked``, ``report.paper_checks``;
+        ``data`` cast to its roles), else the header only, so the files the workflow declares always exist. Default:
+        none."""
+        return {}
+
+
+PAPERS: Registry[type[Paper]] = Registry("paper", package="cflcore.report.papers")
+register_paper = PAPERS.register
+
+
+def paper_data(paper: str, data: ClaimData, roles: Mapping[str, Mapping[str, str]] | None) -> ClaimData:
+    """``data`` cast to the roles of ``paper`` the study maps (``report.roles``, :meth:`Paper.cast`)."""
+    return PAPERS.get(str(paper), field="report.paper_checks").cast(data, (roles or {}).get(str(paper)))
