@@ -9,7 +9,9 @@ import torch
 from hypothesis import given, settings as hyp_settings, strategies as st
 
 from cflcore.data import load_dataset, load_federated, make_split, prepare_dataset, split_summary
-from cflcore.data.splits import DEFAULT_CLASS_SETS, SPLIT_GENERATORS, apportion
+from cflcore.data.splits import SPLIT_GENERATORS
+from cflcore.data.splits.base import apportion
+from cflcore.data.splits.label_skew import DEFAULT_CLASS_SETS
 from cflcore.errors import ConfigError
 from cflcore.io import read_json, read_parquet
 
