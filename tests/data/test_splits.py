@@ -59,6 +59,17 @@ def test_apportion_sums_and_every_cluster_non_empty(n, shares):
     assert sum(sizes) == n and min(sizes) >= 1 and len(sizes) == len(shares)
 
 
+def test_majority_groups_given_class_sets_are_declared_before_the_split(digits, tmp_path):
+    """Given ``class_sets``, a majority split's groups are fixed by its parameters (majority classes round-robin over
+    the groups): ``group_sizes`` declares them, one entry per group, and the split makes exactly those."""
+    settings = {"generator": "majority", "class_sets": [[0, 1, 2], [3, 4], [5]]}
+    generator = SPLIT_GENERATORS.get("majority")(settings)
+    assert generator.group_sizes(10) == (5, 3, 2)
+    assert make_split(digits, settings, 10, 0, tmp_path)["clients_per_cluster"] == [5, 3, 2]
+    assert generator.group_sizes(2) == (1, 1, 0)  # three groups whatever the count (validation refuses 2 clients)
+    assert SPLIT_GENERATORS.get("majority")({"generator": "majority"}).group_sizes(10) is None  # the loader's groups
+
+
 @pytest.mark.parametrize("name,n,expected", [
     ("nonoverlap-balanced", 15, [5, 5, 5]), ("nonoverlap-balanced", 16, [6, 5, 5]),
     ("nonoverlap-imbalanced", 15, [3, 7, 5]), ("overlap-imbalanced", 30, [7, 14, 9]),
