@@ -11,7 +11,7 @@ with the same ratios.
     noisy-minus-clean gap of the per-step losses (centred per round, step and domain),
     the standard deviation of the clients' mean offsets within a domain, and of a step's loss around its
     client's round mean. ``--noise fixed`` uses the split's images (noise drawn once per client, clipped, as
-    cflcore.data.store does); ``redrawn`` draws the same clipped noise afresh for every batch, and
+    cflcore.data.transforms does); ``redrawn`` draws the same clipped noise afresh for every batch, and
     ``redrawn-unclipped`` unclipped, as the authors' code (davedleo/FedGWC) does.
 ``mechanism``  FedGWC's own select_clients / aggregate (cflcore.strategies.fedgwc, zero stand-in updates) on
     traces where client k of domain d reports, at step s, ``2 − s/(S−1) + gap·d + o_k + e`` with o_k ~ N(0,
@@ -45,7 +45,7 @@ from sklearn.metrics import rand_score
 def loss_gap(split_dir: Path, noise: str, rounds: int, batch: int, steps: int, lr: float, sampled: int,
              seed: int, optimizer: str = "adam", weight_decay: float = 0.0, windows: int = 4) -> pd.DataFrame:
     """Per window of rounds: gap, client-offset sd and step sd of the per-step training losses (module docstring)."""
-    from cflcore.data import store
+    from cflcore.data import store, transforms
     from cflcore.models import build_model
 
     dataset = split_dir.parents[4] / "data" / f"{split_dir.parents[2].name}.parquet"
@@ -75,7 +75,7 @@ def loss_gap(split_dir: Path, noise: str, rounds: int, batch: int, steps: int, l
                 x = client.x_train[idx]
                 if noise != "fixed" and domains[k]["domain"] == "noise":
                     std = float(domains[k]["noise_std"])
-                    x = (store.gaussian_noise(clean[k][idx], std, gen) if noise == "redrawn"
+                    x = (transforms.gaussian_noise(clean[k][idx], std, gen) if noise == "redrawn"
                          else clean[k][idx] + torch.randn(clean[k][idx].shape, generator=gen) * std)
                 loss = F.cross_entropy(model(x), client.y_train[idx])
                 opt.zero_grad()

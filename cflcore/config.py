@@ -26,7 +26,6 @@ every default of the schema once, so none of them applies one again.
 from __future__ import annotations
 
 import copy
-import math
 import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -37,7 +36,7 @@ from .config_checks import REFUSE, WARN, check_cross_references, check_data_requ
 from .defaults import config_defaults, device_identity, schema_defaults
 from .errors import ConfigError
 from .layout import scenario_id
-from .plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, schema_check
+from .plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, check_finite, schema_check
 from .paper_sources import check_paper
 from .registry import check_declared, declared_names
 from .settings import NOT_TRAINING
@@ -156,7 +155,7 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True, missing_data: 
     cfg.pop(DECLARED_INPUTS_KEY, None)  # idem
     cfg.pop(PLUGIN_FACTS_KEY, None)  # idem
     schema = load_schema()
-    _check_finite(cfg)
+    check_finite(cfg)
     schema_check(cfg, schema)
     _fill_defaults(schema, cfg)
     expand_sweeps(cfg, engine_options=list(schema["properties"]["engine"]["properties"]))
@@ -176,16 +175,6 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True, missing_data: 
 
 def _split_params(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {name: split_settings(cfg, name) for name in cfg["splits"]}
-
-
-def _check_finite(node: Any, field: str = "") -> None:
-    """No NaN or infinity anywhere (YAML's ``.nan`` / ``.inf``): JSON-schema bounds never refuse NaN (every comparison
-    with it is false), so ``participation: .nan`` would pass them and fail inside a job."""
-    if isinstance(node, float) and not math.isfinite(node):
-        raise ConfigError(f"{field or '<config>'}: {node!r} is not allowed; allowed: a finite number")
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for k, v in items:
-        _check_finite(v, f"{field}.{k}" if field else str(k))
 
 
 # Distributions whose presence or version a plug-in check consults (clusterer and model availability,
@@ -297,7 +286,7 @@ def _check_registries(cfg: dict[str, Any]) -> None:
     for name, sp in cfg["splits"].items():
         field = entry_field(cfg, "splits", name)
         generator_params = {k: v for k, v in sp.items() if k not in SPLIT_STUDY_KEYS}  # the study's, not the generator's
-        SPLIT_GENERATORS.get(sp["generator"], field=f"{field}.generator").check_params(generator_params, field=field)
+        SPLIT_GENERATORS.get(sp["generator"], field=f"{field}.generator").validate_params(generator_params, field=field)
     for name, variant in cfg["algorithms"].items():
         cfg["algorithms"][name] = _check_variant(variant, entry_field(cfg, "algorithms", name), list(cfg["splits"]))
     for dname, ds in cfg["datasets"].items():

@@ -7,8 +7,9 @@ cannot see is a field that names something another field defines, or asks what a
   (``report.claim_notes``, ``report.claims_not_carried``) is a claim of the study's paper checks
   (``report.paper_checks``; the ids are read from the paper modules' source, cflcore.paper_sources.declared_claims), every
   setting of ``report.cross_paper`` is a split of the study, every ``explain.grid_clients`` index a client of an
-  explained run, and every client count of a split gives each of its ground-truth groups a client (a ``rotation`` split with 4 angles needs 4 clients; the split generator says how
-  many groups its parameters fix, ``SplitGenerator.planned_clusters``);
+  explained run, and every client count of a split gives each of its ground-truth groups a client (a ``rotation``
+  split with 4 angles needs 4 clients; the split generator says which groups its parameters fix,
+  ``SplitGenerator.group_sizes``);
 * :func:`check_data_requests` (cflcore.config.check_feasible, never remembered: the disk may change): against what
   each dataset's loader declares without reading an image (cflcore.data.loaders.SourceFacts): every class a split
   names is one of the dataset's, every client gets its minimum of samples, a split draws no more per client than the
@@ -132,15 +133,17 @@ def _check_groups_have_clients(cfg: Mapping[str, Any], scenarios: list[Mapping[s
     """A split whose parameters fix k ground-truth groups (``rotation``'s angles, ``dirichlet-mix``'s alphas, ...)
     needs at least max(3, k) clients in each of its scenarios: with fewer, a group has no client and the study's
     ground truth silently has fewer groups than the config names."""
-    from .data.splits import SPLIT_GENERATORS, min_clients
+    from .data.splits import SPLIT_GENERATORS
+    from .data.splits.base import min_clients
 
     for s in scenarios:
         split, n = s["split"], int(s["clients"])
-        cls = SPLIT_GENERATORS.get(split_params[split]["generator"])
-        k = cls.planned_clusters(cls.normalise(split_params[split]))
+        generator = SPLIT_GENERATORS.get(split_params[split]["generator"])(split_params[split])
+        sizes = generator.group_sizes(n)
+        k = len(sizes) if sizes is not None else None
         if k is None or n >= min_clients(k):
             continue
-        groups = f"{entry_field(cfg, 'splits', split)}.{cls.group_key}"
+        groups = f"{entry_field(cfg, 'splits', split)}.{generator.group_key}"
         raise ConfigError(f"{_clients_field(cfg, split)}: {n} clients are too few for the {k} groups of {groups}, so "
                           f"a group would have no client; allowed: at least {min_clients(k)} clients (one per group, "
                           f"and at least 3), or fewer groups in {groups}")
@@ -211,7 +214,8 @@ def _check_shares(cfg: Mapping[str, Any], scenario: Mapping[str, Any], settings:
     part (the draws less the local test fraction, an upper bound: duplicates are dropped before it is taken); a batch
     above it is told, not refused: each step is then full-batch, which the study can run as asked."""
     from .data.loaders import train_size
-    from .data.splits import MIN_SAMPLES_PER_CLIENT, local_train_bound
+    from .data.splits.base import MIN_SAMPLES_PER_CLIENT
+    from .data.splits.build import local_train_bound
 
     n_train = train_size(settings)
     if n_train is None:
@@ -251,7 +255,7 @@ def naming_fields() -> dict[str, str]:
     config reference (cflcore/config_reference.py) prints it after the field's description. Names come from their declarations
     (the plug-ins' and claims' decorators, the loaders' facts), so the page follows them."""
     from .data.loaders import loader_declarations
-    from .data.splits import MIN_SAMPLES_PER_CLIENT, min_clients
+    from .data.splits.base import MIN_SAMPLES_PER_CLIENT, min_clients
 
     loaders = loader_declarations()
     classes = "; ".join(f"{name} {facts.classes}" for name, facts in loaders.items())

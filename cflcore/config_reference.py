@@ -77,16 +77,17 @@ def _names() -> dict[str, str]:
     return naming_fields()
 
 
-def _entry(path: str, schema: Mapping[str, Any], required: bool) -> list[str]:
+def _entry(path: str, schema: Mapping[str, Any], required: bool, field: str | None = None) -> list[str]:
     """One key as a bullet: its dotted path, what it takes, its default, then its description and, for a field that
-    names something, what it may name (cflcore.config_checks.naming_fields: what validation checks it against),
-    wrapped."""
+    names something, what it may name (cflcore.config_checks.naming_fields: what validation checks it against, by
+    its config ``field``, default ``path``), wrapped."""
     facts = [f for f in (_kind(schema), "required" if required else "",
                          f"default {_value(schema['default'])}" if "default" in schema else "") if f]
     head = f"- `{path}`" + (f" ({'; '.join(facts)})" if facts else "")
     text = " ".join(str(schema.get("description", "")).split())
-    if path in _names():
-        text = f"{text.rstrip('.')}. {_names()[path]}" if text else _names()[path]
+    names = _names().get(field or path)
+    if names:
+        text = f"{text.rstrip('.')}. {names}" if text else names
     body = f"{head}: {text}" if text else head
     lines = textwrap.wrap(body, WIDTH, subsequent_indent="  ", break_long_words=True, break_on_hyphens=False)
     return [lines[0], *(_literal(line) for line in lines[1:])]
@@ -124,10 +125,10 @@ def _section(title: str, lines: Iterator[list[str]], intro: str = "") -> list[st
     return out
 
 
-def _plugin_sections(title: str, field: str, registry: Any, shared: Mapping[str, Any] | None = None) -> list[str]:
-    """One subsection per registered plug-in: its docstring's first paragraph and its parameters (a parameter that
-    ``shared`` describes, e.g. a split generator's in the study schema's ``splits.<name>``, takes its type and
-    description from there and its default from the plug-in)."""
+def _plugin_sections(title: str, field: str, registry: Any, entry: str | None = None) -> list[str]:
+    """One subsection per registered plug-in: its docstring's first paragraph and its parameters, as its
+    ``params_schema`` declares them (``entry``: the config field of a plug-in's entry, ``splits.<name>``, under which a
+    parameter that names something says what it may name)."""
     out = ["", f"## {title}", ""]
     out += textwrap.wrap(f"The plug-ins a config names in {field}, with the parameters each takes there.", WIDTH) + [""]
     for name in registry.names():
@@ -143,7 +144,7 @@ def _plugin_sections(title: str, field: str, registry: Any, shared: Mapping[str,
         for key, sub in params.items():
             if key == registry_key(registry):
                 continue
-            out += _entry(key, {**(shared or {}).get(key, {}), **sub}, False)
+            out += _entry(key, sub, False, f"{entry}.{key}" if entry else None)
         out.append("")
     return out[:-1]
 
@@ -171,8 +172,7 @@ def render() -> str:
         lines += _section(f"`{key}`", _walk(key, sub, key in needed))
     lines += _plugin_sections("Methods", "`algorithms.<name>.method`", STRATEGIES)
     lines += _plugin_sections("Clusterers", "`algorithms.<name>.clusterer` (OCFL) and `whatif.clusterers[].clusterer`", CLUSTERERS)
-    lines += _plugin_sections("Split generators", "`splits.<name>.generator`", SPLIT_GENERATORS,
-                              schema["properties"]["splits"]["additionalProperties"]["properties"])
+    lines += _plugin_sections("Split generators", "`splits.<name>.generator`", SPLIT_GENERATORS, "splits.<name>")
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 

@@ -16,6 +16,7 @@ whose ``default`` values are the only place its defaults are written. This base 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
@@ -52,6 +53,16 @@ def schema_check(instance: Any, schema: Mapping[str, Any], prefix: str = "") -> 
         if prefix and not errors[0].absolute_path:  # an error on the object itself: "<prefix>: ...", not "<prefix>.<config>"
             raise ConfigError(f"{prefix.rstrip('.')}{msg[len('<config>'):]}")
         raise ConfigError(f"{prefix}{msg}")
+
+
+def check_finite(node: Any, field: str = "") -> None:
+    """No NaN or infinity anywhere (YAML's ``.nan`` / ``.inf``): JSON-schema bounds never refuse NaN (every comparison
+    with it is false), so ``participation: .nan`` would pass them and fail inside a job."""
+    if isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"{field or '<config>'}: {node!r} is not allowed; allowed: a finite number")
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in items:
+        check_finite(v, f"{field}.{k}" if field else str(k))
 
 
 CLUSTER_COUNT_KEYS = ("k", "n_clusters")
@@ -123,8 +134,10 @@ class Plugin:
 
     @classmethod
     def validate_params(cls, params: Mapping[str, Any], field: str) -> dict[str, Any]:
-        """Config validation of one entry: the JSON schema (unknown keys, types, ranges; one-line errors naming
-        ``<field>.<key>``), then the defaults, then :meth:`check_params`. Returns the entry with defaults."""
+        """Config validation of one entry: finite numbers (:func:`check_finite`: a schema's bounds pass NaN), the JSON
+        schema (unknown keys, types, ranges; one-line errors naming ``<field>.<key>``), then the defaults, then
+        :meth:`check_params`. Returns the entry with defaults."""
+        check_finite(dict(params), field)
         schema_check(dict(params), {"type": "object", "additionalProperties": False,
                                     "properties": dict(cls.params_schema)}, prefix=f"{field}.")
         full = cls.with_defaults(params, field)

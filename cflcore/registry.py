@@ -27,12 +27,12 @@ from .errors import ConfigError
 T = TypeVar("T")
 
 PLUGIN_SOURCES: dict[str, tuple[str, str]] = {
-    # kind (Registry.kind) -> (sub-package of cflcore whose modules register them, the decorator)
+    # kind (Registry.kind) -> (sub-package of cflcore whose modules register them, dotted, and the decorator)
     "method": ("strategies", "register_strategy"),  # cflcore.strategies.base.STRATEGIES
     "clusterer": ("clustering", "register_clusterer"),  # cflcore.clustering.clusterers.CLUSTERERS
     "model": ("models", "MODELS.register"),  # cflcore.models.MODELS
     "dataset": ("data", "DATASETS.register"),  # cflcore.data.DATASETS
-    "split generator": ("data", "SPLIT_GENERATORS.register"),  # cflcore.data.SPLIT_GENERATORS
+    "split generator": ("data.splits", "SPLIT_GENERATORS.register"),  # cflcore.data.splits.SPLIT_GENERATORS
 }
 
 
@@ -68,7 +68,7 @@ def declared_modules(kind: str) -> dict[str, str]:
         package, decorator = PLUGIN_SOURCES[kind]
     except KeyError:
         raise KeyError(f"no plug-in sources for registry kind {kind!r}; known: {', '.join(PLUGIN_SOURCES)}") from None
-    root = Path(__file__).parent / package
+    root = Path(__file__).parent.joinpath(*package.split("."))
     return {name: f"{__package__}.{package}.{path.stem}"
             for path in sorted(root.glob("*.py")) for name in registered_in_source(path, decorator)}
 

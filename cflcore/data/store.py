@@ -1,16 +1,15 @@
 """Read the dataset Parquet (docs/architecture.md §3) and build the in-memory federated scenario of one split.
 
 ``load_dataset`` checks the file against the contract; ``load_federated`` joins ``assignments.parquet`` and
-``manifest.json`` of a split with the dataset and applies the per-client visual domain of the ``domains``,
-``rotation`` and ``feature-skew`` generators (004 §7.3: clean / Gaussian noise / Gaussian blur; rotation; erosion /
-dilation) and the label swaps of ``label-swap``, deterministically from the manifest.
+``manifest.json`` of a split with the dataset and applies each client's transforms the manifest records (its visual
+domain, its label swaps: cflcore.data.transforms), deterministically.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +19,7 @@ from .. import filenames as fn
 from ..errors import DataError
 from ..io import numeric_column, parquet_metadata, read_json, read_parquet
 from .federated import ClientData, FederatedData
+from .transforms import apply_domain, swap_labels
 
 if TYPE_CHECKING:  # torch is imported where tensors are built: the split job reads labels only
     import torch
@@ -121,82 +121,6 @@ def load_dataset(path: str | os.PathLike) -> DatasetTable:
     images = np.frombuffer(b"".join(image_col.to_pylist()), dtype=np.uint8).reshape((-1, *shape))
     idx = numeric_column(table, "idx").astype(np.int64)
     return DatasetTable(images=images.copy(), labels=labels, part=part, idx=idx, meta=dict(meta))
-
-
-# ---------------------------------------------------------------------------------------------
-# Visual domains (004 §7.3 / Appendix H): clean, Gaussian noise, Gaussian blur
-# ---------------------------------------------------------------------------------------------
-def gaussian_noise(images: torch.Tensor, noise_std: float, generator: torch.Generator) -> torch.Tensor:
-    """Add N(0, noise_std²) pixel noise (images in [0, 1]) and clip back to [0, 1]."""
-    import torch
-
-    noise = torch.randn(images.shape, generator=generator, dtype=images.dtype) * noise_std
-    return (images + noise).clamp_(0.0, 1.0)
-
-
-def gaussian_blur(images: torch.Tensor, blur_sigma: float) -> torch.Tensor:
-    """Gaussian blur of every image and channel, σ = ``blur_sigma`` pixels, kernel ±3σ, reflected borders
-    (``scipy.ndimage.gaussian_filter``; torchvision's version needs a kernel smaller than the image)."""
-    import torch
-    from scipy.ndimage import gaussian_filter
-
-    if len(images) == 0:
-        return images
-    blurred = gaussian_filter(images.numpy(), sigma=(0, 0, blur_sigma, blur_sigma), mode="reflect", truncate=3.0)
-    return torch.from_numpy(np.ascontiguousarray(blurred, dtype=np.float32))
-
-
-def rotate(images: torch.Tensor, angle: int) -> torch.Tensor:
-    """Rotate every image by ``angle`` degrees counter-clockwise (as ``np.rot90``): multiples of 90° exactly
-    (``torch.rot90``), other angles by ``scipy.ndimage.rotate`` (bilinear, same size, zero fill)."""
-    import torch
-    from scipy.ndimage import rotate as nd_rotate
-
-    angle = int(angle) % 360
-    if angle % 90 == 0 or len(images) == 0:
-        return torch.rot90(images, k=angle // 90, dims=(2, 3)).contiguous()
-    out = nd_rotate(images.numpy(), angle, axes=(3, 2), reshape=False, order=1, mode="constant", cval=0.0)
-    return torch.from_numpy(np.ascontiguousarray(np.clip(out, 0.0, 1.0), dtype=np.float32))
-
-
-def morphology(images: torch.Tensor, kind: str, size: int) -> torch.Tensor:
-    """Greyscale erosion or dilation of every image and channel with a ``size`` × ``size`` square
-    (``scipy.ndimage.grey_erosion`` / ``grey_dilation``, reflected borders)."""
-    import torch
-    from scipy.ndimage import grey_dilation, grey_erosion
-
-    if len(images) == 0:
-        return images
-    op = grey_erosion if kind == "erode" else grey_dilation
-    return torch.from_numpy(np.ascontiguousarray(op(images.numpy(), size=(1, 1, size, size)), dtype=np.float32))
-
-
-DOMAIN_KINDS = ("clean", "noise", "blur", "rotate", "erode", "dilate")
-
-
-def apply_domain(images: torch.Tensor, domain: Mapping[str, Any], generator: torch.Generator) -> torch.Tensor:
-    """Apply one client's domain record from the manifest (``{"domain": "clean"|"noise"|"blur"|"rotate"|"erode"|
-    "dilate", ...}``)."""
-    kind = domain.get("domain", "clean")
-    if kind == "clean":
-        return images
-    if kind == "noise":
-        return gaussian_noise(images, float(domain["noise_std"]), generator)
-    if kind == "blur":
-        return gaussian_blur(images, float(domain["blur_sigma"]))
-    if kind == "rotate":
-        return rotate(images, int(domain["angle"]))
-    if kind in ("erode", "dilate"):
-        return morphology(images, kind, int(domain["morphology_size"]))
-    raise DataError(f"manifest.json: domains: unknown domain {kind!r}; allowed: {', '.join(DOMAIN_KINDS)}")
-
-
-def swap_labels(labels: np.ndarray, swaps: Sequence[Sequence[int]]) -> np.ndarray:
-    """Exchange the labels of every pair [a, b] in ``swaps`` (the ``label-swap`` split's concept shift)."""
-    out = labels.copy()
-    for a, b in swaps:
-        out[labels == a], out[labels == b] = b, a
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

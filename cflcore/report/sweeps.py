@@ -90,7 +90,7 @@ def sweep_summary(loaded: Sequence[LoadedRun], index: Mapping[str, Any]) -> pd.D
         params = (run.manifest or {}).get("params") or {}
         alphas = params.get("alphas") or ([params["alpha"]] if params.get("alpha") is not None else [])
         record["split_alpha"] = float(min(alphas)) if alphas else np.nan  # the split's most heterogeneous Dirichlet α
-        # majority splits' s: the manifest leaves out the neutral 0 (cflcore/data/splits.py key_neutral)
+        # majority splits' s: the manifest leaves out the neutral 0 (cflcore/data/splits/label_skew.py key_neutral)
         spread = params.get("group_spread", 0.0 if params.get("generator") == "majority" else None)
         record["split_group_spread"] = float(spread) if spread is not None else np.nan
         finals = {**_final(run.clustering), **_final(run.personalisation)}
@@ -160,7 +160,7 @@ def sweep_figure(table: pd.DataFrame, factors: Sequence[str], title: str) -> plt
 
 FACTOR_LABELS = {"majority_share": "m_k (effective majority share: m_k·(1 − s))", "group_spread": "group_spread s"}
 """Axis labels of swept factors: with ``group_spread`` s a client's majority class keeps m_k·(1 − s) of its draws
-(cflcore/data/splits.py MajoritySplit), so m_k is not the majority share the clients see."""
+(cflcore/data/splits/label_skew.py MajoritySplit), so m_k is not the majority share the clients see."""
 
 GRID_COLUMNS = 3
 """Panels per row of a sweep figure: at 120 dpi three panels make a ~1,300 px wide image, which the HTML report

@@ -47,7 +47,7 @@ import cflcore.config as cc
 import cflcore.layout as lay
 from cflcore import stages
 from cflcore.data.loaders import SOURCE_FACTS, LoaderSettings, train_size
-from cflcore.data.splits import MIN_SAMPLES_PER_CLIENT
+from cflcore.data.splits.base import MIN_SAMPLES_PER_CLIENT
 from cflcore.errors import ConfigError
 from cflcore.fl.run import sample_clients
 from cflcore.io import canonical_json

@@ -9,7 +9,9 @@ import torch
 from hypothesis import given, settings as hyp_settings, strategies as st
 
 from cflcore.data import load_dataset, load_federated, make_split, prepare_dataset, split_summary
-from cflcore.data.splits import DEFAULT_CLASS_SETS, SPLIT_GENERATORS, apportion
+from cflcore.data.splits import SPLIT_GENERATORS
+from cflcore.data.splits.base import apportion
+from cflcore.data.splits.label_skew import DEFAULT_CLASS_SETS
 from cflcore.errors import ConfigError
 from cflcore.io import read_json, read_parquet
 
@@ -55,6 +57,17 @@ def test_apportion_reproduces_published_imbalanced_sizes():
 def test_apportion_sums_and_every_cluster_non_empty(n, shares):
     sizes = apportion(n, shares)
     assert sum(sizes) == n and min(sizes) >= 1 and len(sizes) == len(shares)
+
+
+def test_majority_groups_given_class_sets_are_declared_before_the_split(digits, tmp_path):
+    """Given ``class_sets``, a majority split's groups are fixed by its parameters (majority classes round-robin over
+    the groups): ``group_sizes`` declares them, one entry per group, and the split makes exactly those."""
+    settings = {"generator": "majority", "class_sets": [[0, 1, 2], [3, 4], [5]]}
+    generator = SPLIT_GENERATORS.get("majority")(settings)
+    assert generator.group_sizes(10) == (5, 3, 2)
+    assert make_split(digits, settings, 10, 0, tmp_path)["clients_per_cluster"] == [5, 3, 2]
+    assert generator.group_sizes(2) == (1, 1, 0)  # three groups whatever the count (validation refuses 2 clients)
+    assert SPLIT_GENERATORS.get("majority")({"generator": "majority"}).group_sizes(10) is None  # the loader's groups
 
 
 @pytest.mark.parametrize("name,n,expected", [

@@ -92,7 +92,7 @@ def test_the_hooks_are_declared_on_the_base_classes():
     with pytest.raises(ConfigError, match=r"unknown key 'radius' for method bcl; allowed: distance_input"):
         STRATEGIES.get("bcl")(radius=1)
     with pytest.raises(ConfigError, match=r"splits.s: unknown key 'radius' for generator ocfl"):
-        SPLIT_GENERATORS.get("ocfl").check_params({"generator": "ocfl", "radius": 1}, "splits.s")
+        SPLIT_GENERATORS.get("ocfl").validate_params({"generator": "ocfl", "radius": 1}, "splits.s")
     with pytest.raises(ConfigError, match=r"algorithms.x.radius|Additional properties"):
         STRATEGIES.get("bcl").validate_params({"radius": 1}, "algorithms.x")
 
