@@ -44,7 +44,7 @@ from ..defaults import device_identity
 from ..errors import CflError, ConfigError, TrainingDiverged
 from ..io import canonical_json
 from ..models import build_model, check_compatible
-from ..settings import RunSettings, block_values, plain_value
+from ..settings import EngineSettings, RunSettings, TrainingSettings, block_values, plain_value
 from .artifacts import GLOBAL_COLUMNS, write_outputs
 from .device import device_kind, device_report, prepare_device
 from .checkpoint import config_hash, load_latest, plain, save_checkpoint, state_from_checkpoint, state_to_checkpoint
@@ -250,7 +250,7 @@ class Engine:
     def run_round(self, state: EngineState, rnd: int, n_rounds: int) -> None:
         t0 = time.perf_counter()
         eng, fed = self.settings.engine, self.fed
-        sampled = sample_clients(self.seed, rnd, fed.n_clients, float(eng.participation))
+        sampled = sample_clients(self.seed, rnd, fed.n_clients, eng.participation)
         sampled = np.asarray(self.strategy.select_clients(rnd, sampled), dtype=np.int64)
         if sampled.size == 0 or np.any(np.diff(sampled) <= 0) or sampled[0] < 0 or sampled[-1] >= fed.n_clients:
             raise CflError(f"strategy {self.strategy.registered_name!r}: select_clients() must return sorted, distinct "
@@ -309,7 +309,7 @@ class Engine:
             for row, c in enumerate(sampled):
                 state.client_local[int(c)] = news[row, self.part.local].clone()
         self.record_matrices(state, rnd, sampled, gram, res.divergence)
-        do_eval = rnd % int(eng.eval_every) == 0 or rnd == n_rounds - 1
+        do_eval = rnd % eng.eval_every == 0 or rnd == n_rounds - 1
         rows = self.evaluate_round(state, rnd, sampled, result.step_losses, do_eval, labels, absent)
         state.history.extend(rows)
         train_losses = [r["train_loss"] for r in rows if r["train_loss"] is not None]
@@ -558,28 +558,42 @@ def job_device(settings: RunSettings, device: str | None) -> str:
     return str(device)
 
 
+def resolved_engine(eng: EngineSettings, device: torch.device) -> EngineSettings:
+    """The engine block with its ``auto`` values resolved for ``device`` (memory budget, channels-last, ragged
+    batches): what the engine reads; the run's settings and its checkpoints' config hash keep ``auto``."""
+    return replace(eng, memory_budget_mb=resolve_memory_budget(eng.memory_budget_mb, device, eng.gpu_jobs),
+                   channels_last=resolve_channels_last(eng.channels_last, device),
+                   ragged_batches=resolve_ragged_batches(eng.ragged_batches, device))
+
+
+def train_spec(training: TrainingSettings, eng: EngineSettings, device: torch.device) -> TrainSpec:
+    """The local training of a run on ``device``: the dataset's recipe and the engine block (its ``auto`` values
+    resolved here, :func:`resolved_engine`). The engine's and the centralised proxy's (cflcore.fl.centralised) one
+    recipe, so neither restates an engine default."""
+    resolved = resolved_engine(eng, device)
+    return TrainSpec(optimizer=ClientOptimizer.from_training(training), batch_size=training.batch_size,
+                     local_epochs=training.local_epochs, precision=resolved.precision,
+                     channels_last=resolved.channels_last, memory_budget_mb=resolved.memory_budget_mb,
+                     compile=resolved.compile, proximal_mu=resolved.proximal_mu, ragged_batches=resolved.ragged_batches,
+                     planned_gpu_jobs=eng.gpu_jobs if eng.memory_budget_mb == "auto" and device.type == "cuda" else None)
+
+
 def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, seed: int, log: logging.Logger, *,
                  strategy: Strategy, device: str | None = None) -> tuple[Engine, EngineState]:
     """The engine of one run and its state at round 0; ``settings``: the run's (cflcore.config.run_settings, or a
     partial dict built by hand, typed here with the schema's defaults: :meth:`cflcore.settings.RunSettings.of`);
     ``strategy`` is the run's method, built by the caller (cflcore.strategies.build_strategy), which the engine sets up
-    for this federation; ``device``: :func:`job_device`."""
+    for this federation; ``device``: :func:`job_device`. The typed blocks carry their schema types, so nothing here
+    casts a setting again."""
     settings = RunSettings.of(settings)
-    training, eng = settings.training, settings.engine
-    device = prepare_device(job_device(settings, device), bool(eng.deterministic))
-    torch.set_num_threads(int(eng.threads))
-    # `auto` values resolved for this device once; the engine reads the resolved ones (the run's settings and its
-    # checkpoints' config hash keep `auto`)
-    planned_jobs = int(eng.gpu_jobs) if eng.memory_budget_mb == "auto" and device.type == "cuda" else None
-    eng = replace(eng, memory_budget_mb=resolve_memory_budget(eng.memory_budget_mb, device, int(eng.gpu_jobs)),
-                  channels_last=resolve_channels_last(eng.channels_last, device),
-                  ragged_batches=resolve_ragged_batches(eng.ragged_batches, device))
+    training = settings.training
+    device = prepare_device(job_device(settings, device), settings.engine.deterministic)
+    torch.set_num_threads(settings.engine.threads)
+    eng = resolved_engine(settings.engine, device)
+    spec = train_spec(training, settings.engine, device)
     model_name, given_kwargs = training.model, plain_value(training.model_kwargs or {})
     c, h, w = fed.shape
     check_compatible(model_name, (c, h, w), fed.n_classes, **given_kwargs)
-    spec = TrainSpec(ClientOptimizer.from_training(training), int(training.batch_size), int(training.local_epochs),
-                     str(eng.precision), bool(eng.channels_last), int(eng.memory_budget_mb), bool(eng.compile),
-                     float(eng.proximal_mu), str(eng.ragged_batches), planned_jobs)
     dtype = torch.float64 if spec.precision == "fp64" else torch.float32
     if spec.precision == "bf16" and (warning := bf16_warning(device)):
         log.warning(warning)
@@ -588,30 +602,29 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, 
     template = make(0)
     model_layout = ModelLayout.of(template)
     bn_local = eng.bn_stats == "local"
-    cut = model_layout.partition(bool(eng.bn_buffers_in_delta), bn_local)
+    cut = model_layout.partition(eng.bn_buffers_in_delta, bn_local)
     part = Partition(cut.shared.to(device), cut.extra.to(device), cut.local.to(device))  # indexing stays on the device
     init_full = model_layout.flatten(template).to(device=device, dtype=dtype)
     personal = Personalisation(**block_values(eng.personalisation))
     if personal.active:  # the schema refuses these too; settings built by hand meet them here
-        if str(eng.trainer) == "vmap" or spec.proximal_mu:
+        if eng.trainer == "vmap" or spec.proximal_mu:
             raise ConfigError(f"engine.personalisation.kind: {personal.kind} needs engine.trainer loop or auto and "
                               f"engine.proximal_mu 0 (got {eng.trainer}, {spec.proximal_mu})")
         trainer = PersonalTrainer(make(0), model_layout, spec, device, personal)
     else:
-        trainer = resolve_trainer(str(eng.trainer), device)(make(0), model_layout, spec, device)
+        trainer = resolve_trainer(eng.trainer, device)(make(0), model_layout, spec, device)
     evaluator = Evaluator(make(0), model_layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
-    strategy.setup(StrategyContext(fed.n_clients, int(len(part.shared)), int(seed), device,
-                                   float(eng.participation), fed.n_true_clusters, dtype,
-                                   model_layout.layer_sizes(bool(eng.bn_buffers_in_delta), bn_local),
-                                   model_layout.array_sizes(bool(eng.bn_buffers_in_delta), bn_local)))
+    strategy.setup(StrategyContext(n_clients=fed.n_clients, n_params=len(part.shared), seed=int(seed), device=device,
+                                   participation=eng.participation, n_true_clusters=fed.n_true_clusters, dtype=dtype,
+                                   layer_sizes=model_layout.layer_sizes(eng.bn_buffers_in_delta, bn_local),
+                                   array_sizes=model_layout.array_sizes(eng.bn_buffers_in_delta, bn_local)))
     make_init = lambda i: model_layout.flatten(make(i)).to(device=device, dtype=dtype)[part.shared]  # noqa: E731
     models = {int(k): v.to(device=device, dtype=dtype).clone() for k, v in strategy.initial_models(init_full[part.shared].clone(), make_init).items()}
     state = EngineState(0, models, {k: init_full[part.extra].clone() for k in models}, {},
                         {i: init_full[part.local].clone() for i in range(fed.n_clients)} if len(part.local) else {},
                         np.asarray(strategy.assignment.labels, dtype=np.int64))
-    server = ServerOptimizer(kind=str(eng.server_optimizer), lr=float(eng.server_lr),
-                             betas=tuple(float(b) for b in eng.server_betas),  # type: ignore[arg-type]
-                             eps=float(eng.server_eps), momentum=float(eng.server_momentum))
+    server = ServerOptimizer(kind=eng.server_optimizer, lr=eng.server_lr, betas=eng.server_betas, eps=eng.server_eps,
+                             momentum=eng.server_momentum)
     engine = Engine(fed=fed.to(device), settings=replace(settings, engine=eng), seed=int(seed), device=device,
                     strategy=strategy, model_layout=model_layout, part=part, trainer=trainer, evaluator=evaluator,
                     server=server, model_name=model_name, model_kwargs=model_kwargs, template=template, dtype=dtype,
@@ -634,8 +647,8 @@ def train_run(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, see
     out_dir = Path(out_dir)
     settings = RunSettings.of(settings)
     engine, state = build_engine(fed, settings, seed, log, strategy=strategy, device=device)
-    n_rounds = int(settings.training.rounds)
-    every = int(engine.settings.engine.checkpoint_every)
+    n_rounds = settings.training.rounds
+    every = engine.settings.engine.checkpoint_every
     chash = config_hash(settings, seed, fed)
     kind = device_kind(engine.device)
     ck = load_latest(out_dir, chash, log, kind)
