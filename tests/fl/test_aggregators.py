@@ -77,7 +77,7 @@ def test_bad_options_are_config_errors():
     with pytest.raises(ConfigError, match="engine.server_momentum"):
         ServerOptimizer("sgd", momentum=1.0)
     with pytest.raises(ConfigError, match="engine.proximal_mu"):
-        cpu_train_spec(optimizer=ClientOptimizer(), batch_size=8, local_epochs=1, proximal_mu=-0.1)
+        cpu_train_spec(optimizer=ClientOptimizer("sgd", 0.01), batch_size=8, local_epochs=1, proximal_mu=-0.1)
     from cflcore import config as cc
     from conftest import REPO
     with pytest.raises(ConfigError, match=r"engine.server_optimizer: 'adam' is not allowed; allowed: sgd"):
