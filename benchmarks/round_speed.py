@@ -98,7 +98,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
 from cflcore.filenames import PROGRESS  # noqa: E402
-from cflcore.fl import run as run_mod  # noqa: E402
+from cflcore.fl import engine as engine_mod, run as run_mod  # noqa: E402
 from harness import build_engine  # noqa: E402
 from cflcore.data.synthetic import synthetic_federated  # noqa: E402
 from cflcore.fl.streams import ClientStreams, train_seed  # noqa: E402
@@ -224,12 +224,12 @@ class TorchOptimTrainer(LoopTrainer):
 def no_evaluation_dedupe() -> Iterator[None]:
     """Ablation "evaluation dedupe off": every client's model counts as distinct, so the orchestrator set is
     evaluated once per client (as the published code does) instead of once per distinct model."""
-    original, counter = run_mod.spec_key, itertools.count()
-    run_mod.spec_key = lambda spec: f"{original(spec)}#{next(counter)}"
+    original, counter = engine_mod.spec_key, itertools.count()
+    engine_mod.spec_key = lambda spec: f"{original(spec)}#{next(counter)}"
     try:
         yield
     finally:
-        run_mod.spec_key = original
+        engine_mod.spec_key = original
 
 
 def relu_after_pool_off(trainer: LoopTrainer) -> None:

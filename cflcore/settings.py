@@ -138,7 +138,7 @@ class PersonalisationSettings(_Block):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class EngineSettings(_Block):
-    """The ``engine`` block (cflcore.fl.run)."""
+    """The ``engine`` block (cflcore.fl.engine, cflcore.fl.run)."""
 
     FIELD: ClassVar[str] = "engine"
     trainer: Literal["loop", "vmap", "auto"] = "auto"

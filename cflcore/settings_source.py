@@ -25,7 +25,7 @@ COMMAND = "python -m cflcore.settings_source"
 BLOCKS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("PersonalisationSettings", "engine.personalisation",
      "``engine.personalisation``: pFedMe / Per-FedAvg (cflcore.fl.personal).", ()),
-    ("EngineSettings", "engine", "The ``engine`` block (cflcore.fl.run).", ()),
+    ("EngineSettings", "engine", "The ``engine`` block (cflcore.fl.engine, cflcore.fl.run).", ()),
     ("TrainingSettings", "datasets.*",
      "A dataset's training recipe: its ``datasets.*`` keys less :data:`NOT_TRAINING`.", NOT_TRAINING),
 )

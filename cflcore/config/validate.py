@@ -300,7 +300,7 @@ def _check_study(cfg: Mapping[str, Any]) -> None:
 
 
 def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], algorithm: str) -> None:
-    """The engine samples round(participation × clients) clients a round (cflcore.fl.run.sample_clients): that must
+    """The engine samples round(participation × clients) clients a round (cflcore.fl.engine.sample_clients): that must
     be at least one, or the run would silently train one client where the config asks for none."""
     d, sp, n = scenario["dataset"], scenario["split"], int(scenario["clients"])
     p = float(run_settings(cfg, d, algorithm, sp)["engine"]["participation"])
