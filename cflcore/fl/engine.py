@@ -21,11 +21,8 @@ column.
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import time
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -33,26 +30,21 @@ import torch
 
 from ..clustering.divergence import update_gram
 from ..data.federated import FederatedData
-from ..defaults import device_identity
-from ..errors import CflError, ConfigError, TrainingDiverged
+from ..errors import CflError, TrainingDiverged
 from ..io import canonical_json
-from ..models import build_model, check_compatible
-from ..settings import EngineSettings, RunSettings, TrainingSettings, block_values, plain_value
-from .artifacts import GLOBAL_COLUMNS, write_outputs
-from .device import device_kind, device_report, prepare_device
-from .checkpoint import config_hash, load_latest, plain, save_checkpoint, state_from_checkpoint, state_to_checkpoint
+from ..settings import RunSettings
+from .artifacts import GLOBAL_COLUMNS
+from .device import device_report
+from .checkpoint import plain
 from .state import EngineState
 from .deltas import restore_, to_deltas_
 from .evaluation import Evaluator, Scores
-from ..strategies.base import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext
+from ..strategies.base import ClusterAssignment, RoundUpdates, StartSpec, Strategy
 from .flat_params import ModelLayout, Partition
-from .optim import ClientOptimizer
-from .personal import Personalisation, PersonalTrainer
-from .progress import Monitor, ProgressRecord, round_record
+from .personal import Personalisation
 from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
-from .streams import STREAM_TRAIN as _STREAM_TRAIN, train_seed  # noqa: F401 - the tests' name
-from .trainers import (TrainSpec, bf16_warning, derive_seed, resolve_channels_last, resolve_memory_budget,
-                       resolve_ragged_batches, resolve_trainer)
+from .streams import train_seed
+from .trainers import derive_seed
 
 _STREAM_SAMPLE, _STREAM_ADAPT = 0x5A, 0xAD  # the round sample, Per-FedAvg adaptation; local training: cflcore.fl.streams
 

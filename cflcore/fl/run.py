@@ -19,33 +19,29 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 
-from ..clustering.divergence import update_gram
 from ..data.federated import FederatedData
 from ..defaults import device_identity
-from ..errors import CflError, ConfigError, TrainingDiverged
-from ..io import canonical_json
+from ..errors import ConfigError, TrainingDiverged
 from ..models import build_model, check_compatible
 from ..settings import EngineSettings, RunSettings, TrainingSettings, block_values, plain_value
-from .artifacts import GLOBAL_COLUMNS, write_outputs
-from .device import device_kind, device_report, prepare_device
-from .checkpoint import config_hash, load_latest, plain, save_checkpoint, state_from_checkpoint, state_to_checkpoint
+from .artifacts import write_outputs
+from .device import device_kind, prepare_device
+from .checkpoint import config_hash, load_latest, save_checkpoint, state_from_checkpoint, state_to_checkpoint
 from .state import EngineState
-from .deltas import restore_, to_deltas_
-from .evaluation import Evaluator, Scores
-from ..strategies.base import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext
+from .evaluation import Evaluator
+from ..strategies.base import Strategy, StrategyContext
 from .flat_params import ModelLayout, Partition
 from .optim import ClientOptimizer
 from .personal import Personalisation, PersonalTrainer
 from .progress import Monitor, ProgressRecord, round_record
-from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
+from .server import ServerOptimizer
 from .streams import STREAM_TRAIN as _STREAM_TRAIN, train_seed  # noqa: F401 - the tests' name
 from .trainers import (TrainSpec, bf16_warning, derive_seed, resolve_channels_last, resolve_memory_budget,
                        resolve_ragged_batches, resolve_trainer)

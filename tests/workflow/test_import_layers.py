@@ -19,7 +19,8 @@ MAX_FLOORS = 7
 models, provenance; strategies, explain, evaluate; fl, config, report; stages, status; cli, rules, adapters,
 benchmarks."""
 
-_SMK_IMPORT = re.compile(r"^\s*(?:from\s+(cflcore[\w.]*)\s+import\s+([\w\s,]+)|import\s+(cflcore[\w.]*))", re.M)
+# one import a line: the names never run on into the next line (a "from" line would swallow the one after it)
+_SMK_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(cflcore[\w.]*)[ \t]+import[ \t]+([\w \t,]+)|import[ \t]+(cflcore[\w.]*))", re.M)
 
 
 def room_of_module(module: str) -> str | None:
