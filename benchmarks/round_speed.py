@@ -364,7 +364,7 @@ def check_bf16_accuracy(threads: int, quick: bool, n_train: int | None = None, e
     from cflcore.data.loaders import LoaderSettings, load_mnist5k
     from cflcore.fl.evaluation import Evaluator
     from cflcore.fl.flat_params import ModelLayout
-    from cflcore.fl.run import train_spec
+    from cflcore.fl.spec import train_spec
     from cflcore.settings import EngineSettings, TrainingSettings
 
     raw = load_mnist5k(LoaderSettings.from_dict({"loader": "mnist5k"}))

@@ -19,7 +19,7 @@ line's hand-built settings do not). It keeps the plain dict it was built from, a
 back exactly: the run's identity (its Snakemake params, its checkpoints' config hash, cflcore.fl.checkpoint) stays that
 dict, byte for byte (a YAML ``15`` stays ``15``, not ``15.0``). Lists become tuples and mappings read-only, so a block
 cannot be changed after it is built; ``dataclasses.replace`` gives a changed copy (the engine's ``auto`` values
-resolved for its device, cflcore.fl.run.resolved_engine) whose identity is still the dict the run was given.
+resolved for its device, cflcore.fl.spec.resolved_engine) whose identity is still the dict the run was given.
 
 This module imports no torch or pandas and reads no schema at import (floor 2, just above cflcore.defaults,
 docs/architecture.md §4): every Snakemake parse imports it (cflcore.config reads :data:`NOT_TRAINING`).

@@ -36,13 +36,14 @@ def copy_checkpoints_through(run_dir: str | os.PathLike, dest: str | os.PathLike
 def cpu_train_spec(*, optimizer: Any, batch_size: int, local_epochs: int, **options: Any) -> Any:
     """A TrainSpec (cflcore.fl.trainers) built as the engine builds one on a CPU: ``options`` is a partial engine block
     (``precision="fp64"``, ``memory_budget_mb=64``...), the schema's defaults fill the rest and its ``auto`` values are
-    resolved for the CPU (cflcore.fl.run.resolved_engine), so a test restates no default."""
+    resolved for the CPU (cflcore.fl.spec.resolved_engine), so a test restates no default."""
     import torch
 
     from cflcore.fl.trainers import TrainSpec
+    from cflcore.fl.spec import resolved_engine
     from cflcore.settings import EngineSettings
 
-    eng = engine.resolved_engine(EngineSettings.of(options), torch.device("cpu"))
+    eng = resolved_engine(EngineSettings.of(options), torch.device("cpu"))
     return TrainSpec(optimizer=optimizer, batch_size=batch_size, local_epochs=local_epochs, precision=eng.precision,
                      channels_last=eng.channels_last, memory_budget_mb=eng.memory_budget_mb, compile=eng.compile,
                      proximal_mu=eng.proximal_mu, ragged_batches=eng.ragged_batches)

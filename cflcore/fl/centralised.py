@@ -35,7 +35,7 @@ def centralised_update_norms(fed: Any, training: Mapping[str, Any], engine: Mapp
     import torch
 
     from .flat_params import ModelLayout
-    from .run import train_spec
+    from .spec import train_spec
     from .trainers import LoopTrainer, derive_seed
     from ..models import build_model
     from ..settings import EngineSettings, TrainingSettings, plain_value

@@ -3,7 +3,7 @@ algorithm (:func:`build_engine`) and runs every round (cflcore.fl.engine), with 
 
 Settings: the train job's plain run settings (cflcore.config.run_settings) become the typed
 :class:`cflcore.settings.RunSettings` once, in :func:`build_engine`; their ``auto`` values are resolved for the
-device there (:func:`resolved_engine`), and the local training's spec comes from :func:`train_spec`.
+device there (cflcore.fl.spec.resolved_engine), and the local training's spec comes from cflcore.fl.spec.train_spec.
 
 After each round (and its checkpoint) the round's scalars go to the run's monitors (cflcore.fl.progress): the live
 record ``progress.jsonl`` always, TensorBoard and a progress bar when asked; they read the round and change nothing.
@@ -30,7 +30,7 @@ from ..data.federated import FederatedData
 from ..defaults import device_identity
 from ..errors import ConfigError, TrainingDiverged
 from ..models import build_model, check_compatible
-from ..settings import EngineSettings, RunSettings, TrainingSettings, block_values, plain_value
+from ..settings import RunSettings, block_values, plain_value
 from .artifacts import write_outputs
 from .device import device_kind, prepare_device
 from .checkpoint import config_hash, load_latest, save_checkpoint, state_from_checkpoint, state_to_checkpoint
@@ -38,13 +38,12 @@ from .state import EngineState
 from .evaluation import Evaluator
 from ..strategies.base import Strategy, StrategyContext
 from .flat_params import ModelLayout, Partition
-from .optim import ClientOptimizer
 from .personal import Personalisation, PersonalTrainer
 from .progress import Monitor, ProgressRecord, round_record
 from .server import ServerOptimizer
 from .streams import STREAM_TRAIN as _STREAM_TRAIN, train_seed  # noqa: F401 - the tests' name
-from .trainers import (TrainSpec, bf16_warning, derive_seed, resolve_channels_last, resolve_memory_budget,
-                       resolve_ragged_batches, resolve_trainer)
+from .spec import resolved_engine, train_spec
+from .trainers import bf16_warning, derive_seed, resolve_trainer
 # the engine's names the tests and benchmarks read here
 from .engine import (_STREAM_ADAPT, _STREAM_SAMPLE, Engine, gram_temperature, same_partition,  # noqa: F401
                      sample_clients, spec_key, temperature)
@@ -74,26 +73,6 @@ def job_device(settings: RunSettings, device: str | None) -> str:
         raise ConfigError(f"device: {device!r} does not match the run settings' device {identity!r}; allowed: "
                           f"{identity!r} or, for cuda, any cuda:N")
     return str(device)
-
-
-def resolved_engine(eng: EngineSettings, device: torch.device) -> EngineSettings:
-    """The engine block with its ``auto`` values resolved for ``device`` (memory budget, channels-last, ragged
-    batches): what the engine reads; the run's settings and its checkpoints' config hash keep ``auto``."""
-    return replace(eng, memory_budget_mb=resolve_memory_budget(eng.memory_budget_mb, device, eng.gpu_jobs),
-                   channels_last=resolve_channels_last(eng.channels_last, device),
-                   ragged_batches=resolve_ragged_batches(eng.ragged_batches, device))
-
-
-def train_spec(training: TrainingSettings, eng: EngineSettings, device: torch.device) -> TrainSpec:
-    """The local training of a run on ``device``: the dataset's recipe and the engine block (its ``auto`` values
-    resolved here, :func:`resolved_engine`). The engine's and the centralised proxy's (cflcore.fl.centralised) one
-    recipe, so neither restates an engine default."""
-    resolved = resolved_engine(eng, device)
-    return TrainSpec(optimizer=ClientOptimizer.from_training(training), batch_size=training.batch_size,
-                     local_epochs=training.local_epochs, precision=resolved.precision,
-                     channels_last=resolved.channels_last, memory_budget_mb=resolved.memory_budget_mb,
-                     compile=resolved.compile, proximal_mu=resolved.proximal_mu, ragged_batches=resolved.ragged_batches,
-                     planned_gpu_jobs=eng.gpu_jobs if eng.memory_budget_mb == "auto" and device.type == "cuda" else None)
 
 
 def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, seed: int, log: logging.Logger, *,

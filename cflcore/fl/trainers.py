@@ -67,7 +67,7 @@ class TrainSpec:
     """Local-training settings: the client optimiser, batch size, epochs and numeric options, built by keyword.
 
     The engine's options are the values of the run's ``engine`` block, its ``auto`` values resolved for the device
-    (cflcore.fl.run.train_spec); none has a default here: the schema is their one home
+    (cflcore.fl.spec.train_spec); none has a default here: the schema is their one home
     (tests/config/test_settings_source.py)."""
 
     optimizer: ClientOptimizer
