@@ -98,7 +98,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
 from cflcore.filenames import PROGRESS  # noqa: E402
-from cflcore.fl import run as run_mod  # noqa: E402
+from cflcore.fl import engine as engine_mod, run as run_mod  # noqa: E402
 from harness import build_engine  # noqa: E402
 from cflcore.data.synthetic import synthetic_federated  # noqa: E402
 from cflcore.fl.streams import ClientStreams, train_seed  # noqa: E402
@@ -224,12 +224,12 @@ class TorchOptimTrainer(LoopTrainer):
 def no_evaluation_dedupe() -> Iterator[None]:
     """Ablation "evaluation dedupe off": every client's model counts as distinct, so the orchestrator set is
     evaluated once per client (as the published code does) instead of once per distinct model."""
-    original, counter = run_mod.spec_key, itertools.count()
-    run_mod.spec_key = lambda spec: f"{original(spec)}#{next(counter)}"
+    original, counter = engine_mod.spec_key, itertools.count()
+    engine_mod.spec_key = lambda spec: f"{original(spec)}#{next(counter)}"
     try:
         yield
     finally:
-        run_mod.spec_key = original
+        engine_mod.spec_key = original
 
 
 def relu_after_pool_off(trainer: LoopTrainer) -> None:
@@ -364,10 +364,10 @@ def check_bf16_accuracy(threads: int, quick: bool, n_train: int | None = None, e
     from cflcore.data.loaders import LoaderSettings, load_mnist5k
     from cflcore.fl.evaluation import Evaluator
     from cflcore.fl.flat_params import ModelLayout
-    from cflcore.fl.optim import ClientOptimizer
-    from cflcore.fl.trainers import TrainSpec
+    from cflcore.fl.spec import train_spec
+    from cflcore.settings import EngineSettings, TrainingSettings
 
-    raw = load_mnist5k(LoaderSettings("mnist5k"))
+    raw = load_mnist5k(LoaderSettings.from_dict({"loader": "mnist5k"}))
     images = torch.from_numpy(raw.images).float() / 255.0
     labels = torch.from_numpy(raw.labels)
     train, test = torch.from_numpy(raw.part == "train"), torch.from_numpy(raw.part != "train")
@@ -381,7 +381,9 @@ def check_bf16_accuracy(threads: int, quick: bool, n_train: int | None = None, e
     layout = ModelLayout.of(template)
     acc = {}
     for precision in ("fp32", "bf16"):
-        spec = TrainSpec(ClientOptimizer("adam", lr), BATCH, epochs, precision, channels_last=True)
+        recipe = TrainingSettings.of({"model": "tinyvgg", "optimizer": "adam", "lr": lr, "batch_size": BATCH,
+                                      "local_epochs": epochs, "rounds": 1})
+        spec = train_spec(recipe, EngineSettings.of({"precision": precision, "channels_last": True}), torch.device("cpu"))
         out = LoopTrainer(copy.deepcopy(template), layout, spec, torch.device("cpu")).train(
             layout.flatten(template)[None], [client], [1])
         ev = Evaluator(copy.deepcopy(template), layout, torch.device("cpu"), torch.float32, bf16=precision == "bf16")

@@ -229,9 +229,9 @@ def server_child(n: int, image: int, repeats: int, seed: int, threads: int) -> d
     gen = torch.Generator().manual_seed(seed)
     stub = StubTrainer(torch.randn(3, p, generator=gen))
     engine.trainer = stub
-    # the parts of the real round: the one Gram product (run.update_gram, the divergence term), the
+    # the parts of the real round: the one Gram product (engine.update_gram, the divergence term), the
     # strategy (OCFL's Γ and T from that product), the aggregation (FedAvg) and the rest (start rows, bookkeeping)
-    import cflcore.fl.run as run_module
+    import cflcore.fl.engine as engine_module
 
     parts = {"gram": 0.0, "strategy": 0.0, "aggregation": 0.0}
     fixes: list[int] = []
@@ -245,17 +245,17 @@ def server_child(n: int, image: int, repeats: int, seed: int, threads: int) -> d
                 parts[part] += time.perf_counter() - t
         return wrapper
 
-    run_module.update_gram = timed("gram", run_module.update_gram)  # type: ignore[assignment]
+    engine_module.update_gram = timed("gram", engine_module.update_gram)  # type: ignore[assignment]
     engine.strategy.aggregate = timed("strategy", engine.strategy.aggregate)  # type: ignore[method-assign]
     engine.aggregate = timed("aggregation", engine.aggregate)  # type: ignore[method-assign]
-    to_deltas = run_module.to_deltas_
+    to_deltas = engine_module.to_deltas_
 
     def counting(*a, **k):
         fix = to_deltas(*a, **k)
         fixes.append(fix.count)
         return fix
 
-    run_module.to_deltas_ = counting  # type: ignore[assignment]
+    engine_module.to_deltas_ = counting  # type: ignore[assignment]
     before = rss_mb()
     engine.run_round(state, 0, 10 ** 6)  # warm-up round (evaluates: round 0 always does)
     seconds, div_seconds, part_seconds = [], [], []

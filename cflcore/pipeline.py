@@ -38,7 +38,7 @@ JOB_SETS = {
 """Which jobs of a study a rule runs (:attr:`Stage.rules`): the benchmark plan lists each rule's jobs by these."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Stage:
     """One stage of the pipeline (module docstring)."""
 
@@ -63,31 +63,39 @@ class Stage:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("prepare_dataset", ("prepare_dataset",), {"prepare_dataset": "datasets"}, ("dataset",), (), ("dataset",),
-          (), "data", "dataset -> results/data/{dataset}.parquet"),
-    Stage("split", ("make_split",), {"split": "scenarios"}, _SCENARIO, ("dataset",), ("assignments", "manifest"),
-          ("prepare_dataset",), "split", "dataset -> results/splits/{scenario}/", options=("summary",)),
-    Stage("centralised_update_norms", ("centralised_update_norms",), {"centralised_update_norms": "input_files"},
-          (*_SCENARIO, "round_size"), ("dataset", "assignments", "manifest"), ("norms",), ("split",),
-          "centralised_update_norms",
-          "a centralised training's update norm per round, beside the split (a strategy input: SCL's proxy)"),
-    Stage("train", ("train",), {"train": "runs"}, _RUN, ("dataset", "assignments", "manifest"), _RUN_FILES,
-          ("split", "centralised_update_norms"), "train", "federated training of one run"),
-    Stage("evaluate", ("evaluate",), {"evaluate": "replayed_runs", "evaluate_no_whatif": "unreplayed_runs"}, _RUN,
-          ("history", "server", "gram", "status", "manifest"), ("clustering", "personalisation"), ("train",),
-          "evaluate", "clustering and personalisation scores of one run"),
-    Stage("whatif", ("whatif",), {"evaluate": "replayed_runs"}, _RUN,
-          ("history", "server", "gram", "divergence", "status", "manifest"), ("whatif",), ("train",),
-          "whatif", "replay the what-if clusterers on every recorded round of one run"),
-    Stage("evaluate_late_clients", ("evaluate_late_clients",), {"evaluate_late_clients": "late_client_runs"}, _RUN,
-          ("history", "server", "status", "manifest"), ("late",), ("train",), "evaluate_late_clients",
-          "the late clients' scores of one run (000 §6.2)"),
-    Stage("explain", ("explain",), {"explain": "explained_runs"}, _RUN,
-          ("dataset", "assignments", "manifest", "models", "status"), ("insdel", "samples", "summary", "saliency"),
-          ("train",), "explain", "insertion/deletion scores of one run"),
-    Stage("report", ("report_part", "report_index"), {"report": "index"}, (), None, None,
-          ("evaluate", "whatif", "evaluate_late_clients", "explain"), "report",
-          "tables and figures of every run in the config"),
+    Stage(name="prepare_dataset", entries=("prepare_dataset",), rules={"prepare_dataset": "datasets"},
+          wildcards=("dataset",), inputs=(), outputs=("dataset",), upstream=(), command="data",
+          help="dataset -> results/data/{dataset}.parquet"),
+    Stage(name="split", entries=("make_split",), rules={"split": "scenarios"}, wildcards=_SCENARIO,
+          inputs=("dataset",), outputs=("assignments", "manifest"), upstream=("prepare_dataset",), command="split",
+          help="dataset -> results/splits/{scenario}/", options=("summary",)),
+    Stage(name="centralised_update_norms", entries=("centralised_update_norms",),
+          rules={"centralised_update_norms": "input_files"}, wildcards=(*_SCENARIO, "round_size"),
+          inputs=("dataset", "assignments", "manifest"), outputs=("norms",), upstream=("split",),
+          command="centralised_update_norms",
+          help="a centralised training's update norm per round, beside the split (a strategy input: SCL's proxy)"),
+    Stage(name="train", entries=("train",), rules={"train": "runs"}, wildcards=_RUN,
+          inputs=("dataset", "assignments", "manifest"), outputs=_RUN_FILES, upstream=("split", "centralised_update_norms"),
+          command="train", help="federated training of one run"),
+    Stage(name="evaluate", entries=("evaluate",), rules={"evaluate": "replayed_runs", "evaluate_no_whatif": "unreplayed_runs"},
+          wildcards=_RUN, inputs=("history", "server", "gram", "status", "manifest"),
+          outputs=("clustering", "personalisation"), upstream=("train",), command="evaluate",
+          help="clustering and personalisation scores of one run"),
+    Stage(name="whatif", entries=("whatif",), rules={"evaluate": "replayed_runs"}, wildcards=_RUN,
+          inputs=("history", "server", "gram", "divergence", "status", "manifest"), outputs=("whatif",),
+          upstream=("train",), command="whatif",
+          help="replay the what-if clusterers on every recorded round of one run"),
+    Stage(name="evaluate_late_clients", entries=("evaluate_late_clients",),
+          rules={"evaluate_late_clients": "late_client_runs"}, wildcards=_RUN,
+          inputs=("history", "server", "status", "manifest"), outputs=("late",), upstream=("train",),
+          command="evaluate_late_clients", help="the late clients' scores of one run (000 §6.2)"),
+    Stage(name="explain", entries=("explain",), rules={"explain": "explained_runs"}, wildcards=_RUN,
+          inputs=("dataset", "assignments", "manifest", "models", "status"),
+          outputs=("insdel", "samples", "summary", "saliency"), upstream=("train",), command="explain",
+          help="insertion/deletion scores of one run"),
+    Stage(name="report", entries=("report_part", "report_index"), rules={"report": "index"}, wildcards=(),
+          inputs=None, outputs=None, upstream=("evaluate", "whatif", "evaluate_late_clients", "explain"),
+          command="report", help="tables and figures of every run in the config"),
 )
 """Every stage, upstream first. The report's part rules join the report stage (:func:`with_report_parts`)."""
 

@@ -6,29 +6,29 @@ dataset's training recipe), ``engine`` (:class:`EngineSettings`, with ``engine.p
 which the plug-in's own schema types) and ``device``. The train job builds it once at its entry
 (:meth:`RunSettings.of` in cflcore.stages.train; cflcore.fl.run.build_engine for the tests and benchmarks that call
 the engine directly, and it takes a RunSettings as it is); the engine reads attributes
-(``settings.engine.participation``), never a dict key, and no module re-applies a default.
+(``settings.engine.participation``), never a dict key, and no module re-applies a default or casts a value again.
 
-Every block's fields are generated from its section of the config schema (``cflcore/schemas/config.schema.yaml``),
-so a new engine setting is one schema entry: its name, its default and its description are written there only.
-:meth:`~_Block.of` fills the schema's defaults under what a block leaves out (validated configs carry them all; the
-tests' and the command line's hand-built settings do not), refuses an unknown key or a missing required one in one
-line, and casts a scalar to its schema type (``number`` -> float, ``integer`` -> int, ``boolean`` -> bool; the casts
-the engine's readers made one by one before). It keeps the plain dict it was built from, and
-:meth:`~_Block.as_dict` gives it back exactly: the run's identity (its Snakemake params, its checkpoints' config hash,
-cflcore.fl.checkpoint) stays that dict, byte for byte (a YAML ``15`` stays ``15``, not ``15.0``). Lists become tuples
-and mappings read-only, so a block cannot be changed after it is built; ``dataclasses.replace`` gives a changed copy
-(the engine's ``auto`` values resolved for its device, cflcore.fl.run.build_engine) whose identity is still the
-dict the run was given.
+The blocks below are written from the config schema (``cflcore/schemas/config.schema.yaml``) by
+``python -m cflcore.settings_source``: their fields, in the schema's order, with the schema's types and defaults, so a
+type checker sees them and the schema stays the one home of each (tests/config/test_settings_source.py fails when
+the two disagree). A new engine setting is one schema entry, then that command. :meth:`~_Block.of` refuses an unknown
+key or a missing required one in one line, casts a given scalar to its field's type (``float``, ``int``, ``bool``, and
+the items of a ``tuple[float, ...]``: the casts the engine's readers made one by one before), and lets the class's
+defaults (the schema's) fill what a block leaves out (validated configs carry them all; the tests' and the command
+line's hand-built settings do not). It keeps the plain dict it was built from, and :meth:`~_Block.as_dict` gives it
+back exactly: the run's identity (its Snakemake params, its checkpoints' config hash, cflcore.fl.checkpoint) stays that
+dict, byte for byte (a YAML ``15`` stays ``15``, not ``15.0``). Lists become tuples and mappings read-only, so a block
+cannot be changed after it is built; ``dataclasses.replace`` gives a changed copy (the engine's ``auto`` values
+resolved for its device, cflcore.fl.spec.resolved_engine) whose identity is still the dict the run was given.
 
-This module imports no torch or pandas (floor 2, just above cflcore.defaults, docs/architecture.md §4). The blocks
-are made on first use (reading the schema costs tens of milliseconds, which every Snakemake parse would pay).
+This module imports no torch or pandas and reads no schema at import (floor 2, just above cflcore.defaults,
+docs/architecture.md §4): every Snakemake parse imports it (cflcore.config reads :data:`NOT_TRAINING`).
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 from types import MappingProxyType
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Literal, Mapping
 
 from .defaults import section_schema
 from .errors import ConfigError
@@ -46,15 +46,23 @@ def frozen_value(value: Any) -> Any:
     return value
 
 
-_CASTS = {"number": float, "integer": int, "boolean": bool}
+_CASTS = {"float": float, "int": int, "bool": bool}
+"""A scalar field's cast by its annotation (cflcore.settings_source.CASTS writes the defaults the same way)."""
 
 
-def _typed(value: Any, schema: Mapping[str, Any]) -> Any:
-    """``value`` cast to its schema ``type`` where that is one scalar type (a ``null`` or a string of a mixed field
-    such as ``memory_budget_mb: auto`` stays as given)."""
-    cast = _CASTS.get(schema.get("type")) if isinstance(schema.get("type"), str) else None
-    if cast is not None and isinstance(value, (int, float)) and not (cast is not bool and isinstance(value, bool)):
+def _cast(value: Any, cast: type) -> Any:
+    if isinstance(value, (int, float)) and not (cast is not bool and isinstance(value, bool)):
         return cast(value)
+    return value
+
+
+def _typed(value: Any, kind: str) -> Any:
+    """``value`` cast to its field's annotation ``kind`` where that is one scalar type or a tuple of floats; a ``null``
+    or a string of a mixed field (``memory_budget_mb: auto``) stays as given."""
+    if kind in _CASTS:
+        return frozen_value(_cast(value, _CASTS[kind]))
+    if kind == "tuple[float, ...]" and isinstance(value, (list, tuple)):
+        return tuple(_cast(v, float) for v in value)
     return frozen_value(value)
 
 
@@ -75,32 +83,33 @@ def plain_value(value: Any) -> Any:
 
 
 class _Block:
-    """What every settings block shares; the fields come from the schema (:func:`_block`)."""
+    """What every settings block shares; the blocks themselves are below, written from the schema."""
 
     FIELD: ClassVar[str]  # the block's name in one-line errors (``engine``, ``datasets.*``)
-    PROPERTIES: ClassVar[Mapping[str, Any]]  # the schema's properties of the block's fields
-    REQUIRED: ClassVar[frozenset[str]]  # keys without a default that a block must give
-    NESTED: ClassVar[Mapping[str, type]]  # fields that are blocks themselves
     _source: Mapping[str, Any]
 
     @classmethod
     def of(cls, values: Any) -> Any:
-        """The block from its plain dict (the schema's defaults under what it leaves out); a block as it is."""
+        """The block from its plain dict (the class's defaults, the schema's, under what it leaves out); a block as
+        it is."""
         if isinstance(values, cls):
             return values
         values = dict(values or {})
-        unknown = sorted(set(values) - set(cls.PROPERTIES))
+        fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "_source"}  # type: ignore[arg-type]
+        unknown = sorted(set(values) - set(fields))
         if unknown:
-            raise ConfigError(f"{cls.FIELD}.{unknown[0]}: unknown setting; allowed: {', '.join(cls.PROPERTIES)}")
-        missing = sorted(cls.REQUIRED - set(values))
+            raise ConfigError(f"{cls.FIELD}.{unknown[0]}: unknown setting; allowed: {', '.join(fields)}")
+        missing = sorted(k for k, f in fields.items() if k not in values and f.default is dataclasses.MISSING
+                         and f.default_factory is dataclasses.MISSING)
         if missing:
             raise ConfigError(f"{cls.FIELD}.{missing[0]}: required, not given")
         kwargs = {}
-        for key, sub in cls.PROPERTIES.items():
-            if key in cls.NESTED:
-                kwargs[key] = cls.NESTED[key].of(values.get(key))
-            else:
-                kwargs[key] = _typed(values[key] if key in values else copy.deepcopy(sub.get("default")), sub)
+        for key, f in fields.items():
+            nested = globals().get(str(f.type))
+            if isinstance(nested, type) and issubclass(nested, _Block):
+                kwargs[key] = nested.of(values.get(key))
+            elif key in values:
+                kwargs[key] = _typed(values[key], str(f.type))
         return cls(**kwargs, _source=frozen_value(values))
 
     def as_dict(self) -> dict[str, Any]:
@@ -108,42 +117,74 @@ class _Block:
         return plain_value(self._source)
 
 
-def _block(name: str, path: str, doc: str, exclude: tuple[str, ...] = (), nested: Mapping[str, type] | None = None) -> type:
-    """A frozen dataclass whose fields are the properties of config section ``path`` (less ``exclude``), in the
-    schema's order; ``nested``: fields that are blocks of their own. Fields carry no default: :meth:`_Block.of` fills
-    the schema's."""
-    schema = section_schema(path)
-    properties = {k: v for k, v in schema["properties"].items() if k not in exclude}
-    nested = dict(nested or {})
-    fields: list[Any] = [(key, nested.get(key, Any)) for key in properties]
-    fields.append(("_source", Mapping, dataclasses.field(default_factory=dict, repr=False, compare=False)))
-    required = frozenset(k for k in schema.get("required", ()) if k in properties and "default" not in properties[k])
-    return dataclasses.make_dataclass(
-        name, fields, bases=(_Block,), frozen=True, kw_only=True,
-        namespace={"__doc__": doc, "__module__": __name__, "FIELD": path, "PROPERTIES": MappingProxyType(properties),
-                   "REQUIRED": required, "NESTED": MappingProxyType(nested)})
+# --- the blocks, written from the schema by `python -m cflcore.settings_source`: do not edit by hand ---
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PersonalisationSettings(_Block):
+    """``engine.personalisation``: pFedMe / Per-FedAvg (cflcore.fl.personal)."""
+
+    FIELD: ClassVar[str] = "engine.personalisation"
+    kind: Literal["none", "pfedme", "perfedavg"] = "none"
+    lam: float = 15.0
+    inner_steps: int = 5
+    personal_lr: float = 0.09
+    inner_l2: float = 0.001
+    personal_model: Literal["local", "theta"] = "local"
+    all_clients: bool = False
+    beta: float = 0.001
+    update: Literal["fo", "hf"] = "fo"
+    hf_delta: float = 0.001
+    _source: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
 
-_GENERATED = {  # name -> (schema section, docstring, keys left out, nested blocks by field)
-    "PersonalisationSettings": ("engine.personalisation", "``engine.personalisation``: pFedMe / Per-FedAvg (cflcore.fl.personal).",
-                                (), {}),
-    "EngineSettings": ("engine", "The ``engine`` block (cflcore.fl.run).", (), {"personalisation": "PersonalisationSettings"}),
-    "TrainingSettings": ("datasets.*", "A dataset's training recipe: its ``datasets.*`` keys less :data:`NOT_TRAINING`.",
-                         NOT_TRAINING, {}),
-}
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EngineSettings(_Block):
+    """The ``engine`` block (cflcore.fl.engine, cflcore.fl.run)."""
+
+    FIELD: ClassVar[str] = "engine"
+    trainer: Literal["loop", "vmap", "auto"] = "auto"
+    server_optimizer: Literal["sgd", "adam", "yogi"] = "sgd"
+    server_lr: float = 1.0
+    server_betas: tuple[float, ...] = (0.9, 0.99)
+    server_eps: float = 0.001
+    server_momentum: float = 0.0
+    proximal_mu: float = 0.0
+    aggregation: Literal["unweighted", "weighted"] = "unweighted"
+    participation: float = 1.0
+    personalisation: PersonalisationSettings = dataclasses.field(default_factory=PersonalisationSettings)
+    eval_every: int = 1
+    checkpoint_every: int = 5
+    bn_buffers_in_delta: bool = True
+    bn_stats: Literal["aggregate", "local"] = "aggregate"
+    precision: Literal["fp32", "bf16", "fp64"] = "fp32"
+    memory_budget_mb: int | Literal["auto"] = "auto"
+    gpu_jobs: int = 4
+    ragged_batches: Literal["auto", "split", "pad"] = "auto"
+    channels_last: Literal[True, False, "auto"] = False
+    deterministic: bool = True
+    compile: bool = False
+    threads: int = 1
+    gpu: bool = False
+    _source: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
 
-def __getattr__(name: str) -> type:
-    """The generated blocks, made on first use: reading the schema costs tens of milliseconds, which every Snakemake
-    parse would pay (cflcore.config imports :data:`NOT_TRAINING` from here)."""
-    if name in globals():  # made already (a call by name, not an attribute lookup)
-        return globals()[name]
-    if name not in _GENERATED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    path, doc, exclude, nested = _GENERATED[name]
-    made = _block(name, path, doc, exclude, {k: __getattr__(v) for k, v in nested.items()})
-    globals()[name] = made
-    return made
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainingSettings(_Block):
+    """A dataset's training recipe: its ``datasets.*`` keys less :data:`NOT_TRAINING`."""
+
+    FIELD: ClassVar[str] = "datasets.*"
+    model: str
+    model_kwargs: Mapping[str, Any] | None = dataclasses.field(default_factory=lambda: frozen_value({}))
+    optimizer: Literal["sgd", "adam"]
+    lr: float
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    betas: tuple[float, ...] = (0.9, 0.999)
+    eps: float = 1e-08
+    batch_size: int
+    local_epochs: int
+    rounds: int
+    _source: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+# --- end of the blocks written from the schema ---
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -168,18 +209,13 @@ class AlgorithmSettings:
         return {"method": self.method, **plain_value(self.params)}
 
 
-def _run_blocks() -> dict[str, Any]:
-    return {"training": __getattr__("TrainingSettings"), "engine": __getattr__("EngineSettings"),
-            "algorithm": AlgorithmSettings}
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RunSettings:
     """Everything a train job depends on besides its input files (cflcore.config.run_settings), typed. ``device`` is
     the run's identity of its device (cflcore.defaults.device_identity)."""
 
-    training: Any  # TrainingSettings (generated, so not nameable in an annotation checkers read)
-    engine: Any  # EngineSettings
+    training: TrainingSettings
+    engine: EngineSettings
     algorithm: AlgorithmSettings
     device: str
     _source: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
@@ -191,7 +227,7 @@ class RunSettings:
         if isinstance(values, cls):
             return values
         values = dict(values)
-        blocks = _run_blocks()
+        blocks = {"training": TrainingSettings, "engine": EngineSettings, "algorithm": AlgorithmSettings}
         unknown = sorted(set(values) - {*blocks, "device"})
         if unknown:
             raise ConfigError(f"run settings: unknown block {unknown[0]!r}; allowed: training, engine, algorithm, device")

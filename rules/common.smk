@@ -12,6 +12,7 @@ from snakemake.utils import validate
 import cflcore.config as cc
 import cflcore.filenames as fn
 import cflcore.layout as lay
+from cflcore.defaults import device_identity
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
 from cflcore.stages import failed_attempts, report_plan, strategy_input_paths

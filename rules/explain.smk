@@ -29,7 +29,7 @@ rule explain:
         seed=lambda w: int(w.seed),
         # the device's identity (cuda:N -> cuda: picking another GPU reruns nothing); the script reads the
         # concrete one from the config
-        device=cc.device_identity(config["device"]),
+        device=device_identity(config["device"]),
         # engine.deterministic: deterministic CUDA kernels for the attributions too (no effect on a CPU)
         deterministic=config["engine"]["deterministic"],
         code=p_explain_code,

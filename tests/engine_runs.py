@@ -31,3 +31,19 @@ def copy_checkpoints_through(run_dir: str | os.PathLike, dest: str | os.PathLike
     for f in (Path(run_dir) / "checkpoints").glob("round_*.pt"):
         if f.name <= f"round_{last_round:05d}.pt":
             (target / f.name).write_bytes(f.read_bytes())
+
+
+def cpu_train_spec(*, optimizer: Any, batch_size: int, local_epochs: int, **options: Any) -> Any:
+    """A TrainSpec (cflcore.fl.trainers) built as the engine builds one on a CPU: ``options`` is a partial engine block
+    (``precision="fp64"``, ``memory_budget_mb=64``...), the schema's defaults fill the rest and its ``auto`` values are
+    resolved for the CPU (cflcore.fl.spec.resolved_engine), so a test restates no default."""
+    import torch
+
+    from cflcore.fl.trainers import TrainSpec
+    from cflcore.fl.spec import resolved_engine
+    from cflcore.settings import EngineSettings
+
+    eng = resolved_engine(EngineSettings.of(options), torch.device("cpu"))
+    return TrainSpec(optimizer=optimizer, batch_size=batch_size, local_epochs=local_epochs, precision=eng.precision,
+                     channels_last=eng.channels_last, memory_budget_mb=eng.memory_budget_mb, compile=eng.compile,
+                     proximal_mu=eng.proximal_mu, ragged_batches=eng.ragged_batches)

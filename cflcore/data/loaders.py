@@ -61,15 +61,16 @@ FMNIST_CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal
 CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LoaderSettings:
-    """What a loader depends on (``cflcore.config.data_settings``)."""
+    """What a loader depends on (``cflcore.config.data_settings``); no field has a default here: :meth:`from_dict` fills
+    the schema's."""
 
     loader: str
-    test_fraction: float = 0.2
-    max_train: int | None = None
-    data_root: Path = Path("data")
-    download: bool = False
+    test_fraction: float
+    max_train: int | None
+    data_root: Path
+    download: bool
 
     @classmethod
     def from_dict(cls, settings: Mapping[str, Any]) -> "LoaderSettings":
@@ -158,7 +159,7 @@ def _holdout_train(n_rows: int, test_fraction: float) -> int:
 def loader_declarations() -> dict[str, SourceFacts]:
     """Every loader's facts under the default settings, for what does not depend on the machine (classes, whether it
     downloads): the config reference lists them."""
-    return {name: query(LoaderSettings(loader=name)) for name, query in sorted(SOURCE_FACTS.items())}
+    return {name: query(LoaderSettings.from_dict({"loader": name})) for name, query in sorted(SOURCE_FACTS.items())}
 
 
 def source_facts(settings: Mapping[str, Any]) -> SourceFacts | None:

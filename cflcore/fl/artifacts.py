@@ -124,7 +124,7 @@ def matrix_table(rows: list[list[float]]) -> pa.Table:
 
 
 def write_outputs(engine: Any, state: EngineState, out_dir: Path, last_round: int) -> None:
-    """The run's tables and ``models.pt`` from the engine's final state (``engine``: cflcore.fl.run.Engine, which
+    """The run's tables and ``models.pt`` from the engine's final state (``engine``: cflcore.fl.engine.Engine, which
     imports this module, so it is not named here)."""
     write_parquet(history_table(state.history), out_dir / fn.HISTORY)
     write_parquet(server_table(state.server_rows), out_dir / fn.SERVER)

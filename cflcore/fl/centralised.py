@@ -35,8 +35,8 @@ def centralised_update_norms(fed: Any, training: Mapping[str, Any], engine: Mapp
     import torch
 
     from .flat_params import ModelLayout
-    from .optim import ClientOptimizer
-    from .trainers import LoopTrainer, TrainSpec, derive_seed
+    from .spec import train_spec
+    from .trainers import LoopTrainer, derive_seed
     from ..models import build_model
     from ..settings import EngineSettings, TrainingSettings, plain_value
     from ..data.federated import ClientData
@@ -50,10 +50,10 @@ def centralised_update_norms(fed: Any, training: Mapping[str, Any], engine: Mapp
         torch.manual_seed(derive_seed(seed, _STREAM_CENTRALISED, 0))
         model = build_model(recipe.model, **kwargs)
     model_layout = ModelLayout.of(model)
-    eng = EngineSettings.of(engine)  # config.centralised_settings gives its two shared-vector keys
+    eng = EngineSettings.of(engine)  # config.centralised_settings gives its two shared-vector keys; the rest: the schema's
     shared = model_layout.partition(eng.bn_buffers_in_delta, eng.bn_stats == "local").shared
-    spec = TrainSpec(ClientOptimizer.from_training(recipe), int(recipe.batch_size), int(recipe.local_epochs))
-    trainer = LoopTrainer(model, model_layout, spec, torch.device("cpu"))
+    cpu = torch.device("cpu")
+    trainer = LoopTrainer(model, model_layout, train_spec(recipe, eng, cpu), cpu)  # the engine's recipe, on a CPU
     x = torch.cat([cl.x_train for cl in fed.clients])
     y = torch.cat([cl.y_train for cl in fed.clients])
     empty = np.zeros(0, dtype=np.int64)

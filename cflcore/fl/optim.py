@@ -19,8 +19,8 @@ from ..errors import ConfigError
 class ClientOptimizer:
     """Local optimiser settings (000 Appendix A.1 Table 3)."""
 
-    kind: str = "sgd"
-    lr: float = 0.01
+    kind: str  # datasets.*.optimizer
+    lr: float
     momentum: float = 0.0
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.999)

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 STREAM_TRAIN = 0x7A
-"""The stream id of local training in :func:`train_seed` (the engine's other streams are in cflcore.fl.run)."""
+"""The stream id of local training in :func:`train_seed` (the engine's other streams are in cflcore.fl.engine and cflcore.fl.run)."""
 
 
 def derive_seed(*stream: int) -> int:

@@ -62,20 +62,25 @@ def bf16_warning(device: torch.device, flags: set[str] | None = None) -> str | N
             f"than fp32; use precision: fp32 here")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainSpec:
-    """Local-training settings: the client optimiser, batch size, epochs and numeric options."""
+    """Local-training settings: the client optimiser, batch size, epochs and numeric options, built by keyword.
+
+    The engine's options are the values of the run's ``engine`` block, its ``auto`` values resolved for the device
+    (cflcore.fl.spec.train_spec); none has a default here: the schema is their one home
+    (tests/config/test_settings_source.py)."""
 
     optimizer: ClientOptimizer
     batch_size: int
     local_epochs: int
-    precision: str = "fp32"  # fp32 | bf16 (autocast, fp32 master weights) | fp64 (tests)
-    channels_last: bool = False
-    memory_budget_mb: int = 2048
-    compile: bool = False  # torch.compile the local step: loop trainer's forward/backward, vmap's gradient (compile_step)
-    proximal_mu: float = 0.0  # FedProx (Li et al. 2020, eq. 2): mu/2 ||w - w_start||^2 on the client objective
-    ragged_batches: str = "split"  # vmap trainer, unequal batch sizes at one step: split | pad (resolve_ragged_batches)
-    gpu_jobs: int | None = None  # memory_budget_mb auto on CUDA: the jobs a GPU (the chunk plan may take fewer)
+    precision: str  # fp32 | bf16 (autocast, fp32 master weights) | fp64 (tests)
+    channels_last: bool  # resolved: resolve_channels_last
+    memory_budget_mb: int  # resolved: resolve_memory_budget
+    compile: bool  # torch.compile the local step: loop trainer's forward/backward, vmap's gradient (compile_step)
+    proximal_mu: float  # FedProx (Li et al. 2020, eq. 2): mu/2 ||w - w_start||^2 on the client objective
+    ragged_batches: str  # resolved: resolve_ragged_batches; vmap trainer, unequal batch sizes at one step: split | pad
+    planned_gpu_jobs: int | None = None  # where memory_budget_mb auto was resolved on CUDA: engine.gpu_jobs (the chunk
+    # plan may take fewer); None elsewhere
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -333,7 +338,7 @@ class VmapTrainer(Trainer):
         it the bytes, is the same on every card. A plan that departs from the settings is logged once."""
         cost = ModelCost(self.model_layout.n_full, self._activation_numel, torch.finfo(self.spec.dtype).bits // 8,
                          self.spec.batch_size)
-        plan = plan_chunks(cost, n_clients, steps, self.spec.memory_budget_mb, self.spec.gpu_jobs)
+        plan = plan_chunks(cost, n_clients, steps, self.spec.memory_budget_mb, self.spec.planned_gpu_jobs)
         if plan.note and plan.note not in self._notes:
             self._notes.add(plan.note)
             logging.getLogger(__name__).warning("vmap trainer chunk plan: %s", plan.line())

@@ -59,7 +59,7 @@ class ClusterAssignment:
         return np.flatnonzero(self.labels == cluster)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StrategyContext:
     """What a strategy may know at set-up: sizes, the seed and the device; never the ground truth
     except ``n_true_clusters`` (only for the ``oracle`` K-Means baseline, 000 §4.2)."""

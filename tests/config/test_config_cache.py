@@ -25,7 +25,7 @@ def test_the_remembered_result_is_the_validation_itself(raw_config, tmp_path, mo
     def no_validation(*_a, **_k):
         raise AssertionError("validated again although the key was remembered")
 
-    monkeypatch.setattr(cc, "validate_config", no_validation)
+    monkeypatch.setattr(cc.validate, "validate_config", no_validation)  # what validate_config_cached calls
     assert cc.validate_config_cached(copy.deepcopy(raw_config), tmp_path) == direct
 
 

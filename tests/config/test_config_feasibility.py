@@ -1,5 +1,5 @@
 """Configs a run cannot honour are refused at validation, before any job: cross-field checks
-(cflcore.config._check_study), the machine's (cflcore.config.check_feasible) and the loaders' size queries
+(cflcore.config.validate._check_study), the machine's (cflcore.config.check_feasible) and the loaders' size queries
 (cflcore.data.loaders.train_size) they ask instead of loading a dataset.
 
 Every case goes through the path Snakemake takes (rules/common.smk: the merged config into

@@ -431,7 +431,7 @@ def _data_missing(draw, cfg: dict) -> str:
     loader = draw(st.sampled_from(sorted(set(SOURCE_FACTS) - {"mnist5k", "digits"})))  # those two ship with libraries
     cfg["data_root"] = NOWHERE
     cfg["datasets"]["digits"]["loader"] = loader
-    facts = SOURCE_FACTS[loader](LoaderSettings(loader=loader, data_root=Path(NOWHERE)))
+    facts = SOURCE_FACTS[loader](LoaderSettings.from_dict({"loader": loader, "data_root": NOWHERE}))
     cfg["download"] = False if facts.downloadable else draw(st.booleans())
     return "datasets.digits.loader"
 

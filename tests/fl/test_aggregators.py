@@ -16,10 +16,10 @@ from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer
 from cflcore.settings import TrainingSettings
 from cflcore.fl.run import KILL_ENV
-from engine_runs import copy_checkpoints_through, train_run
+from engine_runs import copy_checkpoints_through, cpu_train_spec, train_run
 from cflcore.fl.server import ServerOptimizer, aggregate_cluster
 from cflcore.data.synthetic import synthetic_federated
-from cflcore.fl.trainers import LoopTrainer, TrainSpec, VmapTrainer, derive_seed
+from cflcore.fl.trainers import LoopTrainer, VmapTrainer, derive_seed
 from cflcore.models import build_model
 from test_resume import _assert_same_outputs, kill_and_resume
 
@@ -77,7 +77,7 @@ def test_bad_options_are_config_errors():
     with pytest.raises(ConfigError, match="engine.server_momentum"):
         ServerOptimizer("sgd", momentum=1.0)
     with pytest.raises(ConfigError, match="engine.proximal_mu"):
-        TrainSpec(ClientOptimizer(), 8, 1, proximal_mu=-0.1)
+        cpu_train_spec(optimizer=ClientOptimizer("sgd", 0.01), batch_size=8, local_epochs=1, proximal_mu=-0.1)
     from cflcore import config as cc
     from conftest import REPO
     with pytest.raises(ConfigError, match=r"engine.server_optimizer: 'adam' is not allowed; allowed: sgd"):
@@ -145,7 +145,7 @@ def _trainers(mu, sizes=(24, 17, 30), dtype="fp64"):
     layout = ModelLayout.of(model)
     start = layout.flatten(model).double()
     starts = torch.stack([start + 0.01 * i for i in range(len(sizes))])
-    spec = TrainSpec(ClientOptimizer("sgd", 0.1, momentum=0.5, weight_decay=1e-3), 8, 3, precision=dtype, proximal_mu=mu)
+    spec = cpu_train_spec(optimizer=ClientOptimizer("sgd", 0.1, momentum=0.5, weight_decay=1e-3), batch_size=8, local_epochs=3, precision=dtype, proximal_mu=mu)
     seeds = [derive_seed(4, i) for i in range(len(sizes))]
     make = lambda: copy.deepcopy(model)  # noqa: E731
     return fed, layout, starts, spec, seeds, make
@@ -232,7 +232,7 @@ def test_fairavg_is_the_uniform_mean_and_fedavg_the_sample_weighted_one(tmp_path
     init = _init_model("tinyvgg", kwargs, derive_seed(seed, _STREAM_INIT, 0))
     layout = ModelLayout.of(init)
     start = layout.flatten(init)
-    spec = TrainSpec(ClientOptimizer("sgd", 0.05), 8, 1)
+    spec = cpu_train_spec(optimizer=ClientOptimizer("sgd", 0.05), batch_size=8, local_epochs=1)
     trained = LoopTrainer(copy.deepcopy(init), layout, spec, CPU).train(
         torch.stack([start, start]), fed.clients, [derive_seed(seed, _STREAM_TRAIN, 0, c) for c in (0, 1)]).params
     expected = {"unweighted": trained.mean(0), "weighted": (8 * trained[0] + 40 * trained[1]) / 48}
@@ -265,8 +265,8 @@ def test_fedprox_on_mnist_keeps_every_client_closer_to_its_start(mnist_study):
     seeds = [derive_seed(0, _STREAM_TRAIN, 0, c) for c in range(fed.n_clients)]
     norms, losses = {}, {}
     for mu in (0.0, 0.1, 1.0):
-        spec = TrainSpec(ClientOptimizer.from_training(TrainingSettings.of(training)), training["batch_size"], training["local_epochs"],
-                         proximal_mu=mu)
+        spec = cpu_train_spec(optimizer=ClientOptimizer.from_training(TrainingSettings.of(training)),
+                              batch_size=training["batch_size"], local_epochs=training["local_epochs"], proximal_mu=mu)
         out = LoopTrainer(copy.deepcopy(init), layout, spec, CPU).train(starts, fed.clients, seeds)
         norms[mu] = (out.params - starts).norm(dim=1)
         losses[mu] = np.array([(ls[:3].mean(), ls[-3:].mean()) for ls in out.step_losses])

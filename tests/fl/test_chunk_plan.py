@@ -2,6 +2,7 @@
 ``memory_budget_mb: auto`` on CUDA a plan that takes fewer jobs a GPU, visibly, rather than one client a chunk."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import pytest
@@ -11,8 +12,9 @@ from cflcore.fl.chunk_plan import (MIN_CLIENTS_PER_CHUNK, REFERENCE_GPU_MB, Mode
                                    model_cost, plan_chunks)
 from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer
-from cflcore.fl.trainers import TrainSpec, VmapTrainer
+from cflcore.fl.trainers import VmapTrainer
 from cflcore.models import build_model
+from engine_runs import cpu_train_spec
 
 STEPS = 3 * 9  # ocfl-cnn's study: 3 local epochs of 267 samples in batches of 32
 
@@ -54,12 +56,13 @@ def test_the_buffer_is_counted_once_per_round_not_per_chunk():
 
 def test_the_vmap_trainer_plans_with_the_jobs_a_gpu_and_logs_a_departure(caplog):
     layout = ModelLayout.of(build_model("tinyvgg", 1, (8, 8), 6))
-    spec = TrainSpec(ClientOptimizer("sgd", 0.1), 8, 1, "fp64", memory_budget_mb=64)
+    spec = cpu_train_spec(optimizer=ClientOptimizer("sgd", 0.1), batch_size=8, local_epochs=1, precision="fp64", memory_budget_mb=64)
     trainer = VmapTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, spec, torch.device("cpu"))
     trainer._probe(torch.zeros(2, 1, 8, 8, dtype=torch.float64))
     assert trainer.chunk_plan(5).jobs_per_gpu is None and trainer.chunk_plan(5).budget_mb == 64
-    gpu = VmapTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, TrainSpec(ClientOptimizer("sgd", 0.1), 8, 1, "fp64",
-                      memory_budget_mb=gpu_share_mb(4), gpu_jobs=4), torch.device("cpu"))
+    gpu = VmapTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, dataclasses.replace(cpu_train_spec(
+        optimizer=ClientOptimizer("sgd", 0.1), batch_size=8, local_epochs=1, precision="fp64", memory_budget_mb=gpu_share_mb(4)),
+        planned_gpu_jobs=4), torch.device("cpu"))
     gpu._probe(torch.zeros(2, 1, 8, 8, dtype=torch.float64))
     assert gpu.chunk_plan(5).jobs_per_gpu == 4
     tight = ModelCost(layout.n_full, 10 ** 9, 8, 8)  # activations no share holds: a note, logged once

@@ -124,7 +124,8 @@ def test_vmap_equals_loop_on_cuda(name, kw, sizes, shape, ragged):
     from cflcore.fl.device import prepare_device
     from cflcore.fl.flat_params import ModelLayout
     from cflcore.fl.optim import ClientOptimizer
-    from cflcore.fl.trainers import LoopTrainer, TrainSpec, VmapTrainer, derive_seed
+    from cflcore.fl.trainers import LoopTrainer, VmapTrainer, derive_seed
+    from engine_runs import cpu_train_spec
     from test_trainers import _seeded_model
 
     device = prepare_device(DEVICE, True)
@@ -133,7 +134,7 @@ def test_vmap_equals_loop_on_cuda(name, kw, sizes, shape, ragged):
     layout = ModelLayout.of(make())
     start = layout.flatten(make()).double().to(device)
     starts = torch.stack([start + 0.01 * i for i in range(len(sizes))])
-    spec = TrainSpec(ClientOptimizer("sgd", 0.01), 8, 2, precision="fp64", ragged_batches=ragged)
+    spec = cpu_train_spec(optimizer=ClientOptimizer("sgd", 0.01), batch_size=8, local_epochs=2, precision="fp64", ragged_batches=ragged)
     seeds = [derive_seed(1, i) for i in range(len(sizes))]
     a = LoopTrainer(make(), layout, spec, device).train(starts, fed.clients, seeds)
     vmap = VmapTrainer(make(), layout, spec, device)

@@ -12,7 +12,7 @@ import torch
 from cflcore.data.synthetic import synthetic_federated
 from cflcore.fl.host_traffic import HostToDeviceCounter
 from cflcore.fl.trainers import epoch_order, uniform_source
-from engine_runs import build_engine
+from engine_runs import build_engine, cpu_train_spec
 
 MAX_PER_ROUND = 10
 DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
@@ -71,12 +71,12 @@ def test_the_vmap_trainer_fetches_a_rounds_losses_once_whatever_its_chunks(monke
     counted on a CPU as calls of Tensor.cpu (a CPU copies nothing, but the code asks the same)."""
     from cflcore.fl.flat_params import ModelLayout
     from cflcore.fl.optim import ClientOptimizer
-    from cflcore.fl.trainers import TrainSpec, VmapTrainer
+    from cflcore.fl.trainers import VmapTrainer
     from cflcore.models import build_model
 
     fed = synthetic_federated(n_clients=5, n_train=[12, 9, 16, 11, 12], shape=(1, 8, 8), n_test=4, n_orch=8)
     layout = ModelLayout.of(build_model("tinyvgg", 1, (8, 8), fed.n_classes))
-    spec = TrainSpec(ClientOptimizer("sgd", 0.1), 4, 1, "fp64", memory_budget_mb=64)
+    spec = cpu_train_spec(optimizer=ClientOptimizer("sgd", 0.1), batch_size=4, local_epochs=1, precision="fp64", memory_budget_mb=64)
     trainer = VmapTrainer(build_model("tinyvgg", 1, (8, 8), fed.n_classes), layout, spec, torch.device("cpu"))
     trainer._probe(fed.clients[0].x_train.to(torch.float64))
     trainer._activation_numel = 10 ** 7  # chunks of one client

@@ -20,9 +20,9 @@ from cflcore.fl.personal import (Personalisation, PersonalTrainer, hvp_finite_di
                                  pfedme_envelope_grad, pfedme_inner_step)
 from cflcore.fl.run import KILL_ENV
 from cflcore.data.synthetic import synthetic_federated
-from cflcore.fl.trainers import TrainSpec, epoch_order
+from cflcore.fl.trainers import epoch_order
 from cflcore.settings import EngineSettings, block_values
-from engine_runs import copy_checkpoints_through, train_run
+from engine_runs import copy_checkpoints_through, cpu_train_spec, train_run
 from test_resume import _assert_same_outputs, kill_and_resume
 
 REPO = __file__.rsplit("/tests/", 1)[0]
@@ -94,7 +94,7 @@ def _trainer(kind: str, lr: float = 0.1, **kw) -> tuple[PersonalTrainer, torch.T
     torch.manual_seed(0)
     model = nn.Sequential(nn.Flatten(), nn.Linear(D, C)).double()
     layout = ModelLayout.of(model)
-    spec = TrainSpec(ClientOptimizer("sgd", lr), B, 1, precision="fp64")
+    spec = cpu_train_spec(optimizer=ClientOptimizer("sgd", lr), batch_size=B, local_epochs=1, precision="fp64")
     return PersonalTrainer(model, layout, spec, CPU, personalisation(kind=kind, **kw)), layout.flatten(model)
 
 

@@ -1,4 +1,5 @@
 """Client trainers: loop == vmap (float64), loop == plain torch.optim, metrics == scikit-learn."""
+import dataclasses
 import os
 import warnings
 
@@ -14,8 +15,9 @@ from cflcore.fl.evaluation import confusion, scores_from_confusion
 from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer
 from cflcore.data.synthetic import synthetic_federated
-from cflcore.fl.trainers import LoopTrainer, TrainSpec, VmapTrainer, derive_seed, resolve_trainer
+from cflcore.fl.trainers import LoopTrainer, VmapTrainer, derive_seed, resolve_trainer
 from cflcore.models import build_model
+from engine_runs import cpu_train_spec
 
 CPU = torch.device("cpu")
 
@@ -32,7 +34,7 @@ def _train_both(name, kw, sizes, opt, batch=8, epochs=2, precision="fp64", budge
     layout = ModelLayout.of(make())
     start = layout.flatten(make()).double()
     starts = torch.stack([start + 0.01 * i for i in range(len(sizes))])  # different start per client
-    spec = TrainSpec(opt, batch, epochs, precision=precision, memory_budget_mb=budget)
+    spec = cpu_train_spec(optimizer=opt, batch_size=batch, local_epochs=epochs, precision=precision, memory_budget_mb=budget)
     seeds = [derive_seed(1, i) for i in range(len(sizes))]
     a = LoopTrainer(make(), layout, spec, CPU).train(starts, fed.clients, seeds)
     b = VmapTrainer(make(), layout, spec, CPU).train(starts, fed.clients, seeds)
@@ -63,7 +65,7 @@ def test_loop_and_vmap_agree_in_float64(name, kw, sizes, opt, shape):
 def test_vmap_memory_chunks_give_same_numbers():
     _, a, b = _train_both("tinyvgg", {}, [24, 17, 30], SGD, budget=64)
     layout = ModelLayout.of(build_model("tinyvgg", 1, (8, 8), 6))
-    trainer = VmapTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, TrainSpec(SGD, 8, 1, "fp64", memory_budget_mb=64), CPU)
+    trainer = VmapTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, cpu_train_spec(optimizer=SGD, batch_size=8, local_epochs=1, precision="fp64", memory_budget_mb=64), CPU)
     trainer._activation_numel = 10 ** 7  # pretend big activations: forces one client per chunk
     assert trainer.chunk_size() == 1
     assert torch.allclose(a.params, b.params, rtol=0, atol=1e-10)
@@ -78,7 +80,7 @@ def test_loop_equals_plain_torch_optim(opt):
     ref = build_model("tinyvgg", 1, (8, 8), fed.n_classes)
     layout = ModelLayout.of(ref)
     start = layout.flatten(ref).clone()
-    trainer = LoopTrainer(build_model("tinyvgg", 1, (8, 8), fed.n_classes), layout, TrainSpec(opt, 8, 2), CPU)
+    trainer = LoopTrainer(build_model("tinyvgg", 1, (8, 8), fed.n_classes), layout, cpu_train_spec(optimizer=opt, batch_size=8, local_epochs=2), CPU)
     got = trainer.train(start[None], [client], [123])
     if opt.kind == "sgd":
         torch_opt = torch.optim.SGD(ref.parameters(), lr=opt.lr, momentum=opt.momentum, weight_decay=opt.weight_decay)
@@ -102,7 +104,7 @@ def test_results_do_not_depend_on_client_order():
     fed = synthetic_federated(n_clients=3, n_train=[20, 28, 12])
     layout = ModelLayout.of(build_model("tinyvgg", 1, (8, 8), 6))
     start = layout.flatten(build_model("tinyvgg", 1, (8, 8), 6))
-    trainer = LoopTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, TrainSpec(SGD, 8, 1), CPU)
+    trainer = LoopTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, cpu_train_spec(optimizer=SGD, batch_size=8, local_epochs=1), CPU)
     fwd = trainer.train(start.repeat(3, 1), fed.clients, [5, 6, 7])
     rev = trainer.train(start.repeat(3, 1), fed.clients[::-1], [7, 6, 5])
     assert torch.equal(fwd.params, rev.params.flip(0))
@@ -112,8 +114,8 @@ def test_bf16_autocast_trains():
     fed = synthetic_federated(n_clients=2, n_train=24)
     layout = ModelLayout.of(build_model("tinyvgg", 1, (8, 8), 6))
     start = layout.flatten(build_model("tinyvgg", 1, (8, 8), 6))
-    out32 = LoopTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, TrainSpec(SGD, 8, 1), CPU).train(start.repeat(2, 1), fed.clients, [1, 2])
-    out16 = LoopTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, TrainSpec(SGD, 8, 1, "bf16"), CPU).train(start.repeat(2, 1), fed.clients, [1, 2])
+    out32 = LoopTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, cpu_train_spec(optimizer=SGD, batch_size=8, local_epochs=1), CPU).train(start.repeat(2, 1), fed.clients, [1, 2])
+    out16 = LoopTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, cpu_train_spec(optimizer=SGD, batch_size=8, local_epochs=1, precision="bf16"), CPU).train(start.repeat(2, 1), fed.clients, [1, 2])
     assert out16.params.dtype == torch.float32
     assert all(np.isfinite(l).all() for l in out16.step_losses)
     assert not torch.equal(out16.params, out32.params)
@@ -127,7 +129,7 @@ def test_compiled_loop_trainer_matches_eager_and_is_deterministic():
     layout = ModelLayout.of(build_model("tinyvgg", 1, (8, 8), 6))
     start = layout.flatten(build_model("tinyvgg", 1, (8, 8), 6)).repeat(2, 1)
     run = lambda compile_: LoopTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout,  # noqa: E731
-                                       TrainSpec(SGD, 8, 2, channels_last=True, compile=compile_), CPU).train(start, fed.clients, [3, 4])
+                                       cpu_train_spec(optimizer=SGD, batch_size=8, local_epochs=2, channels_last=True, compile=compile_), CPU).train(start, fed.clients, [3, 4])
     eager, compiled, again = run(False), run(True), run(True)
     assert torch.equal(compiled.params, again.params)
     assert torch.allclose(compiled.params, eager.params, rtol=1e-4, atol=1e-5)
@@ -197,7 +199,7 @@ def test_vmap_chunks_count_the_round_buffer_and_are_even():
     """The chunk size comes from the model, the clients and the budget: the round's (N × P) buffer is taken off the
     budget first, and N is cut into near-equal chunks (15 at 13 a chunk -> 8 + 7)."""
     layout = ModelLayout.of(build_model("tinyvgg", 1, (8, 8), 6))
-    trainer = VmapTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, TrainSpec(SGD, 8, 1, "fp64", memory_budget_mb=64), CPU)
+    trainer = VmapTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, cpu_train_spec(optimizer=SGD, batch_size=8, local_epochs=1, precision="fp64", memory_budget_mb=64), CPU)
     trainer._activation_numel = 0
     per_client = layout.n_full * 8 * 6
     budget = 64 * 2 ** 20
@@ -219,9 +221,9 @@ def _vmap_modes(name, shape, sizes, precision, opt=SGD, batch=8, epochs=2):
     seeds = [derive_seed(1, i) for i in range(len(sizes))]
     out = {}
     for mode in ("split", "pad"):
-        trainer = VmapTrainer(make(), layout, TrainSpec(opt, batch, epochs, precision=precision, ragged_batches=mode), CPU)
+        trainer = VmapTrainer(make(), layout, cpu_train_spec(optimizer=opt, batch_size=batch, local_epochs=epochs, precision=precision, ragged_batches=mode), CPU)
         out[mode] = (trainer.train(starts, fed.clients, seeds), trainer.calls)
-    loop = LoopTrainer(make(), layout, TrainSpec(opt, batch, epochs, precision=precision), CPU).train(starts, fed.clients, seeds)
+    loop = LoopTrainer(make(), layout, cpu_train_spec(optimizer=opt, batch_size=batch, local_epochs=epochs, precision=precision), CPU).train(starts, fed.clients, seeds)
     return starts, out, loop
 
 
@@ -249,10 +251,10 @@ def test_padded_ragged_batches_agree_with_split(name, shape, opt):
 def test_batchnorm_models_always_split():
     layout = ModelLayout.of(build_model("resnet34", 1, (16, 16), 4, width=4))
     trainer = VmapTrainer(build_model("resnet34", 1, (16, 16), 4, width=4), layout,
-                          TrainSpec(SGD, 8, 1, "fp64", ragged_batches="pad"), CPU)
+                          cpu_train_spec(optimizer=SGD, batch_size=8, local_epochs=1, precision="fp64", ragged_batches="pad"), CPU)
     assert trainer.pad is False  # padded rows would enter the batch statistics
     with pytest.raises(ConfigError, match="engine.ragged_batches"):
-        TrainSpec(SGD, 8, 1, ragged_batches="auto")
+        dataclasses.replace(cpu_train_spec(optimizer=SGD, batch_size=8, local_epochs=1), ragged_batches="auto")
 
 
 COMPILED_ULPS = 8
@@ -268,7 +270,7 @@ def test_compiled_vmap_step_matches_eager_within_a_stated_number_of_ulps():
     opt = ClientOptimizer("sgd", 0.1, momentum=0.9)
 
     def run(compile_: bool):
-        spec = TrainSpec(opt, 4, 1, "fp32", memory_budget_mb=4096, compile=compile_, ragged_batches="pad")
+        spec = cpu_train_spec(optimizer=opt, batch_size=4, local_epochs=1, precision="fp32", memory_budget_mb=4096, compile=compile_, ragged_batches="pad")
         return VmapTrainer(build_model("tinyvgg", 1, (8, 8), 6), layout, spec, CPU).train(starts, fed.clients, [1, 2, 3])
 
     eager, compiled = run(False), run(True)

@@ -9,9 +9,10 @@ from cflcore.data.federated import ClientData
 from cflcore.fl.evaluation import Evaluator
 from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer
-from cflcore.fl.trainers import LoopTrainer, TrainSpec, derive_seed
+from cflcore.fl.trainers import LoopTrainer, derive_seed
 from cflcore.models import build_model, check_compatible, count_parameters
 from cflcore.models.mobilenet import MOBILENET_V1_BLOCKS, mobilenet_v1_parameters
+from engine_runs import cpu_train_spec
 
 CPU = torch.device("cpu")
 
@@ -66,7 +67,7 @@ def test_learns_real_mnist5k(mnist_study):
         model = make()
     layout = ModelLayout.of(model)
     start = layout.flatten(model)[None]
-    spec = TrainSpec(ClientOptimizer("sgd", 0.02, momentum=0.9), 32, 8)
+    spec = cpu_train_spec(optimizer=ClientOptimizer("sgd", 0.02, momentum=0.9), batch_size=32, local_epochs=8)
     trained = LoopTrainer(make(), layout, spec, CPU).train(start, [pooled], [derive_seed(0, 0)]).params[0]
     evaluator = Evaluator(make(), layout, CPU, torch.float32)
     before = evaluator.scores(start[0], fed.x_orch, fed.y_orch, 10)

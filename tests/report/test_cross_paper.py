@@ -166,7 +166,7 @@ def test_a_method_that_cannot_split_a_setting_says_why_and_leaves_its_ranks_and_
     import cflcore.config as cc
     from cflcore.report.front_context import front_page_context
 
-    cfg = cc.load_config(Path(cc.__file__).resolve().parents[1] / "config" / "config.yaml")
+    cfg = cc.load_config(Path(cc.__file__).resolve().parents[2] / "config" / "config.yaml")
     cfg["algorithms"] = {}  # the variants below only (the default config's fedgwc is 004's text reading, which can split)
     cc.deep_update(cfg, {
         "splits": {"swap": {"generator": "label-swap", "swaps": [[1, 7], [2, 7], [4, 7], [3, 8], [5, 6], [7, 9]],

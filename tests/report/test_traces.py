@@ -37,13 +37,13 @@ def loaded(server: pd.DataFrame, algorithm: str, split: str = "nonoverlap-balanc
 
 def scl_server() -> pd.DataFrame:
     strategy = build_strategy(SCL)
-    strategy.setup(StrategyContext(15, 300, 3, torch.device("cpu")))
+    strategy.setup(StrategyContext(n_clients=15, n_params=300, seed=3, device=torch.device("cpu")))
     return server_frame(strategy, lambda r: round_updates(r, scl_deltas(r)), 5)
 
 
 def fedgwc_server() -> pd.DataFrame:
     strategy = build_strategy(VARIANT)  # 004's text readings (see test_fedgwc.VARIANT): a split within 25 rounds
-    strategy.setup(StrategyContext(18, 4, 3, torch.device("cpu")))
+    strategy.setup(StrategyContext(n_clients=18, n_params=4, seed=3, device=torch.device("cpu")))
 
     def updates(r):
         sampled = strategy.select_clients(r, np.arange(18))

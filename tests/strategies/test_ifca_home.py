@@ -13,11 +13,12 @@ from cflcore.config import load_config
 from cflcore.data.synthetic import synthetic_federated
 from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer
-from cflcore.fl.trainers import LoopTrainer, TrainSpec, derive_seed
+from cflcore.fl.trainers import LoopTrainer, derive_seed
 from cflcore.models import build_model
 from cflcore.report.papers import home
 from cflcore.strategies.code_departures import check_departures
 from cflcore.strategies.ifca_departures import DEPARTURES
+from engine_runs import cpu_train_spec
 
 REPO = Path(__file__).resolve().parents[2]
 CPU = torch.device("cpu")
@@ -68,7 +69,7 @@ def test_full_batch_local_epochs_are_the_authors_tau_steps(batch, same):
         torch.manual_seed(3)
         model = build_model("mlp", 1, 28, 10)
     layout = ModelLayout.of(model)
-    spec = TrainSpec(ClientOptimizer("sgd", lr=0.1), batch, 10)
+    spec = cpu_train_spec(optimizer=ClientOptimizer("sgd", lr=0.1), batch_size=batch, local_epochs=10)
     ours, losses = LoopTrainer(copy.deepcopy(model), layout, spec, CPU).train_client(
         layout.flatten(model), client, derive_seed(0, 0))
     theirs = layout.flatten(_authors_local_update(model, client.x_train, client.y_train, 0.1, 10))

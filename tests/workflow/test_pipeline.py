@@ -108,8 +108,9 @@ def test_cfl_runs_the_new_stage_commands(tmp_path):
     assert (a.dataset, a.split, a.clients, a.seed, a.algorithm) == ("d", "s", 6, 0, "ocfl-late")
 
 
-TOY = pipeline.Stage("toy_stage", ("whatif",), {"toy_rule": "runs"}, ("dataset", "split", "clients", "seed", "algorithm"),
-                     ("history",), ("toy",), ("train",), "toy_command", "a toy stage added as one record")
+TOY = pipeline.Stage(name="toy_stage", entries=("whatif",), rules={"toy_rule": "runs"},
+                     wildcards=("dataset", "split", "clients", "seed", "algorithm"), inputs=("history",), outputs=("toy",),
+                     upstream=("train",), command="toy_command", help="a toy stage added as one record")
 
 
 def test_a_stage_added_as_one_record_is_seen_everywhere(monkeypatch):

@@ -335,7 +335,8 @@ def load_yaml(path: Path) -> dict[str, Any]:
 
 
 def run_ids(config: Mapping[str, Any]) -> list[str]:
-    from cflcore.config import scenario_id, scenarios
+    from cflcore.config import scenarios
+    from cflcore.layout import scenario_id
 
     algorithms = config["study"].get("algorithms") or list(config["algorithms"])
     return [f"{scenario_id(**s)}/{a}" for s in scenarios(config) for a in algorithms]
