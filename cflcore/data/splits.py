@@ -658,6 +658,27 @@ class GroupedShiftSplit(SplitGenerator):
         return SplitPlan(len(groups), [all_classes for _ in groups], clients, self.cluster_info())
 
 
+DIRICHLET_OVER = ("classes", "clients")
+"""A rotation split's ``dirichlet_over``: classes (each client's class vector ~ Dir(α) over the classes, its draws by
+the shared sampler) or clients (each class's train images divided among the clients by shares ~ Dir(α) over the
+clients: a partition of the whole train part, Sattler et al.'s ``split_noniid``, :func:`partition_by_class_shares`)."""
+
+
+def partition_by_class_shares(ctx: SplitContext, n_clients: int, alpha: float, rng: np.random.Generator
+                              ) -> list[np.ndarray]:
+    """Every train image to one client: class c's images, in a random order, cut at the cumulative shares of
+    Dir(α·1) over the clients, one draw per class (felisat/clustered-federated-learning data_utils.py:4-23,
+    ``split_noniid``). The images of each client, sorted; a client may get few or none."""
+    shares = rng.dirichlet(np.full(n_clients, float(alpha)), ctx.n_classes)
+    parts: list[list[np.ndarray]] = [[] for _ in range(n_clients)]
+    for c, pool in enumerate(ctx.class_pools()):
+        pool = rng.permutation(pool)
+        cuts = (np.cumsum(shares[c])[:-1] * len(pool)).astype(int)
+        for k, chunk in enumerate(np.split(pool, cuts)):
+            parts[k].append(chunk)
+    return [np.sort(np.concatenate(p)).astype(np.int64) for p in parts]
+
+
 @SPLIT_GENERATORS.register("rotation")
 class RotationSplit(GroupedShiftSplit):
     """Concept shift on features, P(x | y) differs: group g sees every image (train and local test) rotated by
@@ -668,14 +689,39 @@ class RotationSplit(GroupedShiftSplit):
     (cflcore.data.store.apply_domain): multiples of 90° exactly (``torch.rot90``), others by
     ``scipy.ndimage.rotate`` (bilinear, zero fill). The orchestrator set stays unrotated."""
 
-    defaults = {"angles": list(ROTATION_ANGLES), **GroupedShiftSplit.common_group_defaults}
+    defaults = {"angles": list(ROTATION_ANGLES), **GroupedShiftSplit.common_group_defaults, "dirichlet_over": "classes"}
+    key_neutral = {"dirichlet_over": "classes"}  # added after the first rotation studies: classes draws as before it
     group_key = "angles"
+
+    @classmethod
+    def check_own_params(cls, p: dict[str, Any], field: str) -> None:
+        super().check_own_params(p, field)
+        if p["dirichlet_over"] not in DIRICHLET_OVER:
+            raise ConfigError(f"{field}.dirichlet_over: {p['dirichlet_over']!r} is not allowed; allowed: "
+                              f"{', '.join(DIRICHLET_OVER)}")
+        if p["dirichlet_over"] == "clients" and (p["alpha"] is None or p["samples_per_client"] is not None
+                                                 or p["replace"]):
+            raise ConfigError(f"{field}.dirichlet_over: clients partitions the train part by Dir(alpha) over the "
+                              f"clients; allowed with a number alpha, samples_per_client null and replace false only "
+                              f"(got alpha {p['alpha']!r}, samples_per_client {p['samples_per_client']!r}, replace "
+                              f"{p['replace']!r})")
 
     @classmethod
     def check_groups(cls, v: Any, field: str) -> None:
         check_int_list(v, field, 0, 359)
         if len(set(v)) != len(v):
             raise ConfigError(f"{field}: {v!r} is not allowed; allowed: distinct angles in 0..359")
+
+    def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
+                 client_rngs: list[np.random.Generator]) -> SplitPlan:
+        plan = super().generate(ctx, n_clients, cluster_rng, client_rngs)
+        if self.params["dirichlet_over"] == "clients":
+            parts = partition_by_class_shares(ctx, n_clients, float(self.params["alpha"]), cluster_rng)
+            for client, idx in zip(plan.clients, parts):
+                client.fixed_idx = idx
+                client.class_weights = np.bincount(ctx.train_labels[np.searchsorted(ctx.train_idx, idx)],
+                                                   minlength=ctx.n_classes) / max(1, len(idx))
+        return plan
 
     def group_plan(self, group: int, rng: np.random.Generator) -> dict[str, Any]:
         angle = int(self.params["angles"][group])

@@ -53,7 +53,7 @@ from .deltas import restore_, to_deltas_
 from .evaluation import Evaluator, Scores
 from ..strategies.base import ClusterAssignment, RoundUpdates, StartSpec, Strategy, StrategyContext
 from .flat_params import ModelLayout, Partition
-from .optim import ClientOptimizer
+from .optim import ClientOptimizer, OptimizerState, round_lr
 from .personal import Personalisation, PersonalTrainer
 from .progress import Monitor, ProgressRecord, round_record
 from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
@@ -262,8 +262,13 @@ class Engine:
         buffer = self.round_buffer(len(sampled))
         for row in range(len(sampled)):
             buffer[row].copy_(start_of(row))
+        training = self.settings.training
+        if training.lr_decay != 1.0:  # the recipe's lr_decay (cflcore.fl.optim.round_lr)
+            self.trainer.set_lr(round_lr(float(training.lr), float(training.lr_decay), rnd))
+        kept = ({"optimizer_states": [state.client_optimizer.setdefault(int(c), OptimizerState()) for c in sampled]}
+                if training.optimizer_state == "kept" else {})  # each client's own, continued in place
         result = self.trainer.train(buffer, [fed.clients[int(c)] for c in sampled],
-                                    [train_seed(self.seed, rnd, int(c)) for c in sampled], buffer)
+                                    [train_seed(self.seed, rnd, int(c)) for c in sampled], buffer, **kept)
         for c, losses in zip(sampled, result.step_losses):
             bad = ~np.isfinite(losses)
             if bad.any():
@@ -599,6 +604,9 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, 
         trainer = PersonalTrainer(make(0), model_layout, spec, device, personal)
     else:
         trainer = resolve_trainer(str(eng.trainer), device)(make(0), model_layout, spec, device)
+    if training.optimizer_state == "kept" and not trainer.keeps_optimizer_state:
+        raise ConfigError(f"datasets.*.optimizer_state: kept needs engine.trainer loop (auto on a CPU) and no "
+                          f"engine.personalisation; this run trains with {type(trainer).__name__}")
     evaluator = Evaluator(make(0), model_layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
     strategy.setup(StrategyContext(fed.n_clients, int(len(part.shared)), int(seed), device,
                                    float(eng.participation), fed.n_true_clusters, dtype,
