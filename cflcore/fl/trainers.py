@@ -274,8 +274,9 @@ class LoopTrainer(Trainer):
             out = torch.empty(starts.shape, dtype=self.spec.dtype, device=self.device)
         all_losses: list[torch.Tensor] = []
         for i, (client, seed) in enumerate(zip(clients, client_seeds)):
-            state = optimizer_states[i] if optimizer_states is not None else None
-            out[i], losses = self._train_client(starts[i], client, seed, state)
+            # a subclass that trains a client its own way (its _train_client takes no state) keeps no state either
+            out[i], losses = (self._train_client(starts[i], client, seed) if optimizer_states is None
+                              else self._train_client(starts[i], client, seed, optimizer_states[i]))
             all_losses.append(losses)
         return TrainResult(out, host_losses(all_losses))
 

@@ -312,4 +312,5 @@ def test_kept_optimizer_state_resumes_bit_identically(tmp_path, monkeypatch, kil
     assert f"resuming from checkpoint round {kill_after}" in log
     _assert_same_outputs(straight, run)
     ck = torch.load(sorted((run / "checkpoints").glob("round_*.pt"))[-1], weights_only=True)
-    assert len(ck["client_optimizer"]) == FED_KW["n_clients"]  # every client sampled at least once by then
+    states = ck["client_optimizer"]  # the clients sampled so far (4 of 5 a round), each with its momentum buffers
+    assert len(states) >= 4 and all(s["step"] > 0 and len(s["momentum"]) > 0 for s in states.values())
