@@ -235,7 +235,8 @@ def test_dirichlet_over_clients_partitions_every_train_image(digits, table, tmp_
     assert len(set(sizes.tolist())) > 1
     hist = np.asarray(manifest["label_histograms"])
     np.testing.assert_allclose(np.asarray(manifest["class_weights"]), hist / hist.sum(1, keepdims=True), atol=1e-12)
-    classes = make_split(digits, {k: v for k, v in FELISAT_HALF.items() if k != "dirichlet_over"}, 10, 0, tmp_path / "c")
+    classes = make_split(digits, {**{k: v for k, v in FELISAT_HALF.items() if k != "dirichlet_over"}, "replace": True},
+                         10, 0, tmp_path / "c")
     assert "dirichlet_over" not in classes["params"]
 
 

@@ -110,4 +110,6 @@ def test_the_home_config_is_the_recipe_the_claim_and_the_table_name():
     assert cfg["engine"]["aggregation"] == "unweighted" and cfg["engine"]["trainer"] == "loop"
     assert split["angles"] == [180, 0] and split["cluster_shares"] == [0.5, 0.5] and split["alpha"] == 1.0
     assert (split["dirichlet_over"], split["replace"], split["local_test_fraction"]) == ("clients", False, 0.2)
-    assert cfg["algorithms"][home.SCL_VARIANT] == {"method": "scl", "eps1": 0.4, "eps2": 1.6, "cooldown": 20}
+    scl = cfg["algorithms"][home.SCL_VARIANT]  # nb lines 221-222 and 250: EPS_1 0.4, EPS_2 1.6, c_round > 20
+    assert {k: scl[k] for k in ("method", "eps1", "eps2", "cooldown", "epsilon", "max_clusters")} == {
+        "method": "scl", "eps1": 0.4, "eps2": 1.6, "cooldown": 20, "epsilon": "explicit", "max_clusters": None}
