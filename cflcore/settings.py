@@ -180,6 +180,8 @@ class TrainingSettings(_Block):
     weight_decay: float = 0.0
     betas: tuple[float, ...] = (0.9, 0.999)
     eps: float = 1e-08
+    lr_decay: float = 1.0
+    optimizer_state: Literal["per_round", "kept"] = "per_round"
     batch_size: int
     local_epochs: int
     rounds: int

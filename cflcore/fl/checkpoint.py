@@ -19,6 +19,7 @@ import torch
 
 from .. import filenames as fn
 from ..io import stable_hash, torch_save
+from .optim import state_from_plain, state_to_plain
 from .state import EngineState
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ def state_to_checkpoint(state: EngineState, strategy: Strategy, config_hash: str
         "divergence_rows": torch.tensor(state.divergence_rows, dtype=torch.float64).reshape(-1, 4),
         "gram_rows": torch.tensor(state.gram_rows, dtype=torch.float64).reshape(-1, 4),
         "personal": cpu(state.personal),
+        "client_optimizer": {int(c): state_to_plain(s) for c, s in state.client_optimizer.items()},
     }
 
 
@@ -108,7 +110,8 @@ def state_from_checkpoint(ck: Mapping[str, Any], device: torch.device, dtype: to
         server_state={int(c): {k: v.to(device=device, dtype=dtype) for k, v in s.items()} for c, s in ck["server_state"].items()},
         client_local=dev(ck["client_local"]), labels=ck["labels"].numpy().astype(np.int64),
         history=[dict(r) for r in ck["history"]], server_rows=[dict(r) for r in ck["server_rows"]],
-        divergence_rows=ck["divergence_rows"].tolist(), gram_rows=ck["gram_rows"].tolist(), personal=dev(ck["personal"]))
+        divergence_rows=ck["divergence_rows"].tolist(), gram_rows=ck["gram_rows"].tolist(), personal=dev(ck["personal"]),
+        client_optimizer={int(c): state_from_plain(s, device, dtype) for c, s in ck.get("client_optimizer", {}).items()})
 
 
 def config_hash(settings: RunSettings, seed: int, fed: FederatedData) -> str:

@@ -41,6 +41,7 @@ from .deltas import restore_, to_deltas_
 from .evaluation import Evaluator, Scores
 from ..strategies.base import ClusterAssignment, RoundUpdates, StartSpec, Strategy
 from .flat_params import ModelLayout, Partition
+from .optim import OptimizerState, round_lr
 from .personal import Personalisation
 from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
 from .streams import train_seed
@@ -244,8 +245,13 @@ class Engine:
         buffer = self.round_buffer(len(sampled))
         for row in range(len(sampled)):
             buffer[row].copy_(start_of(row))
+        training = self.settings.training
+        if training.lr_decay != 1.0:  # the recipe's lr_decay (cflcore.fl.optim.round_lr)
+            self.trainer.set_lr(round_lr(training.lr, training.lr_decay, rnd))
+        kept = ({"optimizer_states": [state.client_optimizer.setdefault(int(c), OptimizerState()) for c in sampled]}
+                if training.optimizer_state == "kept" else {})  # each client's own, continued in place
         result = self.trainer.train(buffer, [fed.clients[int(c)] for c in sampled],
-                                    [train_seed(self.seed, rnd, int(c)) for c in sampled], buffer)
+                                    [train_seed(self.seed, rnd, int(c)) for c in sampled], buffer, **kept)
         for c, losses in zip(sampled, result.step_losses):
             bad = ~np.isfinite(losses)
             if bad.any():

@@ -65,6 +65,28 @@ class OptimizerState:
                 a.index_copy_(0, rows, b)
 
 
+def round_lr(lr: float, lr_decay: float, rnd: int) -> float:
+    """The clients' learning rate in 0-based round ``rnd``: ``lr * lr_decay^(rnd + 1)`` (a recipe's ``lr_decay``;
+    Sattler et al.'s demo multiplies it by 0.99 before each round's training, felisat/clustered-federated-learning
+    fl_devices.py:108); ``lr`` itself, the same float, at ``lr_decay`` 1."""
+    return lr if lr_decay == 1.0 else lr * lr_decay ** (rnd + 1)
+
+
+_STATE_LISTS = ("momentum", "exp_avg", "exp_avg_sq")
+
+
+def state_to_plain(state: OptimizerState) -> dict[str, Any]:
+    """A client's kept optimiser state as plain tensors and lists on the CPU (a checkpoint's, weights_only)."""
+    return {"step": int(state.step),
+            **{name: [t.detach().cpu().clone() for t in ts] for name in _STATE_LISTS if (ts := getattr(state, name)) is not None}}
+
+
+def state_from_plain(plain: dict[str, Any], device: torch.device, dtype: torch.dtype) -> OptimizerState:
+    """:func:`state_to_plain` read back onto ``device`` in ``dtype``."""
+    lists = {name: [t.to(device=device, dtype=dtype) for t in plain[name]] for name in _STATE_LISTS if name in plain}
+    return OptimizerState(step=int(plain["step"]), **lists)
+
+
 @torch.no_grad()
 def optimizer_step(opt: ClientOptimizer, params: list[torch.Tensor], grads: list[torch.Tensor],
                    state: OptimizerState) -> None:

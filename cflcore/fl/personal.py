@@ -139,6 +139,8 @@ class PersonalResult(TrainResult):
 class PersonalTrainer(LoopTrainer):
     """The loop trainer's module, data and seeded batch stream with pFedMe's or Per-FedAvg's client update."""
 
+    keeps_optimizer_state = False  # its inner problems start their optimiser afresh (optimizer_state per_round)
+
     def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device,
                  personal: Personalisation):
         super().__init__(model, model_layout, spec, device)

@@ -9,6 +9,8 @@ import numpy as np
 if TYPE_CHECKING:
     import torch
 
+    from .optim import OptimizerState
+
 
 @dataclass
 class EngineState:
@@ -25,3 +27,4 @@ class EngineState:
     divergence_rows: list[list[float]] = field(default_factory=list)  # [round, i, j, value]
     gram_rows: list[list[float]] = field(default_factory=list)
     personal: dict[int, torch.Tensor] = field(default_factory=dict)  # pFedMe: client -> its personal full vector
+    client_optimizer: dict[int, OptimizerState] = field(default_factory=dict)  # optimizer_state kept: client -> its own

@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import logging
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -163,6 +163,9 @@ def host_losses(losses: Sequence[torch.Tensor]) -> list[np.ndarray]:
 class Trainer(ABC):
     """Trains a list of clients from given start vectors; owns one reusable module."""
 
+    keeps_optimizer_state: ClassVar[bool] = False
+    """Whether :meth:`train` takes the clients' kept optimiser states (a recipe's ``optimizer_state: kept``)."""
+
     def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device):
         self.model = model.to(device=device, dtype=spec.dtype)
         self.model_layout = model_layout
@@ -182,6 +185,10 @@ class Trainer(ABC):
                 x = x.contiguous(memory_format=torch.channels_last)
             cached = self._data_cache[key] = (client, x, client.y_train.to(self.device))
         return cached[1], cached[2]
+
+    def set_lr(self, lr: float) -> None:
+        """The clients' learning rate from now on (a recipe's ``lr_decay``: cflcore.fl.optim.round_lr)."""
+        self.spec = replace(self.spec, optimizer=replace(self.spec.optimizer, lr=float(lr)))
 
     def epoch_generator(self, client_seed: int, epoch: int) -> torch.Generator:
         return self.streams.generator(client_seed, epoch)
@@ -204,7 +211,8 @@ TRAINERS: Registry[type[Trainer]] = Registry("trainer")
 @TRAINERS.register("loop")
 class LoopTrainer(Trainer):
     """The sequential path: one reused module, data pre-stacked on the device, index batches from a seeded
-    permutation, and the fused foreach optimiser step (same numbers as torch.optim.SGD/Adam).
+    permutation, and the fused foreach optimiser step (same numbers as torch.optim.SGD/Adam). Given the clients'
+    kept optimiser states (``optimizer_states``), each client's steps continue its own state, updated in place.
 
     ``TrainSpec.compile`` runs the forward and backward through ``torch.compile`` (inductor fuses the
     element-wise work around the convolutions). It costs a one-off compilation per process (tens of
@@ -212,6 +220,8 @@ class LoopTrainer(Trainer):
     benchmarks/round_speed.py measures both. Numbers differ from eager in the last bits (fused kernels
     round differently); a run is still deterministic and resumes bit for bit with the same setting.
     """
+
+    keeps_optimizer_state = True
 
     def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device):
         super().__init__(model, model_layout, spec, device)
@@ -241,12 +251,14 @@ class LoopTrainer(Trainer):
         vector, losses = self._train_client(start, client, seed)
         return vector, host_losses([losses])[0]
 
-    def _train_client(self, start: torch.Tensor, client: ClientData, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _train_client(self, start: torch.Tensor, client: ClientData, seed: int,
+                      state: OptimizerState | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`train_client` with the losses left on the device (a round fetches them once, :func:`host_losses`);
-        what :meth:`train` calls, so a subclass that trains a client its own way overrides this."""
+        what :meth:`train` calls, so a subclass that trains a client its own way overrides this. ``state``: the
+        client's kept optimiser state, continued and updated in place (None: a fresh one)."""
         model, spec = self.model, self.spec
         self.model_layout.load(model, start)
-        state = OptimizerState()
+        state = OptimizerState() if state is None else state
         anchors = [p.detach().clone() for p in self.params] if spec.proximal_mu else []
         losses: list[torch.Tensor] = []
         for epoch in range(spec.local_epochs):
@@ -261,13 +273,15 @@ class LoopTrainer(Trainer):
         return self.model_layout.flatten(model), torch.stack(losses)
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
-              out: torch.Tensor | None = None) -> TrainResult:
+              out: torch.Tensor | None = None, optimizer_states: Sequence[OptimizerState] | None = None) -> TrainResult:
         self.model.train()
         if out is None:
             out = torch.empty(starts.shape, dtype=self.spec.dtype, device=self.device)
         all_losses: list[torch.Tensor] = []
         for i, (client, seed) in enumerate(zip(clients, client_seeds)):
-            out[i], losses = self._train_client(starts[i], client, seed)
+            # a subclass that trains a client its own way (its _train_client takes no state) keeps no state either
+            out[i], losses = (self._train_client(starts[i], client, seed) if optimizer_states is None
+                              else self._train_client(starts[i], client, seed, optimizer_states[i]))
             all_losses.append(losses)
         return TrainResult(out, host_losses(all_losses))
 

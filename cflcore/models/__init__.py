@@ -19,7 +19,8 @@ ModelBuilder = Callable[..., nn.Module]
 MODELS: Registry[ModelBuilder] = Registry("model", package="cflcore.models")
 
 # Smallest spatial side each network accepts (pooling / strides would reduce it below 1 pixel otherwise).
-MIN_IMAGE_SIZE = {"ocfl-cnn": 1, "tinyvgg": 4, "resnet34": 8, "lenet5": 12, "lenet5-004": 16, "mobilenetv2": 8}
+MIN_IMAGE_SIZE = {"ocfl-cnn": 1, "tinyvgg": 4, "resnet34": 8, "lenet5": 12, "lenet5-004": 16, "mobilenetv2": 8,
+                  "sattler-convnet": 16}
 
 
 def build_model(name: str, in_channels: int, image_size: int | tuple[int, int], n_classes: int,

@@ -211,3 +211,38 @@ def test_without_replacement_asks_no_more_than_the_data_holds(digits, tmp_path):
                                         r"left; allowed: fewer samples_per_client or clients, or replace: true$"):
         make_split(digits, {"generator": "rotation", "samples_per_client": 400, "replace": False}, 12, 0, tmp_path,
                    field="splits.big")
+
+
+FELISAT_HALF = {"generator": "rotation", "angles": [180, 0], "cluster_shares": [0.5, 0.5], "alpha": 1.0,
+                "dirichlet_over": "clients", "samples_per_client": None, "replace": False, "local_test_fraction": 0.2}
+"""config/home-scl-offline.yaml's split: Sattler et al.'s split_noniid (felisat/clustered-federated-learning
+data_utils.py:4-23) with clients 0-4 rotated by 180°."""
+
+
+def test_dirichlet_over_clients_partitions_every_train_image(digits, table, tmp_path):
+    """Every train image in exactly one client; each class's images spread over the clients by one Dirichlet draw
+    (client sizes differ, unlike a fixed samples_per_client); the default ``classes`` stays out of the manifest's
+    params, so every rotation split written before the option keeps its streams and its files."""
+    manifest = make_split(digits, FELISAT_HALF, 10, 0, tmp_path / "a")
+    make_split(digits, FELISAT_HALF, 10, 0, tmp_path / "b")
+    assert (tmp_path / "a" / "assignments.parquet").read_bytes() == (tmp_path / "b" / "assignments.parquet").read_bytes()
+    t = read_parquet(tmp_path / "a" / "assignments.parquet")
+    clients, idx = (t.column(k).to_numpy() for k in ("client", "idx"))
+    mine = np.sort(idx[clients >= 0])
+    np.testing.assert_array_equal(mine, np.flatnonzero(table.part == "train"))  # all of them, each once
+    assert manifest["angle_of_client"] == [180] * 5 + [0] * 5 and manifest["params"]["dirichlet_over"] == "clients"
+    sizes = np.asarray(manifest["n_train"]) + np.asarray(manifest["n_test"])
+    assert len(set(sizes.tolist())) > 1
+    hist = np.asarray(manifest["label_histograms"])
+    np.testing.assert_allclose(np.asarray(manifest["class_weights"]), hist / hist.sum(1, keepdims=True), atol=1e-12)
+    classes = make_split(digits, {**{k: v for k, v in FELISAT_HALF.items() if k != "dirichlet_over"}, "replace": True},
+                         10, 0, tmp_path / "c")
+    assert "dirichlet_over" not in classes["params"]
+
+
+@pytest.mark.parametrize("change", [{"alpha": None}, {"replace": True}, {"samples_per_client": 50},
+                                    {"dirichlet_over": "labels"}])
+def test_dirichlet_over_clients_refuses_what_it_ignores(digits, tmp_path, change):
+    with pytest.raises(ConfigError, match=r"^split\.dirichlet_over: ") as err:
+        make_split(digits, {**FELISAT_HALF, **change}, 10, 0, tmp_path)
+    assert "\n" not in str(err.value)

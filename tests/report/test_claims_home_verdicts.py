@@ -56,3 +56,33 @@ def test_other_runs_are_not_the_home_check(names):
     """Only the variant and split the home config defines are read: IFCA on the heterogeneity study's rotations is not
     its home check."""
     assert row(table(1.0, **names))["holds"] == vd.NA
+
+
+SCL_CLAIM = "home-scl-rotated-half"
+
+
+def scl_table(ari: float, size: float = 0.02, seeds=SEEDS, variant: str = home.SCL_VARIANT,
+              split: str = home.SCL_SPLIT) -> pd.DataFrame:
+    """SCL's home runs, one per seed: 10 clients, final ARI ``ari`` jittered by ``size``."""
+    return table(ari, size, seeds, variant, split).assign(clients=10, n_clusters=2.0)
+
+
+def scl_row(runs: pd.DataFrame) -> pd.Series:
+    return cl.check_claims([home.PAPER], cl.ClaimData(runs)).set_index("claim_id").loc[SCL_CLAIM]
+
+
+def test_scl_true_table_holds_and_names_its_source():
+    got = scl_row(scl_table(home.FOUND + 0.07))
+    assert (got["holds"], got["lean"]) == (vd.HOLDS, vd.TOWARD), got["note"]
+    assert "felisat/clustered-federated-learning" in got["where"] and "≥ 0.9)" in got["ours"]
+
+
+def test_scl_false_table_is_contradicted():
+    """Fed a table where SCL merges or over-splits the halves (ARI far below 0.9 on every seed): contradicted."""
+    got = scl_row(scl_table(home.FOUND - BEYOND))
+    assert (got["holds"], got["lean"]) == (vd.CONTRADICTED, vd.AGAINST), got["note"]
+
+
+@pytest.mark.parametrize("names", [dict(variant="scl"), dict(split="rotation-2")])
+def test_other_scl_runs_are_not_the_home_check(names):
+    assert scl_row(scl_table(1.0, **names))["holds"] == vd.NA

@@ -88,6 +88,27 @@ class DomainsSplit(SplitGenerator):
         return SplitPlan(len(kinds), [all_classes for _ in kinds], clients, {"cluster_domains": kinds})
 
 
+DIRICHLET_OVER = ("classes", "clients")
+"""A rotation split's ``dirichlet_over``: classes (each client's class vector ~ Dir(α) over the classes, its draws by
+the shared sampler) or clients (each class's train images divided among the clients by shares ~ Dir(α) over the
+clients: a partition of the whole train part, Sattler et al.'s ``split_noniid``, :func:`partition_by_class_shares`)."""
+
+
+def partition_by_class_shares(ctx: SplitContext, n_clients: int, alpha: float, rng: np.random.Generator
+                              ) -> list[np.ndarray]:
+    """Every train image to one client: class c's images, in a random order, cut at the cumulative shares of
+    Dir(α·1) over the clients, one draw per class (felisat/clustered-federated-learning data_utils.py:4-23,
+    ``split_noniid``). The images of each client, sorted; a client may get few or none."""
+    shares = rng.dirichlet(np.full(n_clients, float(alpha)), ctx.n_classes)
+    parts: list[list[np.ndarray]] = [[] for _ in range(n_clients)]
+    for c, pool in enumerate(ctx.class_pools()):
+        pool = rng.permutation(pool)
+        cuts = (np.cumsum(shares[c])[:-1] * len(pool)).astype(int)
+        for k, chunk in enumerate(np.split(pool, cuts)):
+            parts[k].append(chunk)
+    return [np.sort(np.concatenate(p)).astype(np.int64) for p in parts]
+
+
 @SPLIT_GENERATORS.register("rotation")
 class RotationSplit(GroupedShiftSplit):
     """Concept shift on features, P(x | y) differs: group g sees every image (train and local test) rotated by
@@ -103,8 +124,37 @@ class RotationSplit(GroupedShiftSplit):
                    "items": {"type": "integer", "minimum": 0, "maximum": 359}, "default": list(ROTATION_ANGLES),
                    "description": "one angle per group, degrees counter-clockwise (default 0/90/180/270, leahcimali)"},
         **GROUP_PARAMS,
+        "dirichlet_over": {"enum": list(DIRICHLET_OVER), "default": "classes",
+                           "description": "with a number alpha: classes = each client's class vector ~ Dir(alpha) over "
+                                          "the classes, its samples_per_client drawn by it; clients = each class's train "
+                                          "images divided among the clients by shares ~ Dir(alpha) over the clients, a "
+                                          "partition of the whole train part (Sattler et al.'s split_noniid, "
+                                          "felisat/clustered-federated-learning data_utils.py:4-23; needs "
+                                          "samples_per_client null and replace false)"},
     }
+    key_neutral = {"dirichlet_over": "classes"}  # added after the first rotation studies: classes draws as before it
     group_key = "angles"
+
+    @classmethod
+    def check_params(cls, p: Mapping[str, Any], field: str) -> None:
+        super().check_params(p, field)
+        if p["dirichlet_over"] == "clients" and (p["alpha"] is None or p["samples_per_client"] is not None
+                                                 or p["replace"]):
+            raise ConfigError(f"{field}.dirichlet_over: clients partitions the train part by Dir(alpha) over the "
+                              f"clients; allowed with a number alpha, samples_per_client null and replace false only "
+                              f"(got alpha {p['alpha']!r}, samples_per_client {p['samples_per_client']!r}, replace "
+                              f"{p['replace']!r})")
+
+    def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
+                 client_rngs: list[np.random.Generator]) -> SplitPlan:
+        plan = super().generate(ctx, n_clients, cluster_rng, client_rngs)
+        if self.params["dirichlet_over"] == "clients":
+            parts = partition_by_class_shares(ctx, n_clients, float(self.params["alpha"]), cluster_rng)
+            for client, idx in zip(plan.clients, parts):
+                client.fixed_idx = idx
+                client.class_weights = np.bincount(ctx.train_labels[np.searchsorted(ctx.train_idx, idx)],
+                                                   minlength=ctx.n_classes) / max(1, len(idx))
+        return plan
 
     def group_plan(self, group: int, rng: np.random.Generator) -> dict[str, Any]:
         angle = int(self.params["angles"][group])

@@ -13,6 +13,13 @@ floored at ARI's resolution); the row says how many seeds reached 0.9.
 The runs are found by their roles (:class:`Home`'s ``roles``, under the names config/home-offline.yaml gives them;
 another study maps its own, ``report.roles``): :data:`IFCA_VARIANT` on :data:`IFCA_SPLIT`.
 What still differs from the authors' code: :data:`cflcore.strategies.ifca_departures.DEPARTURES`.
+
+SCL (felisat/clustered-federated-learning, ``clustered_federated_learning.ipynb``, Sattler et al.'s demo): 10 clients,
+Dirichlet α 1.0, clients 0-4 rotated by 180°, the authors' ConvNet and recipe (config/home-scl-offline.yaml). The
+notebook's saved output shows one split, into clients 0-4 and 5-9 (its table's rows "Model 0" and "Model 1", lines
+343-368: each model's accuracies on exactly one of the two halves), so the expectation is "SCL separates the rotated
+half at ARI ≥ 0.9", decided by the same rule. The runs: :data:`SCL_VARIANT` on :data:`SCL_SPLIT`; what still differs:
+:data:`cflcore.strategies.scl_departures.DEPARTURES`.
 """
 from __future__ import annotations
 
@@ -26,6 +33,8 @@ PAPER = "home"
 IFCA_VARIANT = "ifca-home"  # config/home-offline.yaml: IFCA told k (oracle = the split's 4 groups)
 IFCA_SPLIT = "ifca-rotations"  # config/home-offline.yaml: 4 rotation groups of 10 clients, 100 training images each
 ACCURACY = "local_acc"  # each client's cluster model on its own (rotated) local test set
+SCL_VARIANT = "scl-home"  # config/home-scl-offline.yaml: SCL with the notebook's eps1 0.4, eps2 1.6, cool-down 20
+SCL_SPLIT = "scl-rotated-half"  # config/home-scl-offline.yaml: 10 clients, Dir(1.0) over the clients, 0-4 rotated 180°
 
 
 @claim(PAPER, "home-ifca-rotations")
@@ -44,6 +53,23 @@ def ifca_recovers_rotations_at_home(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "home-ifca-rotations", where, text, ours, {label: part})
 
 
+@claim(PAPER, "home-scl-rotated-half")
+def scl_separates_rotated_half_at_home(data: ClaimData) -> ClaimResult:
+    where = ("felisat/clustered-federated-learning clustered_federated_learning.ipynb lines 53-54, 117-118, 130 and "
+             "220-222 (10 clients, alpha 1.0, clients 0-4 rotated 180°, SGD lr 0.1 momentum 0.9, 80 rounds, eps1 0.4, "
+             "eps2 1.6), fl_devices.py lines 86-108 (batch 128, train_frac 0.8, lr x 0.99 a round); its saved output, "
+             "lines 343-368: one split into clients 0-4 and 5-9")
+    text = "SCL separates the rotated half (clients 0-4 from 5-9) at ARI ≥ 0.9 on its authors' recipe"
+    runs = select(data.runs, SCL_VARIANT, split_base=SCL_SPLIT) if len(data.runs) else pd.DataFrame()
+    if not len(runs):
+        return verdict(PAPER, "home-scl-rotated-half", where, text, "–",
+                       {f"no run of {SCL_VARIANT} on split {SCL_SPLIT}": "missing"})
+    ours = (f"final ARI {cell(runs, 'ari').text()}, clusters {cell(runs, 'n_clusters').text(1)}, {ACCURACY} "
+            f"{cell(runs, ACCURACY).text()}")  # the ARI cell says how many seeds reached FOUND
+    label, part = threshold(f"{SCL_VARIANT} final ARI", runs, "ari", lo=FOUND)
+    return verdict(PAPER, "home-scl-rotated-half", where, text, ours, {label: part})
+
+
 @register_paper("home")
 class Home(Paper):
     """Each method on its authors' own demonstration, on their recipe, with their result as the expectation."""
@@ -52,4 +78,6 @@ class Home(Paper):
     roles = {
         "ifca_told_k": Role("variant", IFCA_VARIANT, "IFCA told k = 4, on its authors' recipe"),
         "rotation_groups": Role("split", IFCA_SPLIT, "four rotation groups of MNIST, the authors' demonstration"),
+        "scl_home": Role("variant", SCL_VARIANT, "SCL with its authors' thresholds and recipe"),
+        "rotated_half": Role("split", SCL_SPLIT, "10 clients, Dir(1.0) over the clients, clients 0-4 rotated by 180°"),
     }
