@@ -1,7 +1,7 @@
 """SCL's home check (config/home-scl-offline.yaml): its departures table is well-formed, the engine's kept client
 optimiser with its lr decay is the authors' (felisat/clustered-federated-learning fl_devices.py lines 88 and 106-109:
 one torch.optim.SGD per client, made once, its lr times 0.99 before every round's training), and the config is the
-recipe the claim (cflcore.report.claims.home) and the table name."""
+recipe the claim (cflcore.report.papers.home) and the table name."""
 import copy
 from dataclasses import replace
 from pathlib import Path
@@ -15,12 +15,12 @@ from cflcore.data.synthetic import synthetic_federated
 from cflcore.errors import ConfigError
 from cflcore.fl.flat_params import ModelLayout
 from cflcore.fl.optim import ClientOptimizer, OptimizerState, round_lr
-from cflcore.fl.trainers import LoopTrainer, TrainSpec, derive_seed
+from cflcore.fl.trainers import LoopTrainer, derive_seed
 from cflcore.models import build_model
 from cflcore.report.papers import home
 from cflcore.strategies.code_departures import check_departures
 from cflcore.strategies.scl_departures import DEPARTURES
-from engine_runs import train_run
+from engine_runs import cpu_train_spec, train_run
 
 REPO = Path(__file__).resolve().parents[2]
 CPU = torch.device("cpu")
@@ -66,7 +66,8 @@ def test_kept_state_and_lr_decay_are_the_authors_client(kept, same):
     layout = ModelLayout.of(model)
     w0 = layout.flatten(model)
     starts = [w0, w0 + 0.01 * torch.randn(w0.shape, generator=torch.Generator().manual_seed(1)), w0.flip(0) * 0.5]
-    trainer = LoopTrainer(copy.deepcopy(model), layout, TrainSpec(ClientOptimizer("sgd", lr=0.1, momentum=0.9), 64, 1), CPU)
+    trainer = LoopTrainer(copy.deepcopy(model), layout, cpu_train_spec(optimizer=ClientOptimizer("sgd", lr=0.1, momentum=0.9), batch_size=64,
+                                                                    local_epochs=1), CPU)
     state = OptimizerState()
     ours = []
     for rnd, start in enumerate(starts):
