@@ -36,7 +36,7 @@ DEPARTURES: tuple[CodeDeparture, ...] = (
         "146 draws with replacement by uniform class weights (000 §4.1), duplicates dropped, 30 % kept as the "
         "client's local test set: 97-102 training images (mean 99.9 over 6 seeds x 40 clients); clients of one group "
         "may share images",
-        "the project's one sampler (cflcore/data/splits.py, not changed here); 146 draws give the anchor's 100 "
+        "the project's one sampler (cflcore/data/splits/build.py, not changed here); 146 draws give the anchor's 100 "
         "training images on average"),
     CodeDeparture(
         "test data",

@@ -44,7 +44,7 @@ DEPARTURES: tuple[CodeDeparture, ...] = (
         "one run: torch.manual_seed(42), np.random.seed(42)",
         "clustered_federated_learning.ipynb:27-28",
         "6 root seeds (0-5), every draw (split, initialisation, batch order) derived from the root seed",
-        "a level at ARI's bound is decided over the seeds by the framework's rule (cflcore/report/claims/framework.py); "
+        "a level at ARI's bound is decided over the seeds by the framework's rule (cflcore/report/verdicts.py); "
         "one seed decides nothing"),
     CodeDeparture(
         "learning-rate decay",
@@ -60,7 +60,7 @@ DEPARTURES: tuple[CodeDeparture, ...] = (
         "global generator",
         "fl_devices.py:91-93",
         "local_test_fraction 0.2: scikit-learn's train_test_split, ceil(0.2 n) test images, seeded per client "
-        "(cflcore/data/splits.py local_split)",
+        "(cflcore/data/splits/build.py local_split)",
         "the project's one local split; the same share, other random numbers"),
     CodeDeparture(
         "initialisation",
