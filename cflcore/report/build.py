@@ -17,16 +17,18 @@ from . import figures as fg
 from . import tables as tb
 from .front_page import (
     FRONT_PAGE,
+    PaperCheck,
     claims_checks,
     glance_frame,
     glance_table,
+    paper_check_rst,
     ranking_frame,
     write_front_page,
 )
 from .paper import paper_split, paper_vs_run, ranking_agreement
 from .index import entry as index_entry
 from .runs import HARDWARE_FIELDS, LoadedRun, MissingRun, RunSpec, hardware_record
-from .papers.base import ClaimData, check_claims
+from .papers.base import PAPERS, ClaimData, check_claims, paper_data
 from .cross_paper import cross_analysis, cross_section_rst
 from .sweeps import round_frame, sweep_summary
 from .traces import split_trace_figures
@@ -103,8 +105,26 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     cross = (report_cfg.get("cross_paper") or {})
     lead = (cross_section_rst(cross_analysis(swept, cross, algorithms, told_true_k, (context or {}).get("cannot_split")))
             if cross else "")
+    lead = front_tables_rst(report_cfg.get("paper_checks") or [], ClaimData(swept, rounds, summary, loaded),
+                            report_cfg.get("roles")) + lead
     paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims_checks(claims), lead)
     return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]
+
+
+def front_tables_rst(papers: Sequence[str], data: ClaimData, roles: Mapping[str, Mapping[str, str]] | None) -> str:
+    """The tables the checked ``papers`` open the front page with (:attr:`cflcore.report.papers.base.Paper.front_tables`),
+    each a section under its title, from ``data`` cast to the paper's roles."""
+    parts = []
+    for name in papers:
+        paper = PAPERS.get(str(name), field="report.paper_checks")
+        if not paper.front_tables:
+            continue
+        frames = paper.tables(paper_data(str(name), data, roles), True)
+        for kind in paper.front_tables:
+            title = paper.table_titles[kind]
+            parts.append(paper_check_rst(PaperCheck(title[:1].upper() + title[1:], f"{paper.title}: "
+                                                    f"``tables/{kind}.csv``.\n\n", [(title, frames[kind])])))
+    return "".join(parts)
 
 
 def _glance_wide(glance: pd.DataFrame) -> pd.DataFrame:

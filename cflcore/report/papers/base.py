@@ -262,6 +262,9 @@ class Paper:
     """The tables of the paper's own (:meth:`tables`): catalogue kind -> its title in the HTML report, as literals (the
     catalogue reads them from the source, cflcore.paper_sources.declared_paper_tables); each kind's caption is
     report/captions/<kind>.rst."""
+    front_tables: ClassVar[tuple[str, ...]] = ()
+    """Kinds of :attr:`table_titles` the front page opens with when the study checks the paper (``report.paper_checks``),
+    each under its title, before everything else (cflcore.report.build.write_tables)."""
     roles: ClassVar[Mapping[str, Role]] = {}
     """Role key -> :class:`Role`: the runs the claims read. A study whose splits or variants carry other names maps
     them (``report.roles: {<paper>: {<role key>: <its split or variant>}}``); a role it does not map is read under the

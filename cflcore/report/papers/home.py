@@ -23,10 +23,15 @@ half at ARI ≥ 0.9", decided by the same rule. The runs: :data:`SCL_VARIANT` on
 """
 from __future__ import annotations
 
+from types import ModuleType
+from typing import Callable
+
 import pandas as pd
 
+from ...strategies import ifca_departures, scl_departures
 from ..seed_stats import FOUND_ARI as FOUND
 from ..verdicts import cell, threshold
+from ._home_rows import ELSEWHERE_ROWS, HOME_COLUMNS, HOME_TABLE, IFCA, NO_HOME_ROWS, NOT_RUN, SCL, HomeRow
 from .base import ClaimData, ClaimResult, Paper, Role, claim, register_paper, select, verdict
 
 PAPER = "home"
@@ -70,6 +75,34 @@ def scl_separates_rotated_half_at_home(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "home-scl-rotated-half", where, text, ours, {label: part})
 
 
+def _checked_row(row: HomeRow, claim_fn: Callable[[ClaimData], ClaimResult], runs: pd.DataFrame,
+                 data: ClaimData, departures: ModuleType) -> dict[str, str]:
+    """The home table's row of a method checked in this study: ours (final ARI mean ± sample std, "k of n ≥ 0.9",
+    from ``runs``, the claim's runs) and the verdict of ``claim_fn`` on ``data``; "not run in this study" without
+    runs."""
+    if len(runs):
+        res = claim_fn(data)
+        ours, holds = f"final ARI {cell(runs, 'ari').text()}", f"{res.holds} (lean {res.lean}; {res.claim_id})"
+    else:
+        ours = holds = NOT_RUN
+    return dict(zip(HOME_COLUMNS, (row.method, row.home, row.demonstration, row.result, ours, holds,
+                                   f"{len(departures.DEPARTURES)} ({departures.__name__}.DEPARTURES)")))
+
+
+def home_table(data: ClaimData) -> pd.DataFrame:
+    """One row per method (:data:`._home_rows.HOME_COLUMNS`): IFCA and SCL with ours and their claims' verdicts from
+    this study's runs, then the methods checked in their own studies (named, not rerun) and those without a home
+    study (the authors' code found, or the paper's setting)."""
+    runs = data.runs if data.runs is not None else pd.DataFrame()
+    rows = [_checked_row(IFCA, ifca_recovers_rotations_at_home, select(runs, IFCA_VARIANT, split_base=IFCA_SPLIT),
+                         data, ifca_departures),
+            _checked_row(SCL, scl_separates_rotated_half_at_home, select(runs, SCL_VARIANT, split_base=SCL_SPLIT),
+                         data, scl_departures)]
+    rows += [dict(zip(HOME_COLUMNS, (r.method, r.home, r.demonstration, r.result, "–", "–", "–")))
+             for r in (*ELSEWHERE_ROWS, *NO_HOME_ROWS)]
+    return pd.DataFrame(rows, columns=list(HOME_COLUMNS))
+
+
 @register_paper("home")
 class Home(Paper):
     """Each method on its authors' own demonstration, on their recipe, with their result as the expectation."""
@@ -81,3 +114,12 @@ class Home(Paper):
         "scl_home": Role("variant", SCL_VARIANT, "SCL with its authors' thresholds and recipe"),
         "rotated_half": Role("split", SCL_SPLIT, "10 clients, Dir(1.0) over the clients, clients 0-4 rotated by 180°"),
     }
+
+    table_titles = {
+        "home_table": "every method on its home ground: the authors' result and its source, ours, the verdict",
+    }
+    front_tables = (HOME_TABLE,)
+
+    @classmethod
+    def tables(cls, data: ClaimData, checked: bool) -> dict[str, pd.DataFrame]:
+        return {HOME_TABLE: home_table(data) if checked else pd.DataFrame(columns=list(HOME_COLUMNS))}

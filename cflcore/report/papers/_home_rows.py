@@ -1,0 +1,60 @@
+"""The home table's fixed rows (issue 57): each method's home, its authors' demonstration with its source, and their
+result, as the home configs' headers quote them (config/home-offline.yaml, config/home-scl-offline.yaml). The table
+itself, with ours and the verdict from the study's runs: :mod:`.home` (``Home.tables``).
+
+IFCA and SCL are checked in this study (their claims, :mod:`.home`); OCFL, Louvain and FedGWC are checked in their
+own studies and named here, not rerun; BCL and FeSEM have no home study: their rows say what public code of the
+authors was found and which paper's setting is their home.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HOME_TABLE = "home_table"
+"""The home table's catalogue kind (``tables/home_table.csv``; caption report/captions/home_table.rst)."""
+HOME_COLUMNS = ("method", "home", "authors' demonstration", "authors' result", "ours", "verdict", "departures")
+NOT_RUN = "not run in this study"
+ELSEWHERE = "checked there, not rerun here"
+
+
+@dataclass(frozen=True)
+class HomeRow:
+    """One method's home: where it is checked (``home``), the authors' demonstration and its source, their result."""
+
+    method: str
+    home: str
+    demonstration: str
+    result: str
+
+
+IFCA = HomeRow(
+    "IFCA (Ghosh et al. 2020)", "this study (config/home-offline.yaml)",
+    "jichan3751/ifca at 61e44b8, mnist/: rotated MNIST, p 4 groups, m 2400 machines of n 100 images, h1 200, tau 10 "
+    "full-batch steps, lr 0.1 (mnist/config.json:2-13, mnist/train_cluster_mnist.py:315-327, 385-402)",
+    "no clustering number: mnist/run.py:208-209 prints the final test accuracy only (mean ± std over 5 seeds); "
+    "cl_acc (train_cluster_mnist.py:420) is computed, never printed; the README states none")
+SCL = HomeRow(
+    "SCL (Sattler et al. 2020)", "this study (config/home-scl-offline.yaml)",
+    "felisat/clustered-federated-learning at 23a1c38: 10 clients, Dir(1.0), clients 0-4 rotated 180°, ConvNet, SGD lr "
+    "0.1 momentum 0.9, 80 rounds, eps1 0.4, eps2 1.6 (clustered_federated_learning.ipynb:53-54, 117-118, 130, "
+    "220-222; fl_devices.py:86-108)",
+    "one run (seed 42); the notebook's saved output (lines 343-368) shows one split, into clients 0-4 and 5-9")
+ELSEWHERE_ROWS = (
+    HomeRow("OCFL (000)", "the default study, config/config.yaml (paper check 000: Tables 1-2, Figure 2)",
+            "000's own study: MNIST / CIFAR splits of 000 §4.1", f"000 Tables 1-2, Figure 2; {ELSEWHERE}"),
+    HomeRow("Louvain (002)", "config/louvain-002-offline.yaml (paper check 002)",
+            "002's own federation: superclass-like groups, AVG / 1NN / WNN / Late attribution",
+            f"002's claims (Figs. 2-5, §V); {ELSEWHERE}"),
+    HomeRow("FedGWC (004)", "config/fedgwc-004-offline.yaml (paper check 004)",
+            "004's own federations: visual domains, heterogeneity mixes, Dirichlet", f"004 Tables 1, 3-9; {ELSEWHERE}"),
+)
+NO_HOME_ROWS = (
+    HomeRow("BCL (Briggs et al. 2020)", "no home study",
+            "no authors' code found; home = the paper's setting (arXiv 2004.11791: FedAvg rounds, then one "
+            "hierarchical clustering of the updates, on non-IID MNIST and FEMNIST)",
+            "the paper's figures only; third-party ports exist (e.g. alexkyllo/inflorescence), none by the authors"),
+    HomeRow("FeSEM (Xie et al. 2020; Long et al. 2023)", "no home study",
+            "authors' code: anonymousgit2020/fedsem (LEAF, TensorFlow: FEMNIST, CelebA; its issue 1 names the paper, "
+            "arXiv 2005.01026); models/mlhead.py, models/kmean_model.py",
+            "the paper's tables; not run here (no home study yet)"),
+)

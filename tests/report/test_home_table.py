@@ -1,0 +1,60 @@
+"""The home table (issue 57, cflcore.report.papers.home): one row per method with its home, the authors'
+demonstration and result, ours as mean ± std with "k of n seeds", the verdict and the departures; built from a toy runs
+table, and opening the front page of a study that checks ``home``."""
+import pandas as pd
+
+from cflcore.report import verdicts as vd
+from cflcore.report.build import front_tables_rst
+from cflcore.report.papers import base as cl
+from cflcore.report.papers import home
+from cflcore.report.papers._home_rows import HOME_COLUMNS, HOME_TABLE, NOT_RUN
+from cflcore.strategies import ifca_departures
+
+
+def ifca_runs(ari: float, seeds=range(6)) -> pd.DataFrame:
+    return pd.DataFrame([{"dataset": "mnist5k", "clients": 40, "seed": s, "algorithm": home.IFCA_VARIANT,
+                          "algorithm_base": home.IFCA_VARIANT, "split": home.IFCA_SPLIT, "split_base": home.IFCA_SPLIT,
+                          "ari": ari, "n_clusters": 4.0, "local_acc": 0.9} for s in seeds])
+
+
+def table(runs: pd.DataFrame) -> pd.DataFrame:
+    return home.Home.tables(cl.ClaimData(runs), checked=True)[HOME_TABLE].set_index("method")
+
+
+def row(frame: pd.DataFrame, start: str) -> pd.Series:
+    return frame.loc[[m for m in frame.index if m.startswith(start)][0]]
+
+
+def test_ifca_row_reads_its_runs_verdict_source_and_departures():
+    got = table(ifca_runs(1.0))
+    assert list(got.reset_index().columns) == list(HOME_COLUMNS)
+    ifca = row(got, "IFCA")
+    assert "6 of 6 ≥ 0.9" in ifca["ours"] and ifca["ours"].startswith("final ARI 1.00")
+    assert ifca["verdict"].startswith(vd.HOLDS)
+    assert "jichan3751/ifca" in ifca["authors' demonstration"] and "mnist/config.json" in ifca["authors' demonstration"]
+    assert "final test accuracy only" in ifca["authors' result"]
+    assert ifca["departures"].startswith(f"{len(ifca_departures.DEPARTURES)} (cflcore.strategies.ifca_departures")
+
+
+def test_absent_method_is_not_run_and_other_homes_are_named():
+    got = table(ifca_runs(1.0))
+    scl = row(got, "SCL")
+    assert scl["ours"] == NOT_RUN and scl["verdict"] == NOT_RUN
+    assert "felisat/clustered-federated-learning" in scl["authors' demonstration"]
+    for method, config in (("OCFL", "config/config.yaml"), ("Louvain", "config/louvain-002-offline.yaml"),
+                           ("FedGWC", "config/fedgwc-004-offline.yaml")):
+        assert config in row(got, method)["home"] and "not rerun here" in row(got, method)["authors' result"]
+    assert "no authors' code found" in row(got, "BCL")["authors' demonstration"]
+    assert "anonymousgit2020/fedsem" in row(got, "FeSEM")["authors' demonstration"]
+
+
+def test_false_table_reads_contradicted():
+    ifca = row(table(ifca_runs(0.0)), "IFCA")
+    assert ifca["verdict"].startswith(vd.CONTRADICTED) and "0 of 6 ≥ 0.9" in ifca["ours"]
+
+
+def test_unchecked_study_gets_the_header_only_and_the_front_page_opens_on_the_table():
+    assert home.Home.tables(cl.ClaimData(ifca_runs(1.0)), checked=False)[HOME_TABLE].empty
+    rst = front_tables_rst([home.PAPER], cl.ClaimData(ifca_runs(1.0)), None)
+    assert rst.startswith("Every method on its home ground") and "6 of 6" in rst
+    assert front_tables_rst([], cl.ClaimData(ifca_runs(1.0)), None) == ""
