@@ -43,7 +43,7 @@ def test_absent_method_is_not_run_and_other_homes_are_named():
     assert "felisat/clustered-federated-learning" in scl["authors' demonstration"]
     for method, config in (("OCFL", "config/config.yaml"), ("Louvain", "config/louvain-002-offline.yaml"),
                            ("FedGWC", "config/fedgwc-004-offline.yaml")):
-        assert config in row(got, method)["home"] and "not rerun here" in row(got, method)["authors' result"]
+        assert config in row(got, method)["home"] and row(got, method)["ours"] == "checked there, not rerun here"
     assert "no authors' code found" in row(got, "BCL")["authors' demonstration"]
     assert "anonymousgit2020/fedsem" in row(got, "FeSEM")["authors' demonstration"]
 

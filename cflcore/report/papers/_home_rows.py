@@ -15,6 +15,9 @@ HOME_TABLE = "home_table"
 HOME_COLUMNS = ("method", "home", "authors' demonstration", "authors' result", "ours", "verdict", "departures")
 NOT_RUN = "not run in this study"
 ELSEWHERE = "checked there, not rerun here"
+ELSEWHERE_VERDICT = "that study's paper check (tables/paper_claims.csv)"
+ELSEWHERE_DEPARTURES = "that study's front page (report.departures)"
+NO_HOME = "no home study"
 
 
 @dataclass(frozen=True)
@@ -41,20 +44,21 @@ SCL = HomeRow(
     "one run (seed 42); the notebook's saved output (lines 343-368) shows one split, into clients 0-4 and 5-9")
 ELSEWHERE_ROWS = (
     HomeRow("OCFL (000)", "the default study, config/config.yaml (paper check 000: Tables 1-2, Figure 2)",
-            "000's own study: MNIST / CIFAR splits of 000 §4.1", f"000 Tables 1-2, Figure 2; {ELSEWHERE}"),
+            "000's label-group splits (non-overlapping / overlapping, balanced / imbalanced, 000 §4.1)",
+            "000 Tables 1-2, Figure 2"),
     HomeRow("Louvain (002)", "config/louvain-002-offline.yaml (paper check 002)",
             "002's own federation: superclass-like groups, AVG / 1NN / WNN / Late attribution",
-            f"002's claims (Figs. 2-5, §V); {ELSEWHERE}"),
+            "002's claims (Figs. 2-5, §V)"),
     HomeRow("FedGWC (004)", "config/fedgwc-004-offline.yaml (paper check 004)",
-            "004's own federations: visual domains, heterogeneity mixes, Dirichlet", f"004 Tables 1, 3-9; {ELSEWHERE}"),
+            "004's own federations: visual domains, heterogeneity mixes, Dirichlet", "004 Tables 1, 3-9"),
 )
 NO_HOME_ROWS = (
-    HomeRow("BCL (Briggs et al. 2020)", "no home study",
+    HomeRow("BCL (Briggs et al. 2020)", NO_HOME,
             "no authors' code found; home = the paper's setting (arXiv 2004.11791: FedAvg rounds, then one "
             "hierarchical clustering of the updates, on non-IID MNIST and FEMNIST)",
-            "the paper's figures only; third-party ports exist (e.g. alexkyllo/inflorescence), none by the authors"),
-    HomeRow("FeSEM (Xie et al. 2020; Long et al. 2023)", "no home study",
+            "the paper's reported results, no code to quote; third-party ports exist (e.g. alexkyllo/inflorescence)"),
+    HomeRow("FeSEM (Xie et al. 2020; Long et al. 2023)", NO_HOME,
             "authors' code: anonymousgit2020/fedsem (LEAF, TensorFlow: FEMNIST, CelebA; its issue 1 names the paper, "
             "arXiv 2005.01026); models/mlhead.py, models/kmean_model.py",
-            "the paper's tables; not run here (no home study yet)"),
+            "the paper's tables"),
 )

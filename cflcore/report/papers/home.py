@@ -20,6 +20,10 @@ notebook's saved output shows one split, into clients 0-4 and 5-9 (its table's r
 343-368: each model's accuracies on exactly one of the two halves), so the expectation is "SCL separates the rotated
 half at ARI ≥ 0.9", decided by the same rule. The runs: :data:`SCL_VARIANT` on :data:`SCL_SPLIT`; what still differs:
 :data:`cflcore.strategies.scl_departures.DEPARTURES`.
+
+The home table (``tables/home_table.csv``, :func:`home_table`; the front page of a study that checks ``home`` opens on
+it, :attr:`Home.front_tables`): one row per method, its home, the authors' demonstration with its source and their
+result (:mod:`._home_rows`), ours (final ARI mean ± sample std, k of n seeds ≥ 0.9), the verdict and the departures.
 """
 from __future__ import annotations
 
@@ -31,7 +35,8 @@ import pandas as pd
 from ...strategies import ifca_departures, scl_departures
 from ..seed_stats import FOUND_ARI as FOUND
 from ..verdicts import cell, threshold
-from ._home_rows import ELSEWHERE_ROWS, HOME_COLUMNS, HOME_TABLE, IFCA, NO_HOME_ROWS, NOT_RUN, SCL, HomeRow
+from ._home_rows import (ELSEWHERE, ELSEWHERE_DEPARTURES, ELSEWHERE_ROWS, ELSEWHERE_VERDICT, HOME_COLUMNS, HOME_TABLE,
+                         IFCA, NO_HOME, NO_HOME_ROWS, NOT_RUN, SCL, HomeRow)
 from .base import ClaimData, ClaimResult, Paper, Role, claim, register_paper, select, verdict
 
 PAPER = "home"
@@ -98,8 +103,10 @@ def home_table(data: ClaimData) -> pd.DataFrame:
                          data, ifca_departures),
             _checked_row(SCL, scl_separates_rotated_half_at_home, select(runs, SCL_VARIANT, split_base=SCL_SPLIT),
                          data, scl_departures)]
-    rows += [dict(zip(HOME_COLUMNS, (r.method, r.home, r.demonstration, r.result, "–", "–", "–")))
-             for r in (*ELSEWHERE_ROWS, *NO_HOME_ROWS)]
+    rows += [dict(zip(HOME_COLUMNS, (r.method, r.home, r.demonstration, r.result, ELSEWHERE, ELSEWHERE_VERDICT,
+                                     ELSEWHERE_DEPARTURES))) for r in ELSEWHERE_ROWS]
+    rows += [dict(zip(HOME_COLUMNS, (r.method, r.home, r.demonstration, r.result, NOT_RUN, NO_HOME, "–")))
+             for r in NO_HOME_ROWS]
     return pd.DataFrame(rows, columns=list(HOME_COLUMNS))
 
 
