@@ -15,8 +15,8 @@ HOME_TABLE = "home_table"
 HOME_COLUMNS = ("method", "home", "authors' demonstration", "authors' result", "ours", "verdict", "departures")
 NOT_RUN = "not run in this study"
 ELSEWHERE = "checked there, not rerun here"
-ELSEWHERE_VERDICT = "that study's paper check (tables/paper_claims.csv)"
-ELSEWHERE_DEPARTURES = "that study's front page (report.departures)"
+ELSEWHERE_VERDICT = "that study's paper check (its front page)"
+ELSEWHERE_DEPARTURES = "that study's departures by design (its front page)"
 NO_HOME = "no home study"
 
 
