@@ -54,8 +54,8 @@ ELSEWHERE_ROWS = (
 )
 NO_HOME_ROWS = (
     HomeRow("BCL (Briggs et al. 2020)", NO_HOME,
-            "no authors' code found; home = the paper's setting (arXiv 2004.11791: FedAvg rounds, then one "
-            "hierarchical clustering of the updates, on non-IID MNIST and FEMNIST)",
+            "no authors' code found; home = the paper's setting (arXiv 2004.11791), not reproduced here: with no "
+            "code to quote, its data and recipe are not stated in this table",
             "the paper's reported results, no code to quote; third-party ports exist (e.g. alexkyllo/inflorescence)"),
     HomeRow("FeSEM (Xie et al. 2020; Long et al. 2023)", NO_HOME,
             "authors' code: anonymousgit2020/fedsem (LEAF, TensorFlow: FEMNIST, CelebA; its issue 1 names the paper, "
