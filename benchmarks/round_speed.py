@@ -363,7 +363,8 @@ def check_bf16_accuracy(threads: int, quick: bool, n_train: int | None = None, e
     """bf16 against fp32 on real MNIST-5k: one model, the same batches; one-sided: bf16 fails only when its test
     accuracy is below fp32's by more than :func:`accuracy_tolerance` (it may be better)."""
     from cflcore.data.federated import ClientData
-    from cflcore.data.loaders import LoaderSettings, load_mnist5k
+    from cflcore.data.loaders import LoaderSettings
+    from cflcore.data.loaders.offline import load_mnist5k
     from cflcore.fl.evaluation import Evaluator
     from cflcore.fl.flat_params import ModelLayout
     from cflcore.fl.spec import train_spec

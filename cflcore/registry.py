@@ -31,7 +31,7 @@ PLUGIN_SOURCES: dict[str, tuple[str, str]] = {
     "method": ("strategies", "register_strategy"),  # cflcore.strategies.base.STRATEGIES
     "clusterer": ("clustering", "register_clusterer"),  # cflcore.clustering.clusterers.CLUSTERERS
     "model": ("models", "MODELS.register"),  # cflcore.models.MODELS
-    "dataset": ("data", "DATASETS.register"),  # cflcore.data.DATASETS
+    "dataset": ("data.loaders", "DATASETS.register"),  # cflcore.data.loaders.DATASETS
     "split generator": ("data.splits", "SPLIT_GENERATORS.register"),  # cflcore.data.splits.SPLIT_GENERATORS
 }
 

@@ -17,8 +17,9 @@ import yaml
 import cflcore.config as cc
 import cflcore.layout as lay
 from cflcore.data import DATASETS
-from cflcore.data.loaders import (DIGITS_ROWS, MEDMNIST_CLASSES, MNIST5K_ROWS, SOURCE_FACTS, load_raw, source_facts,
-                                  train_size)
+from cflcore.data.loaders import facts_queries, load_raw, source_facts, train_size
+from cflcore.data.loaders.medmnist import MEDMNIST_CLASSES
+from cflcore.data.loaders.offline import DIGITS_ROWS, MNIST5K_ROWS
 from cflcore.errors import ConfigError
 from conftest import REPO, snakemake_cmd
 from test_data_loaders import write_cifar_folder, write_idx_folder, write_medmnist
@@ -147,7 +148,7 @@ def test_source_facts_match_what_the_loaders_load(tmp_path):
 
 def test_every_loader_declares_its_facts():
     # FEMNIST's size is in its JSON only (LEAF's sampling decides it): unknown until the data job reads it
-    assert set(DATASETS.names()) == set(SOURCE_FACTS)
+    assert set(DATASETS.names()) == set(facts_queries())
     femnist = source_facts({"loader": "femnist", "data_root": "/nonexistent"})
     assert femnist.train_images is None and not femnist.downloadable and femnist.classes == 62
 

@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 import cflcore.config as cc
 import cflcore.layout as lay
 from cflcore import stages
-from cflcore.data.loaders import SOURCE_FACTS, LoaderSettings, train_size
+from cflcore.data.loaders import LoaderSettings, facts_queries, train_size
 from cflcore.data.splits.base import MIN_SAMPLES_PER_CLIENT
 from cflcore.errors import ConfigError
 from cflcore.fl.run import sample_clients
@@ -428,10 +428,10 @@ def _disjoint_beyond(draw, cfg: dict) -> str:
 
 
 def _data_missing(draw, cfg: dict) -> str:
-    loader = draw(st.sampled_from(sorted(set(SOURCE_FACTS) - {"mnist5k", "digits"})))  # those two ship with libraries
+    loader = draw(st.sampled_from(sorted(set(facts_queries()) - {"mnist5k", "digits"})))  # those two ship with libraries
     cfg["data_root"] = NOWHERE
     cfg["datasets"]["digits"]["loader"] = loader
-    facts = SOURCE_FACTS[loader](LoaderSettings.from_dict({"loader": loader, "data_root": NOWHERE}))
+    facts = facts_queries()[loader](LoaderSettings.from_dict({"loader": loader, "data_root": NOWHERE}))
     cfg["download"] = False if facts.downloadable else draw(st.booleans())
     return "datasets.digits.loader"
 

@@ -11,7 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from cflcore.data import DATASETS, load_dataset, prepare_dataset
-from cflcore.data.loaders import CIFAR_TRAIN_BATCHES, IDX_FILES, load_raw
+from cflcore.data.loaders import load_raw
+from cflcore.data.loaders.cifar import CIFAR_TRAIN_BATCHES
+from cflcore.data.loaders.idx import IDX_FILES
 from cflcore.errors import ConfigError, DataError
 from cflcore.io import parquet_metadata
 

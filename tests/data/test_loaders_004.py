@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cflcore.data import load_dataset, make_split, prepare_dataset
-from cflcore.data.loaders import FEMNIST_CLASSES
+from cflcore.data.loaders.leaf import FEMNIST_CLASSES
 from cflcore.errors import DataError
 from cflcore.io import parquet_metadata
 from test_data_loaders import settings, write_cifar_folder
