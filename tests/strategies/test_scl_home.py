@@ -66,8 +66,8 @@ def test_kept_state_and_lr_decay_are_the_authors_client(kept, same):
     layout = ModelLayout.of(model)
     w0 = layout.flatten(model)
     starts = [w0, w0 + 0.01 * torch.randn(w0.shape, generator=torch.Generator().manual_seed(1)), w0.flip(0) * 0.5]
-    trainer = LoopTrainer(copy.deepcopy(model), layout, cpu_train_spec(optimizer=ClientOptimizer("sgd", lr=0.1, momentum=0.9), batch_size=64,
-                                                                    local_epochs=1), CPU)
+    spec = cpu_train_spec(optimizer=ClientOptimizer("sgd", lr=0.1, momentum=0.9), batch_size=64, local_epochs=1)
+    trainer = LoopTrainer(copy.deepcopy(model), layout, spec, CPU)
     state = OptimizerState()
     ours = []
     for rnd, start in enumerate(starts):
