@@ -115,7 +115,8 @@ def check_speed(device, report: Report) -> None:
     for model, n, n_train in cases:
         s = round_speed(device, model, n, gemm, n_train)
         plan = s.plan or {}
-        report.line(f"       {model}, N = {n}: {s.seconds:.2f} s a round, floor {s.floor * 1e3:.1f} ms, ratio "
+        report.line(f"       {model}, N = {n}: {s.seconds:.2f} s a round (median of "
+                    f"{', '.join(f'{t:.2f}' for t in s.rounds)}), floor {s.floor * 1e3:.1f} ms, ratio "
                     f"{s.ratio:.1f}x; {plan.get('chunks')} chunk(s) of <= {min(plan.get('clients_per_chunk') or n, n)}, "
                     f"{plan.get('calls_per_round')} vmapped calls planned")
         if gpu and s.ratio > SPEED_TARGET:

@@ -93,11 +93,13 @@ class Evaluator:
 
     def grouped_scores(self, vector: torch.Tensor, xs: list[torch.Tensor], ys: list[torch.Tensor], n_classes: int) -> list[Scores]:
         """Scores of one model on several clients' sets in one batched pass (sets concatenated)."""
-        pred, loss = self.predict(vector, torch.cat(xs), torch.cat(ys))
+        y_all = torch.cat(ys)
+        pred, loss = self.predict(vector, torch.cat(xs), y_all)
+        labels = y_all.cpu().numpy()  # one copy to the host for every client, not one a client
         out, lo = [], 0
         for y in ys:
             hi = lo + len(y)
-            cm = confusion(y.cpu().numpy(), pred[lo:hi].numpy(), n_classes)
+            cm = confusion(labels[lo:hi], pred[lo:hi].numpy(), n_classes)
             out.append(scores_from_confusion(cm, float(loss[lo:hi].mean()) if hi > lo else float("nan")))
             lo = hi
         return out

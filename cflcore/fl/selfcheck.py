@@ -14,11 +14,12 @@ import hashlib
 import json
 import logging
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -172,15 +173,20 @@ def round_traffic(device: torch.device, method: dict, n: int) -> Traffic:
 # ----- speed against the FLOP floor -----------------------------------------------------------------------------
 SPEED_BATCH, SPEED_EPOCHS, SPEED_TRAIN, SPEED_TEST, SPEED_ORCH = 32, 3, 267, 32, 256
 """benchmarks/device_speed.py's workload: 000 Table 3's MNIST training, 267 samples a client, batch 32, 3 epochs."""
+SPEED_TIMED_ROUNDS = 3
+"""Rounds timed after the warm-up round; the check reads their median. One timed round was not enough: on an H100 the
+same ocfl-cnn round at N = 15 took 0.41-0.43 s as the process's first timed round and 0.26-0.38 s in rounds 1-4 of
+another process (docs/gpu.md)."""
 
 
 @dataclass
 class Speed:
     model: str
     n_clients: int
-    seconds: float
+    seconds: float  # the median of the timed rounds
     floor: float  # seconds
     plan: dict | None
+    rounds: list[float] = field(default_factory=list)  # each timed round's seconds
 
     @property
     def ratio(self) -> float:
@@ -188,8 +194,9 @@ class Speed:
 
 
 def round_speed(device: torch.device, model: str, n: int, gemm: float, n_train: int = SPEED_TRAIN) -> Speed:
-    """Seconds of one BNC round (vmap trainer, evaluation every round, ``gpu_jobs: 1``: the GPU's only job) of
-    ``model`` at ``n`` clients of ``n_train`` samples, after a warm-up round, against its FLOP floor at ``gemm``."""
+    """Seconds of a BNC round (vmap trainer, evaluation every round, ``gpu_jobs: 1``: the GPU's only job) of
+    ``model`` at ``n`` clients of ``n_train`` samples, the median of :data:`SPEED_TIMED_ROUNDS` rounds after a warm-up
+    round, against its FLOP floor at ``gemm``."""
     from ..data.synthetic import synthetic_federated
     from .run import build_engine
     from .speed import round_flops, sample_flops, sync
@@ -206,14 +213,17 @@ def round_speed(device: torch.device, model: str, n: int, gemm: float, n_train: 
                                  device=str(device))
     engine.run_round(state, 0, 10)
     sync(device)
-    t0 = time.perf_counter()
-    engine.run_round(state, 1, 10)
-    sync(device)
-    seconds = time.perf_counter() - t0
+    seconds = []
+    for r in range(1, 1 + SPEED_TIMED_ROUNDS):
+        t0 = time.perf_counter()
+        engine.run_round(state, r, 10)
+        sync(device)
+        seconds.append(time.perf_counter() - t0)
     train_f, fwd_f = sample_flops(model, shape, classes, SPEED_BATCH)
     flops = round_flops(train_f, fwd_f, n * n_train, SPEED_EPOCHS, n * SPEED_TEST + SPEED_ORCH)
     plan = getattr(engine.trainer, "last_plan", None)
-    return Speed(model, n, seconds, flops / gemm, plan.as_dict() if plan is not None else None)
+    return Speed(model, n, statistics.median(seconds), flops / gemm, plan.as_dict() if plan is not None else None,
+                 rounds=seconds)
 
 
 # ----- chunk plans ------------------------------------------------------------------------------------------------

@@ -126,8 +126,8 @@ def layer_slices(layer_sizes: Sequence[int]) -> list[slice]:
     return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def _layer_pairwise(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """Squared pairwise distances (n × n) and squared norms (n,) of the rows of one layer, in float64.
+def _layer_pairwise(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Squared pairwise distances (n × n) and squared norms (n,) of the rows of one layer, in float64, on x's device.
     Rows are centred per column block before the Gram product: distances are translation-invariant and
     centring avoids the cancellation of ‖a‖² + ‖b‖² − 2ab for nearly equal models."""
     import torch
@@ -142,7 +142,7 @@ def _layer_pairwise(x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     diag = torch.diagonal(gram)
     sq_dist = torch.clamp(diag[:, None] + diag[None, :] - 2.0 * gram, min=0.0)
     sq_dist.fill_diagonal_(0.0)
-    return sq_dist.cpu().numpy(), sq_norm.cpu().numpy()
+    return sq_dist, sq_norm
 
 
 def _relative(distance: np.ndarray, norm: np.ndarray) -> np.ndarray:
@@ -154,10 +154,12 @@ def _relative(distance: np.ndarray, norm: np.ndarray) -> np.ndarray:
 def trusted_distance_matrix(models: torch.Tensor, layers: Sequence[slice]) -> np.ndarray:
     """Pairwise trusted distance (002 eq. 2), symmetrised: ½ (t(a, b) + t(b, a)),
     t(a, b) = Π_l (1 + ‖w_{a,l} − w_{b,l}‖ / ‖w_{a,l}‖) − 1."""
+    import torch
     n = models.shape[0]
     log_prod = np.zeros((n, n))
-    for sl in layers:
-        sq_dist, sq_norm = _layer_pairwise(models[:, sl])
+    per_layer = [_layer_pairwise(models[:, sl]) for sl in layers]  # on the device; one copy to the host below
+    sq_dists, sq_norms = (torch.stack(ts).cpu().numpy() for ts in zip(*per_layer)) if per_layer else ((), ())
+    for sq_dist, sq_norm in zip(sq_dists, sq_norms):
         log_prod += np.log1p(_relative(np.sqrt(sq_dist), np.sqrt(sq_norm)))
     directed = np.expm1(log_prod)
     sym = 0.5 * (directed + directed.T)
@@ -170,16 +172,17 @@ def trusted_to_references(models: torch.Tensor, references: torch.Tensor, layers
     import torch
     n, k = models.shape[0], references.shape[0]
     log_prod = np.zeros((n, k))
-    for sl in layers:
-        sq_dist = torch.zeros(n, k, dtype=torch.float64, device=models.device)
-        sq_norm = torch.zeros(n, dtype=torch.float64, device=models.device)
+    sq_dists = torch.zeros(len(layers), n, k, dtype=torch.float64, device=models.device)
+    sq_norms = torch.zeros(len(layers), n, dtype=torch.float64, device=models.device)
+    for sq_dist, sq_norm, sl in zip(sq_dists, sq_norms, layers):
         for start in range(sl.start, sl.stop, _CHUNK):
             stop = min(start + _CHUNK, sl.stop)
             a = models[:, start:stop].to(torch.float64)
             b = references[:, start:stop].to(torch.float64)
             sq_norm += (a * a).sum(dim=1)
             sq_dist += torch.cdist(a, b).pow(2)
-        log_prod += np.log1p(_relative(np.sqrt(sq_dist.cpu().numpy()), np.sqrt(sq_norm.cpu().numpy())))
+    for sq_dist, sq_norm in zip(sq_dists.cpu().numpy(), sq_norms.cpu().numpy()):  # one copy each to the host
+        log_prod += np.log1p(_relative(np.sqrt(sq_dist), np.sqrt(sq_norm)))
     return np.expm1(log_prod)
 
 
@@ -377,10 +380,12 @@ class LouvainCommunities(Strategy):
             return
         assert self.latest is not None
         seen = np.flatnonzero(self.seen)
-        index = lambda ids: torch.as_tensor(ids, device=self.latest.device)  # noqa: E731
-        means = torch.stack([self.latest[index(np.flatnonzero((labels == c) & self.seen))].to(torch.float64).mean(dim=0)
-                             for c in self.communities])
-        dist = self._distances_to(self.latest[index(seen)], means)
+        groups = [np.flatnonzero((labels == c) & self.seen) for c in self.communities] + [seen]
+        # one upload of every community's members and the seen clients, split on the device (sizes known here)
+        *members, seen_rows = torch.split(torch.as_tensor(np.concatenate(groups), device=self.latest.device),
+                                          [len(g) for g in groups])
+        means = torch.stack([self.latest[rows].to(torch.float64).mean(dim=0) for rows in members])
+        dist = self._distances_to(self.latest[seen_rows], means)
         for row, q in enumerate(seen):
             self.client_distance[int(q)] = {c: float(dist[row, j]) for j, c in enumerate(self.communities)}
 
