@@ -59,15 +59,17 @@ def read_cifar_pickle(path: Path) -> dict[str, Any]:
     return {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in obj.items()}
 
 
-def read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """One batch: ``data`` uint8 (n, 3072) = R, G, B planes of 32×32 (already C×H×W), ``labels`` list of ints."""
-    batch = read_cifar_pickle(path)
-    data, labels = batch.get("data"), batch.get("labels")
+def read_cifar_images(path: Path, label_key: str, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """One pickle of images: ``data`` uint8 (n, 3072) = R, G, B planes of 32×32 (already C×H×W) and the list of int
+    labels under ``label_key`` (CIFAR-10's batches: ``labels``; CIFAR-100's parts: ``fine_labels``)."""
+    part = read_cifar_pickle(path)
+    data, labels = part.get("data"), part.get(label_key)
     if not isinstance(data, np.ndarray) or labels is None:
-        raise DataError(f"{path}: CIFAR-10 batch lacks 'data' or 'labels'")
+        raise DataError(f"{path}: {source} file lacks 'data' or '{label_key}'")
     labels = np.asarray(labels, dtype=np.int64)
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(data) != len(labels):
-        raise DataError(f"{path}: expected data uint8 (n, 3072) and n labels, got {data.dtype} {data.shape}, {labels.shape}")
+        raise DataError(f"{path}: expected data uint8 (n, 3072) and n {label_key}, got {data.dtype} {data.shape}, "
+                        f"{labels.shape}")
     return data.reshape(-1, 3, 32, 32), labels
 
 
@@ -82,8 +84,8 @@ def load_cifar10(settings: LoaderSettings) -> RawDataset:
         raise missing_error("cifar10", folder, CIFAR_FILES)
     meta = read_cifar_pickle(folder / "batches.meta")
     classes = [c.decode("latin1") if isinstance(c, bytes) else str(c) for c in meta.get("label_names", CIFAR10_CLASSES)]
-    train = [read_cifar_batch(folder / f) for f in CIFAR_TRAIN_BATCHES]
-    test = read_cifar_batch(folder / "test_batch")
+    train = [read_cifar_images(folder / f, "labels", "CIFAR-10") for f in CIFAR_TRAIN_BATCHES]
+    test = read_cifar_images(folder / "test_batch", "labels", "CIFAR-10")
     train_images = np.concatenate([b[0] for b in train])
     train_labels = np.concatenate([b[1] for b in train])
     return concat_parts((train_images, train_labels), test, classes, f"CIFAR-10 python batches ({folder})")
@@ -111,18 +113,6 @@ def _cifar10_facts(settings: LoaderSettings) -> SourceFacts:
 CIFAR100_FILES = ["train", "test", "meta"]
 
 
-def read_cifar100_part(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """``train`` or ``test``: ``data`` uint8 (n, 3072) = R, G, B planes of 32×32, ``fine_labels`` list of 0..99."""
-    part = read_cifar_pickle(path)
-    data, labels = part.get("data"), part.get("fine_labels")
-    if not isinstance(data, np.ndarray) or labels is None:
-        raise DataError(f"{path}: CIFAR-100 file lacks 'data' or 'fine_labels'")
-    labels = np.asarray(labels, dtype=np.int64)
-    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32 or len(data) != len(labels):
-        raise DataError(f"{path}: expected data uint8 (n, 3072) and n fine_labels, got {data.dtype} {data.shape}, {labels.shape}")
-    return data.reshape(-1, 3, 32, 32), labels
-
-
 @DATASETS.register("cifar100")
 def load_cifar100(settings: LoaderSettings) -> RawDataset:
     """CIFAR-100 (50,000 train / 10,000 test, 100 fine classes) from torchvision's ``cifar-100-python`` folder."""
@@ -136,7 +126,7 @@ def load_cifar100(settings: LoaderSettings) -> RawDataset:
     if not isinstance(names, list) or len(names) != 100:
         raise DataError(f"{folder / 'meta'}: expected 100 fine_label_names")
     classes = [c.decode("latin1") if isinstance(c, bytes) else str(c) for c in names]
-    train, test = read_cifar100_part(folder / "train"), read_cifar100_part(folder / "test")
+    train, test = (read_cifar_images(folder / part, "fine_labels", "CIFAR-100") for part in ("train", "test"))
     return concat_parts(train, test, classes, f"CIFAR-100 python version ({folder})")
 
 
