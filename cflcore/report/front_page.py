@@ -37,8 +37,6 @@ from .papers.base import published_tables_paper as _published
 from .statistics.seed_stats import K_OF_N_METRICS, from_columns
 
 FRONT_PAGE = "front_page.rst"
-SPLIT_SHORT = {"nonoverlap-balanced": "NB", "nonoverlap-imbalanced": "NI", "overlap-balanced": "OB",
-               "overlap-imbalanced": "OI"}
 HEADLINE_COLUMNS = {"pf1_final": "PF1 final", "pf1": "PF1 mean", "gf1_final": "GF1 final", "gf1": "GF1 mean",
                     "ari_final": "ARI final", "ari": "ARI mean", "clustering_round": "clustering round"}
 GLANCE_METRICS = {"pf1_final": "PF1", "ari_final": "ARI"}
@@ -296,7 +294,7 @@ def method_label(algorithm: str) -> str:
 
 
 def _split_label(split: str) -> str:
-    short = SPLIT_SHORT.get(split)
+    short = _published().split_short.get(split)
     return f"{split} ({short})" if short else split
 
 
@@ -313,7 +311,7 @@ def headline_frame(headline: pd.DataFrame) -> pd.DataFrame:
 
 
 def _split_short(split: str) -> str:
-    return SPLIT_SHORT.get(split, split)
+    return _published().split_short.get(split, split)
 
 
 def glance_table(headline: pd.DataFrame) -> pd.DataFrame:

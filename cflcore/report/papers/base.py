@@ -282,8 +282,8 @@ class Paper:
     """Whether every study's report sets this paper's published tables beside its runs (the "paper versus this run"
     table and its Kendall's τ, the departures from the paper's training settings, the SCL thresholds beside its table:
     cflcore.report.build, front_page, scl_epsilons). One registered paper does (:func:`published_tables_paper`); it
-    provides their readers: ``reference_dir``, ``dataset_aliases``, ``read_reference``, ``table1``, ``table3``, ``fig2``,
-    ``algorithm``, ``dataset``, ``split``, ``vs_run``, ``ranking``."""
+    provides their readers: ``reference_dir``, ``dataset_aliases``, ``split_short``, ``read_reference``, ``table1``,
+    ``table3``, ``fig2``, ``algorithm``, ``dataset``, ``split``, ``vs_run``, ``ranking``."""
     homes: ClassVar[Mapping[str, SettingHome]] = {}
     """Home id -> :class:`SettingHome`: the homes of cross-paper settings this paper owns, its own (a seed's id) or a
     source it checks (a baseline's own demonstration). Config validation reads the ids from the source

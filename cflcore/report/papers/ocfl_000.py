@@ -39,6 +39,8 @@ PAPER_DATASETS = ("mnist", "fmnist", "cifar10", "pathmnist", "bloodmnist")
 DATASET_ALIASES = {"mnist5k": "mnist"}
 DATASET_NOTES = {"mnist5k": "ours: 5k-image MNIST subset; paper: full MNIST"}
 PAPER_SPLITS = ("nonoverlap-balanced", "nonoverlap-imbalanced", "overlap-balanced", "overlap-imbalanced")
+SPLIT_SHORT = dict(zip(PAPER_SPLITS, ("NB", "NI", "OB", "OI")))
+"""The splits' short names, as the front page's compact tables head their columns."""
 # paper metric -> (our summary column, note)
 METRIC_MAP = {"rand": ("ari", ""), "ami": ("ami", ""), "com": ("homogeneity", "published COM = homogeneity"),
               "clustering_round": ("clustering_round", "1-based; SCL: last split"),
@@ -225,6 +227,7 @@ class Ocfl000(Paper):
     homes = {PAPER: SettingHome("OCFL's settings", methods=("ocfl",), accuracy="pf1")}
     reference_dir = REFERENCE_DIR
     dataset_aliases = DATASET_ALIASES
+    split_short = SPLIT_SHORT
     read_reference = staticmethod(read_reference)
     table1 = staticmethod(paper_table1)
     table3 = staticmethod(paper_table3)
