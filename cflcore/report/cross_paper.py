@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .papers.base import SettingHome
+from .papers.base import SettingHome, setting_homes
 from .statistics.seed_stats import BIMODAL, FOUND_ARI, MISSED_ARI, from_columns, summary_columns
 from .tables import BEST_MARK
 
@@ -68,8 +68,7 @@ class Setting:
 
 
 def _homes() -> dict[str, SettingHome]:
-    from .papers.base import setting_homes
-
+    """The homes the paper plug-ins declare (cflcore.report.papers.base.setting_homes), in their order."""
     return setting_homes()
 
 
@@ -80,13 +79,13 @@ def _rand_homes() -> list[str]:
 
 def accuracy_text() -> str:
     """The section's words for the clients' accuracy of each home: "PF1 on a's and b's; balanced accuracy on c's;
-    accuracy elsewhere", the metrics in the order of their first home; the default accuracy is "elsewhere"."""
+    accuracy elsewhere", the metrics in the order of their first home (:func:`setting_homes`); the default accuracy is
+    "elsewhere"."""
     by_metric: dict[str, list[str]] = {}
     for home, facts in _homes().items():
         by_metric.setdefault(facts.accuracy, []).append(f"{home}'s")
     default = SettingHome("").accuracy
-    parts = [f"{ACCURACY_WORDS.get(metric, metric)} on {' and '.join(homes)}"
-             for metric, homes in sorted(by_metric.items(), key=lambda kv: kv[1][0])
+    parts = [f"{ACCURACY_WORDS.get(metric, metric)} on {' and '.join(homes)}" for metric, homes in by_metric.items()
              if metric != default]
     return "; ".join(parts + [f"{ACCURACY_WORDS[default]} elsewhere"])
 

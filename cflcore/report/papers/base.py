@@ -355,9 +355,9 @@ def published_tables_paper() -> Any:
 
 
 def setting_homes() -> dict[str, SettingHome]:
-    """Every registered paper's :attr:`Paper.homes`, by home id (sorted)."""
-    homes = {home: facts for name in PAPERS.names() for home, facts in PAPERS.get(name).homes.items()}
-    return dict(sorted(homes.items()))
+    """Every registered paper's :attr:`Paper.homes`, by home id: the papers in the order of their ids, each paper's homes
+    in its declaration's order (the order the cross-paper section speaks of them)."""
+    return {home: facts for name in PAPERS.names() for home, facts in PAPERS.get(name).homes.items()}
 
 
 def paper_data(paper: str, data: ClaimData, roles: Mapping[str, Mapping[str, str]] | None) -> ClaimData:
