@@ -3,16 +3,16 @@
 Each setting is a split of the study with its home: a seed or a baseline's own paper, each declared by the paper
 plug-in that owns it (cflcore.report.papers.base.Paper.homes: the methods it is home to, the clients' accuracy it
 scores by, whether it reports Rand). A cell is the final round's score, mean ± sample std over seeds
-(cflcore.report.statistics.seed_stats): ARI everywhere, with the seeds that found the groups ("k of n ≥ 0.9", bimodal cells
-marked), the Rand index on the settings of a home that reports it, and the clients' accuracy on their own data as
-the setting's home scores it. The
-best ARI of a column is marked ★ only where it beats the runner-up beyond the seed noise, paired over seeds (the
-claims' test, cflcore.report.statistics.verdicts.assess); otherwise the best and every method within the noise of it
-read "tied". Under the table, each method's average rank over the settings (by ARI, ties shared) and a
-critical-difference analysis with the settings as blocks, the seeds averaged within a setting (Demšar 2006: the
-blocks are independent data sets; a setting's seeds are repeated measurements on one): Friedman, then Wilcoxon–Holm,
-as the OCFL paper's analysis does. Methods given an oracle's advantage (the true number of groups) are marked. :func:`what_it_shows` turns the numbers into sentences: who wins where, who never fails
-badly, and where each paper's own method stands away from home.
+(cflcore.report.statistics.seed_stats): ARI everywhere, with the seeds that found the groups ("k of n ≥ 0.9", bimodal
+cells marked), the Rand index on the settings of a home that reports it, and the clients' accuracy on their own data
+as the setting's home scores it. The best ARI of a column is marked ★ only where it beats the runner-up beyond the
+seed noise, paired over seeds (the claims' test, cflcore.report.statistics.verdicts.assess); otherwise the best and
+every method within the noise of it read "tied". Under the table, each method's average rank over the settings (by
+ARI, ties shared) and a critical-difference analysis with the settings as blocks, the seeds averaged within a setting
+(Demšar 2006: the blocks are independent data sets; a setting's seeds are repeated measurements on one): Friedman,
+then Wilcoxon–Holm, as the OCFL paper's analysis does. Methods given an oracle's advantage (the true number of groups)
+are marked. :func:`what_it_shows` turns the numbers into sentences: who wins where, who never fails badly, and where
+each paper's own method stands away from home.
 """
 from __future__ import annotations
 
@@ -64,17 +64,12 @@ class Setting:
     @property
     def accuracy(self) -> str:
         """The clients' accuracy the setting's home scores by (cflcore.report.papers.base.SettingHome.accuracy)."""
-        return _homes()[self.home].accuracy
+        return setting_homes()[self.home].accuracy
 
 
-def _homes() -> dict[str, SettingHome]:
-    """The homes the paper plug-ins declare (cflcore.report.papers.base.setting_homes), in their order."""
-    return setting_homes()
-
-
-def _rand_homes() -> list[str]:
+def rand_homes() -> list[str]:
     """The homes that report the Rand index beside ARI (:attr:`SettingHome.rand`)."""
-    return [home for home, facts in _homes().items() if facts.rand]
+    return [home for home, facts in setting_homes().items() if facts.rand]
 
 
 def accuracy_text() -> str:
@@ -82,7 +77,7 @@ def accuracy_text() -> str:
     accuracy elsewhere", the metrics in the order of their first home (:func:`setting_homes`); the default accuracy is
     "elsewhere"."""
     by_metric: dict[str, list[str]] = {}
-    for home, facts in _homes().items():
+    for home, facts in setting_homes().items():
         by_metric.setdefault(facts.accuracy, []).append(f"{home}'s")
     default = SettingHome("").accuracy
     parts = [f"{ACCURACY_WORDS.get(metric, metric)} on {' and '.join(homes)}" for metric, homes in by_metric.items()
@@ -203,8 +198,8 @@ def best_mark(r: Mapping[str, Any]) -> str:
 
 def cell_text(r: Mapping[str, Any]) -> str:
     """One cell of the wide table from a tidy row: "ARI 0.49 ± 0.51 (3 of 6 ≥ 0.9; bimodal) ★ · acc. 0.74 ± 0.05"
-    (Rand added on the settings of a home that reports it; :data:`NO_GROUPS` where the split has no groups; "n/a" without runs). The one place a
-    cross-table cell is written."""
+    (Rand added on the settings of a home that reports it; :data:`NO_GROUPS` where the split has no groups; "n/a"
+    without runs). The one place a cross-table cell is written."""
     if not r["n_seeds"]:
         return "n/a"
     if r.get("cannot_split"):
@@ -214,7 +209,7 @@ def cell_text(r: Mapping[str, Any]) -> str:
     else:
         mark = best_mark(r)
         ari = "ARI " + from_columns(r, "ari").text(2, k_of_n=True) + (f" {mark}" if mark else "")
-    rand = f" · Rand {r['rand_mean']:.2f}" if r["home"] in _rand_homes() and np.isfinite(r["rand_mean"]) else ""
+    rand = f" · Rand {r['rand_mean']:.2f}" if r["home"] in rand_homes() and np.isfinite(r["rand_mean"]) else ""
     acc_name = ACCURACY_NAMES.get(r["accuracy_metric"], "acc.")
     acc = f" · {acc_name} {from_columns(r, 'accuracy').text()}" if np.isfinite(r["accuracy_mean"]) else ""
     return ari + rand + acc
@@ -252,7 +247,7 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
         lines.append(f"Never failing badly: {top}'s worst final ARI over the settings is {worst.iloc[0]:.2f} (the highest "
                      f"worst case); methods at ARI ≤ {FAIL_ARI} somewhere: "
                      f"{', '.join(m for m, v in worst.items() if v <= FAIL_ARI) or 'none'}.")
-    for home, prefixes in ((h, facts.methods) for h, facts in _homes().items() if facts.methods):
+    for home, prefixes in ((h, facts.methods) for h, facts in setting_homes().items() if facts.methods):
         own = tidy[tidy["method"].str.startswith(prefixes)]
         if own.empty:
             continue
@@ -293,7 +288,7 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
     tidy, cd = analysis["tidy"], analysis["cd"]
     parts = [_section(analysis.get("title") or TITLE, "-"),
              "Every method on every setting (each keeps its home paper's clients and participation). "
-             f"A cell: final-round ARI (Rand too on {_possessive(_rand_homes())} settings) and accuracy on the clients' "
+             f"A cell: final-round ARI (Rand too on {_possessive(rand_homes())} settings) and accuracy on the clients' "
              f"own data ({accuracy_text()}), mean ± sample std over seeds; beside ARI, the "
              f"seeds that found the groups (k of n ≥ {FOUND_ARI:g}; {BIMODAL}: some seeds ≥ {FOUND_ARI:g}, some ≤ "
              f"{MISSED_ARI:g}); {BEST_MARK} = the column's best ARI, beyond the seed noise above every other (paired "
@@ -330,7 +325,7 @@ def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[
 
     out_dir = Path(out_dir)
     caption = (f"{analysis.get('title') or TITLE}: final ARI (with the seeds ≥ {FOUND_ARI:g}, k of n), Rand "
-               f"({', '.join(_rand_homes())}) and "
+               f"({', '.join(rand_homes())}) and "
                f"accuracy per method and setting, mean ± sample std over seeds; {BEST_MARK} = best beyond the seed "
                f"noise, {TIED_MARK} = top cells within it.")
     entries = [entry("cross_paper", p, None, None) for p in
