@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping
 
 from .errors import ConfigError
 from .layout import dataset_file
-from .paper_sources import declared_claims, declared_papers, declared_roles
+from .paper_sources import declared_claims, declared_homes, declared_papers, declared_roles
 from .registry import declared_names
 from .sweep_expansion import INDEX_KEY
 
@@ -300,4 +300,5 @@ def naming_fields() -> dict[str, str]:
                          "(" + "; ".join(f"{p}: {', '.join(r)}" for p, r in declared_roles().items()) + ") and "
                          "their values a split (a split role) or a variant (a variant role) of the study"),
         "report.cross_paper.settings": "Its keys name splits of the study (`study.splits`, or a swept split's base name)",
+        "report.cross_paper.settings.<name>.home": "Names a home: " + ", ".join(declared_homes()),
     }

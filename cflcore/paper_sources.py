@@ -1,6 +1,6 @@
 """What the paper plug-ins declare (cflcore/report/papers/, one module per paper), read from their source with
 :mod:`ast`, never importing the report (pandas, the claims): the paper ids (``@register_paper("002")``), their claims'
-ids (``@claim("002", "002-ari-mk")``), each paper's roles and the tables of its own. Config validation
+ids (``@claim("002", "002-ari-mk")``), each paper's roles, the cross-paper homes it owns and the tables of its own. Config validation
 (cflcore.config, cflcore.config_checks) and the report's catalogue (parsed with the Snakefile) read them here, as
 cflcore.registry.declared_names reads the other plug-ins' names.
 
@@ -46,15 +46,20 @@ def _constant(node: ast.expr, constants: dict[str, str]) -> str | None:
     return constants.get(node.id) if isinstance(node, ast.Name) else None
 
 
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """The module-level string constants of a module (``PAPER = "002"``)."""
+    return {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+            for t in n.targets if isinstance(t, ast.Name)}
+
+
 @functools.cache
 def declared_claims() -> dict[str, tuple[str, ...]]:
     """Paper -> the ids of the claims its module declares (``@claim("002", "002-ari-mk")``, or a registration call at
     module level, ``claim("h", "h-x")(fn)``), in declaration order."""
     claims: dict[str, list[str]] = {}
     for tree in _trees():
-        constants = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
-                     and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
-                     for t in n.targets if isinstance(t, ast.Name)}
+        constants = _constants(tree)
         for node in tree.body:
             calls = [*getattr(node, "decorator_list", []),
                      *([node.value.func] if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else [])]
@@ -68,9 +73,11 @@ def declared_claims() -> dict[str, tuple[str, ...]]:
 
 def _class_dicts(attribute: str) -> dict[str, dict[str, str]]:
     """Paper -> the dict literal its registered class assigns to ``attribute``: key -> the value's string (a string
-    literal, or the first argument of a call such as ``Role("split", ...)``)."""
+    literal, or the first argument of a call such as ``Role("split", ...)``); keys and values are literals or
+    module-level string constants."""
     found: dict[str, dict[str, str]] = {}
     for tree in _trees():
+        constants = _constants(tree)
         for node in tree.body:
             names = registered_in_tree(ast.Module(body=[node], type_ignores=[]), PAPER_DECORATOR)
             if not isinstance(node, ast.ClassDef) or not names:
@@ -79,8 +86,9 @@ def _class_dicts(attribute: str) -> dict[str, dict[str, str]]:
                 if (isinstance(stmt, ast.Assign) and any(getattr(t, "id", "") == attribute for t in stmt.targets)
                         and isinstance(stmt.value, ast.Dict)):
                     values = [v.args[0] if isinstance(v, ast.Call) and v.args else v for v in stmt.value.values]
-                    found[names[0]] = {k.value: v.value for k, v in zip(stmt.value.keys, values)
-                                       if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)}
+                    pairs = [(_constant(k, constants), _constant(v, constants))
+                             for k, v in zip(stmt.value.keys, values) if k is not None]
+                    found[names[0]] = {k: v for k, v in pairs if k is not None and v is not None}
     return found
 
 
@@ -96,3 +104,16 @@ def declared_paper_tables() -> dict[str, str]:
     """The report tables of the papers' own: catalogue kind -> its title in the HTML report, from each paper class's
     ``table_titles`` (cflcore.report.papers.base.Paper.tables)."""
     return {kind: title for titles in _class_dicts("table_titles").values() for kind, title in titles.items()}
+
+
+@functools.cache
+def declared_homes() -> dict[str, str]:
+    """The homes of the cross-paper settings (``report.cross_paper.settings.<split>.home``): home id -> the source in
+    words, from each paper class's ``homes`` (cflcore.report.papers.base.Paper.homes), sorted by id."""
+    return dict(sorted((home, what) for homes in _class_dicts("homes").values() for home, what in homes.items()))
+
+
+def check_home(name: str, field: str) -> None:
+    """ConfigError ``<field>: unknown home <name>; allowed: ...`` unless a paper module declares the home ``name``."""
+    if name not in declared_homes():
+        raise ConfigError(f"{field}: unknown home {name!r}; allowed: {', '.join(declared_homes())}")

@@ -6,7 +6,7 @@ Validation happens in three passes, all before any job starts:
 2. name checks against the plug-in names declared by their registration decorators, read from source
    (``cflcore.registry.declared_names``): dataset
    loaders, models, split generators, methods, clusterers (of variants and of ``whatif``) and the papers of
-   ``report.paper_checks`` (``cflcore.paper_sources``). They
+   ``report.paper_checks`` and the homes of ``report.cross_paper`` (``cflcore.paper_sources``). They
    import no plug-in: ``validate_config(cfg, plugins=False)`` never imports torch or the engine;
 3. with ``plugins=True`` (the default; the workflow and the CLI), registry checks that need the plug-in
    classes: each algorithm variant against its strategy plug-in's own ``params_schema``, split generator
@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 from ..config_checks import REFUSE, WARN, check_cross_references, check_data_requests, entry_field
 from ..defaults import schema_defaults
 from ..errors import ConfigError
-from ..paper_sources import check_paper
+from ..paper_sources import check_home, check_paper
 from ..plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, check_finite, schema_check
 from ..registry import check_declared, declared_names
 from ..sweep_expansion import expand_sweeps
@@ -187,6 +187,8 @@ def _check_names(cfg: dict[str, Any]) -> None:
             check_declared("clusterer", variant["clusterer"], field=f"{field}.clusterer")
     for i, paper in enumerate((cfg.get("report") or {}).get("paper_checks") or []):
         check_paper(str(paper), field=f"report.paper_checks[{i}]")
+    for split, setting in (((cfg.get("report") or {}).get("cross_paper") or {}).get("settings") or {}).items():
+        check_home(str(setting["home"]), field=f"report.cross_paper.settings.{split}.home")
     _check_whatif_names(cfg.get("whatif") or {})
 
 

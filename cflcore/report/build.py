@@ -25,15 +25,14 @@ from .front_page import (
     ranking_frame,
     write_front_page,
 )
-from .paper import paper_split, paper_vs_run, ranking_agreement
 from .index import entry as index_entry
 from .runs import HARDWARE_FIELDS, LoadedRun, MissingRun, RunSpec, hardware_record
-from .papers.base import PAPERS, ClaimData, check_claims, paper_data
+from .papers.base import PAPERS, ClaimData, check_claims, paper_data, published_tables_paper
 from .cross_paper import cross_analysis, cross_section_rst
 from .sweeps import round_frame, sweep_summary
 from .traces import split_trace_figures
 
-# our columns compared with the paper's (paper.METRIC_MAP)
+# our columns compared with the published tables' (published_tables_paper's METRIC_MAP)
 COMPARISON_METRICS = ["ari", "ami", "homogeneity", "clustering_round", "pf1", "gf1", "pf1_final", "gf1_final"]
 
 
@@ -43,14 +42,16 @@ _entry = index_entry  # (kind, path, out_dir, dataset, clients): an index row, c
 def split_name_map(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun]) -> dict[str, str | None]:
     """Our split name -> the paper's (by name, else from a manifest's overlap/imbalanced parameters)."""
     manifests = {run.spec.split: run.manifest for run in loaded}
-    return {s.split: paper_split(s.split, manifests.get(s.split)) for s in specs}
+    published = published_tables_paper()
+    return {s.split: published.split(s.split, manifests.get(s.split)) for s in specs}
 
 
 def paper_check(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], summary: pd.DataFrame,
                 groups: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The paper check (``paper_vs_run``) and Kendall's τ per split, from the runs' summaries."""
-    comparison = paper_vs_run(tb.aggregate_seeds(summary, groups, COMPARISON_METRICS), split_name_map(specs, loaded))
-    return comparison, ranking_agreement(comparison)
+    published = published_tables_paper()
+    comparison = published.vs_run(tb.aggregate_seeds(summary, groups, COMPARISON_METRICS), split_name_map(specs, loaded))
+    return comparison, published.ranking(comparison)
 
 
 def comparison_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

@@ -1,16 +1,18 @@
 """The cross-paper comparison: every method on every seed's home settings, in one table (``report.cross_paper``).
 
-Each setting is a split of the study with its home paper (000, 002 or 004). A cell is the final round's score,
-mean ± sample std over seeds (cflcore.report.seed_stats): ARI everywhere, with the seeds that found the groups
-("k of n ≥ 0.9", bimodal cells marked), the Rand index on 004's settings (as 004 reports it), and the clients'
-accuracy on their own data: PF1 on 000's and 002's settings, balanced accuracy on 004's (as each paper scores). The
-best ARI of a column is marked ★ only where it beats the runner-up beyond the seed noise, paired over seeds (the
-claims' test, cflcore.report.verdicts.assess); otherwise the best and every method within the noise of it
-read "tied". Under the table, each method's average rank over the settings (by ARI, ties shared) and a
-critical-difference analysis with the settings as blocks, the seeds averaged within a setting (Demšar 2006: the
-blocks are independent data sets; a setting's seeds are repeated measurements on one): Friedman, then Wilcoxon–Holm,
-as 000's analysis does. Methods given an oracle's advantage (the true number of groups) are marked. :func:`what_it_shows` turns the numbers into sentences: who wins where, who never fails
-badly, and where each paper's own method stands away from home.
+Each setting is a split of the study with its home: a seed or a baseline's own paper, each declared by the paper
+plug-in that owns it (cflcore.report.papers.base.Paper.homes: the methods it is home to, the clients' accuracy it
+scores by, whether it reports Rand). A cell is the final round's score, mean ± sample std over seeds
+(cflcore.report.statistics.seed_stats): ARI everywhere, with the seeds that found the groups ("k of n ≥ 0.9", bimodal
+cells marked), the Rand index on the settings of a home that reports it, and the clients' accuracy on their own data
+as the setting's home scores it. The best ARI of a column is marked ★ only where it beats the runner-up beyond the
+seed noise, paired over seeds (the claims' test, cflcore.report.statistics.verdicts.assess); otherwise the best and
+every method within the noise of it read "tied". Under the table, each method's average rank over the settings (by
+ARI, ties shared) and a critical-difference analysis with the settings as blocks, the seeds averaged within a setting
+(Demšar 2006: the blocks are independent data sets; a setting's seeds are repeated measurements on one): Friedman,
+then Wilcoxon–Holm, as the OCFL paper's analysis does. Methods given an oracle's advantage (the true number of groups)
+are marked. :func:`what_it_shows` turns the numbers into sentences: who wins where, who never fails badly, and where
+each paper's own method stands away from home.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .seed_stats import BIMODAL, FOUND_ARI, MISSED_ARI, from_columns, summary_columns
+from .papers.base import SettingHome, setting_homes
+from .statistics.seed_stats import BIMODAL, FOUND_ARI, MISSED_ARI, from_columns, summary_columns
 from .tables import BEST_MARK
 
 MIN_WILCOXON_BLOCKS = 6
@@ -28,13 +31,11 @@ MIN_WILCOXON_BLOCKS = 6
 TIED_MARK = "tied"
 """A column's top cells where the best ARI does not beat the others beyond the seed noise (paired over seeds)."""
 
-HOMES = ("000", "002", "004", "scl", "ifca", "leahcimali")
-"""Where a setting comes from: a seed (000, 002, 004), a baseline's own paper (``scl``: Sattler et al.'s demo,
-felisat/clustered-federated-learning; ``ifca``: Ghosh et al. 2020's rotated MNIST), or leahcimali's comparison of CFL
-methods (Comparative-Evaluation-of-Clustered-Federated-Learning-Methods, its five heterogeneities)."""
 FAIL_ARI = 0.3  # "fails badly": a final ARI at or under this on a setting
-HOME_METHODS = {"000": ("ocfl",), "002": ("louvain",), "004": ("fedgwc",), "scl": ("scl",), "ifca": ("ifca",)}
-"""Each paper's own method family (a variant whose name starts with it)."""
+ACCURACY_NAMES = {"local_bacc": "bal. acc.", "pf1": "PF1", "local_acc": "acc."}
+"""How a cell names the clients' accuracy a home scores by (cflcore.report.papers.base.SettingHome.accuracy)."""
+ACCURACY_WORDS = {"local_bacc": "balanced accuracy", "pf1": "PF1", "local_acc": "accuracy"}
+"""The same in the section's text."""
 TITLE = "Comparing the seeds' methods"
 """The section's default title (``report.cross_paper.title`` names another: the heterogeneity study's)."""
 
@@ -62,9 +63,26 @@ class Setting:
 
     @property
     def accuracy(self) -> str:
-        """The accuracy the home paper scores clients by: balanced accuracy (004), PF1 (000, 002), or accuracy on
-        the clients' own test sets (Sattler's demo, IFCA, leahcimali's comparison)."""
-        return {"004": "local_bacc", "000": "pf1", "002": "pf1"}.get(self.home, "local_acc")
+        """The clients' accuracy the setting's home scores by (cflcore.report.papers.base.SettingHome.accuracy)."""
+        return setting_homes()[self.home].accuracy
+
+
+def rand_homes() -> list[str]:
+    """The homes that report the Rand index beside ARI (:attr:`SettingHome.rand`)."""
+    return [home for home, facts in setting_homes().items() if facts.rand]
+
+
+def accuracy_text() -> str:
+    """The section's words for the clients' accuracy of each home: "PF1 on a's and b's; balanced accuracy on c's;
+    accuracy elsewhere", the metrics in the order of their first home (:func:`setting_homes`); the default accuracy is
+    "elsewhere"."""
+    by_metric: dict[str, list[str]] = {}
+    for home, facts in setting_homes().items():
+        by_metric.setdefault(facts.accuracy, []).append(f"{home}'s")
+    default = SettingHome("").accuracy
+    parts = [f"{ACCURACY_WORDS.get(metric, metric)} on {' and '.join(homes)}" for metric, homes in by_metric.items()
+             if metric != default]
+    return "; ".join(parts + [f"{ACCURACY_WORDS[default]} elsewhere"])
 
 
 def settings_of(block: Mapping[str, Any] | None) -> list[Setting]:
@@ -105,10 +123,10 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
 
 def mark_best(frame: pd.DataFrame, summary: pd.DataFrame, settings: Sequence[Setting]) -> pd.DataFrame:
     """Per column (not a control): the method of the best mean ARI against every other method, its ARI minus theirs
-    paired over seeds (cflcore.report.verdicts: the t-test with the standard error floored at ARI's
+    paired over seeds (cflcore.report.statistics.verdicts: the t-test with the standard error floored at ARI's
     resolution, one-sided at the claims' level). The best is marked ★ (``best_ari``) only where it is beyond the noise
     above every other; else it and every method not beyond the noise below it are ``tied_best``."""
-    from .verdicts import Part, assess, difference
+    from .statistics.verdicts import Part, assess, difference
 
     frame = frame.assign(best_ari=False, tied_best=False)
     for s in settings:
@@ -180,8 +198,8 @@ def best_mark(r: Mapping[str, Any]) -> str:
 
 def cell_text(r: Mapping[str, Any]) -> str:
     """One cell of the wide table from a tidy row: "ARI 0.49 ± 0.51 (3 of 6 ≥ 0.9; bimodal) ★ · acc. 0.74 ± 0.05"
-    (Rand added on 004's settings; :data:`NO_GROUPS` where the split has no groups; "n/a" without runs). The one place a
-    cross-table cell is written."""
+    (Rand added on the settings of a home that reports it; :data:`NO_GROUPS` where the split has no groups; "n/a"
+    without runs). The one place a cross-table cell is written."""
     if not r["n_seeds"]:
         return "n/a"
     if r.get("cannot_split"):
@@ -191,10 +209,15 @@ def cell_text(r: Mapping[str, Any]) -> str:
     else:
         mark = best_mark(r)
         ari = "ARI " + from_columns(r, "ari").text(2, k_of_n=True) + (f" {mark}" if mark else "")
-    rand = f" · Rand {r['rand_mean']:.2f}" if r["home"] == "004" and np.isfinite(r["rand_mean"]) else ""
-    acc_name = {"local_bacc": "bal. acc.", "pf1": "PF1"}.get(r["accuracy_metric"], "acc.")
+    rand = f" · Rand {r['rand_mean']:.2f}" if r["home"] in rand_homes() and np.isfinite(r["rand_mean"]) else ""
+    acc_name = ACCURACY_NAMES.get(r["accuracy_metric"], "acc.")
     acc = f" · {acc_name} {from_columns(r, 'accuracy').text()}" if np.isfinite(r["accuracy_mean"]) else ""
     return ari + rand + acc
+
+
+def _possessive(homes: Sequence[str]) -> str:
+    """``["a"]`` -> "a's"; ``["a", "b"]`` -> "a's and b's"."""
+    return " and ".join(f"{home}'s" for home in homes)
 
 
 def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
@@ -224,7 +247,7 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
         lines.append(f"Never failing badly: {top}'s worst final ARI over the settings is {worst.iloc[0]:.2f} (the highest "
                      f"worst case); methods at ARI ≤ {FAIL_ARI} somewhere: "
                      f"{', '.join(m for m, v in worst.items() if v <= FAIL_ARI) or 'none'}.")
-    for home, prefixes in HOME_METHODS.items():
+    for home, prefixes in ((h, facts.methods) for h, facts in setting_homes().items() if facts.methods):
         own = tidy[tidy["method"].str.startswith(prefixes)]
         if own.empty:
             continue
@@ -245,7 +268,7 @@ def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], metho
     no ``block``: empty); ``oracle``: the variants told the true number of groups
     (cflcore.plugin.Plugin.told_true_k), marked in the table; ``cannot_split``: method -> split -> why it cannot act
     there (cflcore.plugin.PLUGIN_FACTS_KEY), printed in the cell and kept out of ranks, marks and the CD."""
-    from .cd import cd_analysis
+    from .statistics.cd import cd_analysis
 
     if summary is None or not len(summary):
         summary = pd.DataFrame(columns=["split_base", "algorithm", "seed", "ari", "rand", "pf1", "local_bacc"])
@@ -265,8 +288,8 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
     tidy, cd = analysis["tidy"], analysis["cd"]
     parts = [_section(analysis.get("title") or TITLE, "-"),
              "Every method on every setting (each keeps its home paper's clients and participation). "
-             f"A cell: final-round ARI (Rand too on 004's settings) and accuracy on the clients' own data (PF1 on 000's "
-             f"and 002's; balanced accuracy on 004's; accuracy elsewhere), mean ± sample std over seeds; beside ARI, the "
+             f"A cell: final-round ARI (Rand too on {_possessive(rand_homes())} settings) and accuracy on the clients' "
+             f"own data ({accuracy_text()}), mean ± sample std over seeds; beside ARI, the "
              f"seeds that found the groups (k of n ≥ {FOUND_ARI:g}; {BIMODAL}: some seeds ≥ {FOUND_ARI:g}, some ≤ "
              f"{MISSED_ARI:g}); {BEST_MARK} = the column's best ARI, beyond the seed noise above every other (paired "
              f"over seeds); {TIED_MARK} = the column's top cells, within the noise of each other; (oracle) = told the "
@@ -297,11 +320,12 @@ def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[
     ``entry(kind, path, dataset, clients)`` makes an index entry."""
     from pathlib import Path
 
-    from .cd import draw_cd_diagram
+    from .statistics.cd import draw_cd_diagram
     from .tables import write_table, write_text
 
     out_dir = Path(out_dir)
-    caption = (f"{analysis.get('title') or TITLE}: final ARI (with the seeds ≥ {FOUND_ARI:g}, k of n), Rand (004) and "
+    caption = (f"{analysis.get('title') or TITLE}: final ARI (with the seeds ≥ {FOUND_ARI:g}, k of n), Rand "
+               f"({', '.join(rand_homes())}) and "
                f"accuracy per method and setting, mean ± sample std over seeds; {BEST_MARK} = best beyond the seed "
                f"noise, {TIED_MARK} = top cells within it.")
     entries = [entry("cross_paper", p, None, None) for p in
@@ -342,7 +366,7 @@ def draw_cross_heatmap(tidy: pd.DataFrame, stem, oracle: Sequence[str] = (), tit
     ground-truth groups is grey with "n/a", a negative control's column is labelled so."""
     import matplotlib.pyplot as plt
 
-    from .cd import save_figure
+    from .statistics.cd import save_figure
 
     methods = list(dict.fromkeys(tidy["method"]))
     settings = list(dict.fromkeys(tidy["setting"]))

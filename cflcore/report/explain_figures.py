@@ -32,7 +32,7 @@ from .. import layout  # noqa: E402
 from ..errors import CflError  # noqa: E402
 from ..explain.tables import METRICS, MODES, display_map, run_summary  # noqa: E402
 from ..io import atomic_path, parquet_metadata, read_parquet  # noqa: E402
-from .cd import cd_analysis, draw_cd_diagram, save_figure  # noqa: E402
+from .statistics.cd import cd_analysis, draw_cd_diagram, save_figure  # noqa: E402
 
 MODE_TITLES = {"in_cluster": "in-cluster", "out_cluster": "out-of-cluster", "orchestrator": "orchestrator"}
 RANDOM_ENTRY = "random order"  # the baseline's name in CD diagrams and tables

@@ -9,8 +9,8 @@ It holds, in this order:
   (:func:`cflcore.report.tables.headline_table`);
 * the **paper checks**, a list of :class:`PaperCheck` sections (:func:`ocfl_paper_check` for 000; a check against
   another paper is one more section): 000's Table 1 RAND, Table 2 clustering round and Figure 2 PF1 / GF1 beside ours, with
-  the difference per cell (:func:`cflcore.report.paper.paper_vs_run`), and whether the methods come in the
-  same order, as Kendall's τ per split (:func:`cflcore.report.paper.ranking_agreement`);
+  the difference per cell (``vs_run`` of the paper whose published tables every study is set beside, cflcore.report.papers.base.published_tables_paper), and whether the methods come in the
+  same order, as Kendall's τ per split (its ``ranking``);
 * the **departures by design**, one line each saying what it does to the comparison. They are computed from
   the study's config (:func:`front_page_context`: rounds, dataset, optimiser, model, split sizes, engine,
   each algorithm's bug fixes) and from the results (clustering rounds, final − mean gaps), measured against
@@ -33,12 +33,10 @@ from . import tables as tb
 from ..settings import EngineSettings
 from .front_context import (Departure, engine_departures, format_value, front_page_context,  # noqa: F401
                             metric_departure, split_departures)
-from .paper import DATASET_ALIASES, paper_algorithm, paper_dataset, paper_fig2, paper_table1, paper_table3
-from .seed_stats import K_OF_N_METRICS, from_columns
+from .papers.base import published_tables_paper as _published
+from .statistics.seed_stats import K_OF_N_METRICS, from_columns
 
 FRONT_PAGE = "front_page.rst"
-SPLIT_SHORT = {"nonoverlap-balanced": "NB", "nonoverlap-imbalanced": "NI", "overlap-balanced": "OB",
-               "overlap-imbalanced": "OI"}
 HEADLINE_COLUMNS = {"pf1_final": "PF1 final", "pf1": "PF1 mean", "gf1_final": "GF1 final", "gf1": "GF1 mean",
                     "ari_final": "ARI final", "ari": "ARI mean", "clustering_round": "clustering round"}
 GLANCE_METRICS = {"pf1_final": "PF1", "ari_final": "ARI"}
@@ -66,8 +64,8 @@ class PaperCheck:
 
 # ---- departures ----------------------------------------------------------------------------------
 def _table3_row(dataset: str) -> dict[str, Any] | None:
-    name = paper_dataset(dataset)
-    t3 = paper_table3()
+    name = _published().dataset(dataset)
+    t3 = _published().table3()
     rows = t3[t3["dataset"] == name]
     return rows.iloc[0].to_dict() if name is not None and len(rows) else None
 
@@ -128,11 +126,11 @@ def rounds_departure(dataset: str, settings: Mapping[str, Any], report: Mapping[
 
 
 def dataset_departure(dataset: str) -> Departure:
-    name = paper_dataset(dataset)
+    name = _published().dataset(dataset)
     if name is None:
         return Departure(f"Dataset ({dataset})", dataset, "not in 000",
                          "No published counterpart: the paper check and τ are empty for it.")
-    if dataset in DATASET_ALIASES:
+    if dataset in _published().dataset_aliases:
         what = DATASET_DESCRIPTIONS.get(dataset, f"a subset of {name}")
         return Departure(f"Dataset ({dataset})", f"{dataset}: {what}", f"full {name.upper()}",
                          "Compared with the paper's full-data rows. Fewer distinct images per client: expect lower "
@@ -177,8 +175,8 @@ def training_departure(dataset: str, settings: Mapping[str, Any], engine: Engine
 
 def _published_range(method: str, datasets: Sequence[str], clients: Sequence[int], metric: str = "rand") -> str:
     """The paper's Table 1 values of ``method`` on the study's datasets × clients, as "a–b" ("–" = never clustered)."""
-    t1 = paper_table1()
-    names = [paper_dataset(d) for d in datasets if paper_dataset(d)]
+    t1 = _published().table1()
+    names = [_published().dataset(d) for d in datasets if _published().dataset(d)]
     cells = t1[t1["dataset"].isin(names) & t1["clients"].isin([int(c) for c in clients]) & (t1["algorithm"] == method)]
     if cells.empty:
         return ""
@@ -237,8 +235,8 @@ def bug_departures(algorithms: Mapping[str, Mapping[str, Any]], datasets: Sequen
 
 
 def method_departures(algorithms: Sequence[str]) -> list[Departure]:
-    published = set(paper_table1()["algorithm"]) | set(paper_fig2()["algorithm"])
-    extra = [a for a in algorithms if paper_algorithm(a) not in published]
+    published = set(_published().table1()["algorithm"]) | set(_published().fig2()["algorithm"])
+    extra = [a for a in algorithms if _published().algorithm(a) not in published]
     if not extra:
         return []
     return [Departure("Methods not in 000", ", ".join(extra), "–",
@@ -296,7 +294,7 @@ def method_label(algorithm: str) -> str:
 
 
 def _split_label(split: str) -> str:
-    short = SPLIT_SHORT.get(split)
+    short = _published().split_short.get(split)
     return f"{split} ({short})" if short else split
 
 
@@ -313,7 +311,7 @@ def headline_frame(headline: pd.DataFrame) -> pd.DataFrame:
 
 
 def _split_short(split: str) -> str:
-    return SPLIT_SHORT.get(split, split)
+    return _published().split_short.get(split, split)
 
 
 def glance_table(headline: pd.DataFrame) -> pd.DataFrame:

@@ -17,9 +17,10 @@ COLUMNS = ["dataset", "split", "clients", "seed", "algorithm", "source", "eps1",
 
 def scl_epsilon_table(loaded: Sequence[Any]) -> pd.DataFrame:
     """One row per run whose server log records SCL's ε (every seed), with 000 Table 4's row for its dataset."""
-    from .paper import REFERENCE_DIR, paper_dataset
+    from .papers.base import published_tables_paper
 
-    paper = pd.read_csv(REFERENCE_DIR / "paper_table4_scl.csv").set_index("dataset")
+    published = published_tables_paper()
+    paper = published.read_reference("paper_table4_scl.csv").set_index("dataset")
     rows = []
     for run in loaded:
         server = run.server
@@ -27,7 +28,7 @@ def scl_epsilon_table(loaded: Sequence[Any]) -> pd.DataFrame:
             continue
         first = server.sort_values("round").iloc[0]
         s = run.spec
-        name = paper_dataset(s.dataset)
+        name = published.dataset(s.dataset)
         ref = paper.loc[name] if name in paper.index else None
         rows.append({"dataset": s.dataset, "split": s.split, "clients": s.clients, "seed": s.seed,
                      "algorithm": s.algorithm, "source": str(first["epsilon_source"]),

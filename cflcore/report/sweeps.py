@@ -27,7 +27,7 @@ import pandas as pd  # noqa: E402
 
 from .. import filenames as fn  # noqa: E402
 from .runs import LoadedRun  # noqa: E402
-from .seed_stats import K_OF_N_METRICS, from_columns, summary_columns  # noqa: E402
+from .statistics.seed_stats import K_OF_N_METRICS, from_columns, summary_columns  # noqa: E402
 
 SWEEP_GROUP = ["dataset", "clients", "algorithm_base", "split_base"]
 # final-round scores shown against a swept value: (column in the eval tables, label)

@@ -3,7 +3,7 @@
 Each table is written three ways: CSV (tidy, one row per dataset × clients × split × algorithm, with
 mean, std over seeds, number of seeds, missing runs), and Markdown / LaTeX in the paper's wide layout
 (rows dataset × clients × algorithm, columns split × metric, cells "mean ± std" when > 1 seed, the sample std of
-cflcore.report.seed_stats; ARI cells add "k of n ≥ 0.9" and mark a bimodal cell).
+cflcore.report.statistics.seed_stats; ARI cells add "k of n ≥ 0.9" and mark a bimodal cell).
 A "–" cell means, as in the paper, that no seed of the group ever had more than one cluster (Table 1)
 or that the partition never changed (Table 2); "missing" means no run of the group produced results.
 """
@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..io import atomic_path
 from .runs import LoadedRun, RunSpec
-from .seed_stats import K_OF_N_METRICS, SeedSummary, from_columns, summary_columns
+from .statistics.seed_stats import K_OF_N_METRICS, SeedSummary, from_columns, summary_columns
 
 GROUP_KEYS = ["dataset", "clients", "split", "algorithm"]
 TABLE1_METRICS = ["ari", "ami", "completeness", "homogeneity"]
@@ -90,7 +90,7 @@ def expected_groups(specs: Sequence[RunSpec]) -> pd.DataFrame:
 
 def aggregate_seeds(summary: pd.DataFrame, groups: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """Mean, sample std (ddof 1; NaN for one seed) and seeds of ``metrics`` over seeds, for every expected group
-    (cflcore.report.seed_stats.summary_columns; ARI adds the seeds ≥ 0.9 and ≤ 0.2)."""
+    (cflcore.report.statistics.seed_stats.summary_columns; ARI adds the seeds ≥ 0.9 and ≤ 0.2)."""
     rows = []
     for _, group in groups.iterrows():
         key = {k: group[k] for k in GROUP_KEYS}

@@ -61,7 +61,7 @@ DEPARTURES: tuple[CodeDeparture, ...] = (
         "config['data_seed'], train_cluster_mnist.py:29)",
         "mnist/run.py:22",
         "6 root seeds (0-5), every draw (split, initialisation, batch order) derived from the root seed",
-        "a level at ARI's bound decides by the sign test, which needs 6 seeds (cflcore/report/verdicts.py)"),
+        "a level at ARI's bound decides by the sign test, which needs 6 seeds (cflcore/report/statistics/verdicts.py)"),
     CodeDeparture(
         "initialisation stream",
         "the p models built one after the other from torch's global generator after torch.manual_seed(train_seed), "

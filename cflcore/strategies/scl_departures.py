@@ -44,7 +44,7 @@ DEPARTURES: tuple[CodeDeparture, ...] = (
         "one run: torch.manual_seed(42), np.random.seed(42)",
         "clustered_federated_learning.ipynb:27-28",
         "6 root seeds (0-5), every draw (split, initialisation, batch order) derived from the root seed",
-        "a level at ARI's bound is decided over the seeds by the framework's rule (cflcore/report/verdicts.py); "
+        "a level at ARI's bound is decided over the seeds by the framework's rule (cflcore/report/statistics/verdicts.py); "
         "one seed decides nothing"),
     CodeDeparture(
         "learning-rate decay",

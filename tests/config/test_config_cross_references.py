@@ -56,7 +56,11 @@ CROSS_FIELD_CASES: dict[str, tuple[dict, str]] = {
         "report.claim_notes: '004-domain' is not a claim of the study's paper checks"),
     "paper-check-no-module-declares": (
         {"report": {"paper_checks": ["003"]}},
-        "report.paper_checks[0]: unknown paper '003'; known: 002, 004, heterogeneity, home"),
+        "report.paper_checks[0]: unknown paper '003'; known: 000, 002, 004, heterogeneity, home"),
+    "cross-paper-home-no-paper-declares": (
+        {"report": {"cross_paper": {"settings": {"nonoverlap-balanced": {"home": "003"}}}}},
+        "report.cross_paper.settings.nonoverlap-balanced.home: unknown home '003'; allowed: 000, 002, 004, ifca, "
+        "leahcimali, scl"),
     "role-of-a-paper-not-checked": (
         {"report": {"roles": {"heterogeneity": {"fedavg": "bnc"}}}},
         "report.roles: 'heterogeneity' is not a paper the study checks; allowed: none until report.paper_checks names one"),

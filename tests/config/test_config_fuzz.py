@@ -52,7 +52,7 @@ from cflcore.errors import ConfigError
 from cflcore.fl.run import sample_clients
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
-from cflcore.paper_sources import declared_claims
+from cflcore.paper_sources import declared_claims, declared_homes
 from conftest import REPO, copy_workflow, snakemake_cmd
 
 CONFIG_DIR = Path(REPO) / "config"
@@ -354,7 +354,7 @@ def _claim_not_checked(draw, cfg: dict) -> str:
 
 def _cross_paper_elsewhere(draw, cfg: dict) -> str:
     name = draw(st.sampled_from(["nosuch", *[n for n in cfg["splits"] if n not in cfg["study"]["splits"]]]))
-    home = draw(st.sampled_from(["000", "002", "004", "scl", "ifca", "leahcimali"]))
+    home = draw(st.sampled_from(sorted(declared_homes())))
     cc.deep_update(cfg, {"report": {"cross_paper": {"settings": {name: {"home": home}}}}})
     return "report.cross_paper.settings"
 

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cflcore.report.cd import cd_analysis, draw_cd_diagram, find_cliques, holm_correction, mean_ranks
+from cflcore.report.statistics.cd import cd_analysis, draw_cd_diagram, find_cliques, holm_correction, mean_ranks
 
 
 def synthetic_scores(n_blocks: int = 12, seed: int = 0) -> pd.DataFrame:
@@ -135,7 +135,7 @@ def test_diagram_with_cliques_writes_png_and_pdf(tmp_path):
 
 def test_nemenyi_critical_difference_matches_demsar_2006():
     """Demšar (2006) §3.2.2's example: 4 algorithms over 14 data sets, CD = 2.569 √(4·5 / (6·14)) = 1.25."""
-    from cflcore.report.cd import nemenyi_cd
+    from cflcore.report.statistics.cd import nemenyi_cd
 
     assert nemenyi_cd(4, 14) == pytest.approx(1.25, abs=0.005)
     assert nemenyi_cd(4, 28) < nemenyi_cd(4, 14)  # more blocks, a smaller difference needed

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from claim_tables import BEYOND, SEEDS, WITHIN, noise
-from cflcore.report import verdicts as vd
+from cflcore.report.statistics import verdicts as vd
 from cflcore.report.papers import base as cl
 from cflcore.report.papers import _louvain_002_tables as t002
 from cflcore.report.papers import louvain_002 as c002

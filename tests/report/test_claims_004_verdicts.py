@@ -9,7 +9,7 @@ import pytest
 
 from claim_tables import BEYOND, SEEDS, WITHIN, noise
 from cflcore.report.papers import fedgwc_004 as c004
-from cflcore.report import verdicts as vd
+from cflcore.report.statistics import verdicts as vd
 from cflcore.report.papers import base as cl
 
 CLAIMS = ("004-domains", "004-domains-baselines", "004-was", "004-beta", "004-heterogeneity", "004-aggregators")

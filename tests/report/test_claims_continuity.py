@@ -1,4 +1,4 @@
-"""One test family, continuous in the data (cflcore.report.verdicts.assess): an exact tie (every seed the same
+"""One test family, continuous in the data (cflcore.report.statistics.verdicts.assess): an exact tie (every seed the same
 value) and a near tie (every seed moved by less than the metric's resolution) get the same verdict, between
 "inconclusive" and "contradicted" in particular, unless the tie itself sits within one standard error of the test's
 critical value (where any test must flip for some move). Fails on a rule that sends exact ties to another test (the
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import t
 
-from cflcore.report import verdicts as vd
+from cflcore.report.statistics import verdicts as vd
 
 H = vd.resolution_of("ari")
 

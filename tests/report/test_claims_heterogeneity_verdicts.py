@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from cflcore.errors import ConfigError
-from cflcore.report import verdicts as vd
+from cflcore.report.statistics import verdicts as vd
 from cflcore.report.papers import base as cl
 from cflcore.report.papers import heterogeneity as het
 

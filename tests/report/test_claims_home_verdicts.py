@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from claim_tables import BEYOND, SEEDS, WITHIN, noise
-from cflcore.report import verdicts as vd
+from cflcore.report.statistics import verdicts as vd
 from cflcore.report.papers import base as cl
 from cflcore.report.papers import home
 

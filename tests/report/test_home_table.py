@@ -3,7 +3,7 @@ demonstration and result, ours as mean ± std with "k of n seeds", the verdict a
 table, and opening the front page of a study that checks ``home``."""
 import pandas as pd
 
-from cflcore.report import verdicts as vd
+from cflcore.report.statistics import verdicts as vd
 from cflcore.report.build import front_tables_rst
 from cflcore.report.papers import base as cl
 from cflcore.report.papers import home

@@ -12,7 +12,7 @@ from cflcore.io import write_json
 from cflcore.evaluate import evaluate_run
 from cflcore.report import build_report, run_specs
 from cflcore.report import figures as fg
-from cflcore.report.paper import paper_split, paper_table1, paper_table2
+from cflcore.report.papers.ocfl_000 import paper_split, paper_table1, paper_table2
 from cflcore.report.runs import RunSpec, load_run
 from test_evaluate import write_synthetic_run
 
@@ -260,7 +260,7 @@ def test_paper_vs_run_holds_pf1_and_gf1(study):
 
 
 def _comparison(cells: list[tuple[str, str, float, float]], metric: str = "pf1_final") -> pd.DataFrame:
-    from cflcore.report.paper import paper_algorithm
+    from cflcore.report.papers.ocfl_000 import paper_algorithm
 
     return pd.DataFrame([{"dataset": "mnist5k", "clients": 15, "split": split, "algorithm": algorithm,
                           "paper_algorithm": paper_algorithm(algorithm),
@@ -271,7 +271,7 @@ def _comparison(cells: list[tuple[str, str, float, float]], metric: str = "pf1_f
 def test_kendall_tau_per_split_on_known_rankings():
     from scipy import stats
 
-    from cflcore.report.paper import ranking_agreement
+    from cflcore.report.papers.ocfl_000 import ranking_agreement
 
     methods = ["bnc", "bcl", "ocfl-aff", "ocfl-km"]
     paper = [0.30, 0.35, 0.47, 0.96]
@@ -394,7 +394,7 @@ def test_temperature_bands_are_grouped_by_algorithm(study):
 
 
 def test_fig2_reference_agrees_with_the_papers_text():
-    from cflcore.report.paper import paper_f1_text_claims, paper_fig2
+    from cflcore.report.papers.ocfl_000 import paper_f1_text_claims, paper_fig2
 
     fig2, claims = paper_fig2(), paper_f1_text_claims()
     assert len(fig2) == 280 and fig2[["pf1", "gf1", "pf1_final", "gf1_final"]].notna().all().all()

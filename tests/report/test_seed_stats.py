@@ -1,14 +1,14 @@
-"""One summary of a score over seeds for every table, figure and claim (cflcore.report.seed_stats): the sample std
+"""One summary of a score over seeds for every table, figure and claim (cflcore.report.statistics.seed_stats): the sample std
 (ddof 1), and "k of n seeds" beside ARI with all-or-nothing cells marked bimodal."""
 import numpy as np
 import pandas as pd
 import pytest
 
 from cflcore.report import cross_paper as cp
-from cflcore.report import seed_stats as ss
+from cflcore.report.statistics import seed_stats as ss
 from cflcore.report import sweeps as sw
 from cflcore.report import tables as tb
-from cflcore.report import verdicts as vd
+from cflcore.report.statistics import verdicts as vd
 
 ROTATION = [1.0, 0.05, 1.0, 1.0, 0.13, 0.0]  # OCFL on rotation: all or nothing per seed
 

@@ -13,11 +13,13 @@ from cflcore.evaluate import evaluate_run
 from cflcore.paper_sources import declared_papers
 from cflcore.registry import registered_in_source
 from cflcore.report import build_report
-from cflcore.report.papers.base import (CLAIMS, PAPERS, ClaimData, ClaimResult, Paper, check_claims, claim,
+from cflcore.report.cross_paper import cross_analysis, cross_section_rst
+from cflcore.report.papers.base import (CLAIMS, PAPERS, ClaimData, ClaimResult, Paper, SettingHome, check_claims, claim,
                                         register_paper, result, select)
 from test_evaluate import write_synthetic_run
 
 TOY = "toy"
+TOY_HOME = "toyhome"
 
 
 def register_toy(monkeypatch: pytest.MonkeyPatch) -> type[Paper]:
@@ -36,6 +38,7 @@ def register_toy(monkeypatch: pytest.MonkeyPatch) -> type[Paper]:
         """A toy paper: one claim, no tables of its own."""
 
         title = "A toy paper"
+        homes = {TOY_HOME: SettingHome("the toy's own settings", methods=("ocfl-km",), accuracy="pf1", rand=True)}
 
     return Toy
 
@@ -75,4 +78,24 @@ def test_a_paper_the_study_does_not_check_writes_no_rows_and_an_unknown_one_is_n
 def test_the_papers_validation_reads_from_source_are_the_registered_ones():
     """cflcore.paper_sources reads the ids from the decorators (config validation imports no report): the same ids
     the registry finds by importing the modules."""
-    assert declared_papers() == tuple(PAPERS.names()) == ("002", "004", "heterogeneity", "home")
+    assert declared_papers() == tuple(PAPERS.names()) == ("000", "002", "004", "heterogeneity", "home")
+
+
+def test_a_toy_papers_home_shows_in_the_cross_paper_table_as_it_declares(monkeypatch):
+    """The cross-paper comparison reads a home's facts from the paper that declares it (Paper.homes): the toy's home
+    scores clients by PF1, reports Rand and is home to ocfl-km; no module outside the toy's names them."""
+    register_toy(monkeypatch)
+    summary = pd.DataFrame({"split_base": ["a"] * 4 + ["b"] * 2, "algorithm": ["ocfl-km"] * 2 + ["bnc"] * 2 + ["ocfl-km"] * 2,
+                            "seed": [0, 1] * 3, "ari": [0.8, 0.9, 0.1, 0.2, 0.3, 0.3], "rand": [0.85, 0.95, 0.5, 0.5, 0.6, 0.6],
+                            "pf1": [0.7, 0.8, 0.6, 0.6, 0.5, 0.5], "local_acc": [0.5] * 6})
+    block = {"settings": {"a": {"home": TOY_HOME, "label": "toy a"}, "b": {"home": "leahcimali", "label": "b"}}}
+    analysis = cross_analysis(summary, block, ["ocfl-km", "bnc"])
+    tidy = analysis["tidy"].set_index(["method", "split"])
+    assert tidy.loc[("ocfl-km", "a"), "accuracy_metric"] == "pf1" and tidy.loc[("ocfl-km", "b"), "accuracy_metric"] == "local_acc"
+    section = cross_section_rst(analysis)
+    assert "Rand 0.90" in section and "PF1 0.75" in section  # the toy's home reports Rand and scores by PF1
+    assert f"Rand too on 004's and {TOY_HOME}'s settings" in section and f"PF1 on 000's and 002's and {TOY_HOME}'s" in section
+    assert f"{TOY_HOME}'s method (ocfl-km): mean ARI 0.85 on its own settings, 0.30 on the others'" in " ".join(analysis["lines"])
+    monkeypatch.setattr(PAPERS.get(TOY), "homes", {})  # a mutant: the toy declares no home; its setting is unknown
+    with pytest.raises(KeyError):
+        cross_analysis(summary, block, ["ocfl-km", "bnc"])

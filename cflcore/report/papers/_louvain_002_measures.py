@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..verdicts import PAIR_KEYS, Part, comparison, difference
+from ..statistics.verdicts import PAIR_KEYS, Part, comparison, difference
 from .base import ClaimData
 
 

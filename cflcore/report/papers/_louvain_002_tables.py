@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..verdicts import Part, above, assess, cell, difference, per_seed, t_interval, within
+from ..statistics.verdicts import Part, above, assess, cell, difference, per_seed, t_interval, within
 from .base import ClaimData, select
 from ._louvain_002_measures import (AVG_SILHOUETTE, EQ2_MODULE, FIG3, FIG4, HALF_ARI_CLOSE_TO_ZERO, LABELS_ONLY_ARI,
                                     LATE_OWN, SPREAD, W_T, silhouette_levels, with_labels_only)

@@ -8,12 +8,12 @@ modules in this package. The module holds everything of its paper: its claims (`
 functions), its reference tables (package data in cflcore/reference/), the tables of its own it adds to the report
 (:meth:`Paper.tables`, with their captions in the report's catalogue) and its runs' roles.
 
-000's check compares published table cells (cflcore.report.paper); the other papers publish figures and
+000's check compares published table cells (:mod:`.ocfl_000`, :attr:`Paper.published_tables`); the other papers publish figures and
 qualitative statements, so their checks are claims: a function of the study's runs that returns what we measured,
 what the paper says, and a row (:data:`CLAIM_COLUMNS`):
 
-* ``holds`` (the verdict, one of cflcore.report.verdicts.VERDICTS) with its ``lean``, decided by the statistics of
-  :mod:`cflcore.report.verdicts` (parts, their t-tests, Holm over a claim's parts); ``n/a`` also where the study has
+* ``holds`` (the verdict, one of cflcore.report.statistics.verdicts.VERDICTS) with its ``lean``, decided by the statistics of
+  :mod:`cflcore.report.statistics.verdicts` (parts, their t-tests, Holm over a claim's parts); ``n/a`` also where the study has
   no run that can test it, or its proxy cannot carry it (``report.claims_not_carried``);
 * ``reason``: in words, why the row is what it is; ``seeds_to_decide``: for an inconclusive row, the seeds that would
   decide it at the observed effect and spread, or "never" with the blocker;
@@ -38,7 +38,7 @@ import pandas as pd
 
 from ...errors import ConfigError
 from ...registry import Registry
-from ..verdicts import CONTRADICTED, EVIDENCE, HOLDS, NA, NONE, VERDICTS, Part, combine
+from ..statistics.verdicts import CONTRADICTED, EVIDENCE, HOLDS, NA, NONE, VERDICTS, Part, combine
 
 
 @dataclass(frozen=True)
@@ -250,6 +250,19 @@ def _renamed(values: pd.Series, names: Mapping[str, str]) -> pd.Series:
     return values.map(one)
 
 
+@dataclass(frozen=True)
+class SettingHome:
+    """A home of the cross-paper comparison's settings (``report.cross_paper.settings.<split>.home``,
+    cflcore.report.cross_paper): where a setting comes from and how that source scores it. ``what``: the source in
+    words; ``methods``: the method families it is home to (a variant whose name starts with one); ``accuracy``: the
+    clients' accuracy it scores by (a run summary's column); ``rand``: whether it reports the Rand index beside ARI."""
+
+    what: str
+    methods: tuple[str, ...] = ()
+    accuracy: str = "local_acc"
+    rand: bool = False
+
+
 class Paper:
     """A paper check: its claims (registered by ``@claim(<its id>, ...)`` in its module), the roles of the runs they
     read and the tables of its own the report writes beside ``paper_claims.csv`` (:attr:`table_titles`, :meth:`tables`)."""
@@ -265,6 +278,16 @@ class Paper:
     front_tables: ClassVar[tuple[str, ...]] = ()
     """Kinds of :attr:`table_titles` the front page opens with when the study checks the paper (``report.paper_checks``),
     each under its title, before everything else (cflcore.report.build.write_tables)."""
+    published_tables: ClassVar[bool] = False
+    """Whether every study's report sets this paper's published tables beside its runs (the "paper versus this run"
+    table and its Kendall's τ, the departures from the paper's training settings, the SCL thresholds beside its table:
+    cflcore.report.build, front_page, scl_epsilons). One registered paper does (:func:`published_tables_paper`); it
+    provides their readers: ``reference_dir``, ``dataset_aliases``, ``split_short``, ``read_reference``, ``table1``,
+    ``table3``, ``fig2``, ``algorithm``, ``dataset``, ``split``, ``vs_run``, ``ranking``."""
+    homes: ClassVar[Mapping[str, SettingHome]] = {}
+    """Home id -> :class:`SettingHome`: the homes of cross-paper settings this paper owns, its own (a seed's id) or a
+    source it checks (a baseline's own demonstration). Config validation reads the ids from the source
+    (cflcore.paper_sources.declared_homes): literals, or module-level string constants."""
     roles: ClassVar[Mapping[str, Role]] = {}
     """Role key -> :class:`Role`: the runs the claims read. A study whose splits or variants carry other names maps
     them (``report.roles: {<paper>: {<role key>: <its split or variant>}}``); a role it does not map is read under the
@@ -321,6 +344,20 @@ class Paper:
 
 PAPERS: Registry[type[Paper]] = Registry("paper", package="cflcore.report.papers")
 register_paper = PAPERS.register
+
+
+def published_tables_paper() -> Any:
+    """The registered paper whose published tables every study's report compares with (:attr:`Paper.published_tables`)."""
+    found = [PAPERS.get(name) for name in PAPERS.names() if PAPERS.get(name).published_tables]
+    if len(found) != 1:
+        raise ValueError(f"{len(found)} registered papers set published_tables; exactly one must")
+    return found[0]
+
+
+def setting_homes() -> dict[str, SettingHome]:
+    """Every registered paper's :attr:`Paper.homes`, by home id: the papers in the order of their ids, each paper's homes
+    in its declaration's order (the order the cross-paper section speaks of them)."""
+    return {home: facts for name in PAPERS.names() for home, facts in PAPERS.get(name).homes.items()}
 
 
 def paper_data(paper: str, data: ClaimData, roles: Mapping[str, Mapping[str, str]] | None) -> ClaimData:

@@ -1,7 +1,7 @@
 """004's claims (FedGWC, §7 and App. G-J), checked on the study's runs against 004's text and its tables
 (cflcore/reference/paper004_tables.csv).
 
-Every claim that compares two cells or a cell with a threshold takes the framework's tie rule (:mod:`cflcore.report.verdicts`):
+Every claim that compares two cells or a cell with a threshold takes the framework's tie rule (:mod:`cflcore.report.statistics.verdicts`):
 the per-seed *paired* difference's t-interval (runs of one seed of one federation pair across methods, splits and
 β), and a difference within the seed noise is ``inconclusive``, never ``holds`` (nor ``contradicted``). The
 negative control (Fig. 6) counts per-run events (a split; MSE below ε), not a difference of means: one run that
@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from ..runs import diagnostics_cell
-from ..seed_stats import SeedSummary, summarise
-from ..verdicts import comparison, difference, greater, per_seed, t_interval, threshold
-from .base import (ClaimData, ClaimResult, Paper, Role, claim, factor_values, fmt, mean_of, register_paper, result, select,
+from ..statistics.seed_stats import SeedSummary, summarise
+from ..statistics.verdicts import comparison, difference, greater, per_seed, t_interval, threshold
+from .base import (ClaimData, ClaimResult, Paper, Role, SettingHome, claim, factor_values, fmt, mean_of, register_paper, result, select,
                    verdict)
 
 PAPER = "004"
@@ -381,6 +381,7 @@ class FedGWC004(Paper):
     table: every printed cell of its Tables 1 and 3-9 beside ours (``paper004_cells``)."""
 
     title = "FedGWC (004)"
+    homes = {PAPER: SettingHome("FedGWC's settings", methods=("fedgwc",), accuracy="local_bacc", rand=True)}
     table_titles = {
         "paper004_cells": "every printed cell of 004's Tables 1, 3-9 beside ours, or not run in this study",
     }

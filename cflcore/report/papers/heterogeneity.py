@@ -2,7 +2,7 @@
 heterogeneity study (config/heterogeneity-offline.yaml) and on the baselines' home settings of the cross-paper study
 (config/cross-paper-offline.yaml). Each names its source: the anchor's code, or the paper it cites.
 
-Every claim takes the framework's tie rule (:mod:`cflcore.report.verdicts`): a level (ARI ≥ 0.9) holds when the t-interval of
+Every claim takes the framework's tie rule (:mod:`cflcore.report.statistics.verdicts`): a level (ARI ≥ 0.9) holds when the t-interval of
 the per-seed values lies inside the range, a difference when the interval of the per-seed paired differences
 excludes 0 on the claimed side; within the seed noise is ``inconclusive``, beyond it the other way
 ``contradicted``, and a study without the setting gives ``n/a``.
@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..seed_stats import FOUND_ARI
-from ..verdicts import SANITY, assess, cell, greater, threshold
-from .base import ClaimData, ClaimResult, Paper, Role, claim, fmt, register_paper, select, verdict
+from ..statistics.seed_stats import FOUND_ARI
+from ..statistics.verdicts import SANITY, assess, cell, greater, threshold
+from .base import ClaimData, ClaimResult, Paper, Role, SettingHome, claim, fmt, register_paper, select, verdict
 
 PAPER = "heterogeneity"
 ROTATED_HALF = "rotation-half"  # Sattler's demo: 10 clients, Dirichlet α 1.0, half rotated by 180°
@@ -206,6 +206,9 @@ class Heterogeneity(Paper):
     """The shifts clustered FL was made for (rotations, label swaps, quantity skew), each claim with its source."""
 
     title = "The heterogeneities clustered FL was made for"
+    homes = {"leahcimali": SettingHome("leahcimali's comparison of CFL methods "
+                                       "(Comparative-Evaluation-of-Clustered-Federated-Learning-Methods, its five "
+                                       "heterogeneities)")}
     roles = {
         "rotated_half": Role("split", ROTATED_HALF, "half the clients rotated by 180° (Sattler's demo)"),
         "rotation_groups": Role("split", ROTATION_GROUPS, "four rotation groups at 0/90/180/270° (IFCA's rotated MNIST)"),

@@ -7,7 +7,7 @@ of the demonstration: the authors' code computes the share of machines whose mod
 (``cl_acc``, ``mnist/train_cluster_mnist.py`` line 420) but prints loss, accuracy and each model's machine count
 (``cl_ct``, line 295), not ``cl_acc``; and their summary prints the final test accuracy's mean ± std over the seeds
 (``mnist/run.py`` lines 208-209); the repository's README states no number.
-The level is tested by the framework's rule (:mod:`cflcore.report.verdicts`: the t-test of the per-seed values, its standard error
+The level is tested by the framework's rule (:mod:`cflcore.report.statistics.verdicts`: the t-test of the per-seed values, its standard error
 floored at ARI's resolution); the row says how many seeds reached 0.9.
 
 The runs are found by their roles (:class:`Home`'s ``roles``, under the names config/home-offline.yaml gives them;
@@ -33,11 +33,11 @@ from typing import Callable
 import pandas as pd
 
 from ...strategies import ifca_departures, scl_departures
-from ..seed_stats import FOUND_ARI as FOUND
-from ..verdicts import cell, threshold
+from ..statistics.seed_stats import FOUND_ARI as FOUND
+from ..statistics.verdicts import cell, threshold
 from ._home_rows import (ELSEWHERE, ELSEWHERE_DEPARTURES, ELSEWHERE_ROWS, ELSEWHERE_VERDICT, HOME_COLUMNS, HOME_TABLE,
                          IFCA, NO_HOME, NO_HOME_ROWS, NOT_RUN, SCL, HomeRow)
-from .base import ClaimData, ClaimResult, Paper, Role, claim, register_paper, select, verdict
+from .base import ClaimData, ClaimResult, Paper, Role, SettingHome, claim, register_paper, select, verdict
 
 PAPER = "home"
 IFCA_VARIANT = "ifca-home"  # config/home-offline.yaml: IFCA told k (oracle = the split's 4 groups)
@@ -115,6 +115,11 @@ class Home(Paper):
     """Each method on its authors' own demonstration, on their recipe, with their result as the expectation."""
 
     title = "Home checks: each method on its authors' demonstration"
+    homes = {
+        "scl": SettingHome("a baseline's own paper: Sattler et al.'s demo, felisat/clustered-federated-learning",
+                           methods=("scl",)),
+        "ifca": SettingHome("a baseline's own paper: Ghosh et al. 2020's rotated MNIST", methods=("ifca",)),
+    }
     roles = {
         "ifca_told_k": Role("variant", IFCA_VARIANT, "IFCA told k = 4, on its authors' recipe"),
         "rotation_groups": Role("split", IFCA_SPLIT, "four rotation groups of MNIST, the authors' demonstration"),

@@ -1,5 +1,5 @@
 """002's claims (Louvain community CFL, §V-B): Figs. 2-5 and the superclass split, checked on the study's runs
-with the framework's verdicts, leans and reasons (:mod:`cflcore.report.verdicts`: paired per-seed t-tests, the standard error floored at the
+with the framework's verdicts, leans and reasons (:mod:`cflcore.report.statistics.verdicts`: paired per-seed t-tests, the standard error floored at the
 metric's resolution, Holm over a claim's parts; a difference within the seed noise is inconclusive).
 
 Choices fixed before the data: the silhouette is the authors' (:func:`silhouette_of`); resolution parts pair over
@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 
 from ... import filenames as fn
-from ..verdicts import (PAIR_KEYS, SANITY, SIDE_ALPHA, Part, above, assess, cell, combine, comparable, comparison,
+from ..statistics.verdicts import (PAIR_KEYS, SANITY, SIDE_ALPHA, Part, above, assess, cell, combine, comparable, comparison,
                         difference, greater, t_interval, threshold)
 from ._louvain_002_measures import (  # noqa: F401  (the paper's names, read by its tables and tests)
     AVG_SILHOUETTE, COMMUNITIES_FOUND, EQ2_MODULE, FIG3, FIG4, HALF_ARI_CLOSE_TO_ZERO, LABELS_ONLY_ARI, LATE_OWN, SPREAD,
     SUPERCLASS, W_T, differs, labels_only_ari, separation_rounds, silhouette_levels, similarity_convergence,
     with_labels_only)
-from .base import (ClaimData, ClaimResult, Paper, Role, claim, factor_values, fmt, register_paper, result, select,
+from .base import (ClaimData, ClaimResult, Paper, Role, SettingHome, claim, factor_values, fmt, register_paper, result, select,
                    silhouette_column, verdict)
 
 PAPER = "002"
@@ -479,6 +479,7 @@ class Louvain002(Paper):
     the proxy knob's spread beside the labels-only baseline."""
 
     title = "Louvain CFL (002)"
+    homes = {PAPER: SettingHome("Louvain CFL's settings", methods=("louvain",), accuracy="pf1")}
     table_titles = {
         "louvain_002_ablations": "002's one-factor ablations: which departure option moves which cell",
         "louvain_002_spread": "002's proxy knob: 1NN's ARI beside the labels-only baseline's per group_spread and m_k",

@@ -12,7 +12,7 @@ report shows its verdict beside the new one with the commit that changed it (:fu
 The hash reads the claim function and, transitively, the functions and constants of its paper's code it names (its
 module and the private helper modules beside it, ``_<module>_*.py``: the helpers that select its runs, its
 thresholds), as syntax trees: comments, docstrings and layout do not count,
-code and constant values do. The framework's tests (:mod:`cflcore.report.verdicts`) are a convention of every claim, versioned
+code and constant values do. The framework's tests (:mod:`cflcore.report.statistics.verdicts`) are a convention of every claim, versioned
 with the project, not here.
 
 The record starts at this mechanism's introduction (issue 58): a claim's version 1 names the commit that introduced

@@ -30,8 +30,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from ..io import atomic_path  # noqa: E402
-from .figures import tight_bbox  # noqa: E402
+from ...io import atomic_path  # noqa: E402
+from ..figures import tight_bbox  # noqa: E402
 
 
 @dataclass

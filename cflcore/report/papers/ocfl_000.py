@@ -1,4 +1,7 @@
-"""Published values of 000 Tables 1–2 beside this study's (the "paper versus this run" table).
+"""000 (OCFL, one-shot clustered FL; with 001, its authors' shorter earlier paper): its published Tables 1–2 and
+Figure 2 beside this study's (the "paper versus this run" table), registered as the paper check every study runs
+(:class:`Ocfl000`, ``published_tables``: cflcore.report.build and cflcore.report.front_page find it through the
+registry, cflcore.report.papers.base.published_tables_paper).
 
 The published CSVs live in ``cflcore/reference/`` (source and caveats in its README.md and
 paper_tables_notes.md). Like is compared with like:
@@ -26,14 +29,18 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..errors import DataError
-from .tables import PUBLISHED_NOTE, PUBLISHED_SUFFIX, is_published_variant
+from ...errors import DataError
+from ..tables import PUBLISHED_NOTE, PUBLISHED_SUFFIX, is_published_variant
+from .base import Paper, SettingHome, register_paper
 
-REFERENCE_DIR = Path(__file__).resolve().parent.parent / "reference"
+PAPER = "000"
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "reference"
 PAPER_DATASETS = ("mnist", "fmnist", "cifar10", "pathmnist", "bloodmnist")
 DATASET_ALIASES = {"mnist5k": "mnist"}
 DATASET_NOTES = {"mnist5k": "ours: 5k-image MNIST subset; paper: full MNIST"}
 PAPER_SPLITS = ("nonoverlap-balanced", "nonoverlap-imbalanced", "overlap-balanced", "overlap-imbalanced")
+SPLIT_SHORT = dict(zip(PAPER_SPLITS, ("NB", "NI", "OB", "OI")))
+"""The splits' short names, as the front page's compact tables head their columns."""
 # paper metric -> (our summary column, note)
 METRIC_MAP = {"rand": ("ari", ""), "ami": ("ami", ""), "com": ("homogeneity", "published COM = homogeneity"),
               "clustering_round": ("clustering_round", "1-based; SCL: last split"),
@@ -46,7 +53,7 @@ METRIC_BASIS = {"rand": "mean, first 50 rounds", "ami": "mean, first 50 rounds",
                 "pf1_final": "last round", "gf1_final": "last round"}
 
 
-def _read_reference(name: str) -> pd.DataFrame:
+def read_reference(name: str) -> pd.DataFrame:
     path = REFERENCE_DIR / name
     if not path.exists():
         raise DataError(f"{path}: published reference table not found (package data missing)")
@@ -55,28 +62,28 @@ def _read_reference(name: str) -> pd.DataFrame:
 
 def paper_table1() -> pd.DataFrame:
     """000 Table 1 as published: dataset, clients, split, algorithm, rand, ami, com, source (NaN = "–")."""
-    return _read_reference("paper_table1_clustering.csv")
+    return read_reference("paper_table1_clustering.csv")
 
 
 def paper_table2() -> pd.DataFrame:
     """000 Table 2 as published: dataset, clients, split, algorithm, clustering_round, source (NaN = "–")."""
-    return _read_reference("paper_table2_clustering_round.csv")
+    return read_reference("paper_table2_clustering_round.csv")
 
 
 def paper_fig2() -> pd.DataFrame:
     """000 Figure 2's data per run: dataset, clients, split, algorithm, pf1, gf1, pf1_final, gf1_final,
     rounds, n_rows, source (recomputed from the authors' raw runs with their notebook's formula)."""
-    return _read_reference("paper_fig2_f1.csv")
+    return read_reference("paper_fig2_f1.csv")
 
 
 def paper_f1_text_claims() -> pd.DataFrame:
     """The PF1 numbers the paper's text states (§4.6.1), each with its quote and seed line."""
-    return _read_reference("paper_f1_text_claims.csv")
+    return read_reference("paper_f1_text_claims.csv")
 
 
 def paper_table3() -> pd.DataFrame:
     """000 Appendix A.1 Table 3 (+ the model of §4.2): the training settings per dataset."""
-    return _read_reference("paper_table3_training.csv")
+    return read_reference("paper_table3_training.csv")
 
 
 def paper_algorithm(algorithm: str) -> str:
@@ -208,3 +215,25 @@ def ranking_agreement(comparison: pd.DataFrame, metrics: Sequence[str] | None = 
                          "methods": " ".join(ranked["algorithm"]), "tau": tau, "p_value": p_value,
                          "verdict": ranking_verdict(tau, p_value)})
     return pd.DataFrame(rows, columns=RANKING_COLUMNS)
+
+
+@register_paper("000")
+class Ocfl000(Paper):
+    """000: OCFL (with 001). Its check is the published tables' cells beside ours (:func:`paper_vs_run`, Kendall's τ:
+    :func:`ranking_agreement`), which every study's report writes; it has no claims of its own."""
+
+    title = "OCFL (000): its Tables 1-2 and Figure 2"
+    published_tables = True
+    homes = {PAPER: SettingHome("OCFL's settings", methods=("ocfl",), accuracy="pf1")}
+    reference_dir = REFERENCE_DIR
+    dataset_aliases = DATASET_ALIASES
+    split_short = SPLIT_SHORT
+    read_reference = staticmethod(read_reference)
+    table1 = staticmethod(paper_table1)
+    table3 = staticmethod(paper_table3)
+    fig2 = staticmethod(paper_fig2)
+    algorithm = staticmethod(paper_algorithm)
+    dataset = staticmethod(paper_dataset)
+    split = staticmethod(paper_split)
+    vs_run = staticmethod(paper_vs_run)
+    ranking = staticmethod(ranking_agreement)

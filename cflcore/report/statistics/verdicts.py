@@ -13,8 +13,8 @@ contradicted when one part is against it by Holm's step-down test over its parts
 The verdicts (:data:`VERDICTS`): ``holds`` (every part beyond the seed noise on the paper's side), ``contradicted``
 (some part beyond the noise on the other side), ``inconclusive`` (neither), ``n/a`` (nothing measured); the leans
 (:data:`LEANS`): where the numbers lean, ``toward`` the paper, ``against`` it or ``none``. A score over seeds is
-summarised by :mod:`cflcore.report.seed_stats`; ranks and critical differences over methods are
-:mod:`cflcore.report.cd`'s.
+summarised by :mod:`cflcore.report.statistics.seed_stats`; ranks and critical differences over methods are
+:mod:`cflcore.report.statistics.cd`'s.
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ whatever the method does, e.g. a baseline that only reads the clients' label his
 
 @dataclass(frozen=True)
 class Cell:
-    """A score over seeds of one cell (cflcore.report.seed_stats: mean, sample std, NaN with one seed, seeds); ARI
+    """A score over seeds of one cell (cflcore.report.statistics.seed_stats: mean, sample std, NaN with one seed, seeds); ARI
     cells (``counts``) print the seeds that found the groups beside it ("3 of 6 ≥ 0.9")."""
 
     mean: float
