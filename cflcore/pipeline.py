@@ -146,8 +146,9 @@ def rule_upstream(parts: Mapping[str, str], stages: tuple[Stage, ...] | None = N
                 ups = rules_of[REPORT_PART_READS[parts[rule]]]
             elif jobs == "index":
                 ups = tuple(parts)
-            else:
-                ups = tuple(r for u in s.upstream for r in rules_of[u])
+            else:  # a rule of two stages (train_evaluate) reads neither stage's rules: it writes the earlier's files
+                own = {t.name for t in stages if rule in t.rules}
+                ups = tuple(r for u in s.upstream if u not in own for r in rules_of[u])
             out[rule] = tuple(dict.fromkeys((*out.get(rule, ()), *ups)))
     return out
 

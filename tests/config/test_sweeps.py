@@ -173,10 +173,10 @@ def test_swept_study_ran_every_value_and_replans_nothing(swept):
 def test_added_value_plans_only_its_jobs(swept):
     jobs = sm(swept, edited(resolution=[1.0, 2.0, 0.5]), "-n")
     assert {w["algorithm"] for r, w in jobs if not is_report(r)} == {"louvain@resolution=0.5"}
-    assert sum(r == "train" for r, _ in jobs) == 2  # one per split value
+    assert sum(r == "train_evaluate" for r, _ in jobs) == 2  # one per split value (trained and scored)
     jobs = sm(swept, edited(split_values=[0.5, 1.0, 0.7]), "-n")
     assert {w["split"] for r, w in jobs if not is_report(r)} == {"maj@majority_share=0.7"}
-    assert sorted(r for r, _ in jobs if not is_report(r)) == ["evaluate_no_whatif", "evaluate_no_whatif", "split", "train", "train"]
+    assert sorted(r for r, _ in jobs if not is_report(r)) == ["split", "train_evaluate", "train_evaluate"]
 
 
 @pytest.mark.slow
