@@ -74,10 +74,11 @@ STAGES: tuple[Stage, ...] = (
           inputs=("dataset", "assignments", "manifest"), outputs=("norms",), upstream=("split",),
           command="centralised_update_norms",
           help="a centralised training's update norm per round, beside the split (a strategy input: SCL's proxy)"),
-    Stage(name="train", entries=("train",), rules={"train": "runs"}, wildcards=_RUN,
+    Stage(name="train", entries=("train",), rules={"train": "replayed_runs", "train_evaluate": "unreplayed_runs"},
+          wildcards=_RUN,
           inputs=("dataset", "assignments", "manifest"), outputs=_RUN_FILES, upstream=("split", "centralised_update_norms"),
           command="train", help="federated training of one run"),
-    Stage(name="evaluate", entries=("evaluate",), rules={"evaluate": "replayed_runs", "evaluate_no_whatif": "unreplayed_runs"},
+    Stage(name="evaluate", entries=("evaluate",), rules={"evaluate": "replayed_runs", "train_evaluate": "unreplayed_runs"},
           wildcards=_RUN, inputs=("history", "server", "gram", "status", "manifest"),
           outputs=("clustering", "personalisation"), upstream=("train",), command="evaluate",
           help="clustering and personalisation scores of one run"),
@@ -145,8 +146,9 @@ def rule_upstream(parts: Mapping[str, str], stages: tuple[Stage, ...] | None = N
                 ups = rules_of[REPORT_PART_READS[parts[rule]]]
             elif jobs == "index":
                 ups = tuple(parts)
-            else:
-                ups = tuple(r for u in s.upstream for r in rules_of[u])
+            else:  # a rule of two stages (train_evaluate) reads neither stage's rules: it writes the earlier's files
+                own = {t.name for t in stages if rule in t.rules}
+                ups = tuple(r for u in s.upstream if u not in own for r in rules_of[u])
             out[rule] = tuple(dict.fromkeys((*out.get(rule, ()), *ups)))
     return out
 
@@ -169,4 +171,5 @@ def rule_files(parts: Mapping[str, str] = {}, stages: tuple[Stage, ...] | None =
                 continue
             ins, outs = out.setdefault(rule, (set(), set())) or (set(), set())
             out[rule] = (ins | set(s.inputs), outs | set(s.outputs))
-    return out
+    # a rule of two stages (train_evaluate) does not read what it writes itself: the later stage's run files
+    return {rule: files if files is None else (files[0] - files[1], files[1]) for rule, files in out.items()}

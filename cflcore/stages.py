@@ -248,7 +248,7 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
 
     runs = study_run_ids(cfg)
     scenarios = sorted({layout.parse_run_id(r).scenario for r in runs})
-    replayed = set(whatif_runs(cfg))  # rule evaluate (scores and what-if replay); the others evaluate_no_whatif
+    replayed = set(whatif_runs(cfg))  # rules train and evaluate; the others one job each, train_evaluate
     inputs: dict[str, set[str]] = {}  # a strategy input's kind is its rule's name; the option its last wildcard
     for r in runs:
         run = layout.parse_run_id(r)

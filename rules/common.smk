@@ -75,6 +75,12 @@ def whatif_algorithm_constraint():
     return "|".join(re.escape(a) for a in names) or "(?!)"  # (?!) matches nothing
 
 
+def unreplayed_algorithm_constraint():
+    """The `algorithm` wildcard constraint of the `train_evaluate` rule: every variant name but those of
+    whatif_algorithm_constraint (a name of theirs followed by the run folder's `/` does not match)."""
+    return f"(?!(?:{whatif_algorithm_constraint()})/){SWEPT_NAME}"
+
+
 def explain_runs():
     """The runs the explain stage explains (cc.explain_runs: none when `explain.enabled` is false)."""
     return cc.explain_runs(config)

@@ -1,6 +1,7 @@
 # Stage 4: one job per run scores it against the split's ground truth (clustering.parquet,
 # personalisation.parquet) and replays the what-if clusterers on every recorded round (whatif.parquet):
 # both are cheap, so one process pays the Python start-up and the scikit-learn / pandas imports once.
+# A run without a what-if replay is scored by its train job (rule train_evaluate, rules/train.smk).
 
 
 # What-if clustering: every clusterer of `whatif.clusterers` (and the run's own) replayed on
@@ -39,38 +40,6 @@ rule evaluate:
         whatif_code=code_version("whatif"),
     script:
         "../workflow_scripts/evaluate.py"
-
-
-# The runs without a what-if replay (`whatif.enabled: false`, or a variant outside `whatif.algorithms`):
-# the scores only. Rule evaluate takes every run it matches.
-rule evaluate_no_whatif:
-    input:
-        history=lay.run_file(RESULTS, RUN, fn.HISTORY),
-        server=lay.run_file(RESULTS, RUN, fn.SERVER),
-        gram=lay.run_file(RESULTS, RUN, fn.GRAM),
-        status=lay.run_file(RESULTS, RUN, fn.STATUS),
-        manifest=lay.split_file(RESULTS, SCENARIO, fn.MANIFEST),
-    output:
-        clustering=lay.eval_file(RESULTS, RUN, fn.CLUSTERING),
-        personalisation=lay.eval_file(RESULTS, RUN, fn.PERSONALISATION),
-    log:
-        lay.log_file(RESULTS, "evaluate_no_whatif", RUN),
-    benchmark:
-        lay.benchmark_file(RESULTS, "evaluate_no_whatif", RUN)
-    group:
-        "run"
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=lambda w, attempt: 20 * attempt,
-    params:
-        settings=p_evaluate_settings,
-        code=code_version("evaluate"),
-    script:
-        "../workflow_scripts/evaluate.py"
-
-
-ruleorder: evaluate > evaluate_no_whatif
 
 
 # Late-joining clients (000 §6.2): only runs whose variant has `late_clients` (common.smk late_client_runs).

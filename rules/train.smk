@@ -4,6 +4,9 @@
 # Group "run": on a cluster, a run's train, evaluate and explain jobs go in one submission (Snakefile).
 # Priority 1 (every other rule 0): all train jobs, the longest, start before the short evaluation jobs
 # they unlock, so the study ends on short jobs and no core idles behind a late training run.
+# Rule train takes the runs with a what-if replay (their rule evaluate scores them); rule train_evaluate the
+# others, and scores them in the same process (rule evaluate's scores, stages.evaluate): the scoring's Python
+# start-up and its scikit-learn / pandas imports, about 2 s a run, are paid once with the training's.
 
 
 rule train:
@@ -21,6 +24,8 @@ rule train:
         lay.log_file(RESULTS, "train", RUN),
     benchmark:
         lay.benchmark_file(RESULTS, "train", RUN)
+    wildcard_constraints:
+        algorithm=whatif_algorithm_constraint(),
     priority: 1
     group:
         "run"
@@ -40,6 +45,28 @@ rule train:
         code=p_train_code,
     script:
         "../workflow_scripts/train.py"
+
+
+# The runs without a what-if replay: rule train's job, and the scores (the comment above rule train). Its log is
+# the run's training log, as rule train's (cflcore.report.runs reads a failed run's reason there).
+use rule train as train_evaluate with:
+    output:
+        **lay.run_outputs(RESULTS, RUN),
+        # rule evaluate's scores
+        clustering=lay.eval_file(RESULTS, RUN, fn.CLUSTERING),
+        personalisation=lay.eval_file(RESULTS, RUN, fn.PERSONALISATION),
+    benchmark:
+        lay.benchmark_file(RESULTS, "train_evaluate", RUN)
+    wildcard_constraints:
+        algorithm=unreplayed_algorithm_constraint(),
+    params:
+        run=p_run,
+        seed=lambda w: int(w.seed),
+        on_failure=config["on_run_failure"],
+        attempt=p_attempt,
+        code=p_train_code,
+        settings=p_evaluate_settings,
+        evaluate_code=code_version("evaluate"),
 
 
 # A strategy input of file kind `centralised_update_norms/<round size>` (cflcore/fl/centralised.py): the update norm

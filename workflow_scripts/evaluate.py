@@ -1,5 +1,5 @@
-"""Snakemake adapter: rule evaluate -> cflcore.stages.evaluate, then cflcore.stages.whatif, in one process
-(rule evaluate_no_whatif, which has no whatif output: the first only)."""
+"""Snakemake adapter: rule evaluate -> cflcore.stages.evaluate, then cflcore.stages.whatif, in one process (a run
+without a what-if replay is scored by its train job, rule train_evaluate: workflow_scripts/train.py)."""
 import json
 from pathlib import Path
 

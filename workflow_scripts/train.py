@@ -1,4 +1,5 @@
-"""Snakemake adapter: rule train -> cflcore.stages.train."""
+"""Snakemake adapter: rule train -> cflcore.stages.train; rule train_evaluate -> cflcore.stages.train, then
+cflcore.stages.evaluate in the same process (its job declares the scores among its outputs)."""
 import json
 from pathlib import Path
 
@@ -14,8 +15,17 @@ run = lay.run_id(w.dataset, w.split, w.clients, w.seed, w.algorithm)
 tensorboard = None
 if sm.config["monitor"]["tensorboard"]:
     tensorboard = lay.tensorboard_dir(str(sm.config["results_dir"]).rstrip("/"), run)
-run_job(sm.log[0], lambda: stages.train(
-    sm.input.dataset, Path(sm.input.manifest).parent, json.loads(sm.params.run), sm.params.seed,
-    Path(sm.output.status).parent, on_failure=sm.params.on_failure, tensorboard_dir=tensorboard,
-    inputs={name: path for name, path in sm.input.items() if name not in ("dataset", "assignments", "manifest")},
-    device=str(sm.config["device"])))
+run_dir = Path(sm.output.status).parent
+
+
+def train_and_score() -> None:
+    stages.train(
+        sm.input.dataset, Path(sm.input.manifest).parent, json.loads(sm.params.run), sm.params.seed, run_dir,
+        on_failure=sm.params.on_failure, tensorboard_dir=tensorboard,
+        inputs={name: path for name, path in sm.input.items() if name not in ("dataset", "assignments", "manifest")},
+        device=str(sm.config["device"]))
+    if "clustering" in sm.output.keys():
+        stages.evaluate(run_dir, sm.input.manifest, Path(sm.output.clustering).parent, json.loads(sm.params.settings))
+
+
+run_job(sm.log[0], train_and_score)

@@ -10,7 +10,8 @@
 * the what-if speed-ups (scores memoised per distinct label vector, scikit-learn's checks skipped where
   they cannot matter) leave the frame unchanged;
 * the workflow's evaluate job writes what the two stages write when called separately; runs outside
-  ``whatif.algorithms`` (or with ``whatif.enabled: false``) get rule evaluate_no_whatif;
+  ``whatif.algorithms`` (or with ``whatif.enabled: false``) get rule train_evaluate, whose job trains the run
+  and writes the scores stages.evaluate writes from its files;
 * (slow) changing the what-if clusterer list reruns only the evaluate jobs and the report.
 """
 from __future__ import annotations
@@ -427,11 +428,9 @@ runpy.run_path(sys.argv[2], init_globals={"snakemake": sm})
 """
 
 
-@pytest.mark.parametrize("replay", [True, False], ids=["evaluate", "evaluate_no_whatif"])
-def test_the_evaluate_job_writes_what_the_two_stages_write(runs, tmp_path, replay):
-    """workflow_scripts/evaluate.py with rule evaluate's inputs, outputs and params (and rule
-    evaluate_no_whatif's, without the whatif output) against stages.evaluate and stages.whatif called
-    separately: the same tables and metadata."""
+def test_the_evaluate_job_writes_what_the_two_stages_write(runs, tmp_path):
+    """workflow_scripts/evaluate.py with rule evaluate's inputs, outputs and params against stages.evaluate and
+    stages.whatif called separately: the same tables and metadata."""
     from cflcore import stages
     from cflcore.io import canonical_json
 
@@ -442,11 +441,10 @@ def test_the_evaluate_job_writes_what_the_two_stages_write(runs, tmp_path, repla
     cfg = cc.load_config(Path(REPO) / "config" / "tiny.yaml", overrides={"algorithms": {"x": VARIANTS["ocfl-km"]}})
     settings, whatif = cfg["report"], cc.whatif_settings(cfg, "digits", "x")
     job = tmp_path / "job"
-    outputs = {"clustering": str(job / "clustering.parquet"), "personalisation": str(job / "personalisation.parquet")}
-    params = {"settings": canonical_json(settings), "code": "x"}
-    if replay:
-        outputs["whatif"] = str(job / "whatif.parquet")
-        params.update(whatif=canonical_json(whatif), seed=3, whatif_code="y")
+    outputs = {"clustering": str(job / "clustering.parquet"), "personalisation": str(job / "personalisation.parquet"),
+               "whatif": str(job / "whatif.parquet")}
+    params = {"settings": canonical_json(settings), "code": "x", "whatif": canonical_json(whatif), "seed": 3,
+              "whatif_code": "y"}
     inputs = {k: str(run / f"{k}.parquet") for k in ("history", "server", "gram", "divergence")}
     inputs.update(status=str(run / "status.json"), manifest=str(manifest))
     script = tmp_path / "job.py"
@@ -457,20 +455,18 @@ def test_the_evaluate_job_writes_what_the_two_stages_write(runs, tmp_path, repla
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     separate = tmp_path / "separate"
     stages.evaluate(run, manifest, separate, settings)
-    expected = ["clustering.parquet", "personalisation.parquet"]
-    if replay:
-        stages.whatif(run, manifest, separate / "whatif.parquet", whatif, 3)
-        expected.append("whatif.parquet")
+    stages.whatif(run, manifest, separate / "whatif.parquet", whatif, 3)
+    expected = ["clustering.parquet", "personalisation.parquet", "whatif.parquet"]
     assert sorted(p.name for p in job.iterdir()) == sorted(expected)
     for name in expected:
         assert without_seconds(job / name).equals(without_seconds(separate / name), check_metadata=True), name
-    assert ("whatif:" in (tmp_path / "job.log").read_text()) == replay
+    assert "whatif:" in (tmp_path / "job.log").read_text()
 
 
-def test_runs_without_a_replay_get_evaluate_no_whatif(tmp_path):
-    """`whatif.algorithms` / `whatif.enabled` choose which runs' evaluate job also replays (rule evaluate)
-    and which only score (rule evaluate_no_whatif): one job per run either way, no whatif.parquet for the
-    latter."""
+def test_runs_without_a_replay_get_train_evaluate(tmp_path):
+    """`whatif.algorithms` / `whatif.enabled` choose which runs are trained by rule train and scored and replayed by
+    rule evaluate, and which are trained and scored by one rule train_evaluate job: one job per run and stage
+    either way, no whatif.parquet for the latter."""
     wd = Path(copy_workflow(tmp_path / "wf"))
 
     def plan(whatif: dict) -> list[str]:
@@ -480,11 +476,37 @@ def test_runs_without_a_replay_get_evaluate_no_whatif(tmp_path):
         p = subprocess.run(snakemake_cmd("-n", "--cores", "1", "--configfile", "config/run.yaml"), cwd=wd,
                            capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-        return sorted(r for r in planned_rules(p.stdout + p.stderr) if r.startswith("evaluate"))
+        return sorted(r for r in planned_rules(p.stdout + p.stderr) if r.startswith(("evaluate", "train")))
 
-    assert plan({}) == ["evaluate"] * 3
-    assert plan({"algorithms": ["ocfl-km"]}) == ["evaluate", "evaluate_no_whatif", "evaluate_no_whatif"]
-    assert plan({"enabled": False}) == ["evaluate_no_whatif"] * 3
+    assert plan({}) == ["evaluate"] * 3 + ["train"] * 3
+    assert plan({"algorithms": ["ocfl-km"]}) == ["evaluate", "train", "train_evaluate", "train_evaluate"]
+    assert plan({"enabled": False}) == ["train_evaluate"] * 3
+
+
+@pytest.mark.slow
+def test_the_train_evaluate_job_writes_the_scores_of_its_run(tmp_path):
+    """Rule train_evaluate's job (workflow_scripts/train.py) trains the run and writes the scores that
+    stages.evaluate writes from the run's files: the same tables and metadata, run folder and seconds aside."""
+    from cflcore import stages
+
+    wd = Path(copy_workflow(tmp_path / "wf"))
+    cfg = yaml.safe_load((wd / "config" / "tiny.yaml").read_text())
+    cfg["whatif"] = {**(cfg.get("whatif") or {}), "enabled": False}
+    (wd / "config" / "run.yaml").write_text(yaml.safe_dump(cfg))
+    run = "digits/nonoverlap-balanced/n6/s0/bnc"
+    target = f"results/eval/{run}/clustering.parquet"
+    p = subprocess.run(snakemake_cmd(target, "--cores", "1", "--configfile", "config/run.yaml"), cwd=wd,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "rule train_evaluate:" in p.stdout + p.stderr and "rule evaluate:" not in p.stdout + p.stderr
+    separate = tmp_path / "separate"
+    stages.evaluate(wd / "results/runs" / run, wd / "results/splits/digits/nonoverlap-balanced/n6/s0/manifest.json",
+                    separate, cc.load_config(wd / "config" / "run.yaml")["report"])
+    for name in ("clustering.parquet", "personalisation.parquet"):
+        job, alone = without_seconds(wd / "results/eval" / run / name), without_seconds(separate / name)
+        assert job.equals(alone), name
+        assert job.schema.metadata.keys() == alone.schema.metadata.keys()
+    assert not (wd / "results/eval" / run / "whatif.parquet").exists()
 
 
 # ----- rerun: only evaluate and report -----------------------------------------------------------------

@@ -123,11 +123,11 @@ def test_per_rule_table_sums(bench_root, tmp_path):
 
 
 def test_missing_records_are_listed_not_fatal(bench_root, tmp_path):
-    jobs = {**jobs_of(bench_root), "evaluate_no_whatif": ["d/sp/n4/s0/a"]}
+    jobs = {**jobs_of(bench_root), "train_evaluate": ["d/sp/n4/s0/a"]}
     result = bm.write_benchmark_tables(bench_root, jobs, tmp_path / "t")
     assert result["missing"] == 1
     summary = {r["quantity"]: r for r in read_csv(tmp_path / "t" / "benchmark_summary.csv")}
-    assert "evaluate_no_whatif" in summary["jobs without a record"]["note"]
+    assert "train_evaluate" in summary["jobs without a record"]["note"]
 
 
 def test_the_report_measures_its_own_row(bench_root, tmp_path):
@@ -155,7 +155,10 @@ def test_every_rule_has_a_benchmark_in_the_layout_and_a_place_in_the_dependency_
     from cflcore.report import catalogue
 
     text = "\n".join(p.read_text() for p in sorted((REPO / "rules").glob("*.smk")))
-    rules = re.findall(r"^rule (\w+):", text, flags=re.M)
+    # `rule <name>:`, or `use rule <other> as <name> with:` (a rule that inherits another's directives)
+    heads = {m.group(1) or m.group(2): m.start() for m in re.finditer(r"^(?:rule (\w+):|use rule \w+ as (\w+) with:)", text,
+                                                                      flags=re.M)}
+    rules = list(heads)
     # the report's part rules are generated in a loop over the catalogue, each named by catalogue.Part.rule
     assert re.search(r"^for report_part in catalogue\.PARTS:\n\n    rule:\n        name:\n            report_part\.rule\n",
                      text, flags=re.M)
@@ -167,8 +170,8 @@ def test_every_rule_has_a_benchmark_in_the_layout_and_a_place_in_the_dependency_
     for rule, ups in upstream.items():
         assert set(ups) <= set(rules) | set(parts), rule
     for rule in rules:
-        body = text[text.index(f"rule {rule}:"):]
-        nxt = re.search(r"^rule \w+:", body[1:], flags=re.M)
+        body = text[heads[rule]:]
+        nxt = re.search(r"^(?:use )?rule \w+", body[1:], flags=re.M)
         body = body[: nxt.start() + 1] if nxt else body
         # the path is results/benchmarks/<rule>/<wildcards>.tsv, through cflcore.layout.benchmark_file or spelt out
         assert re.search(r'benchmark:\s*\n\s*(lay\.benchmark_file\(RESULTS, "' + rule + '", |f"\\{RESULTS\\}/benchmarks/' + rule + "/)", body), rule

@@ -31,8 +31,10 @@ def no_temporary_files(root: Path) -> bool:
     return not [p for p in root.rglob("*") if p.is_file() and p.name.endswith(".tmp")]
 
 
-def test_sigkilled_train_job_resumes_and_matches_uninterrupted(tmp_path):
-    cfg = {"datasets": {"digits": {"rounds": 5}}, "engine": {"checkpoint_every": 2}}
+@pytest.mark.parametrize("whatif", [True, False], ids=["train", "train_evaluate"])
+def test_sigkilled_train_job_resumes_and_matches_uninterrupted(tmp_path, whatif):
+    """Rule train's job, and rule train_evaluate's (a run without a what-if replay: trained and scored in one job)."""
+    cfg = {"datasets": {"digits": {"rounds": 5}}, "engine": {"checkpoint_every": 2}, "whatif": {"enabled": whatif}}
     target = f"results/runs/{RUN}/history.parquet"
     dirs = {}
     for name in ("killed", "clean"):
@@ -51,6 +53,7 @@ def test_sigkilled_train_job_resumes_and_matches_uninterrupted(tmp_path):
     sm(dirs["killed"], *args)
     log = (dirs["killed"] / "results" / "logs" / "train" / f"{RUN}.log").read_text()
     assert "resuming from checkpoint round" in log
+    assert (dirs["killed"] / "results" / "benchmarks" / ("train" if whatif else "train_evaluate") / f"{RUN}.tsv").exists()
     for name in ("history.parquet", "gram.parquet", "divergence.parquet", "models.pt"):
         a = (run_dir / name).read_bytes()
         b = (dirs["clean"] / "results" / "runs" / RUN / name).read_bytes()

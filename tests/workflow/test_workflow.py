@@ -39,7 +39,7 @@ def test_dry_run_default_config_plans_the_whole_study(workflow_dir):
     # 10 methods x 4 splits, plus ocfl-hdb-late on the 2 non-overlapping splits (its `splits:` list)
     assert jobs.get("train") == 42
     # one evaluate job per run: its scores and the what-if replay (every run records its matrices)
-    assert jobs.get("evaluate") == 42 and "evaluate_no_whatif" not in jobs
+    assert jobs.get("evaluate") == 42 and "train_evaluate" not in jobs
     assert jobs.get("explain") == 42
     assert jobs.get("evaluate_late_clients") == 2
     assert jobs.get("report") == 1
