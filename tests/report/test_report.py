@@ -336,7 +336,8 @@ def test_departures_reflect_the_config(study):
 
 
 def test_departures_for_published_bugs_follow_the_variants():
-    from cflcore.report.front_page import bug_departures, departures
+    from cflcore.report.front_page import departures
+    from cflcore.report.papers._ocfl_000_front import bug_departures
 
     fixed = {"ocfl-aff": {"method": "ocfl", "clusterer": "affinity", "affinity_input": "similarity"},
              "bcl": {"method": "bcl", "distance_input": "divergence"},

@@ -1,7 +1,8 @@
 """000 (OCFL, one-shot clustered FL; with 001, its authors' shorter earlier paper): its published Tables 1–2 and
 Figure 2 beside this study's (the "paper versus this run" table), registered as the paper check every study runs
 (:class:`Ocfl000`, ``published_tables``: cflcore.report.build and cflcore.report.front_page find it through the
-registry, cflcore.report.papers.base.published_tables_paper).
+registry, cflcore.report.papers.base.published_tables_paper). Its departures by design and its front-page section
+(Tables 1–2 and Figure 2 beside ours, Kendall's τ) are :mod:`._ocfl_000_front`'s.
 
 The published CSVs live in ``cflcore/reference/`` (source and caveats in its README.md and
 paper_tables_notes.md). Like is compared with like:
@@ -31,7 +32,8 @@ from scipy import stats
 
 from ...errors import DataError
 from ..tables import PUBLISHED_NOTE, PUBLISHED_SUFFIX, is_published_variant
-from .base import Paper, SettingHome, register_paper
+from . import _ocfl_000_front as front
+from .base import Paper, PaperCheck, PaperDepartures, SettingHome, register_paper
 
 PAPER = "000"
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "reference"
@@ -236,4 +238,15 @@ class Ocfl000(Paper):
     dataset = staticmethod(paper_dataset)
     split = staticmethod(paper_split)
     vs_run = staticmethod(paper_vs_run)
+    vs_run_caption = ("Published values of 000 Tables 1-2 and Figure 2 (PF1/GF1) beside this study's "
+                      "(mnist5k is compared with the paper's MNIST; *-published variants with their base method's row).")
     ranking = staticmethod(ranking_agreement)
+    ranking_wide = staticmethod(front.ranking_frame)
+
+    @classmethod
+    def departures(cls, context: Mapping[str, Any], headline: pd.DataFrame, comparison: pd.DataFrame) -> PaperDepartures:
+        return front.departures(context, headline, comparison)
+
+    @classmethod
+    def front_sections(cls, comparison: pd.DataFrame, ranking: pd.DataFrame) -> list[PaperCheck]:
+        return [front.ocfl_paper_check(comparison, ranking)]
