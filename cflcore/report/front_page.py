@@ -244,7 +244,8 @@ def render_front_page(headline: pd.DataFrame, checks: Sequence[PaperCheck], item
                      f"clients {', '.join(map(str, study['clients']))}; seeds {', '.join(map(str, study['seeds']))}; "
                      f"{len(study['algorithms'])} methods.\n\n")
     parts.append("Each cell is the mean over seeds (± std over seeds when more than one). *final* = the last round; "
-                 "*mean* = the mean over the scored rounds, pre-clustering rounds included (as 000 publishes); "
+                 "*mean* = the mean over the scored rounds, pre-clustering rounds included "
+                 f"(as {_published().registered_name} publishes); "
                  "clustering round: 1-based, SCL its last split, – never clustered. "
                  f"Methods marked *({tb.PUBLISHED_NOTE})* are the paper's own variants with its bug on purpose.\n\n")
     for (dataset, clients), rows in group_rows(headline):

@@ -298,6 +298,10 @@ class Paper:
     """The tables of the paper's own (:meth:`tables`): catalogue kind -> its title in the HTML report, as literals (the
     catalogue reads them from the source, cflcore.paper_sources.declared_paper_tables); each kind's caption is
     report/captions/<kind>.rst."""
+    output_titles: ClassVar[Mapping[str, str]] = {}
+    """The report's kinds drawn after this paper (tables and figures its own writers draw, e.g. 000's learning gap):
+    catalogue kind -> its title in the HTML report, citing the paper, as literals (the catalogue reads them from the
+    source, cflcore.paper_sources.declared_output_titles; its entry's title is "")."""
     front_tables: ClassVar[tuple[str, ...]] = ()
     """Kinds of :attr:`table_titles` the front page opens with when the study checks the paper (``report.paper_checks``),
     each under its title, before everything else (cflcore.report.build.write_tables)."""

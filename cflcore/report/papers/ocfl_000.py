@@ -227,6 +227,22 @@ class Ocfl000(Paper):
     title = "OCFL (000): its Tables 1-2 and Figure 2"
     published_tables = True
     homes = {PAPER: SettingHome("OCFL's settings", methods=("ocfl",), accuracy="pf1")}
+    output_titles = {  # with 001 (its Fig. 1: the clustering progress)
+        "paper_ranking": "Kendall's tau against 000's ranking",
+        "paper_vs_run": "000 Tables 1-2 and Figure 2 beside ours",
+        "table1_clustering": "000 Table 1: clustering scores",
+        "table2_clustering_round": "000 Table 2: clustering round",
+        "scl_epsilons": "SCL's eps1, eps2, cooldown and their source (000 Table 4)",
+        "learning_gap": "PF1 / GF1 learning gap (000 Fig. 2)",
+        "temperature_mean": "Normalised temperature (000 Figs. 3-4)",
+        "temperature_runs": "Temperature per run (000 Figs. 10-14)",
+        "clustering_progress": "Clustering score per round (001 Fig. 1)",
+        "table_late_clients": "late vs founding clients (000 §6.2)",
+        "late_clients": "Late-joining clients: PF1 of late vs founding clients (000 §6.2)",
+        "saliency_grid": "Saliency grids (000 Fig. 5)",
+        "insdel_box": "Insertion / deletion AUC (000 Figs. 6-7)",
+        "cd": "Critical-difference diagrams (000 Figs. 8, 17)",
+    }
     reference_dir = REFERENCE_DIR
     dataset_aliases = DATASET_ALIASES
     split_short = SPLIT_SHORT
