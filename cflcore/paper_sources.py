@@ -115,6 +115,14 @@ def declared_output_titles() -> dict[str, str]:
 
 
 @functools.cache
+def declared_output_captions() -> dict[str, str]:
+    """The captions of the report's tables drawn after a paper that cite it: catalogue kind -> the caption its
+    Markdown and LaTeX versions carry, from each paper class's ``output_captions``
+    (cflcore.report.papers.base.Paper.output_captions)."""
+    return {kind: text for captions in _class_dicts("output_captions").values() for kind, text in captions.items()}
+
+
+@functools.cache
 def declared_homes() -> dict[str, str]:
     """The homes of the cross-paper settings (``report.cross_paper.settings.<split>.home``): home id -> the source in
     words, from each paper class's ``homes`` (cflcore.report.papers.base.Paper.homes), sorted by id."""

@@ -69,7 +69,8 @@ def departures(context: Mapping[str, Any] | None, headline: pd.DataFrame, compar
               for p in reported_papers(report.get("paper_checks") or (), comparison)]
     out: list[Departure] = [d for paper in papers for d in paper.settings]
     out += split_departures(context.get("splits") or {})
-    out += engine_departures(EngineSettings.of(context.get("engine")))  # the schema's defaults under a partial context
+    # the schema's defaults under a partial context
+    out += engine_departures(EngineSettings.of(context.get("engine")), _published().registered_name)
     out += [d for paper in papers for d in paper.methods]
     out.append(metric_departure())
     # the study's departures from its own paper (report.departures: 002's, 004's configs), as the config states them

@@ -302,6 +302,9 @@ class Paper:
     """The report's kinds drawn after this paper (tables and figures its own writers draw, e.g. 000's learning gap):
     catalogue kind -> its title in the HTML report, citing the paper, as literals (the catalogue reads them from the
     source, cflcore.paper_sources.declared_output_titles; its entry's title is "")."""
+    output_captions: ClassVar[Mapping[str, str]] = {}
+    """The captions, citing this paper, of report tables of :attr:`output_titles` (catalogue kind -> the caption of
+    its Markdown and LaTeX versions), as literals (read from the source, cflcore.paper_sources.declared_output_captions)."""
     front_tables: ClassVar[tuple[str, ...]] = ()
     """Kinds of :attr:`table_titles` the front page opens with when the study checks the paper (``report.paper_checks``),
     each under its title, before everything else (cflcore.report.build.write_tables)."""
@@ -329,8 +332,6 @@ class Paper:
     """Our split (and its manifest) -> the paper's (None: not comparable)."""
     vs_run: ClassVar[Callable[[pd.DataFrame, Mapping[str, str | None]], pd.DataFrame]]
     """The "paper versus this run" table (``paper_vs_run``) from the seeds' aggregates and the split map."""
-    vs_run_caption: ClassVar[str]
-    """``paper_vs_run``'s caption."""
     ranking: ClassVar[Callable[[pd.DataFrame], pd.DataFrame]]
     """Kendall's τ per split and metric (``paper_ranking``) from :attr:`vs_run`'s table."""
     ranking_wide: ClassVar[Callable[[pd.DataFrame], pd.DataFrame]]

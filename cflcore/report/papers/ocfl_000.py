@@ -243,6 +243,12 @@ class Ocfl000(Paper):
         "insdel_box": "Insertion / deletion AUC (000 Figs. 6-7)",
         "cd": "Critical-difference diagrams (000 Figs. 8, 17)",
     }
+    output_captions = {
+        "paper_vs_run": ("Published values of 000 Tables 1-2 and Figure 2 (PF1/GF1) beside this study's "
+                         "(mnist5k is compared with the paper's MNIST; *-published variants with their base method's row)."),
+        "table_late_clients": ("Late-joining clients (000 §6.2): attachment accuracy, joining round (1-based) and PF1 of "
+                               "late vs founding clients from the joining round on, and in the last round (± std over seeds)."),
+    }
     reference_dir = REFERENCE_DIR
     dataset_aliases = DATASET_ALIASES
     split_short = SPLIT_SHORT
@@ -254,8 +260,6 @@ class Ocfl000(Paper):
     dataset = staticmethod(paper_dataset)
     split = staticmethod(paper_split)
     vs_run = staticmethod(paper_vs_run)
-    vs_run_caption = ("Published values of 000 Tables 1-2 and Figure 2 (PF1/GF1) beside this study's "
-                      "(mnist5k is compared with the paper's MNIST; *-published variants with their base method's row).")
     ranking = staticmethod(ranking_agreement)
     ranking_wide = staticmethod(front.ranking_frame)
 
