@@ -112,3 +112,20 @@ def test_the_check_catches_an_injected_paper_id_module_or_split_name():
         assert len(found) == 1 and what in found[0], (line, found)
     assert violations('"""The 000 check, cited in prose: "002" in a docstring."""\n', "x") == []
     assert violations('X = 1\n"""X: as in 000 Fig. 2 (an attribute\'s docstring)."""\nY = "Δ +0.143; 1,300 px"\n', "x") == []
+
+
+def test_the_titles_and_captions_read_from_the_papers_source_are_their_classes():
+    """The catalogue and the writers read a paper's output_titles and output_captions from its source (never importing
+    it): what they read is what each registered class holds, and every kind the titles name is one the catalogue has."""
+    from cflcore.paper_sources import declared_output_captions, declared_output_titles
+    from cflcore.report.catalogue import OUTPUTS
+    from cflcore.report.papers.base import PAPERS
+
+    titles, captions = {}, {}
+    for name in PAPERS.names():
+        titles.update(PAPERS.get(name).output_titles)
+        captions.update(PAPERS.get(name).output_captions)
+    assert titles and declared_output_titles() == titles
+    assert captions and declared_output_captions() == captions
+    assert set(titles) <= set(OUTPUTS) and all(OUTPUTS[k].title == t for k, t in titles.items())
+    assert set(captions) <= set(titles)
