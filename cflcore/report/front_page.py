@@ -31,7 +31,7 @@ from . import tables as tb
 from ..settings import EngineSettings
 from .front_context import (Departure, engine_departures, format_value, front_page_context,  # noqa: F401
                             metric_departure, split_departures)
-from .papers.base import PAPERS, PaperCheck  # noqa: F401  (PaperCheck: the sections' type, imported from here)
+from .papers.base import PAPERS, PaperCheck
 from .papers.base import published_tables_paper as _published
 from .statistics.seed_stats import K_OF_N_METRICS, from_columns
 
