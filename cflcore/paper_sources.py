@@ -107,6 +107,22 @@ def declared_paper_tables() -> dict[str, str]:
 
 
 @functools.cache
+def declared_output_titles() -> dict[str, str]:
+    """The titles of the report's kinds drawn after a paper (its tables and figures, written by the report's own
+    writers): catalogue kind -> its title, citing the paper, from each paper class's ``output_titles``
+    (cflcore.report.papers.base.Paper.output_titles)."""
+    return {kind: title for titles in _class_dicts("output_titles").values() for kind, title in titles.items()}
+
+
+@functools.cache
+def declared_output_captions() -> dict[str, str]:
+    """The captions of the report's tables drawn after a paper that cite it: catalogue kind -> the caption its
+    Markdown and LaTeX versions carry, from each paper class's ``output_captions``
+    (cflcore.report.papers.base.Paper.output_captions)."""
+    return {kind: text for captions in _class_dicts("output_captions").values() for kind, text in captions.items()}
+
+
+@functools.cache
 def declared_homes() -> dict[str, str]:
     """The homes of the cross-paper settings (``report.cross_paper.settings.<split>.home``): home id -> the source in
     words, from each paper class's ``homes`` (cflcore.report.papers.base.Paper.homes), sorted by id."""

@@ -22,9 +22,9 @@ from .front_page import (
     glance_frame,
     glance_table,
     paper_check_rst,
-    ranking_frame,
     write_front_page,
 )
+from ..paper_sources import declared_output_captions
 from .index import entry as index_entry
 from .runs import HARDWARE_FIELDS, LoadedRun, MissingRun, RunSpec, hardware_record
 from .papers.base import PAPERS, ClaimData, check_claims, paper_data, published_tables_paper
@@ -87,11 +87,11 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     entries += [_entry("at_a_glance", p, out_dir) for p in tb.write_table(glance, _glance_wide(glance), "at_a_glance",
                                                                            table_dir, caption)]
     comparison, ranking = paper_check(specs, loaded, summary, groups)
-    caption = ("Published values of 000 Tables 1-2 and Figure 2 (PF1/GF1) beside this study's "
-               "(mnist5k is compared with the paper's MNIST; *-published variants with their base method's row).")
-    entries += [_entry("paper_vs_run", p, out_dir) for p in tb.write_table(comparison, _paper_wide(comparison), "paper_vs_run", table_dir, caption)]
+    entries += [_entry("paper_vs_run", p, out_dir) for p in tb.write_table(comparison, _paper_wide(comparison), "paper_vs_run",
+                                                                            table_dir, declared_output_captions()["paper_vs_run"])]
     caption = "Kendall's tau between our and the paper's values over the methods both have, per split and metric."
-    entries += [_entry("paper_ranking", p, out_dir) for p in tb.write_table(ranking, ranking_frame(ranking), "paper_ranking", table_dir, caption)]
+    entries += [_entry("paper_ranking", p, out_dir) for p in tb.write_table(
+        ranking, published_tables_paper().ranking_wide(ranking), "paper_ranking", table_dir, caption)]
     path = tb.write_text(summary.to_csv(index=False, float_format="%.10g"), table_dir / "run_scores.csv")
     entries.append(_entry("run_scores", path, out_dir))
     algorithms = list(dict.fromkeys(s.algorithm for s in specs))

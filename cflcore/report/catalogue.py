@@ -8,7 +8,8 @@ else reads this module: the report rules are generated from it in a loop (rules/
 the writers it names (:func:`cflcore.report.parts.write_part`), the figures' labels follow the keys it declares
 (:mod:`cflcore.report.labels`), and every index entry takes its caption from it. Adding a kind is one entry here,
 one caption file and the writer that draws it; a paper's own tables are its module's (``table_titles``, read from
-the papers' source by cflcore.paper_sources.declared_paper_tables, never importing a paper).
+the papers' source by cflcore.paper_sources.declared_paper_tables, never importing a paper), and so are the titles
+of the kinds drawn after a paper (a title "" here: the paper's ``output_titles``, e.g. "… (000 Fig. 2)").
 
 Imported when the Snakefile is parsed, and outside the train and evaluate stages' code (a new kind reruns the
 report only): the standard library and cflcore.paper_sources' reading of the papers' source only.
@@ -18,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..paper_sources import declared_paper_tables
+from ..paper_sources import declared_output_titles, declared_paper_tables
 
 Form = Literal["table", "figures", "page"]
 WIDE_FORMATS = ("csv", "md", "tex")
@@ -95,13 +96,26 @@ _CLIENTS = ("dataset", "clients")
 _SCENARIO = ("dataset", "split", "clients", "seed")
 
 
-def _table(kind: str, part: str, writer: str, subcategory: str, title: str, wide: bool = False,
+def _cited(kind: str) -> str:
+    """The title of a kind drawn after a paper, as the paper's module gives it (``output_titles``, read from the
+    papers' source by cflcore.paper_sources.declared_output_titles, never importing a paper)."""
+    titles = declared_output_titles()
+    if kind not in titles:
+        raise KeyError(f"report output {kind!r} has no title: give it one here or in a paper's output_titles "
+                       f"(titled there: {', '.join(sorted(titles)) or 'none'})")
+    return titles[kind]
+
+
+def _table(kind: str, part: str, writer: str, subcategory: str, title: str = "", wide: bool = False,
            folder: str = "tables", category: str = "Tables") -> ReportOutput:
-    return ReportOutput(kind, part, writer, "table", title, category, subcategory,
+    """A table kind; ``title`` "": the title a paper's module gives it (:func:`_cited`)."""
+    return ReportOutput(kind, part, writer, "table", title or _cited(kind), category, subcategory,
                         WIDE_FORMATS if wide else ("csv",), folder=folder)
 
 
 def _figures(kind: str, part: str, writer: str, title: str, labels: tuple[str, ...], explain: bool = False) -> ReportOutput:
+    """A figure kind; ``title`` "": the title a paper's module gives it (:func:`_cited`)."""
+    title = title or _cited(kind)
     return ReportOutput(kind, part, writer, "figures", title, "Explainability" if explain else "Figures", title,
                         ("png", "pdf"), f"explain_{kind}" if explain else "", labels)
 
@@ -117,51 +131,42 @@ OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
     _table("at_a_glance", "tables", "tables", "Front page", "at a glance: final PF1 and ARI, best marked", wide=True),
     _table("headline", "tables", "tables", "Front page", "headline: final and mean PF1, GF1, ARI, clustering round",
            wide=True),
-    _table("paper_ranking", "tables", "tables", "Front page", "Kendall's tau against 000's ranking", wide=True),
+    _table("paper_ranking", "tables", "tables", "Front page", wide=True),
     _table("departures", "tables", "tables", "Front page", "departures by design"),
-    _table("paper_vs_run", "tables", "tables", "Paper check", "000 Tables 1-2 and Figure 2 beside ours", wide=True),
+    _table("paper_vs_run", "tables", "tables", "Paper check", wide=True),
     _table("paper_claims", "tables", "tables", "Paper check", "the papers' claims against this study (report.paper_checks)"),
     *(_table(kind, "tables", "paper_tables", "Paper check", title) for kind, title in declared_paper_tables().items()),
-    _table("table1_clustering", "tables", "tables", "Paper tables", "000 Table 1: clustering scores", wide=True),
-    _table("table2_clustering_round", "tables", "tables", "Paper tables", "000 Table 2: clustering round", wide=True),
+    _table("table1_clustering", "tables", "tables", "Paper tables", wide=True),
+    _table("table2_clustering_round", "tables", "tables", "Paper tables", wide=True),
     _table("table_personalisation", "tables", "tables", "Paper tables", "PF1, GF1, learning gap", wide=True),
     _table("run_scores", "tables", "tables", "Runs", "one row per run (every seed)"),
-    _table("scl_epsilons", "tables", "scl_epsilons", "Paper check", "SCL's eps1, eps2, cooldown and their source (000 Table 4)"),
+    _table("scl_epsilons", "tables", "scl_epsilons", "Paper check"),
     ReportOutput("front_page", "tables", "tables", "page", "the HTML report's landing page (report/workflow.rst)"),
     _table("missing_runs", "tables", "missing_runs", "Runs", "missing runs and their reasons", folder=""),
     _table("hardware", "tables", "hardware", "Runs", "where the runs ran: device, CPU and instruction set, torch"),
     # ---- part "figures" ----
-    _figures("learning_gap", "figures", "run_figures", "PF1 / GF1 learning gap (000 Fig. 2)", _CLIENTS),
-    _figures("temperature_mean", "figures", "run_figures", "Normalised temperature (000 Figs. 3-4)", ("dataset",)),
-    _figures("temperature_runs", "figures", "run_figures", "Temperature per run (000 Figs. 10-14)", _CLIENTS),
-    _figures("clustering_progress", "figures", "run_figures", "Clustering score per round (001 Fig. 1)", _CLIENTS),
+    _figures("learning_gap", "figures", "run_figures", "", _CLIENTS),
+    _figures("temperature_mean", "figures", "run_figures", "", ("dataset",)),
+    _figures("temperature_runs", "figures", "run_figures", "", _CLIENTS),
+    _figures("clustering_progress", "figures", "run_figures", "", _CLIENTS),
     _figures("n_clusters", "figures", "run_figures", "Number of clusters per round", _CLIENTS),
     _figures("split_traces", "figures", "run_figures",
              "Split criteria per round: SCL update norms vs eps1/eps2, FedGWC MSE vs eps and DB", (*_CLIENTS, "method")),
-    _figures("sweeps", "figures", "sweeps", "Factor sweeps: final scores against the swept values (002 Figs. 3-4)",
-             (*_CLIENTS, "sweep")),
-    _figures("round_envelopes", "figures", "sweeps",
-             "Per-round scores, mean and std envelope over seeds (002 Fig. 5)", (*_CLIENTS, "split and methods")),
+    _figures("sweeps", "figures", "sweeps", "", (*_CLIENTS, "sweep")),
+    _figures("round_envelopes", "figures", "sweeps", "", (*_CLIENTS, "split and methods")),
     _table("sweep_scores", "figures", "sweeps", "Factor sweeps", "final scores per swept value: mean, std, seeds"),
-    _figures("louvain_groups", "figures", "sweeps",
-             "Client distances ordered by superclass-like group and majority class (002 §V-B1)", (*_CLIENTS, "split")),
-    _figures("fedgwc", "figures", "fedgwc",
-             "FedGWC: accuracy and split rounds, P and W, spectral embedding, class shares (004 Figs. 2, 3, 5-8)",
-             (*_CLIENTS, "run and figure")),
+    _figures("louvain_groups", "figures", "sweeps", "", (*_CLIENTS, "split")),
+    _figures("fedgwc", "figures", "fedgwc", "", (*_CLIENTS, "run and figure")),
     # ---- part "whatif" (its folder also holds whatif_delay.csv) ----
     _figures("whatif_heatmap", "whatif", "whatif",
              "What-if clustering: ARI per clusterer and round (trigger vs earliest separable round)", _SCENARIO),
     # ---- part "late_clients" (report/late_clients.py, 000 §6.2) ----
-    _table("table_late_clients", "late_clients", "late_clients", "Late-joining clients",
-           "late vs founding clients (000 §6.2)", wide=True),
-    _figures("late_clients", "late_clients", "late_clients",
-             "Late-joining clients: PF1 of late vs founding clients (000 §6.2)", _CLIENTS),
+    _table("table_late_clients", "late_clients", "late_clients", "Late-joining clients", wide=True),
+    _figures("late_clients", "late_clients", "late_clients", "", _CLIENTS),
     # ---- part "explain" (report/explain_figures.py) ----
-    _figures("saliency_grid", "explain", "explain", "Saliency grids (000 Fig. 5)", _SCENARIO, explain=True),
-    _figures("insdel_box", "explain", "explain", "Insertion / deletion AUC (000 Figs. 6-7)", ("plot", "samples"),
-             explain=True),
-    _figures("cd", "explain", "explain", "Critical-difference diagrams (000 Figs. 8, 17)", ("samples", "metric"),
-             explain=True),
+    _figures("saliency_grid", "explain", "explain", "", _SCENARIO, explain=True),
+    _figures("insdel_box", "explain", "explain", "", ("plot", "samples"), explain=True),
+    _figures("cd", "explain", "explain", "", ("samples", "metric"), explain=True),
     # ---- rule "report" (report/benchmarks.py): where the study's time went, written last ----
     _table("benchmarks_by_rule", "index", "benchmarks", "", "per rule: jobs, wall and CPU seconds, peak memory",
            category="Benchmarks"),

@@ -64,8 +64,9 @@ def split_departures(splits: Mapping[str, Mapping[str, Any]]) -> list[Departure]
             for n, names in by_size.items()]
 
 
-def engine_departures(engine: EngineSettings) -> list[Departure]:
-    """From the study's typed engine block (cflcore.settings.EngineSettings)."""
+def engine_departures(engine: EngineSettings, paper: str) -> list[Departure]:
+    """From the study's typed engine block (cflcore.settings.EngineSettings), against ``paper`` (the id of the paper
+    whose published tables the report sets beside the runs)."""
     out = []
     participation = float(engine.participation or 1.0)
     if participation < 1.0:
@@ -74,7 +75,7 @@ def engine_departures(engine: EngineSettings) -> list[Departure]:
                              "clustering rounds and scores are noisier than the paper's."))
     aggregation = engine.aggregation
     if aggregation != "unweighted":
-        out.append(Departure("Aggregation", str(aggregation), "unweighted mean (000)",
+        out.append(Departure("Aggregation", str(aggregation), f"unweighted mean ({paper})",
                              "Large clients weigh more in each cluster model: PF1 of small clients may drop."))
     return out
 

@@ -23,6 +23,7 @@ import pandas as pd  # noqa: E402
 from .. import filenames as fn  # noqa: E402
 from ..errors import CflError  # noqa: E402
 from ..io import parquet_metadata, read_parquet  # noqa: E402
+from ..paper_sources import declared_output_captions  # noqa: E402
 from . import figures as fg  # noqa: E402
 from . import tables as tb  # noqa: E402
 from .palette import style_map  # noqa: E402
@@ -33,8 +34,6 @@ KIND = "late_clients"
 METRICS = ["attach_accuracy", "join_round", "pf1_late", "pf1_founding", "pf1_final_late", "pf1_final_founding",
            "gf1_late", "gf1_founding", "n_late", "n_unfounded"]
 WIDE = ["attach_accuracy", "join_round", "pf1_late", "pf1_founding", "pf1_final_late", "pf1_final_founding"]
-CAPTION = ("Late-joining clients (000 §6.2): attachment accuracy, joining round (1-based) and PF1 of late vs "
-           "founding clients from the joining round on, and in the last round (± std over seeds).")
 
 
 def load_late_frames(specs: Sequence[RunSpec]) -> list[tuple[RunSpec, pd.DataFrame]]:
@@ -134,7 +133,8 @@ def write_late_clients(specs: Sequence[RunSpec], out_dir: Path, entry: Any) -> l
 
     frames = load_late_frames(specs)
     tidy, wide = late_table(specs, frames)
-    entries = [entry(STEM, p, None, None) for p in tb.write_table(tidy, wide, STEM, out_dir / "tables", CAPTION)]
+    entries = [entry(STEM, p, None, None) for p in tb.write_table(tidy, wide, STEM, out_dir / "tables",
+                                                                      declared_output_captions()[STEM])]
     curves, summary = pf1_by_round(frames), late_run_summaries(frames)
     for (dataset, clients), part in curves.groupby(["dataset", "clients"], sort=False):
         fig = late_figure(part, summary[(summary["dataset"] == dataset) & (summary["clients"] == clients)],

@@ -73,11 +73,12 @@ def test_bad_settings_are_refused_in_one_line():
 
 SETTINGS_READERS = {"cflcore/settings.py", "cflcore/settings_source.py", "cflcore/stages.py", "cflcore/fl/run.py",
                     "cflcore/fl/engine.py", "cflcore/fl/spec.py", "cflcore/fl/centralised.py", "cflcore/fl/checkpoint.py",
-                    "cflcore/config/plan.py", "cflcore/report/front_page.py", "cflcore/report/front_context.py"}
+                    "cflcore/config/plan.py", "cflcore/report/front_page.py", "cflcore/report/front_context.py",
+                    "cflcore/report/papers/_ocfl_000_front.py"}
 """The modules that know the typed settings (import cflcore.settings): the train job's entry, the engine (a run and
 its round), the module that writes the blocks from the schema, the config (:data:`NOT_TRAINING`) and the report's
-departures; the engine's parts below (optimisers, server, personalisation, trainers) get values, never a settings
-block."""
+departures (the generic ones and 000's, against its training settings); the engine's parts below (optimisers,
+server, personalisation, trainers) get values, never a settings block."""
 
 
 def test_only_the_train_entry_and_the_engine_know_the_settings():

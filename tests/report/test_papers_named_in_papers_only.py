@@ -2,10 +2,11 @@
 module and one study's split names live in the paper's own module (cflcore/report/papers/<paper>.py); the rest of the
 report reaches a paper through the registry and the contract (papers/base.py).
 
-Read with :mod:`ast`, so prose is free to cite a source ("000 Table 3" in a caption): what is refused is a string
+Read with :mod:`ast`, so docstrings and comments are free to cite a source ("000 Table 3"): what is refused is a string
 literal (not a docstring) that *is* a seed's id or a config's split name (a branch, a dict key, a lookup by name), a
 comparison with any registered paper's id (the ids ``home`` and ``heterogeneity`` are words too, a column may be called
-``home``), and an import of a paper's module."""
+``home``), an import of a paper's module, and a text the report prints that cites a seed (a caption, a title, a
+departure: "(000 Fig. 2)"), which the paper's module gives (``output_titles``, ``output_captions``, its departures)."""
 from __future__ import annotations
 
 import ast
@@ -23,6 +24,8 @@ CONTRACT = {"base", "__init__"}
 """What of papers/ the rest of the report may import: the contract and the package."""
 SEED_ID = re.compile(r"\d{3}")
 """A seed's id (the papers are numbered: 000, 001, 002, 004), registered or not (001 is read with 000)."""
+CITED_SEED = re.compile(r"(?<![\w.,])0\d\d(?!\w)")
+"""A seed's id inside a text ("… (000 Fig. 2)", "002's"), not a number's digits ("0.143", "1,300")."""
 
 
 def paper_modules() -> set[str]:
@@ -39,9 +42,9 @@ def config_split_names() -> set[str]:
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
-    return {id(node.body[0].value) for node in ast.walk(tree)
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
-            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    """A module's, class's or function's docstring, and an attribute's (a string statement after an assignment)."""
+    return {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
 
 
 def violations(source: str, module: str) -> list[str]:
@@ -60,6 +63,8 @@ def violations(source: str, module: str) -> list[str]:
                 found.append(f"line {node.lineno}: a config's split name {node.value!r}")
             elif any(re.search(rf"\bpapers[./]{m}\b", node.value) for m in modules):
                 found.append(f"line {node.lineno}: a paper module in {node.value!r}")
+            elif CITED_SEED.search(node.value):
+                found.append(f"line {node.lineno}: a text citing a paper: {node.value!r}")
         elif isinstance(node, ast.ImportFrom):
             base = package[: len(package) - node.level + 1] if node.level else []
             target = ".".join(base + ([node.module] if node.module else []))
@@ -99,8 +104,28 @@ def test_the_check_catches_an_injected_paper_id_module_or_split_name():
         "import cflcore.report.papers.home\n": "imports the paper module cflcore.report.papers.home",
         'ROTATED = "rotation-half"\n': "a config's split name 'rotation-half'",
         'WHERE = "cflcore.report.papers.fedgwc_004"\n': "a paper module in",
+        'TITLE = "PF1 / GF1 learning gap (000 Fig. 2)"\n': "a text citing a paper",
+        'CAPTION = f"{len(SEED)} cells of 004\'s Tables 1, 3-9"\n': "a text citing a paper",
     }
     for line, what in mutants.items():
         found = violations(source + line, "cross_paper")
         assert len(found) == 1 and what in found[0], (line, found)
     assert violations('"""The 000 check, cited in prose: "002" in a docstring."""\n', "x") == []
+    assert violations('X = 1\n"""X: as in 000 Fig. 2 (an attribute\'s docstring)."""\nY = "Δ +0.143; 1,300 px"\n', "x") == []
+
+
+def test_the_titles_and_captions_read_from_the_papers_source_are_their_classes():
+    """The catalogue and the writers read a paper's output_titles and output_captions from its source (never importing
+    it): what they read is what each registered class holds, and every kind the titles name is one the catalogue has."""
+    from cflcore.paper_sources import declared_output_captions, declared_output_titles
+    from cflcore.report.catalogue import OUTPUTS
+    from cflcore.report.papers.base import PAPERS
+
+    titles, captions = {}, {}
+    for name in PAPERS.names():
+        titles.update(PAPERS.get(name).output_titles)
+        captions.update(PAPERS.get(name).output_captions)
+    assert titles and declared_output_titles() == titles
+    assert captions and declared_output_captions() == captions
+    assert set(titles) <= set(OUTPUTS) and all(OUTPUTS[k].title == t for k, t in titles.items())
+    assert set(captions) <= set(titles)

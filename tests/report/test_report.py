@@ -336,7 +336,8 @@ def test_departures_reflect_the_config(study):
 
 
 def test_departures_for_published_bugs_follow_the_variants():
-    from cflcore.report.front_page import bug_departures, departures
+    from cflcore.report.front_page import departures
+    from cflcore.report.papers._ocfl_000_front import bug_departures
 
     fixed = {"ocfl-aff": {"method": "ocfl", "clusterer": "affinity", "affinity_input": "similarity"},
              "bcl": {"method": "bcl", "distance_input": "divergence"},
@@ -358,6 +359,31 @@ def test_departures_for_published_bugs_follow_the_variants():
                        pd.DataFrame(), pd.DataFrame())
     assert _departure(extra, "Dataset (digits)").paper == "not in 000"
     assert _departure(extra, "Methods not in 000").ours == "louvain"  # BNC is in 000 (Figure 2)
+
+
+def test_a_papers_departures_and_sections_show_only_where_the_study_reports_on_it(tmp_path):
+    """000's departures and paper-check section are on the front page of a study that checks no other paper, or
+    has a cell 000 publishes; a study checking another paper only (heterogeneity's) shows none of 000's."""
+    from cflcore.report.front_page import departures, reported_papers, write_front_page
+    from cflcore.report.papers.base import published_tables_paper
+
+    published = published_tables_paper().registered_name
+    study = {"study": {"datasets": ["digits"], "splits": [], "clients": [6], "seeds": [0], "algorithms": ["bnc", "louvain"]}}
+    none, cell = pd.DataFrame(), pd.DataFrame({"metric": ["rand"]})
+    assert reported_papers([], none) == [published]
+    assert reported_papers(["heterogeneity"], none) == ["heterogeneity"]
+    assert reported_papers(["heterogeneity"], cell) == ["heterogeneity", published]
+    assert reported_papers([published], none) == [published]
+    own = {"topic": "Data (x)", "ours": "a", "paper": "b", "effect": "c"}
+    other = {**study, "report": {"paper_checks": ["heterogeneity"], "departures": [own]}}
+    topics = [d.topic for d in departures(other, pd.DataFrame(), none)]
+    assert "Methods not in 000" not in topics and not any(t.startswith("Dataset") for t in topics), topics
+    assert topics[-2:] == ["PF1 / GF1 definition", "Data (x)"]  # the generic ones and the study's own stay
+    topics = [d.topic for d in departures({**study, "report": {"paper_checks": []}}, pd.DataFrame(), none)]
+    assert topics[0] == "Dataset (digits)" and "Methods not in 000" in topics
+    for checks, shown in (([], True), (["heterogeneity"], False)):
+        write_front_page(pd.DataFrame(), none, pd.DataFrame(), {**study, "report": {"paper_checks": checks}}, tmp_path)
+        assert ("Paper check (000" in (tmp_path / "front_page.rst").read_text()) is shown, checks
 
 
 def test_published_variants_are_labelled_in_tables(tmp_path):

@@ -31,6 +31,7 @@ it (:func:`check_claims`).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
@@ -38,6 +39,7 @@ import pandas as pd
 
 from ...errors import ConfigError
 from ...registry import Registry
+from ..front_context import Departure
 from ..statistics.verdicts import CONTRADICTED, EVIDENCE, HOLDS, NA, NONE, VERDICTS, Part, combine
 
 
@@ -251,6 +253,27 @@ def _renamed(values: pd.Series, names: Mapping[str, str]) -> pd.Series:
 
 
 @dataclass(frozen=True)
+class PaperCheck:
+    """One paper-check section of the front page: a title, an introduction (RST), titled tables and
+    sub-sections. The front page renders a list of them (a paper's :meth:`Paper.front_sections`, the claims' checks)."""
+
+    title: str
+    text: str
+    tables: Sequence[tuple[str, pd.DataFrame]] = ()
+    subsections: Sequence["PaperCheck"] = ()
+
+
+@dataclass(frozen=True)
+class PaperDepartures:
+    """A paper's departures by design (:meth:`Paper.departures`), by where the front page lists them: ``settings``
+    (its datasets, rounds and training against the paper's) before the splits' and the engine's, ``methods`` (the
+    study's methods against the paper's) after them, before the metric's and the study's own (``report.departures``)."""
+
+    settings: Sequence[Departure] = ()
+    methods: Sequence[Departure] = ()
+
+
+@dataclass(frozen=True)
 class SettingHome:
     """A home of the cross-paper comparison's settings (``report.cross_paper.settings.<split>.home``,
     cflcore.report.cross_paper): where a setting comes from and how that source scores it. ``what``: the source in
@@ -275,15 +298,44 @@ class Paper:
     """The tables of the paper's own (:meth:`tables`): catalogue kind -> its title in the HTML report, as literals (the
     catalogue reads them from the source, cflcore.paper_sources.declared_paper_tables); each kind's caption is
     report/captions/<kind>.rst."""
+    output_titles: ClassVar[Mapping[str, str]] = {}
+    """The report's kinds drawn after this paper (tables and figures its own writers draw, e.g. 000's learning gap):
+    catalogue kind -> its title in the HTML report, citing the paper, as literals (the catalogue reads them from the
+    source, cflcore.paper_sources.declared_output_titles; its entry's title is "")."""
+    output_captions: ClassVar[Mapping[str, str]] = {}
+    """The captions, citing this paper, of report tables of :attr:`output_titles` (catalogue kind -> the caption of
+    its Markdown and LaTeX versions), as literals (read from the source, cflcore.paper_sources.declared_output_captions)."""
     front_tables: ClassVar[tuple[str, ...]] = ()
     """Kinds of :attr:`table_titles` the front page opens with when the study checks the paper (``report.paper_checks``),
     each under its title, before everything else (cflcore.report.build.write_tables)."""
     published_tables: ClassVar[bool] = False
     """Whether every study's report sets this paper's published tables beside its runs (the "paper versus this run"
-    table and its Kendall's τ, the departures from the paper's training settings, the SCL thresholds beside its table:
-    cflcore.report.build, front_page, scl_epsilons). One registered paper does (:func:`published_tables_paper`); it
-    provides their readers: ``reference_dir``, ``dataset_aliases``, ``split_short``, ``read_reference``, ``table1``,
-    ``table3``, ``fig2``, ``algorithm``, ``dataset``, ``split``, ``vs_run``, ``ranking``."""
+    table and its Kendall's τ, the SCL thresholds beside its table: cflcore.report.build, front_page, scl_epsilons).
+    One registered paper does (:func:`published_tables_paper`); it sets the readers below."""
+    # ---- the readers of the published-tables paper (published_tables = True); unset on the others ----
+    reference_dir: ClassVar[Path]
+    """The folder of its published tables (package data, cflcore/reference/)."""
+    dataset_aliases: ClassVar[Mapping[str, str]]
+    """Our dataset -> the paper's, where it is a subset of it (mnist5k -> mnist)."""
+    split_short: ClassVar[Mapping[str, str]]
+    """The paper's split -> its short name (the front page's compact column heads)."""
+    read_reference: ClassVar[Callable[[str], pd.DataFrame]]
+    """A published table by its file name in :attr:`reference_dir`."""
+    table1: ClassVar[Callable[[], pd.DataFrame]]
+    table3: ClassVar[Callable[[], pd.DataFrame]]
+    fig2: ClassVar[Callable[[], pd.DataFrame]]
+    algorithm: ClassVar[Callable[[str], str]]
+    """Our variant -> the paper's method whose row it is compared with."""
+    dataset: ClassVar[Callable[[str], str | None]]
+    """Our dataset -> the paper's (None: not in the paper)."""
+    split: ClassVar[Callable[[str, Mapping[str, Any] | None], str | None]]
+    """Our split (and its manifest) -> the paper's (None: not comparable)."""
+    vs_run: ClassVar[Callable[[pd.DataFrame, Mapping[str, str | None]], pd.DataFrame]]
+    """The "paper versus this run" table (``paper_vs_run``) from the seeds' aggregates and the split map."""
+    ranking: ClassVar[Callable[[pd.DataFrame], pd.DataFrame]]
+    """Kendall's τ per split and metric (``paper_ranking``) from :attr:`vs_run`'s table."""
+    ranking_wide: ClassVar[Callable[[pd.DataFrame], pd.DataFrame]]
+    """``paper_ranking``'s wide (rendered) form."""
     homes: ClassVar[Mapping[str, SettingHome]] = {}
     """Home id -> :class:`SettingHome`: the homes of cross-paper settings this paper owns, its own (a seed's id) or a
     source it checks (a baseline's own demonstration). Config validation reads the ids from the source
@@ -332,6 +384,22 @@ class Paper:
 
         return replace(data, runs=frame(data.runs), rounds=frame(data.rounds), summaries=frame(data.summaries),
                        loaded=tuple(run(r) for r in data.loaded))
+
+    @classmethod
+    def departures(cls, context: Mapping[str, Any], headline: pd.DataFrame,
+                   comparison: pd.DataFrame) -> PaperDepartures:
+        """The study's departures by design from this paper, on the front page of a study that reports on it
+        (cflcore.report.front_page.reported_papers). ``context``: cflcore.report.front_context.front_page_context's,
+        its ``study`` datasets, clients and algorithms filled in from the results where the config is absent;
+        ``headline``: the headline table; ``comparison``: the published-tables paper's ``paper_vs_run``. Default:
+        none (a study states its own in ``report.departures``)."""
+        return PaperDepartures()
+
+    @classmethod
+    def front_sections(cls, comparison: pd.DataFrame, ranking: pd.DataFrame) -> list[PaperCheck]:
+        """The paper's own sections of the front page of a study that reports on it, after its claims' (``comparison``
+        and ``ranking``: the published-tables paper's ``paper_vs_run`` and Kendall's τ). Default: none."""
+        return []
 
     @classmethod
     def tables(cls, data: ClaimData, checked: bool) -> dict[str, pd.DataFrame]:

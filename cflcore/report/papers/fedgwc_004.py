@@ -385,6 +385,9 @@ class FedGWC004(Paper):
     table_titles = {
         "paper004_cells": "every printed cell of 004's Tables 1, 3-9 beside ours, or not run in this study",
     }
+    output_titles = {
+        "fedgwc": "FedGWC: accuracy and split rounds, P and W, spectral embedding, class shares (004 Figs. 2, 3, 5-8)",
+    }
     roles = {
         "fedgwc": Role("variant", "fedgwc", "FedGWC over FedAvg"),
         "fedgwc_beta": Role("variant", "fedgwc-beta", "FedGWC swept over β (App. G)"),

@@ -484,6 +484,11 @@ class Louvain002(Paper):
         "louvain_002_ablations": "002's one-factor ablations: which departure option moves which cell",
         "louvain_002_spread": "002's proxy knob: 1NN's ARI beside the labels-only baseline's per group_spread and m_k",
     }
+    output_titles = {
+        "sweeps": "Factor sweeps: final scores against the swept values (002 Figs. 3-4)",
+        "round_envelopes": "Per-round scores, mean and std envelope over seeds (002 Fig. 5)",
+        "louvain_groups": "Client distances ordered by superclass-like group and majority class (002 §V-B1)",
+    }
     roles = {
         "fig3": Role("variant", FIG3, "Louvain swept over the majority share m_k and the resolution (Figs. 3, 5)"),
         "fig4": Role("variant", FIG4, "Louvain swept over the attribution and the participation (Fig. 4)"),

@@ -1,7 +1,8 @@
 """000 (OCFL, one-shot clustered FL; with 001, its authors' shorter earlier paper): its published Tables 1–2 and
 Figure 2 beside this study's (the "paper versus this run" table), registered as the paper check every study runs
 (:class:`Ocfl000`, ``published_tables``: cflcore.report.build and cflcore.report.front_page find it through the
-registry, cflcore.report.papers.base.published_tables_paper).
+registry, cflcore.report.papers.base.published_tables_paper). Its departures by design and its front-page section
+(Tables 1–2 and Figure 2 beside ours, Kendall's τ) are :mod:`._ocfl_000_front`'s.
 
 The published CSVs live in ``cflcore/reference/`` (source and caveats in its README.md and
 paper_tables_notes.md). Like is compared with like:
@@ -31,7 +32,8 @@ from scipy import stats
 
 from ...errors import DataError
 from ..tables import PUBLISHED_NOTE, PUBLISHED_SUFFIX, is_published_variant
-from .base import Paper, SettingHome, register_paper
+from . import _ocfl_000_front as front
+from .base import Paper, PaperCheck, PaperDepartures, SettingHome, register_paper
 
 PAPER = "000"
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "reference"
@@ -225,6 +227,28 @@ class Ocfl000(Paper):
     title = "OCFL (000): its Tables 1-2 and Figure 2"
     published_tables = True
     homes = {PAPER: SettingHome("OCFL's settings", methods=("ocfl",), accuracy="pf1")}
+    output_titles = {  # with 001 (its Fig. 1: the clustering progress)
+        "paper_ranking": "Kendall's tau against 000's ranking",
+        "paper_vs_run": "000 Tables 1-2 and Figure 2 beside ours",
+        "table1_clustering": "000 Table 1: clustering scores",
+        "table2_clustering_round": "000 Table 2: clustering round",
+        "scl_epsilons": "SCL's eps1, eps2, cooldown and their source (000 Table 4)",
+        "learning_gap": "PF1 / GF1 learning gap (000 Fig. 2)",
+        "temperature_mean": "Normalised temperature (000 Figs. 3-4)",
+        "temperature_runs": "Temperature per run (000 Figs. 10-14)",
+        "clustering_progress": "Clustering score per round (001 Fig. 1)",
+        "table_late_clients": "late vs founding clients (000 §6.2)",
+        "late_clients": "Late-joining clients: PF1 of late vs founding clients (000 §6.2)",
+        "saliency_grid": "Saliency grids (000 Fig. 5)",
+        "insdel_box": "Insertion / deletion AUC (000 Figs. 6-7)",
+        "cd": "Critical-difference diagrams (000 Figs. 8, 17)",
+    }
+    output_captions = {
+        "paper_vs_run": ("Published values of 000 Tables 1-2 and Figure 2 (PF1/GF1) beside this study's "
+                         "(mnist5k is compared with the paper's MNIST; *-published variants with their base method's row)."),
+        "table_late_clients": ("Late-joining clients (000 §6.2): attachment accuracy, joining round (1-based) and PF1 of "
+                               "late vs founding clients from the joining round on, and in the last round (± std over seeds)."),
+    }
     reference_dir = REFERENCE_DIR
     dataset_aliases = DATASET_ALIASES
     split_short = SPLIT_SHORT
@@ -237,3 +261,12 @@ class Ocfl000(Paper):
     split = staticmethod(paper_split)
     vs_run = staticmethod(paper_vs_run)
     ranking = staticmethod(ranking_agreement)
+    ranking_wide = staticmethod(front.ranking_frame)
+
+    @classmethod
+    def departures(cls, context: Mapping[str, Any], headline: pd.DataFrame, comparison: pd.DataFrame) -> PaperDepartures:
+        return front.departures(context, headline, comparison)
+
+    @classmethod
+    def front_sections(cls, comparison: pd.DataFrame, ranking: pd.DataFrame) -> list[PaperCheck]:
+        return [front.ocfl_paper_check(comparison, ranking)]
