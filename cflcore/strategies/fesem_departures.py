@@ -98,8 +98,8 @@ DEPARTURES: tuple[CodeDeparture, ...] = (
         "('small': (30, 10, 15), line 5)",
         "models/baseline_constants.py:5-7",
         "30, the authors' own -t small",
-        "CPU budget: one seed's two trainings (FeSEM and FedAvg) of 30 rounds take about 2.5 minutes on a shared "
-        "2-core AMD EPYC; 400 would take over half an hour a seed"),
+        "CPU budget: one seed's two trainings (FeSEM and FedAvg) of 30 rounds took 1.9-3.2 minutes on a shared 2-core "
+        "AMD EPYC, the 6 seeds 17 min wall (docs/results.md); 400 rounds: config/home-fesem-offline-rounds.yaml"),
     CodeDeparture(
         "seeds",
         "one --seed per run (default 0)",
