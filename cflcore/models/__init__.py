@@ -20,7 +20,7 @@ MODELS: Registry[ModelBuilder] = Registry("model", package="cflcore.models")
 
 # Smallest spatial side each network accepts (pooling / strides would reduce it below 1 pixel otherwise).
 MIN_IMAGE_SIZE = {"ocfl-cnn": 1, "tinyvgg": 4, "resnet34": 8, "lenet5": 12, "lenet5-004": 16, "mobilenetv2": 8,
-                  "sattler-convnet": 16}
+                  "sattler-convnet": 16, "fesem-cnn": 4}
 
 
 def build_model(name: str, in_channels: int, image_size: int | tuple[int, int], n_classes: int,

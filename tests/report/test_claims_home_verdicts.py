@@ -86,3 +86,46 @@ def test_scl_false_table_is_contradicted():
 @pytest.mark.parametrize("names", [dict(variant="scl"), dict(split="rotation-2")])
 def test_other_scl_runs_are_not_the_home_check(names):
     assert scl_row(scl_table(1.0, **names))["holds"] == vd.NA
+
+
+FESEM_CLAIM = "home-fesem-beats-fedavg"
+
+
+def fesem_table(fesem_acc: float, fedavg_acc: float = 0.6, size: float = 0.02, seeds=SEEDS,
+                split: str = home.FESEM_SPLIT) -> pd.DataFrame:
+    """FeSEM's home runs and FedAvg's on the same seeds: local accuracies ``fesem_acc`` and ``fedavg_acc``, each
+    jittered by ``size`` (zero-mean over the seeds, another jitter per variant)."""
+    def runs(variant: str, acc: float, index: int, ari: float, k: float) -> pd.DataFrame:
+        return table(ari, 0.0, seeds, variant, split).assign(
+            clients=30, n_clusters=k, local_acc=[acc + noise(s, index, size) for s in seeds])
+    return pd.concat([runs(home.FESEM_VARIANT, fesem_acc, 2, 0.5, 3.0), runs(home.FEDAVG_VARIANT, fedavg_acc, 3, 0.0, 1.0)],
+                     ignore_index=True)
+
+
+def fesem_row(runs: pd.DataFrame) -> pd.Series:
+    return cl.check_claims([home.PAPER], cl.ClaimData(runs)).set_index("claim_id").loc[FESEM_CLAIM]
+
+
+def test_fesem_true_table_holds_and_names_its_source():
+    got = fesem_row(fesem_table(0.8))
+    assert (got["holds"], got["lean"]) == (vd.HOLDS, vd.TOWARD), got["note"]
+    assert "anonymousgit2020/fedsem" in got["where"] and "against FedAvg's 0.60" in got["ours"]
+    assert "final ARI 0.50" in got["ours"]
+
+
+def test_fesem_false_table_is_contradicted():
+    """FeSEM below FedAvg beyond the seed noise (its clusters starve each model of clients): contradicted."""
+    got = fesem_row(fesem_table(0.6 - BEYOND))
+    assert (got["holds"], got["lean"]) == (vd.CONTRADICTED, vd.AGAINST), got["note"]
+
+
+def test_fesem_tied_table_is_inconclusive_leaning_against():
+    """FeSEM a hair below FedAvg, within the seed noise (both at chance, as two untrained models): not decided."""
+    got = fesem_row(fesem_table(0.6 - WITHIN))
+    assert (got["holds"], got["lean"]) == (vd.INCONCLUSIVE, vd.AGAINST), got["note"]
+
+
+def test_fesem_without_its_fedavg_or_on_another_split_is_not_the_home_check():
+    runs = fesem_table(0.8)
+    assert fesem_row(runs[runs["algorithm"] == home.FESEM_VARIANT])["holds"] == vd.NA
+    assert fesem_row(fesem_table(0.8, split="rotation-3"))["holds"] == vd.NA

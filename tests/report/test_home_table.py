@@ -8,7 +8,7 @@ from cflcore.report.build import front_tables_rst
 from cflcore.report.papers import base as cl
 from cflcore.report.papers import home
 from cflcore.report.papers._home_rows import HOME_COLUMNS, HOME_TABLE, NOT_RUN
-from cflcore.strategies import ifca_departures
+from cflcore.strategies import fesem_departures, ifca_departures
 
 
 def ifca_runs(ari: float, seeds=range(6)) -> pd.DataFrame:
@@ -46,6 +46,28 @@ def test_absent_method_is_not_run_and_other_homes_are_named():
         assert config in row(got, method)["home"] and row(got, method)["ours"] == "checked there, not rerun here"
     assert "no authors' code found" in row(got, "BCL")["authors' demonstration"]
     assert "anonymousgit2020/fedsem" in row(got, "FeSEM")["authors' demonstration"]
+
+
+def fesem_runs(fesem_acc: float, fedavg_acc: float, seeds=range(6)) -> pd.DataFrame:
+    """FeSEM's home runs (final ARI 0.5, 3 clusters) and FedAvg's (one model), with jittered local accuracies."""
+    jitter = [0.01 * (s - 2.5) for s in seeds]
+    return pd.concat([ifca_runs(ari, seeds).assign(algorithm=v, algorithm_base=v, split=home.FESEM_SPLIT,
+                                                   split_base=home.FESEM_SPLIT, clients=30, n_clusters=k,
+                                                   local_acc=[acc + j * sign for j in jitter])
+                      for v, ari, k, acc, sign in ((home.FESEM_VARIANT, 0.5, 3.0, fesem_acc, 1),
+                                                   (home.FEDAVG_VARIANT, 0.0, 1.0, fedavg_acc, -1))],
+                     ignore_index=True)
+
+
+def test_fesem_row_reads_its_runs_the_accuracy_claim_and_its_departures():
+    fesem = row(table(fesem_runs(0.8, 0.6)), "FeSEM")
+    assert fesem["home"] == "this study (config/home-fesem-offline.yaml)"
+    assert fesem["ours"].startswith("final ARI 0.50") and "0 of 6 ≥ 0.9" in fesem["ours"] and "local_acc 0.80" in fesem["ours"]
+    assert fesem["verdict"].startswith(vd.HOLDS) and "home-fesem-beats-fedavg" in fesem["verdict"]
+    assert "models/mlhead_trainer.py" in fesem["authors' demonstration"] and "0.839" in fesem["authors' result"]
+    assert fesem["departures"].startswith(f"{len(fesem_departures.DEPARTURES)} (cflcore.strategies.fesem_departures")
+    assert row(table(fesem_runs(0.4, 0.6)), "FeSEM")["verdict"].startswith(vd.CONTRADICTED)
+    assert row(table(ifca_runs(1.0)), "FeSEM")["ours"] == NOT_RUN
 
 
 def test_false_table_reads_contradicted():
