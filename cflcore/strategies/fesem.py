@@ -26,6 +26,31 @@ A centre left without members disappears from the partition and the engine drops
 IFCA), so the number of clusters can fall below k; ``cluster_sizes`` in server.parquet shows it.
 State (``state_dict``): the partition and whether the centres were seeded; every other quantity is
 recomputed from the round's updates.
+
+The authors' code (anonymousgit2020/fedsem, read at b8ad277; docs/results.md "FeSEM on its home ground") assigns
+otherwise, and ``assignment`` chooses (the paper's E-step above stays the default: 004's study runs it):
+
+* ``e-step``: the above;
+* ``code-kmeans``: the code's step (``models/mlhead_trainer.py`` lines 183-193 and 233-243). Every client has a
+  point: its last-layer kernel (``dense_1/kernel``, ``models/mh_constants.py`` lines 2 and 10), taken from its latest
+  local model and stale for the clients not trained this round (``mlhead_utilfuncs.py`` lines 29-36); before any
+  training, a uniform(-0.149, 0.149) random point (``mlhead_clus_server.py`` lines 144-151). Before round 0 and
+  after every round, k-means from scratch over all the points in the current client order, its centroids starting at
+  the first K points, 5 Lloyd iterations (``models/kmean_model.py`` lines 17-48). The order is then shuffled
+  (``mlhead_clus_server.py`` line 159) and the labels are read against the shuffled order (lines 214-224): the
+  k-means labels land on other clients, so the code's partition is a random one with k-means' cluster sizes. The K
+  head models are one initial model (``mlhead_trainer.py`` line 137), each the mean of the models trained from it
+  this round (the M-step over the partition the clients trained in: ``aggregate_as``); a head without members keeps
+  its model (``keep_models``);
+* ``code-kmeans-aligned``: the same, each k-means label read for the client whose point it is (what the code's
+  comment "to sync the sorted clients with shuffle step", line 215, intends).
+
+Departures of the two code steps: scikit-learn's Lloyd (``KMeans``, ``init`` the first K points, one run, 4 updates
+then the labels: the code's 5th assignment) in float64, where TensorFlow's float32 leaves an emptied centroid NaN
+and scikit-learn moves it to a far point; the shuffles and random points drawn from the run's seed; the code does not
+re-cluster after its last round (``mlhead_trainer.py`` line 234), ours does, so the engine scores each client's model
+under the next round's partition. The kernel is the flat vector's last weight array (its second-to-last per-array
+block, before the last layer's bias), as ``fesem-cnn``'s ``dense_1``.
 """
 from __future__ import annotations
 
@@ -43,6 +68,13 @@ if TYPE_CHECKING:  # torch is imported where it runs: validating a config import
     import torch
 
 _STREAM_INIT = 0xFE5
+_STREAM_POINTS, _STREAM_ORDER = 0xFE51, 0xFE52
+ASSIGNMENTS = ("e-step", "code-kmeans", "code-kmeans-aligned")
+"""FeSEM's assignment steps (the module docstring): the paper's, the authors' code's, the code's with aligned labels."""
+LLOYD_UPDATES = 4
+"""kmean_model.py lines 44-47: 5 iterations, each returning the assignment before its centroid update: 4 updates."""
+INIT_POINT_RANGE = 0.149
+"""mlhead_clus_server.py line 146: the clients' points before any training, uniform(-0.149, 0.149)."""
 
 
 def squared_distances(models: torch.Tensor, centres: torch.Tensor) -> np.ndarray:
@@ -68,11 +100,44 @@ def kmeanspp_seeds(models: torch.Tensor, k: int, seed: int) -> np.ndarray:
     return np.asarray(indices, dtype=np.int64)
 
 
+def kernel_block(array_sizes: tuple[int, ...] | None) -> slice:
+    """The flat vector's last weight array (its second-to-last per-array block; the last is that layer's bias)."""
+    if not array_sizes or len(array_sizes) < 2 or array_sizes[-2] % array_sizes[-1]:
+        raise CflError("fesem.assignment: the code's k-means reads the last layer's kernel, and this model's flat "
+                       f"vector ends in arrays of {list(array_sizes or ())[-2:]} values, not a kernel and its bias")
+    end = sum(array_sizes[:-1])
+    return slice(end - array_sizes[-2], end)
+
+
+def lloyd_labels(points: np.ndarray, k: int) -> np.ndarray:
+    """kmean_model.py's k-means: centroids at the first ``k`` rows, :data:`LLOYD_UPDATES` Lloyd updates, the labels."""
+    from sklearn.cluster import KMeans  # lazy: keeps job start-up short
+
+    x = np.asarray(points, dtype=np.float64)
+    km = KMeans(n_clusters=k, init=x[:k], n_init=1, max_iter=LLOYD_UPDATES, tol=0.0, algorithm="lloyd")
+    return km.fit(x).labels_.astype(np.int64)
+
+
+def code_partition(points: np.ndarray, order: np.ndarray, shuffled: np.ndarray, k: int,
+                   aligned: bool) -> np.ndarray:
+    """One clustering of the authors' code: k-means over the points in client ``order`` (run_clustering), its labels
+    given to the clients of ``order`` (aligned) or, as the code does, of the ``shuffled`` order (lines 159, 214-224)."""
+    learned = lloyd_labels(np.asarray(points)[order], k)
+    labels = np.empty(len(order), dtype=np.int64)
+    labels[order if aligned else shuffled] = learned
+    return labels
+
+
 @register_strategy("fesem")
 class FeSEM(Strategy):
     params_schema = {
         "k": {"description": "number of centres (004 tunes 2-5, Table 8): 'oracle' (true number) or an int",
               "default": 3, "oneOf": [{"const": ORACLE}, {"type": "integer", "minimum": 1}]},
+        "assignment": {"description": "the E-step of the paper (e-step), the authors' code's k-means over the "
+                                      "last-layer kernels with its labels read against a reshuffled client order "
+                                      "(code-kmeans), or that k-means with each label on its own client "
+                                      "(code-kmeans-aligned); see cflcore/strategies/fesem.py",
+                       "default": "e-step", "enum": list(ASSIGNMENTS)},
     }
 
     def setup(self, ctx: StrategyContext) -> None:
@@ -80,6 +145,26 @@ class FeSEM(Strategy):
         self.k = cluster_count(self.params["k"], ctx.n_true_clusters, "fesem")
         self.seeded = False
         self._sent: dict[int, torch.Tensor] = {}
+        self.code = self.params["assignment"] != "e-step"
+        if self.code:  # the authors' code: random points, a random client order, round 0's k-means
+            self.kernel = kernel_block(ctx.array_sizes)
+            rng = self.ctx.generator(_STREAM_POINTS)
+            self.order = rng.permutation(ctx.n_clients)
+            size = self.kernel.stop - self.kernel.start
+            self.points = rng.uniform(-INIT_POINT_RANGE, INIT_POINT_RANGE, (ctx.n_clients, size))
+            self.assignment = ClusterAssignment(self._recluster(-1))
+
+    def _recluster(self, rnd: int) -> np.ndarray:
+        """The code's clustering after round ``rnd`` (-1: before round 0); advances the client order."""
+        shuffled = self.order[self.ctx.generator(_STREAM_ORDER, rnd + 1).permutation(len(self.order))]
+        labels = code_partition(self.points, self.order, shuffled, self.k,
+                                self.params["assignment"] == "code-kmeans-aligned")
+        self.order = shuffled
+        return labels
+
+    def initial_models(self, init: torch.Tensor, make_init) -> dict[int, torch.Tensor]:
+        """The code's K heads all start as the one initial model (mlhead_trainer.py line 137); the E-step's one."""
+        return {c: init.clone() for c in range(self.k)} if self.code else {0: init}
 
     def configure(self, rnd: int, clients: np.ndarray, evaluate: EvaluateFn,
                   models: Mapping[int, torch.Tensor]) -> dict[int, StartSpec]:
@@ -95,6 +180,23 @@ class FeSEM(Strategy):
         return starts.to(updates.deltas) + updates.deltas
 
     def aggregate(self, updates: RoundUpdates) -> StrategyResult:
+        return self._aggregate_code(updates) if self.code else self._aggregate_e_step(updates)
+
+    def _aggregate_code(self, updates: RoundUpdates) -> StrategyResult:
+        """Heads = means over the partition trained in; the next partition from the code's k-means on the points."""
+        import torch
+        local = self.local_models(updates)
+        before = self.assignment.labels.copy()
+        self.points[updates.clients] = local[:, self.kernel].to(torch.float64).cpu().numpy()
+        labels = self._recluster(updates.round)
+        self.assignment = ClusterAssignment(labels)
+        sizes = {str(int(c)): int(n) for c, n in zip(*np.unique(labels, return_counts=True))}
+        diagnostics = {"cluster_sizes": sizes, "reassigned": int(np.sum(before != labels))}
+        return StrategyResult(self.assignment, diagnostics,
+                              aggregate_as={int(c): int(before[c]) for c in updates.clients},
+                              keep_models=tuple(range(self.k)))
+
+    def _aggregate_e_step(self, updates: RoundUpdates) -> StrategyResult:
         import torch
         local = self.local_models(updates)
         labels = self.assignment.labels.copy()
@@ -125,8 +227,16 @@ class FeSEM(Strategy):
         return StrategyResult(self.assignment, diagnostics, inherit=inherit)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"labels": labels_tensor(self.assignment.labels), "seeded": bool(self.seeded)}
+        state = {"labels": labels_tensor(self.assignment.labels), "seeded": bool(self.seeded)}
+        if self.code:
+            import torch
+            state.update(points=torch.from_numpy(self.points.copy()), order=torch.from_numpy(self.order.copy()))
+        return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.assignment = ClusterAssignment(np.asarray(state["labels"]))
         self.seeded = bool(state["seeded"])
+        if self.code:
+            self.points = np.asarray(state["points"], dtype=np.float64).copy()
+            self.order = np.asarray(state["order"], dtype=np.int64).copy()
+

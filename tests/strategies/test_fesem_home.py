@@ -52,5 +52,6 @@ def test_the_home_config_is_the_recipe_the_claim_and_the_table_name():
     # args.py:29 2 clients a cluster x K 3 (args.py:86) = 6 of 30; data/femnist/README.md:12 --tf 0.9
     assert split["angles"] == [0, 90, 180] and split["participation"] == 0.2 and split["replace"] is False
     assert split["local_test_fraction"] == 0.1
-    assert cfg["algorithms"][home.FESEM_VARIANT] == {"method": "fesem", "k": 3}
+    # the authors' clustering step (mlhead_trainer.py:183-193, 233-243): k-means over last-layer kernels, as the code
+    assert cfg["algorithms"][home.FESEM_VARIANT] == {"method": "fesem", "k": 3, "assignment": "code-kmeans"}
     assert cfg["algorithms"][home.FEDAVG_VARIANT]["method"] == "bnc"
