@@ -4,11 +4,13 @@ The anchor: anonymousgit2020/fedsem (the code of Xie et al. 2020, "Multi-center 
 2005.01026: LEAF with a "multi-center" trainer, TensorFlow), read at its one commit (b8ad277); FeSEM is
 ``models/mlhead.py`` -> ``models/mlhead_trainer.py``. The home check: config/home-fesem-offline.yaml, which quotes the
 anchor's lines for everything that is the same (the CNN's layers, plain SGD at 0.0003, batch 10, one local epoch,
-K 3, the plain mean of the members' models); this table lists only what is not, one
-:class:`~cflcore.strategies.code_departures.CodeDeparture` per parameter. The first four rows are the clustering
-step itself: the authors' code runs k-means over the clients' last-layer kernels, our plug-in
-(:mod:`cflcore.strategies.fesem`) the paper's E-step over whole models. Kept out of the plug-in so that editing a
-row retrains nothing (docs/architecture.md §11).
+K 3, the plain mean of the members' models, and the clustering step: ``assignment: code-kmeans``, the code's k-means over
+the last-layer kernels with its labels read against a reshuffled client order); this table lists only what is not,
+one :class:`~cflcore.strategies.code_departures.CodeDeparture` per parameter. The first three rows are the k-means's
+residue (:mod:`cflcore.strategies.fesem`'s docstring). The kernel is the same layer's, stored transposed (10 x 248
+for 248 x 62), which leaves every squared distance unchanged; its 10 outputs are the row "model outputs". The plug-in's
+default, the paper's E-step over whole models, is an ablation (config/home-fesem-offline-estep.yaml), not a departure.
+Kept out of the plug-in so that editing a row retrains nothing (docs/architecture.md §11).
 """
 from __future__ import annotations
 
@@ -19,35 +21,34 @@ ANCHOR = "anonymousgit2020/fedsem"
 
 DEPARTURES: tuple[CodeDeparture, ...] = (
     CodeDeparture(
-        "clustering features",
-        "each client's flattened last-layer kernel (VARIABLE_PARAMS 'femnist.cnn': 'dense_1/kernel', 248 x 62 "
-        "values, mh_constants.py:2), read from the checkpoint its last local training wrote "
-        "(get_points_dataset, mlhead_utilfuncs.py:29-36)",
-        "models/mh_constants.py:10",
-        "every parameter of the client's local model, flattened (cflcore/strategies/fesem.py squared_distances)",
-        "the paper's objective is over the whole model (‖W_i − W̃^(k)‖²); the plug-in follows the paper"),
+        "k-means",
+        "a TensorFlow float32 graph (KmeanModel): centroids at the first K points of the client order, 5 iterations "
+        "of (assign, centroids = the members' means), the 5th assignment returned; an emptied centroid becomes 0/0 = "
+        "NaN (tf.unsorted_segment_sum / its count)",
+        "models/kmean_model.py:17-48",
+        "scikit-learn's KMeans (lloyd, init the first K points, one run, 4 updates then the labels: the same 5 "
+        "assignments, tests/strategies/test_fesem_code.py checks them against a transcription) in float64; an emptied "
+        "cluster is moved to a far point (scikit-learn's rule)",
+        "a library over a hand-written Lloyd; float64 for bit-identical reruns; TensorFlow's argmin over a NaN "
+        "distance is not a defined rule to copy"),
     CodeDeparture(
-        "assignment step",
-        "k-means from scratch every round (update_head_every 1): a new KmeanModel whose centroids start at the first "
-        "K points of the shuffled client order (tf.slice(X, [0, 0], [k, dim])), 5 Lloyd iterations, over every "
-        "client's point, stale for the clients not trained this round (mlhead_trainer.py:234-243, "
-        "mlhead_clus_server.py:153-160); the k-means centroids are discarded, each head model stays the mean of its "
-        "members' models",
-        "models/kmean_model.py:24-47",
-        "the E-step: each sampled client goes to the centre (the model it was sent) nearest its local model; a client "
-        "not sampled keeps its cluster; the centres are the cluster models (M-step = the engine's mean)",
-        "the plug-in is the paper's stochastic EM (arXiv 2005.01026); the code's k-means lets a client change cluster "
-        "without training, and can relabel the clusters from round to round (its models stay with the labels)"),
+        "random draws",
+        "the client order and round 0's random points from numpy's global generator after "
+        "np.random.seed(15896001 * 50) (select_clients, called at mlhead_trainer.py:140), the same for every --seed; "
+        "the order's shuffles from Python's random, seeded 55 + seed (mlhead_trainer.py:96)",
+        "models/mlhead_clus_server.py:78",
+        "the order, the random points and each round's shuffle from generators derived from the run's root seed "
+        "(cflcore/strategies/fesem.py): other numbers for every seed",
+        "every random choice flows from the config seed; the code's membership is a random partition either way"),
     CodeDeparture(
-        "initial assignment",
-        "round 0 clusters K-means over uniform(-0.149, 0.149) random points, one per client "
-        "(get_init_point_data): a random partition; all K head models are the one initial model "
-        "(Server(client_model), mlhead_trainer.py:137)",
-        "models/mlhead_clus_server.py:144-151",
-        "the K centres are k-means++ seeds among the first round's local models (all trained from the one initial "
-        "model), and that round's E-step assigns against them (cflcore/strategies/fesem.py kmeanspp_seeds)",
-        "a random first partition trains K near-identical models; the plug-in's seeding is its documented departure "
-        "from the paper's random centres"),
+        "after the last round",
+        "no clustering after the last round (the condition k != num_rounds - 1); each cluster's trained clients are "
+        "scored under the partition they trained in (mlhead_print_stats, lines 227-228)",
+        "models/mlhead_trainer.py:234",
+        "a clustering after every round, the last included: the final partition (the ARI) and the model each client "
+        "is scored with follow the next round's partition",
+        "a strategy does not know the run's last round; under the code's random membership the final partition is a "
+        "random one either way"),
     CodeDeparture(
         "clients a round",
         "min(clients_per_round, cluster size) clients drawn in each cluster (--clients-per-round default 2, "
@@ -99,9 +100,9 @@ DEPARTURES: tuple[CodeDeparture, ...] = (
         "models/baseline_constants.py:5-7",
         "30, the authors' own -t small",
         "CPU budget: one seed's two trainings (FeSEM and FedAvg) of 30 rounds took 1.9-3.2 minutes on a shared 2-core "
-        "AMD EPYC, the 6 seeds 17 min wall (docs/results.md). It does not decide the check: with the authors' 400 "
-        "(config/home-fesem-offline-rounds.yaml, seed 0) both models only begin to learn (local accuracy 0.23, "
-        "FeSEM 0.233 against FedAvg 0.230) and FeSEM's partition is unchanged (ARI 0.02)"),
+        "AMD EPYC, the 6 seeds 17 min wall (docs/results.md). It does not decide the accuracy claim: with the authors' "
+        "400 (config/home-fesem-offline-rounds.yaml, seed 0, the E-step) both models only begin to learn (local "
+        "accuracy 0.23, FeSEM 0.233 against FedAvg 0.230)"),
     CodeDeparture(
         "seeds",
         "one --seed per run (default 0)",

@@ -18,12 +18,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_the_departures_table_is_well_formed():
     check_departures(DEPARTURES, "fesem")
-    assert {"clustering features", "assignment step", "initial assignment", "clients a round", "dataset", "rounds",
+    assert {"k-means", "random draws", "after the last round", "clients a round", "dataset", "rounds",
             "seeds"} <= {d.parameter for d in DEPARTURES}
 
 
 def test_a_malformed_row_is_refused():
-    with pytest.raises(ValueError, match=r"fesem\[0\] \('clustering features'\)\.source"):
+    with pytest.raises(ValueError, match=r"fesem\[0\] \('k-means'\)\.source"):
         check_departures((replace(DEPARTURES[0], source="models/mh_constants.py"), *DEPARTURES[1:]), "fesem")
 
 
