@@ -155,6 +155,9 @@ class Home(Paper):
                            methods=("scl",)),
         "ifca": SettingHome("a baseline's own paper: Ghosh et al. 2020's rotated MNIST", methods=("ifca",)),
     }
+    home_claims = {"ifca": ifca_recovers_rotations_at_home.claim_id,  # type: ignore[attr-defined]
+                   "scl": scl_separates_rotated_half_at_home.claim_id,  # type: ignore[attr-defined]
+                   "fesem": fesem_beats_fedavg_at_home.claim_id}  # type: ignore[attr-defined]
     roles = {
         "ifca_told_k": Role("variant", IFCA_VARIANT, "IFCA told k = 4, on its authors' recipe"),
         "rotation_groups": Role("split", IFCA_SPLIT, "four rotation groups of MNIST, the authors' demonstration"),
