@@ -164,11 +164,11 @@ def home_check_files(cfg: Mapping[str, Any]) -> list[str]:
 
 
 def home_check_studies(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
-    """``home_checks`` of :data:`cflcore.plugin.PLUGIN_FACTS_KEY`: strategy method -> the results folders of the ``report.cross_paper.home_checks`` studies
-    that run it, in the order listed. Each file is read as Snakemake reads it (:data:`BASE_CONFIG`, the file merged
-    over it, ``extends:`` resolved), not validated: its ``results_dir`` and its study's variants' methods are all the
-    table needs. A missing file, or one that lists home checks itself (a home check reads no other study's), is
-    refused."""
+    """``home_checks`` of :data:`cflcore.plugin.PLUGIN_FACTS_KEY`: strategy method -> the results folders of the
+    ``report.cross_paper.home_checks`` studies that run it, in the order listed. Each file is read as Snakemake reads
+    it (:data:`BASE_CONFIG`, the file merged over it, ``extends:`` resolved), not validated: its ``results_dir`` and
+    its study's variants' methods are all the table needs. A missing file, or one that lists home checks itself (a
+    home check reads no other study's), is refused."""
     studies: dict[str, list[str]] = {}
     for i, file in enumerate(home_check_files(cfg)[1:]):
         field = f"report.cross_paper.home_checks[{i}]"

@@ -12,8 +12,9 @@ ARI, ties shared) and a critical-difference analysis with the settings as blocks
 (Demšar 2006: the blocks are independent data sets; a setting's seeds are repeated measurements on one): Friedman,
 then Wilcoxon–Holm, as the OCFL paper's analysis does. Methods given an oracle's advantage (the true number of groups)
 are marked, and so, where the study lists home checks (``report.cross_paper.home_checks``), are the methods whose
-home check does not hold (:mod:`.home_checks`: column ``home_check``, † beside the name). :func:`what_it_shows` turns the numbers into sentences: who wins where, who never fails badly, and where
-each paper's own method stands away from home.
+home check does not hold (:mod:`.home_checks`: column ``home_check``, † beside the name). :func:`what_it_shows` turns
+the numbers into sentences: who wins where, who never fails badly, and where each paper's own method stands away from
+home.
 """
 from __future__ import annotations
 
@@ -189,7 +190,8 @@ def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seque
 
 
 def method_label(method: str, oracle: Sequence[str], marked: Mapping[str, str]) -> str:
-    """A method's row label: (oracle) where told the true number of groups, then its home check's mark (:func:`marks`)."""
+    """A method's row label: (oracle) where told the true number of groups, then its home check's mark
+    (:func:`marks`)."""
     return (f"{method} (oracle)" if method in oracle else method) + marked.get(method, "")
 
 
@@ -264,8 +266,8 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
     worst = tidy.groupby("method")["ari_mean"].min().dropna().sort_values(ascending=False)
     if len(worst):
         top = worst.index[0]
-        lines.append(f"Never failing badly: {names([top])}'s worst final ARI over the settings is {worst.iloc[0]:.2f} (the highest "
-                     f"worst case); methods at ARI ≤ {FAIL_ARI} somewhere: "
+        lines.append(f"Never failing badly: {names([top])}'s worst final ARI over the settings is {worst.iloc[0]:.2f} "
+                     f"(the highest worst case); methods at ARI ≤ {FAIL_ARI} somewhere: "
                      f"{names(m for m, v in worst.items() if v <= FAIL_ARI) or 'none'}.")
     for home, prefixes in ((h, facts.methods) for h, facts in setting_homes().items() if facts.methods):
         own = tidy[tidy["method"].str.startswith(prefixes)]
@@ -278,7 +280,8 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
                          f"own settings, {away:.2f} on the others' ({'lower' if away < at_home else 'not lower'} away "
                          "from home).")
     if len(ranks):
-        lines.append("Average rank by ARI (1 = best): " + ", ".join(f"{names([m])} {r:.1f}" for m, r in ranks.items()) + ".")
+        lines.append("Average rank by ARI (1 = best): "
+                     + ", ".join(f"{names([m])} {r:.1f}" for m, r in ranks.items()) + ".")
     return lines
 
 

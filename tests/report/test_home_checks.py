@@ -32,7 +32,8 @@ def claims_csv(path: Path, verdicts: dict[str, tuple[str, str]]) -> str:
 def analysis_of(csv: str | None, listed: bool = True) -> dict:
     """The cross analysis of planted() with IFCA's and SCL's claims read from ``csv`` (None: a path never written)."""
     files = [csv] if csv else ["absent/report/tables/paper_claims.csv"]
-    context = {"algorithms": ALGORITHMS, **({"home_checks": {"home": [], "mid": files, "weak": files}} if listed else {})}
+    listing = {"home_checks": {"home": [], "mid": files, "weak": files}} if listed else {}
+    context = {"algorithms": ALGORITHMS, **listing}
     return cp.cross_analysis(planted(), BLOCK, METHODS, home_checks=hc.home_check_verdicts(context, METHODS))
 
 
@@ -76,7 +77,8 @@ def test_an_absent_verdict_file_reads_not_run_and_marks_the_method(tmp_path):
     tidy = analysis_of(None)["tidy"]
     column = tidy.drop_duplicates("method").set_index("method")["home_check"].to_dict()
     assert column == {"home": hc.SEED_STUDY, "mid": hc.NOT_RUN, "weak": hc.NOT_RUN}
-    assert cp.wide_table(tidy)["method"].tolist() == ["home", f"mid {hc.NOT_HOLDING_MARK}", f"weak {hc.NOT_HOLDING_MARK}"]
+    dagger = hc.NOT_HOLDING_MARK
+    assert cp.wide_table(tidy)["method"].tolist() == ["home", f"mid {dagger}", f"weak {dagger}"]
     # a file that lacks the claim (its study checks another paper) is not run either
     other = claims_csv(tmp_path / "paper_claims.csv", {"some-other-claim": ("holds", "toward")})
     assert set(analysis_of(other)["tidy"]["home_check"]) == {hc.SEED_STUDY, hc.NOT_RUN}
@@ -155,3 +157,15 @@ def test_a_home_check_file_on_disk_is_an_input_of_the_part_that_reads_it(workflo
     assert written in inputs and "results/home-scl-offline/" not in inputs
     figures = out[out.index("rule report_figures:"):]
     assert written not in next(line for line in figures.splitlines() if line.strip().startswith("input:"))
+
+
+def test_the_heatmap_labels_a_method_whose_home_check_does_not_hold(tmp_path, monkeypatch):
+    import matplotlib.axes
+
+    tidy = analysis_of(None)["tidy"]
+    rows = []
+    real_ticks = matplotlib.axes.Axes.set_yticks
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_yticks",
+                        lambda ax, t, labels=None, **kw: rows.append(list(labels)) or real_ticks(ax, t, labels, **kw))
+    cp.draw_cross_heatmap(tidy, tmp_path / "heat", oracle=["mid"])
+    assert rows[0] == ["home", f"mid (oracle) {hc.NOT_HOLDING_MARK}", f"weak {hc.NOT_HOLDING_MARK}"]
