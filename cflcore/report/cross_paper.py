@@ -355,7 +355,7 @@ def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[
     caption = (f"{analysis.get('title') or TITLE}: final ARI (with the seeds ≥ {FOUND_ARI:g}, k of n), Rand "
                f"({', '.join(rand_homes())}) and "
                f"accuracy per method and setting, mean ± sample std over seeds; {BEST_MARK} = best beyond the seed "
-               f"noise, {TIED_MARK} = top cells within it.")
+               f"noise, {TIED_MARK} = top cells within it" + (f"; {LEGEND}." if analysis.get("home_checks") else "."))
     entries = [entry("cross_paper", p, None, None) for p in
                write_table(analysis["tidy"], wide_table(analysis["tidy"], analysis["oracle"]), "cross_paper",
                            out_dir / "tables", caption)]
