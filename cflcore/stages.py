@@ -218,22 +218,16 @@ def clean_dir(path: str | Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-STUDY_INPUTS = "study_inputs"
-"""The report plan's key of the files of other studies a part reads (part -> paths: the cross-paper table's home
-checks' ``paper_claims.csv``); those that exist when the Snakefile is parsed are the part's inputs
-(rules/report_common.smk), so that a re-made one re-makes the part. Absent where the study reads none."""
-
-
 def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """What the report stage needs from the config (the rule passes the same dict as a param): the run ids it
     expects (``runs``; the report builds each run's paths from cflcore.layout), those with late-joining clients
     and those explained, the per-run facts the front page and the figures read, and the files of other studies the
-    parts read (:data:`STUDY_INPUTS`)."""
+    parts read (cflcore.report.catalogue.STUDY_INPUTS)."""
     from . import layout
     from .config import explain_runs, late_client_runs, study_run_ids
     from .report.front_context import front_page_context
 
-    from .report.catalogue import OUTPUTS
+    from .report.catalogue import OUTPUTS, STUDY_INPUTS
 
     explain = cfg["explain"]
     explained = explain_runs(cfg)

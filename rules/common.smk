@@ -15,7 +15,7 @@ import cflcore.layout as lay
 from cflcore.defaults import device_identity
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
-from cflcore.stages import STUDY_INPUTS, failed_attempts, report_plan, strategy_input_paths
+from cflcore.stages import failed_attempts, report_plan, strategy_input_paths
 from cflcore.sweep_expansion import NAME_PATTERN as SWEPT_NAME
 
 # 1) JSON-schema validation (fills defaults), 2) registry checks (method/clusterer/model names,

@@ -104,8 +104,8 @@ PART_INPUTS = {
 
 def part_inputs(part):
     """The input function of the part's rule: what it reads (PART_INPUTS), and the files of other studies it reads
-    (stages.STUDY_INPUTS) that exist now, when the Snakefile is parsed: a re-made one re-makes the part; one made
+    (catalogue.STUDY_INPUTS) that exist now, when the Snakefile is parsed: a re-made one re-makes the part; one made
     later is read all the same, and a later start reruns the part."""
     reads = PART_INPUTS[part.reads]
-    others = [p for p in (REPORT_PLAN.get(STUDY_INPUTS) or {}).get(part.name, []) if Path(p).is_file()]
-    return lambda w: {**reads(w), **({STUDY_INPUTS: others} if others else {})}
+    others = [p for p in (REPORT_PLAN.get(catalogue.STUDY_INPUTS) or {}).get(part.name, []) if Path(p).is_file()]
+    return lambda w: {**reads(w), **({catalogue.STUDY_INPUTS: others} if others else {})}

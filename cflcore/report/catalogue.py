@@ -92,6 +92,10 @@ PARTS: tuple[Part, ...] = (
 INDEX = Part("index", "parts", ("benchmarks",), mem_mb=1000, runtime=10)
 """Rule ``report``: gathers the parts' index entries and writes the per-rule benchmark tables, last."""
 
+STUDY_INPUTS = "study_inputs"
+"""The report plan's key (cflcore.stages.report_plan) of the files of other studies a part reads (part -> paths: the
+cross-paper table's home checks' ``paper_claims.csv``); those that exist when the Snakefile is parsed are the part's
+inputs (rules/report_common.smk), so that a re-made one re-makes the part. Absent where the study reads none."""
 CLAIMS_TABLE = "paper_claims"
 """The papers' claims with their verdicts (``tables/paper_claims.csv``), which other studies' reports read too (the
 cross-paper table's home checks, cflcore.report.front_context.home_check_files)."""
