@@ -169,3 +169,16 @@ def test_the_heatmap_labels_a_method_whose_home_check_does_not_hold(tmp_path, mo
                         lambda ax, t, labels=None, **kw: rows.append(list(labels)) or real_ticks(ax, t, labels, **kw))
     cp.draw_cross_heatmap(tidy, tmp_path / "heat", oracle=["mid"])
     assert rows[0] == ["home", f"mid (oracle) {hc.NOT_HOLDING_MARK}", f"weak {hc.NOT_HOLDING_MARK}"]
+
+
+def test_an_edited_home_check_config_is_validated_again(tmp_path, monkeypatch):
+    """Validation reads the listed files (their results_dir and methods), so the validation cache's key covers them."""
+    import cflcore.config as cc
+
+    monkeypatch.chdir(REPO)
+    home = tmp_path / "home.yaml"
+    home.write_text("results_dir: results/one\nalgorithms:\n  ifca-home: {method: ifca}\n")
+    cfg = _raw_config([str(home)])
+    before = cc.validation_key(cfg)
+    home.write_text("results_dir: results/two\nalgorithms:\n  ifca-home: {method: ifca}\n")
+    assert cc.validation_key(cfg) != before
