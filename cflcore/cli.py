@@ -95,7 +95,7 @@ def _wildcard_args(p: argparse.ArgumentParser, wildcards: Sequence[str]) -> None
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="cfl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", action="append", default=None,
-                    help="config YAML (repeatable; later files deep-update earlier ones). Default: config/config.yaml")
+                    help=f"config YAML (repeatable; later files deep-update earlier ones). Default: {cc.BASE_CONFIG}")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                     help="override one config value after the files, e.g. --set engine.threads=2 (dotted key, YAML "
                          "value; repeatable; validated like the files, as `snakemake --config` does)")
@@ -122,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # a stage command runs a job: data neither on disk nor allowed to download is refused before it starts
         stage_commands = {stage.command for stage in pipeline.STAGES}
-        cfg = cc.load_config(*(a.config or ["config/config.yaml"]), overrides=parse_set(a.overrides),
+        cfg = cc.load_config(*(a.config or [cc.BASE_CONFIG]), overrides=parse_set(a.overrides),
                              missing_data=REFUSE if a.cmd in stage_commands else WARN)
         return _dispatch(cfg, a, log)
     except CflError as e:

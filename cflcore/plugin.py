@@ -90,7 +90,10 @@ PLUGIN_FACTS_KEY = "plugin_facts"
 (cflcore.config) so that the report reads them without importing a plug-in: ``told_true_k``, the variants whose
 parameters tell them the true number of groups (:meth:`Plugin.told_true_k`), and ``cannot_split``,
 ``{algorithm: {split: reason}}``, the variants that cannot recover a split's groups by construction
-(:meth:`Plugin.cannot_split` on that split's :class:`Population`)."""
+(:meth:`Plugin.cannot_split` on that split's :class:`Population`). Beside them, one fact read from other studies'
+config files rather than a plug-in, so that the report reads every derived fact in one place: ``home_checks``,
+``{strategy method: [results folder, ...]}``, the home-check studies of ``report.cross_paper.home_checks`` that run
+each method (cflcore.config.validate.home_check_studies)."""
 
 
 class Plugin:

@@ -221,19 +221,25 @@ def clean_dir(path: str | Path) -> None:
 def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """What the report stage needs from the config (the rule passes the same dict as a param): the run ids it
     expects (``runs``; the report builds each run's paths from cflcore.layout), those with late-joining clients
-    and those explained, and the per-run facts the front page and the figures read."""
+    and those explained, the per-run facts the front page and the figures read, and the files of other studies the
+    parts read (cflcore.report.catalogue.STUDY_INPUTS)."""
     from . import layout
     from .config import explain_runs, late_client_runs, study_run_ids
     from .report.front_context import front_page_context
 
+    from .report.catalogue import OUTPUTS, STUDY_INPUTS
+
     explain = cfg["explain"]
     explained = explain_runs(cfg)
     results = str(cfg["results_dir"]).rstrip("/")
-    return {"results_dir": results, "runs": study_run_ids(cfg),
+    front = front_page_context(cfg)
+    other_studies = sorted({path for paths in (front.get("home_checks") or {}).values() for path in paths})
+    study_inputs = {STUDY_INPUTS: {OUTPUTS["cross_paper"].part: other_studies}} if other_studies else {}
+    return {**study_inputs, "results_dir": results, "runs": study_run_ids(cfg),
             "late_runs": late_client_runs(cfg),
             "explain_runs": explained, "grid_clients": explain["grid_clients"],
             "sweep_index": cfg.get("sweep_index") or {"algorithms": {}, "splits": {}},
-            "front_page": front_page_context(cfg),
+            "front_page": front,
             "benchmarks": {"root": layout.benchmarks_dir(results), "jobs": benchmark_jobs(cfg, explained)}}
 
 

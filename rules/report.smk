@@ -27,7 +27,7 @@ for report_part in catalogue.PARTS:
         name:
             report_part.rule
         input:
-            unpack(PART_INPUTS[report_part.reads]),
+            unpack(part_inputs(report_part)),
         output:
             **part_outputs(report_part.name),
         log:

@@ -100,3 +100,12 @@ PART_INPUTS = {
     "late_clients": late_inputs,
     "explain": explain_inputs,
 }
+
+
+def part_inputs(part):
+    """The input function of the part's rule: what it reads (PART_INPUTS), and the files of other studies it reads
+    (catalogue.STUDY_INPUTS) that exist now, when the Snakefile is parsed: a re-made one re-makes the part; one made
+    later is read all the same, and a later start reruns the part."""
+    reads = PART_INPUTS[part.reads]
+    others = [p for p in (REPORT_PLAN.get(catalogue.STUDY_INPUTS) or {}).get(part.name, []) if Path(p).is_file()]
+    return lambda w: {**reads(w), **({catalogue.STUDY_INPUTS: others} if others else {})}

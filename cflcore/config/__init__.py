@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from ..config_checks import WARN
 from ..errors import ConfigError
-from .load import deep_update, load_schema, read_config_file, snakemake_config
+from .load import BASE_CONFIG, deep_update, load_schema, read_config_file, snakemake_config
 from .plan import (DECLARED_INPUTS_KEY, OWN_CLUSTERERS_KEY, SPLIT_STUDY_KEYS, STUDY_KEYS, algorithm_splits,
                    centralised_settings, data_settings, dataset_settings, dataset_splits, explain_plugins,
                    explain_runs, explain_settings, late_client_runs, own_clusterer, run_inputs, run_plugins,
@@ -25,7 +25,7 @@ from .plan import (DECLARED_INPUTS_KEY, OWN_CLUSTERERS_KEY, SPLIT_STUDY_KEYS, ST
                    whatif_clusterer_params, whatif_runs, whatif_settings)
 from .validate import check_feasible, validate_config, validate_config_cached, validation_key
 
-__all__ = ["ConfigError", "DECLARED_INPUTS_KEY", "OWN_CLUSTERERS_KEY", "SPLIT_STUDY_KEYS", "STUDY_KEYS",
+__all__ = ["BASE_CONFIG", "ConfigError", "DECLARED_INPUTS_KEY", "OWN_CLUSTERERS_KEY", "SPLIT_STUDY_KEYS", "STUDY_KEYS",
            "algorithm_splits", "centralised_settings", "check_feasible", "data_settings", "dataset_settings",
            "dataset_splits", "deep_update", "explain_plugins", "explain_runs", "explain_settings", "late_client_runs",
            "load_config", "load_schema", "own_clusterer", "read_config_file", "run_inputs", "run_plugins",

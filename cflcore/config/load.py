@@ -19,6 +19,9 @@ def load_schema() -> dict[str, Any]:
     return yaml.safe_load(SCHEMA_PATH.read_text())
 
 
+BASE_CONFIG = "config/config.yaml"
+"""The config every study is read over (the Snakefile's ``configfile:``; the CLI's default), relative to the
+working directory, the repository's root."""
 EXTENDS_KEY = "extends"
 STUDY_OWN_REPORT_KEY = "claim_notes"  # report.<this> is never inherited through extends: (read_config_file)
 

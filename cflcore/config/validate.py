@@ -36,7 +36,7 @@ from ..paper_sources import check_home, check_paper
 from ..plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, check_finite, schema_check
 from ..registry import check_declared, declared_names
 from ..sweep_expansion import expand_sweeps
-from .load import load_schema
+from .load import BASE_CONFIG, deep_update, load_schema, read_config_file
 from .plan import (DECLARED_INPUTS_KEY, OWN_CLUSTERERS_KEY, SPLIT_STUDY_KEYS, STUDY_KEYS, WHATIF_IMPORT_PATH,
                    data_settings, own_clusterer, run_settings, scenarios, split_settings, strategy_params, study_runs,
                    whatif_clusterer_params)
@@ -72,6 +72,7 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True, missing_data: 
     _fill_defaults(schema, cfg)
     expand_sweeps(cfg, engine_options=list(schema["properties"]["engine"]["properties"]))
     _check_names(cfg)
+    home_check_studies(cfg)  # its files' errors before any plug-in is imported; kept by pass 3 (_plugin_facts)
     if plugins:
         _check_registries(cfg)
         _check_whatif_params(cfg.get("whatif") or {})
@@ -109,6 +110,10 @@ def validation_key(cfg: Mapping[str, Any]) -> str:
         if f.is_file() and f.suffix in (".py", ".yaml") and "__pycache__" not in f.parts:
             h.update(str(f.relative_to(package)).encode())
             h.update(f.read_bytes())
+    for f in home_check_files(cfg):  # their results_dir and methods are read at validation (home_check_studies)
+        if Path(f).is_file():
+            h.update(f.encode())
+            h.update(Path(f).read_bytes())
     for name in VALIDATION_LIBRARIES:
         try:
             version = metadata.version(name)
@@ -149,6 +154,38 @@ def validate_config_cached(cfg: Mapping[str, Any], cache_dir: str | Path, dry_ru
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(validated, path)
     return validated
+
+
+def home_check_files(cfg: Mapping[str, Any]) -> list[str]:
+    """The config files of ``report.cross_paper.home_checks``, with :data:`BASE_CONFIG` first where any is listed
+    (each is read over it)."""
+    files = [str(f) for f in (((cfg.get("report") or {}).get("cross_paper") or {}).get("home_checks") or [])]
+    return [BASE_CONFIG, *files] if files else []
+
+
+def home_check_studies(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
+    """``home_checks`` of :data:`cflcore.plugin.PLUGIN_FACTS_KEY`: strategy method -> the results folders of the
+    ``report.cross_paper.home_checks`` studies that run it, in the order listed. Each file is read as Snakemake reads
+    it (:data:`BASE_CONFIG`, the file merged over it, ``extends:`` resolved), not validated: its ``results_dir`` and
+    its study's variants' methods are all the table needs. A missing file, or one that lists home checks itself (a
+    home check reads no other study's), is refused."""
+    studies: dict[str, list[str]] = {}
+    for i, file in enumerate(home_check_files(cfg)[1:]):
+        field = f"report.cross_paper.home_checks[{i}]"
+        if not Path(file).is_file():
+            raise ConfigError(f"{field}: {file!r} is not a file; allowed: the config file of a home-check study "
+                              "(a path relative to the working directory)")
+        home = deep_update(read_config_file(BASE_CONFIG), read_config_file(file))
+        if ((home.get("report") or {}).get("cross_paper") or {}).get("home_checks"):
+            raise ConfigError(f"{field}: {file!r} lists report.cross_paper.home_checks itself; allowed: a study that "
+                              "reads no other study's home checks")
+        results = str(home.get("results_dir") or load_schema()["properties"]["results_dir"]["default"]).rstrip("/")
+        variants = (home.get("algorithms") or {})
+        for name in (home.get("study") or {}).get("algorithms") or list(variants):
+            method = (variants.get(name) or {}).get("method")
+            if method and results not in studies.setdefault(str(method), []):
+                studies[str(method)].append(results)
+    return studies
 
 
 def _check_names(cfg: dict[str, Any]) -> None:
@@ -432,7 +469,7 @@ def _plugin_facts(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
     told = [a for a in cfg["study"]["algorithms"] if STRATEGIES.get(cfg["algorithms"][a]["method"]).told_true_k(
         {k: v for k, v in cfg["algorithms"][a].items() if k != "method"})]
-    return {"told_true_k": told, "cannot_split": _cannot_split_by_setting(cfg)}
+    return {"told_true_k": told, "cannot_split": _cannot_split_by_setting(cfg), "home_checks": home_check_studies(cfg)}
 
 
 def _cannot_split_by_setting(cfg: Mapping[str, Any]) -> dict[str, dict[str, str]]:

@@ -92,6 +92,13 @@ PARTS: tuple[Part, ...] = (
 INDEX = Part("index", "parts", ("benchmarks",), mem_mb=1000, runtime=10)
 """Rule ``report``: gathers the parts' index entries and writes the per-rule benchmark tables, last."""
 
+STUDY_INPUTS = "study_inputs"
+"""The report plan's key (cflcore.stages.report_plan) of the files of other studies a part reads (part -> paths: the
+cross-paper table's home checks' ``paper_claims.csv``); those that exist when the Snakefile is parsed are the part's
+inputs (rules/report_common.smk), so that a re-made one re-makes the part. Absent where the study reads none."""
+CLAIMS_TABLE = "paper_claims"
+"""The papers' claims with their verdicts (``tables/paper_claims.csv``), which other studies' reports read too (the
+cross-paper table's home checks, cflcore.report.front_context.home_check_files)."""
 _CLIENTS = ("dataset", "clients")
 _SCENARIO = ("dataset", "split", "clients", "seed")
 
@@ -134,7 +141,8 @@ OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
     _table("paper_ranking", "tables", "tables", "Front page", wide=True),
     _table("departures", "tables", "tables", "Front page", "departures by design"),
     _table("paper_vs_run", "tables", "tables", "Paper check", wide=True),
-    _table("paper_claims", "tables", "tables", "Paper check", "the papers' claims against this study (report.paper_checks)"),
+    _table(CLAIMS_TABLE, "tables", "tables", "Paper check",
+           "the papers' claims against this study (report.paper_checks)"),
     *(_table(kind, "tables", "paper_tables", "Paper check", title) for kind, title in declared_paper_tables().items()),
     _table("table1_clustering", "tables", "tables", "Paper tables", wide=True),
     _table("table2_clustering_round", "tables", "tables", "Paper tables", wide=True),

@@ -11,8 +11,10 @@ every method within the noise of it read "tied". Under the table, each method's 
 ARI, ties shared) and a critical-difference analysis with the settings as blocks, the seeds averaged within a setting
 (Demšar 2006: the blocks are independent data sets; a setting's seeds are repeated measurements on one): Friedman,
 then Wilcoxon–Holm, as the OCFL paper's analysis does. Methods given an oracle's advantage (the true number of groups)
-are marked. :func:`what_it_shows` turns the numbers into sentences: who wins where, who never fails badly, and where
-each paper's own method stands away from home.
+are marked, and so, where the study lists home checks (``report.cross_paper.home_checks``), are the methods whose
+home check does not hold (:mod:`.home_checks`: column ``home_check``, † beside the name). :func:`what_it_shows` turns
+the numbers into sentences: who wins where, who never fails badly, and where each paper's own method stands away from
+home.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .home_checks import LEGEND, marks
 from .papers.base import SettingHome, setting_homes
 from .statistics.seed_stats import BIMODAL, FOUND_ARI, MISSED_ARI, from_columns, summary_columns
 from .tables import BEST_MARK
@@ -49,9 +52,12 @@ table prints this and the reason instead of an ARI, and the cell is out of the c
 
 COLUMNS = ["method", "setting", "split", "home", "control", "accuracy_metric", "n_seeds", "cannot_split", "ari_mean",
            "ari_std", "ari_n", "ari_found", "ari_missed", "rand_mean", "rand_std", "rand_n", "accuracy_mean",
-           "accuracy_std", "accuracy_n", "best_ari", "tied_best"]
+           "accuracy_std", "accuracy_n", "best_ari", "tied_best", "home_check"]
 """The tidy table's columns (``tables/cross_paper.csv``), also when the study has no cross-paper block.
-``cannot_split``: the reason a method cannot act on the setting ("" where it can); its ARI and Rand are then null."""
+``cannot_split``: the reason a method cannot act on the setting ("" where it can); its ARI and Rand are then null.
+``home_check``: whether the method's home check holds (:mod:`.home_checks`; "" where the study lists none)."""
+MARK_COLUMNS = ["best_ari", "tied_best"]
+"""The columns :func:`mark_best` fills."""
 
 
 @dataclass(frozen=True)
@@ -94,13 +100,15 @@ def settings_of(block: Mapping[str, Any] | None) -> list[Setting]:
 
 
 def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str],
-                cannot_split: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
+                cannot_split: Mapping[str, Mapping[str, str]] | None = None,
+                home_checks: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Tidy: one row per method × setting with ARI, Rand and accuracy (mean, sample std, seeds; ARI's seeds ≥ 0.9 and
     ≤ 0.2), whether the ARI is the column's best beyond the seed noise (``best_ari``: ★) and whether it is among the
     column's top cells within the noise of each other (``tied_best``: "tied"; :func:`mark_best`). ``summary``:
     sweep_summary (one row per run, final-round scores); ``cannot_split``: method -> split -> why it cannot recover
     that split's groups (cflcore.plugin.PLUGIN_FACTS_KEY): its ARI and Rand are left null there (its accuracy stays:
-    it still trained)."""
+    it still trained); ``home_checks``: method -> whether its home check holds (:mod:`.home_checks`), the
+    ``home_check`` column ("" without)."""
     rows = []
     for s in settings:
         for method in methods:
@@ -108,17 +116,17 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
             reason = str(((cannot_split or {}).get(method) or {}).get(s.split) or "")
             row: dict[str, Any] = {"method": method, "setting": s.label, "split": s.split, "home": s.home,
                                    "control": s.control, "accuracy_metric": s.accuracy, "n_seeds": int(len(runs)),
-                                   "cannot_split": reason}
+                                   "cannot_split": reason, "home_check": str((home_checks or {}).get(method, ""))}
             for name, column in (("ari", "ari"), ("rand", "rand"), ("accuracy", s.accuracy)):
                 ruled_out = bool(reason) and name != "accuracy"
                 values = (pd.to_numeric(runs[column], errors="coerce") if len(runs) and column in runs and not ruled_out
                           else pd.Series(dtype=float))
                 row.update(summary_columns(values.to_numpy(dtype=np.float64), name, counts=name == "ari"))
             rows.append(row)
-    frame = pd.DataFrame(rows, columns=COLUMNS[:-2])
+    frame = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in MARK_COLUMNS])
     if frame.empty:
-        return frame.assign(best_ari=pd.Series(dtype=bool), tied_best=pd.Series(dtype=bool))
-    return mark_best(frame, summary, settings)
+        return frame.assign(best_ari=pd.Series(dtype=bool), tied_best=pd.Series(dtype=bool))[COLUMNS]
+    return mark_best(frame, summary, settings)[COLUMNS]
 
 
 def mark_best(frame: pd.DataFrame, summary: pd.DataFrame, settings: Sequence[Setting]) -> pd.DataFrame:
@@ -181,13 +189,21 @@ def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seque
     return wide.reindex(columns=list(methods))
 
 
+def method_label(method: str, oracle: Sequence[str], marked: Mapping[str, str]) -> str:
+    """A method's row label: (oracle) where told the true number of groups, then its home check's mark
+    (:func:`marks`)."""
+    return (f"{method} (oracle)" if method in oracle else method) + marked.get(method, "")
+
+
 def wide_table(tidy: pd.DataFrame, oracle: Sequence[str] = ()) -> pd.DataFrame:
-    """Methods × settings, each cell :func:`cell_text`; a method with an oracle's advantage marked (oracle)."""
+    """Methods × settings, each cell :func:`cell_text`; a method with an oracle's advantage marked (oracle), one whose
+    home check does not hold marked † (:mod:`.home_checks`)."""
     if tidy.empty:
         return pd.DataFrame(columns=["method"])
     out = tidy.assign(cell=tidy.apply(cell_text, axis=1)).pivot(index="method", columns="setting", values="cell")
     out = out.reindex(index=list(dict.fromkeys(tidy["method"])), columns=list(dict.fromkeys(tidy["setting"])))
-    out.index = [f"{m} (oracle)" if m in oracle else m for m in out.index]
+    marked = marks(tidy)
+    out.index = [method_label(m, oracle, marked) for m in out.index]
     return out.rename_axis("method").reset_index()
 
 
@@ -222,31 +238,37 @@ def _possessive(homes: Sequence[str]) -> str:
 
 def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
     """Sentences from the numbers: the winner of each setting, the method that never fails badly (its worst ARI
-    highest), and each paper's own method at home against away."""
+    highest), and each paper's own method at home against away; a method whose home check does not hold carries its
+    mark (:func:`marks`)."""
     if tidy.empty:
         return ["No runs."]
+    marked = marks(tidy)
+
+    def names(methods: Any) -> str:
+        return ", ".join(f"{m}{marked.get(m, '')}" for m in methods)
+
     lines = []
     control = tidy["control"] if "control" in tidy else pd.Series(False, index=tidy.index)
     for setting, rows in tidy[control].groupby("setting", sort=False):
         found = rows[rows["ari_mean"] > FAIL_ARI]
         lines.append(f"{setting} (a negative control, out of the ranks): methods above ARI {FAIL_ARI} there, which separate "
-                     f"clients the shift does not: {', '.join(found['method']) or 'none'}.")
+                     f"clients the shift does not: {names(found['method']) or 'none'}.")
     tidy = tidy[~control]
     for setting, rows in tidy.groupby("setting", sort=False):
         best, tied = rows[rows["best_ari"]], rows[rows["tied_best"]]
         if len(best):
             lines.append(f"{setting} ({rows['home'].iloc[0]}'s setting): best ARI {best['ari_mean'].iloc[0]:.2f} by "
-                         f"{', '.join(best['method'])}, beyond the seed noise.")
+                         f"{names(best['method'])}, beyond the seed noise.")
         elif len(tied):
             lines.append(f"{setting} ({rows['home'].iloc[0]}'s setting): no method beyond the seed noise above the "
-                         f"others; tied at the top: {', '.join(tied['method'])} (best mean ARI "
+                         f"others; tied at the top: {names(tied['method'])} (best mean ARI "
                          f"{tied['ari_mean'].max():.2f}).")
     worst = tidy.groupby("method")["ari_mean"].min().dropna().sort_values(ascending=False)
     if len(worst):
         top = worst.index[0]
-        lines.append(f"Never failing badly: {top}'s worst final ARI over the settings is {worst.iloc[0]:.2f} (the highest "
-                     f"worst case); methods at ARI ≤ {FAIL_ARI} somewhere: "
-                     f"{', '.join(m for m, v in worst.items() if v <= FAIL_ARI) or 'none'}.")
+        lines.append(f"Never failing badly: {names([top])}'s worst final ARI over the settings is {worst.iloc[0]:.2f} "
+                     f"(the highest worst case); methods at ARI ≤ {FAIL_ARI} somewhere: "
+                     f"{names(m for m, v in worst.items() if v <= FAIL_ARI) or 'none'}.")
     for home, prefixes in ((h, facts.methods) for h, facts in setting_homes().items() if facts.methods):
         own = tidy[tidy["method"].str.startswith(prefixes)]
         if own.empty:
@@ -254,31 +276,36 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
         at_home = own[own["home"] == home]["ari_mean"].mean()
         away = own[own["home"] != home]["ari_mean"].mean()
         if np.isfinite(at_home) and np.isfinite(away):
-            lines.append(f"{home}'s method ({', '.join(dict.fromkeys(own['method']))}): mean ARI {at_home:.2f} on its "
+            lines.append(f"{home}'s method ({names(dict.fromkeys(own['method']))}): mean ARI {at_home:.2f} on its "
                          f"own settings, {away:.2f} on the others' ({'lower' if away < at_home else 'not lower'} away "
                          "from home).")
     if len(ranks):
-        lines.append("Average rank by ARI (1 = best): " + ", ".join(f"{m} {r:.1f}" for m, r in ranks.items()) + ".")
+        lines.append("Average rank by ARI (1 = best): "
+                     + ", ".join(f"{names([m])} {r:.1f}" for m, r in ranks.items()) + ".")
     return lines
 
 
 def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], methods: Sequence[str],
-                   oracle: Sequence[str] = (), cannot_split: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
+                   oracle: Sequence[str] = (), cannot_split: Mapping[str, Mapping[str, str]] | None = None,
+                   home_checks: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Everything the table, the CD diagram and the front page's section need, from the sweep summary (None or
     no ``block``: empty); ``oracle``: the variants told the true number of groups
     (cflcore.plugin.Plugin.told_true_k), marked in the table; ``cannot_split``: method -> split -> why it cannot act
-    there (cflcore.plugin.PLUGIN_FACTS_KEY), printed in the cell and kept out of ranks, marks and the CD."""
+    there (cflcore.plugin.PLUGIN_FACTS_KEY), printed in the cell and kept out of ranks, marks and the CD;
+    ``home_checks``: method -> whether its home check holds (:func:`.home_checks.home_check_verdicts`; None: the
+    study lists none)."""
     from .statistics.cd import cd_analysis
 
     if summary is None or not len(summary):
         summary = pd.DataFrame(columns=["split_base", "algorithm", "seed", "ari", "rand", "pf1", "local_bacc"])
     settings = settings_of(block)
-    tidy = cross_table(summary, settings, methods, cannot_split)
+    tidy = cross_table(summary, settings, methods, cannot_split, home_checks)
     ranks = average_ranks(tidy)
     scores = cd_scores(summary, settings, methods, cannot_split)
     return {"settings": settings, "tidy": tidy, "ranks": ranks, "cd": cd_analysis(scores, higher_is_better=True),
             "oracle": list(oracle), "lines": what_it_shows(tidy, ranks),
-            "title": block.get("title") or TITLE, "notes": list(block.get("notes") or [])}
+            "title": block.get("title") or TITLE, "notes": list(block.get("notes") or []),
+            "home_checks": home_checks is not None}
 
 
 def cross_section_rst(analysis: Mapping[str, Any]) -> str:
@@ -294,7 +321,8 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
              f"{MISSED_ARI:g}); {BEST_MARK} = the column's best ARI, beyond the seed noise above every other (paired "
              f"over seeds); {TIED_MARK} = the column's top cells, within the noise of each other; (oracle) = told the "
              f"true number of groups; {NO_GROUPS} = a standard partition; {CANNOT_SPLIT}: <reason> = the method's own "
-             "parameters rule the setting's groups out before it runs (out of the ranks and the CD).\n\n"]
+             "parameters rule the setting's groups out before it runs (out of the ranks and the CD)"
+             + (f"; {LEGEND}" if analysis.get("home_checks") else "") + ".\n\n"]
     parts += [f"{note}\n\n" for note in analysis.get("notes") or []]
     parts.append(csv_table(wide_table(tidy, analysis["oracle"]), "Methods × settings") + "\n")
     if cd.note:
@@ -327,7 +355,7 @@ def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[
     caption = (f"{analysis.get('title') or TITLE}: final ARI (with the seeds ≥ {FOUND_ARI:g}, k of n), Rand "
                f"({', '.join(rand_homes())}) and "
                f"accuracy per method and setting, mean ± sample std over seeds; {BEST_MARK} = best beyond the seed "
-               f"noise, {TIED_MARK} = top cells within it.")
+               f"noise, {TIED_MARK} = top cells within it" + (f"; {LEGEND}." if analysis.get("home_checks") else "."))
     entries = [entry("cross_paper", p, None, None) for p in
                write_table(analysis["tidy"], wide_table(analysis["tidy"], analysis["oracle"]), "cross_paper",
                            out_dir / "tables", caption)]
@@ -372,7 +400,8 @@ def draw_cross_heatmap(tidy: pd.DataFrame, stem, oracle: Sequence[str] = (), tit
     settings = list(dict.fromkeys(tidy["setting"]))
     controls = set(tidy.loc[tidy["control"], "setting"]) if "control" in tidy else set()
     columns = [f"{s}\n(control)" if s in controls and "control" not in s else s for s in settings]
-    rows = [f"{m} (oracle)" if m in oracle else m for m in methods]
+    marked = marks(tidy)
+    rows = [method_label(m, oracle, marked) for m in methods]
     fig, axes = plt.subplots(1, 2, figsize=(2.4 + 1.25 * len(settings) * 2, 1.0 + 0.55 * len(methods)), squeeze=False)
     for ax, (name, label) in zip(axes[0], (("ari", f"final ARI ({BEST_MARK} best beyond the noise; seeds ≥ {FOUND_ARI:g})"),
                                             ("accuracy", "accuracy on the clients' own data"))):

@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .. import layout
 from ..plugin import PLUGIN_FACTS_KEY
 from ..settings import EngineSettings
+from . import catalogue
 
 
 @dataclass(frozen=True)
@@ -28,11 +30,14 @@ class Departure:
 def front_page_context(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON-able part of a validated config the front page reads (the report rule's param), with the facts
     about its variants that validation derived from their plug-ins (cflcore.plugin.PLUGIN_FACTS_KEY), so that no
-    plug-in is imported here: ``told_true_k``, the variants their own parameters tell the true number of groups, and
-    ``cannot_split``, variant -> split -> why it cannot recover that split's groups."""
+    plug-in is imported here: ``told_true_k``, the variants their own parameters tell the true number of groups,
+    ``cannot_split``, variant -> split -> why it cannot recover that split's groups, and, where the study lists
+    ``report.cross_paper.home_checks``, ``home_checks`` (:func:`home_check_files`)."""
     study = cfg["study"]
     facts = cfg.get(PLUGIN_FACTS_KEY) or {}
-    return {
+    checks = ({"home_checks": home_check_files(cfg)}
+              if ((cfg.get("report") or {}).get("cross_paper") or {}).get("home_checks") else {})
+    return {**checks,
         "study": {k: study[k] for k in ("datasets", "splits", "clients", "seeds", "algorithms")},
         "datasets": {d: dict(cfg["datasets"][d]) for d in study["datasets"]},
         "splits": {s: dict(cfg["splits"][s]) for s in study["splits"]},
@@ -42,6 +47,17 @@ def front_page_context(cfg: Mapping[str, Any]) -> dict[str, Any]:
         "engine": dict(cfg.get("engine") or {}),
         "report": dict(cfg.get("report") or {}),
     }
+
+
+def home_check_files(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Each study variant -> the ``paper_claims.csv`` of the home-check studies that run its strategy method (the
+    ``home_checks`` fact of :data:`cflcore.plugin.PLUGIN_FACTS_KEY`: their results folders), in the order listed;
+    [] where none does. The path is the report's own (:data:`catalogue.CLAIMS_TABLE` under the study's report
+    folder)."""
+    studies = (cfg.get(PLUGIN_FACTS_KEY) or {}).get("home_checks") or {}
+    claims = catalogue.OUTPUTS[catalogue.CLAIMS_TABLE].paths()[0]
+    return {a: [layout.report_file(results, claims) for results in studies.get(str(cfg["algorithms"][a]["method"]), [])]
+            for a in cfg["study"]["algorithms"]}
 
 
 # ---- departures from the config alone ----------------------------------------------------------------------

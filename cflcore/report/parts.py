@@ -113,6 +113,7 @@ def _paper_tables(inputs: ReportInputs) -> list[dict[str, Any]]:
 def _cross_paper(inputs: ReportInputs) -> list[dict[str, Any]]:
     """The cross-paper table and CD diagram (``report.cross_paper``; empty table without it)."""
     from .cross_paper import cross_analysis, write_cross_paper
+    from .home_checks import home_check_verdicts
     from .sweeps import sweep_summary
 
     context = inputs.plan.get("front_page") or {}
@@ -120,7 +121,7 @@ def _cross_paper(inputs: ReportInputs) -> list[dict[str, Any]]:
     methods = list(dict.fromkeys(s.algorithm for s in inputs.specs))
     summary = sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}) if block else None
     return write_cross_paper(cross_analysis(summary, block, methods, context.get("told_true_k") or [],
-                                            context.get("cannot_split") or {}),
+                                            context.get("cannot_split") or {}, home_check_verdicts(context, methods)),
                              inputs.out_dir, inputs.entry)
 
 

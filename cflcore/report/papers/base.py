@@ -340,6 +340,10 @@ class Paper:
     """Home id -> :class:`SettingHome`: the homes of cross-paper settings this paper owns, its own (a seed's id) or a
     source it checks (a baseline's own demonstration). Config validation reads the ids from the source
     (cflcore.paper_sources.declared_homes): literals, or module-level string constants."""
+    home_claims: ClassVar[Mapping[str, str]] = {}
+    """Strategy method -> the id of this paper's claim that checks the method on its authors' own recipe (its home
+    check): the cross-paper table reads that claim's verdict from the home-check study's ``paper_claims.csv``
+    (``report.cross_paper.home_checks``, :func:`home_claims`)."""
     roles: ClassVar[Mapping[str, Role]] = {}
     """Role key -> :class:`Role`: the runs the claims read. A study whose splits or variants carry other names maps
     them (``report.roles: {<paper>: {<role key>: <its split or variant>}}``); a role it does not map is read under the
@@ -426,6 +430,23 @@ def setting_homes() -> dict[str, SettingHome]:
     """Every registered paper's :attr:`Paper.homes`, by home id: the papers in the order of their ids, each paper's homes
     in its declaration's order (the order the cross-paper section speaks of them)."""
     return {home: facts for name in PAPERS.names() for home, facts in PAPERS.get(name).homes.items()}
+
+
+def home_claims() -> dict[str, str]:
+    """Every registered paper's :attr:`Paper.home_claims`: strategy method -> the claim that is its home check (the
+    first paper by id that declares the method)."""
+    found: dict[str, str] = {}
+    for name in PAPERS.names():
+        for method, claim_id in PAPERS.get(name).home_claims.items():
+            found.setdefault(method, claim_id)
+    return found
+
+
+def seed_study_methods() -> tuple[str, ...]:
+    """The method families whose home is a seed's own study: the :attr:`SettingHome.methods` of each paper's home
+    under the paper's own id (:attr:`Paper.homes`: "its own (a seed's id)"); the seed's study checks them."""
+    return tuple(dict.fromkeys(method for name in PAPERS.names() for home, facts in PAPERS.get(name).homes.items()
+                               if home == name for method in facts.methods))
 
 
 def paper_data(paper: str, data: ClaimData, roles: Mapping[str, Mapping[str, str]] | None) -> ClaimData:

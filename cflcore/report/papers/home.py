@@ -30,6 +30,10 @@ accuracy than FedAvg", is decided by the framework's paired rule over the seeds 
 row reports the partition's ARI against the 3 groups beside it. The runs: :data:`FESEM_VARIANT` and
 :data:`FEDAVG_VARIANT` on :data:`FESEM_SPLIT`; what still differs: :data:`cflcore.strategies.fesem_departures.DEPARTURES`.
 
+The three claims are the methods' home checks (:attr:`Home.home_claims`: ifca, scl, fesem -> claim id): a cross-paper
+table that lists these studies (``report.cross_paper.home_checks``) reads their verdicts from each study's
+``paper_claims.csv`` (cflcore.report.home_checks).
+
 The home table (``tables/home_table.csv``, :func:`home_table`; the front page of a study that checks ``home`` opens on
 it, :attr:`Home.front_tables`): one row per method, its home, the authors' demonstration with its source and their
 result (:mod:`._home_rows`), ours (final ARI mean ± sample std, k of n seeds ≥ 0.9), the verdict and the departures.
@@ -155,6 +159,9 @@ class Home(Paper):
                            methods=("scl",)),
         "ifca": SettingHome("a baseline's own paper: Ghosh et al. 2020's rotated MNIST", methods=("ifca",)),
     }
+    home_claims = {"ifca": ifca_recovers_rotations_at_home.claim_id,  # type: ignore[attr-defined]
+                   "scl": scl_separates_rotated_half_at_home.claim_id,  # type: ignore[attr-defined]
+                   "fesem": fesem_beats_fedavg_at_home.claim_id}  # type: ignore[attr-defined]
     roles = {
         "ifca_told_k": Role("variant", IFCA_VARIANT, "IFCA told k = 4, on its authors' recipe"),
         "rotation_groups": Role("split", IFCA_SPLIT, "four rotation groups of MNIST, the authors' demonstration"),
