@@ -11,8 +11,9 @@ report time (where it lies: cflcore.report.front_context.home_check_files) and g
   cflcore.report.papers.base.seed_study_methods), where that study's paper check decides it;
 * :data:`NO_HOME_CHECK` for a method no paper declares a home check for.
 
-Every method whose value is not "holds" or :data:`SEED_STUDY` is marked :data:`NOT_HOLDING_MARK` wherever it is
-ranked (:func:`marked`). A study that lists no home checks gets "" everywhere and no marks.
+Every method that has a home check and whose value is not "holds" (a verdict short of it, or :data:`NOT_RUN`) is
+marked :data:`NOT_HOLDING_MARK` wherever it is ranked (:func:`marked`); :data:`NO_HOME_CHECK` is printed, not marked
+(no authors' code to check against, or a reference such as FedAvg). A study that lists no home checks gets "" everywhere and no marks.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ NO_HOME_CHECK = "no home check"
 NOT_HOLDING_MARK = "†"
 """Beside a method's name wherever it is ranked, where its home check does not hold (:func:`marked`)."""
 LEGEND = (f"{NOT_HOLDING_MARK} = the method's home check (its authors' own recipe, in its own study) does not hold: "
-          f"not holding there, {NOT_RUN} or {NO_HOME_CHECK} (column home_check of tables/cross_paper.csv)")
+          f"not holding there, or {NOT_RUN} (column home_check of tables/cross_paper.csv)")
 """The section's sentence on the mark."""
 
 
@@ -78,8 +79,8 @@ def home_check_verdicts(context: Mapping[str, Any], variants: Sequence[str]) -> 
 
 def marked(verdict: str) -> bool:
     """Whether a method with this home-check value is marked: a value given (the study lists home checks) that is
-    neither "holds" nor :data:`SEED_STUDY`."""
-    return bool(verdict) and verdict not in (HOLDS, SEED_STUDY)
+    neither "holds", :data:`SEED_STUDY` nor :data:`NO_HOME_CHECK`."""
+    return bool(verdict) and verdict not in (HOLDS, SEED_STUDY, NO_HOME_CHECK)
 
 
 def marks(tidy: pd.DataFrame) -> dict[str, str]:

@@ -91,10 +91,11 @@ def test_a_study_that_lists_no_home_checks_has_no_column_values_no_marks_and_no_
     assert hc.LEGEND not in cp.cross_section_rst(analysis)
 
 
-def test_a_method_without_a_declared_home_check_says_so_and_is_marked():
+def test_a_method_without_a_declared_home_check_says_so_and_is_not_marked():
     verdicts = hc.home_check_verdicts({"algorithms": {"b": {"method": "bcl"}}, "home_checks": {"b": []}}, ["b"])
-    assert verdicts == {"b": hc.NO_HOME_CHECK} and hc.marked(verdicts["b"])
+    assert verdicts == {"b": hc.NO_HOME_CHECK} and not hc.marked(verdicts["b"])
     assert not hc.marked("holds") and not hc.marked(hc.SEED_STUDY) and not hc.marked("")
+    assert hc.marked(hc.NOT_RUN) and hc.marked("inconclusive (lean against)") and hc.marked("contradicted")
 
 
 def _raw_config(home_checks: list[str]) -> dict:
