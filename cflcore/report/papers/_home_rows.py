@@ -47,7 +47,8 @@ FESEM = HomeRow(
     "FeSEM (Xie et al. 2020; Long et al. 2023)", "this study (config/home-fesem-offline.yaml)",
     "anonymousgit2020/fedsem at b8ad277 (LEAF, TensorFlow; arXiv 2005.01026): FEMNIST's writers, the LEAF CNN with a "
     "248-unit dense layer, SGD lr 0.0003, batch 10, 1 epoch, 2 clients a cluster, K 3, k-means over the clients' "
-    "last-layer kernels every round (models/mlhead_trainer.py:172-243, models/utils/args.py:29-33, 86, "
+    "last-layer kernels every round, its labels read against a reshuffled client order (models/mlhead_clus_server.py:"
+    "159, 214-224: a random partition each round; models/mlhead_trainer.py:172-243, models/utils/args.py:29-33, 86, "
     "models/baseline_constants.py:23, models/mh_constants.py:10)",
     "accuracies only, no clustering number (FEMNIST's writers have no known groups): the saved "
     "models/femnist_convg_score.tsv ends at micro accuracy 0.839 (line 100, settings not recorded); the abstract of "
