@@ -125,6 +125,18 @@ def p_train_code(w):
     return code_version("train", cc.run_plugins(config, w.dataset, w.algorithm))
 
 
+# The params of a training job, rule train's and rule train_evaluate's (which adds the scoring's): the run's settings
+# and seed, what to do on a failure, the failed attempts so far (a recorded failure changes this param, so the next
+# invocation retries the run) and the code's hash.
+TRAIN_PARAMS = dict(
+    run=p_run,
+    seed=lambda w: int(w.seed),
+    on_failure=config["on_run_failure"],
+    attempt=p_attempt,
+    code=p_train_code,
+)
+
+
 def strategy_input_files(w):
     """The files the run's strategy declares beyond the split (Strategy.inputs), by name, beside the split."""
     return strategy_input_paths(config, w.dataset, w.split, w.clients, w.seed, w.algorithm)

@@ -37,12 +37,7 @@ rule train:
         runtime=lambda w, attempt: 240 * attempt,
         gpu=GPU,
     params:
-        run=p_run,
-        seed=lambda w: int(w.seed),
-        on_failure=config["on_run_failure"],
-        # a failed run (on_run_failure: record) is retried by the next invocation through this param
-        attempt=p_attempt,
-        code=p_train_code,
+        **TRAIN_PARAMS,
     script:
         "../workflow_scripts/train.py"
 
@@ -60,11 +55,7 @@ use rule train as train_evaluate with:
     wildcard_constraints:
         algorithm=unreplayed_algorithm_constraint(),
     params:
-        run=p_run,
-        seed=lambda w: int(w.seed),
-        on_failure=config["on_run_failure"],
-        attempt=p_attempt,
-        code=p_train_code,
+        **TRAIN_PARAMS,
         settings=p_evaluate_settings,
         evaluate_code=code_version("evaluate"),
 
