@@ -125,9 +125,9 @@ def p_train_code(w):
     return code_version("train", cc.run_plugins(config, w.dataset, w.algorithm))
 
 
-# The params of a training job, rule train's and rule train_evaluate's (which adds the scoring's): the run's settings
-# and seed, what to do on a failure, the failed attempts so far (a recorded failure changes this param, so the next
-# invocation retries the run) and the code's hash.
+# The params of a training job, in rules train and train_evaluate (the second adds the scoring's two). They are the
+# run's settings and seed, what to do on a failure, the failed attempts so far (a recorded failure changes this param,
+# so the next invocation retries the run) and the code's hash.
 TRAIN_PARAMS = dict(
     run=p_run,
     seed=lambda w: int(w.seed),
