@@ -202,7 +202,7 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
         stages.whatif(p["run"], p["manifest"], p["whatif"],
                       cc.whatif_settings(cfg, a.dataset, a.algorithm), a.seed)
     elif a.cmd == "explain":
-        stages.explain(p["dataset"], p["split"], p["run"], cc.explain_settings(cfg, a.dataset), a.seed,
+        stages.explain(p["dataset"], p["split"], p["run"], cc.explain_settings(cfg, a.dataset, a.algorithm), a.seed,
                        p["explain"], device=cfg["device"], deterministic=cfg["engine"]["deterministic"])
     elif a.cmd == "centralised_update_norms":
         scenario = layout.scenario_id(a.dataset, a.split, a.clients, a.seed)

@@ -37,6 +37,14 @@ NOT_TRAINING = ("loader", "test_fraction", "max_train", "explain_samples", "algo
 """Keys of a dataset's block (``datasets.*``) that are not its training recipe (:class:`TrainingSettings`)."""
 
 
+def training_schema() -> dict[str, Any]:
+    """The schema of a training recipe: the ``datasets.*`` entry's properties less :data:`NOT_TRAINING`, none of them
+    required. An algorithm variant's ``training:`` block is checked against it (it overrides some of its dataset's
+    recipe for the variant's runs only, cflcore.config.plan.run_settings)."""
+    properties = {k: v for k, v in section_schema("datasets.*")["properties"].items() if k not in NOT_TRAINING}
+    return {"type": "object", "additionalProperties": False, "properties": properties}
+
+
 def frozen_value(value: Any) -> Any:
     """A JSON value made read-only: lists -> tuples, mappings -> read-only mappings (recursively)."""
     if isinstance(value, (list, tuple)):

@@ -152,12 +152,12 @@ def p_centralised_code(w):
 
 
 def p_explain_code(w):
-    """The hash of the code an explain job runs: the explain stage and the dataset's model."""
-    return code_version("explain", cc.explain_plugins(config, w.dataset))
+    """The hash of the code an explain job runs: the explain stage and its run's model."""
+    return code_version("explain", cc.explain_plugins(config, w.dataset, w.algorithm))
 
 
 def p_explain(w):
-    return canonical_json(cc.explain_settings(config, w.dataset))
+    return canonical_json(cc.explain_settings(config, w.dataset, w.algorithm))
 
 
 def p_evaluate_settings(w):
@@ -172,7 +172,8 @@ def p_whatif(w):
 
 
 def mem_train(w):
-    return 4000 if cc.dataset_settings(config, w.dataset)["model"] in ("ocfl-cnn", "resnet34") else 2000
+    """A train job's memory (MB) by its run's model (its variant's own where it names one)."""
+    return 4000 if cc.run_settings(config, w.dataset, w.algorithm)["training"]["model"] in ("ocfl-cnn", "resnet34") else 2000
 
 
 GPU = 1 if config["engine"].get("gpu") else 0

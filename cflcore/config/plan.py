@@ -15,11 +15,12 @@ from ..errors import ConfigError
 from ..layout import scenario_id
 from ..settings import NOT_TRAINING
 
-STUDY_KEYS = ("splits", "engine")
+STUDY_KEYS = ("splits", "engine", "training")
 """Keys of an algorithm variant that belong to the study, not to the strategy: ``splits`` restricts the
 variant to some splits of the grid (default: all); ``engine`` overrides engine options for this variant's
-runs only (e.g. ``engine: {participation: 0.5}``, or a swept ``engine.participation``). They are stripped
-before the strategy is built."""
+runs only (e.g. ``engine: {participation: 0.5}``, or a swept ``engine.participation``); ``training`` overrides
+keys of the dataset's training recipe for this variant's runs only (e.g. ``training: {optimizer_state: kept}``,
+:func:`run_training`). They are stripped before the strategy is built."""
 
 
 def strategy_params(variant: Mapping[str, Any]) -> dict[str, Any]:
@@ -195,16 +196,30 @@ def split_settings(cfg: Mapping[str, Any], split: str) -> dict[str, Any]:
     return {k: v for k, v in cfg["splits"][split].items() if k not in SPLIT_STUDY_KEYS}
 
 
+def run_variant(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, Any]:
+    """Variant ``algorithm`` as it runs on ``dataset``: its entry with the dataset's ``algorithm_params`` override
+    of it over it (each key replaced whole, ``engine`` and ``training`` blocks included)."""
+    return {**cfg["algorithms"][algorithm], **(cfg["datasets"][dataset].get("algorithm_params") or {}).get(algorithm, {})}
+
+
+def run_training(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, Any]:
+    """A run's training recipe: its dataset's (``datasets.<d>`` less :data:`NOT_TRAINING`) with its variant's own
+    ``training:`` keys over it. A variant without one runs its dataset's recipe unchanged."""
+    ds = dataset_settings(cfg, dataset)
+    return {**{k: v for k, v in ds.items() if k not in NOT_TRAINING},
+            **(run_variant(cfg, dataset, algorithm).get("training") or {})}
+
+
 def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: str | None = None) -> dict[str, Any]:
     """Everything a ``train`` job depends on besides its input files (the split); ``device`` as
     :func:`device_identity` gives it, so that moving a study from ``cuda:0`` to ``cuda:1`` reruns nothing.
 
     A split with its own ``participation`` (a setting of its home paper, :data:`SPLIT_STUDY_KEYS`) sets the engine's
     participation and the method's own ``participation`` parameter where it has one (FedGWC samples per cluster
-    itself); a variant's own ``engine:`` block still overrides the engine's."""
-    ds = dataset_settings(cfg, dataset)
-    training = {k: v for k, v in ds.items() if k not in NOT_TRAINING}
-    variant = {**cfg["algorithms"][algorithm], **(ds.get("algorithm_params") or {}).get(algorithm, {})}
+    itself); a variant's own ``engine:`` block still overrides the engine's, its own ``training:`` block its dataset's
+    recipe (:func:`run_training`)."""
+    training = run_training(cfg, dataset, algorithm)
+    variant = run_variant(cfg, dataset, algorithm)
     setting = (cfg.get("splits") or {}).get(split, {}) if split is not None else {}
     engine = {**cfg["engine"],
               **({"participation": setting["participation"]} if "participation" in setting else {}),
@@ -255,15 +270,16 @@ def run_plugins(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[st
     return {"method": str(settings["algorithm"]["method"]), "model": str(settings["training"]["model"])}
 
 
-def explain_plugins(cfg: Mapping[str, Any], dataset: str) -> dict[str, str]:
-    """The plug-ins an explain job selects: the dataset's model."""
-    return {"model": str(explain_settings(cfg, dataset)["model"])}
+def explain_plugins(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:
+    """The plug-ins an explain job selects: its run's model (:func:`run_training`)."""
+    return {"model": str(explain_settings(cfg, dataset, algorithm)["model"])}
 
 
-def explain_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
-    """The explain block with the per-dataset sample size resolved (000 §5: 350; 180 for BloodMNIST)."""
+def explain_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, Any]:
+    """The explain block with the per-dataset sample size resolved (000 §5: 350; 180 for BloodMNIST) and the model of
+    the run it explains (its variant's own where its ``training:`` block names one, :func:`run_training`)."""
     ex = dict(cfg["explain"])
     if ex.get("samples") is None:
         ex["samples"] = int(dataset_settings(cfg, dataset)["explain_samples"])
-    ex["model"] = dataset_settings(cfg, dataset)["model"]
+    ex["model"] = run_training(cfg, dataset, algorithm)["model"]
     return ex

@@ -193,8 +193,8 @@ def plan(cfg: dict) -> list[tuple[dict, str]]:
         for kind in cc.run_inputs(cfg, s["dataset"], a).values():
             lay.input_file(cfg["results_dir"], lay.scenario_id(**s), kind)
             canonical_json(cc.centralised_settings(cfg, s["dataset"], kind.partition("/")[2]))
-        canonical_json(cc.explain_settings(cfg, s["dataset"]))
-        code_version("explain", cc.explain_plugins(cfg, s["dataset"]))
+        canonical_json(cc.explain_settings(cfg, s["dataset"], a))
+        code_version("explain", cc.explain_plugins(cfg, s["dataset"], a))
         canonical_json(cc.whatif_settings(cfg, s["dataset"], a))
     cc.whatif_runs(cfg)
     cc.late_client_runs(cfg)

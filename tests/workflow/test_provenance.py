@@ -265,7 +265,7 @@ elif stage == "evaluate":
 elif stage == "whatif":
     stages.whatif(run, split / "manifest.json", root / "whatif.parquet", whatif, 0)
 elif stage == "explain":
-    stages.explain(data, split, run, cc.explain_settings(cfg, "digits"), 0, root / "explain", device="cpu")
+    stages.explain(data, split, run, cc.explain_settings(cfg, "digits", "ocfl-km"), 0, root / "explain", device="cpu")
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("cflcore") and m not in before)))
 """
 
@@ -275,7 +275,7 @@ def test_the_modules_a_stage_imports_at_run_time_are_in_its_hash(tmp_path):
     is one whose source the job's hash covers, for the plug-ins it selects (train: its method and model; explain: its
     model). Runs the tiny config's ocfl-km run (digits, 6 clients, 3 rounds), each stage in a fresh process."""
     cfg = cc.validate_config(yaml.safe_load((Path(REPO) / "config" / "tiny.yaml").read_text()), plugins=False)
-    selections = {"train": cc.run_plugins(cfg, "digits", "ocfl-km"), "explain": cc.explain_plugins(cfg, "digits")}
+    selections = {"train": cc.run_plugins(cfg, "digits", "ocfl-km"), "explain": cc.explain_plugins(cfg, "digits", "ocfl-km")}
     fresh(Path(REPO) / "cflcore")
     for stage in ("prepare_dataset", "split", "train", "evaluate", "whatif", "explain"):
         p = subprocess.run([sys.executable, "-c", RUNTIME, stage, REPO, str(tmp_path)], capture_output=True,
