@@ -169,9 +169,11 @@ def _check_grid_clients(cfg: Mapping[str, Any], scenarios: list[Mapping[str, Any
 # ---------------------------------------------------------------------------------------------- the data
 def check_data_requests(cfg: Mapping[str, Any], scenarios: Iterable[Mapping[str, Any]],
                         data_settings: Mapping[str, Mapping[str, Any]],
-                        split_params: Mapping[str, Mapping[str, Any]], missing_data: str) -> None:
+                        split_params: Mapping[str, Mapping[str, Any]], missing_data: str,
+                        batch_sizes: Mapping[tuple[str, str], Mapping[int, str]]) -> None:
     """Every scenario's requests against its dataset's declared facts (module doc). ``data_settings``: dataset ->
-    cflcore.config.data_settings; ``missing_data``: :data:`REFUSE` or :data:`WARN`."""
+    cflcore.config.data_settings; ``missing_data``: :data:`REFUSE` or :data:`WARN`; ``batch_sizes``: (dataset, split)
+    -> the batch sizes its runs train with (a variant's own recipe may set one), each -> the field it comes from."""
     from .data.loaders import source_facts
     from .data.splits import SPLIT_GENERATORS
 
@@ -188,7 +190,7 @@ def check_data_requests(cfg: Mapping[str, Any], scenarios: Iterable[Mapping[str,
             continue
         generators[split].check_classes(params[split], facts[d].classes, str(data_settings[d]["loader"]),
                                         entry_field(cfg, "splits", split))
-        _check_shares(cfg, s, data_settings[d], params[split])
+        _check_shares(cfg, s, data_settings[d], params[split], batch_sizes.get((d, split)) or {})
 
 
 def _check_on_disk(cfg: Mapping[str, Any], dataset: str, settings: Mapping[str, Any], facts: Any,
@@ -207,7 +209,7 @@ def _check_on_disk(cfg: Mapping[str, Any], dataset: str, settings: Mapping[str, 
 
 
 def _check_shares(cfg: Mapping[str, Any], scenario: Mapping[str, Any], settings: Mapping[str, Any],
-                  params: Mapping[str, Any]) -> None:
+                  params: Mapping[str, Any], batch_sizes: Mapping[int, str]) -> None:
     """Per client: at least the split's minimum of the train part (``len(train) // clients``, what a split without
     ``samples_per_client`` draws, 000 §4.1), ``samples_per_client`` draws within the train part (all clients' draws
     within it where the split draws without replacement, ``replace: false``), and a local train
@@ -239,12 +241,12 @@ def _check_shares(cfg: Mapping[str, Any], scenario: Mapping[str, Any], settings:
     if not isinstance(draws, int):
         draws = n_train // n
     local = local_train_bound(draws, float(params["local_test_fraction"]))
-    batch = cfg["datasets"][d]["batch_size"]
-    if batch > local:
-        log.warning("config warning: datasets.%s.batch_size: %s is more than the %s local train samples a client "
-                    "holds at most on split %s with %s clients (%s draws, less the local test part): every local step "
-                    "takes the client's whole train part (full-batch, as IFCA's authors' recipe does)",
-                    d, batch, local, split, n, draws)
+    for batch, batch_field in batch_sizes.items():
+        if batch > local:
+            log.warning("config warning: %s: %s is more than the %s local train samples a client holds at most on "
+                        "split %s with %s clients (%s draws, less the local test part): every local step takes the "
+                        "client's whole train part (full-batch, as IFCA's authors' recipe does)",
+                        batch_field, batch, local, split, n, draws)
 
 
 

@@ -35,11 +35,12 @@ from ..errors import ConfigError
 from ..paper_sources import check_home, check_paper
 from ..plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, check_finite, schema_check
 from ..registry import check_declared, declared_names
+from ..settings import training_schema
 from ..sweep_expansion import expand_sweeps
 from .load import BASE_CONFIG, deep_update, load_schema, read_config_file
 from .plan import (DECLARED_INPUTS_KEY, OWN_CLUSTERERS_KEY, SPLIT_STUDY_KEYS, STUDY_KEYS, WHATIF_IMPORT_PATH,
-                   data_settings, own_clusterer, run_settings, scenarios, split_settings, strategy_params, study_runs,
-                   whatif_clusterer_params)
+                   data_settings, own_clusterer, run_settings, run_training, run_variant, scenarios, split_settings,
+                   strategy_params, study_runs, whatif_clusterer_params)
 
 def _fill_defaults(schema: Mapping[str, Any], inst: Any) -> None:
     """Fill ``default`` values of the schema into ``inst`` (objects only, recursively)."""
@@ -220,6 +221,7 @@ def _check_names(cfg: dict[str, Any]) -> None:
                  if a in cfg["algorithms"]]
     for field, variant in variants:
         check_declared("method", variant["method"], field=f"{field}.method")
+        _check_variant_training(variant.get("training"), f"{field}.training")
         if isinstance(variant.get("clusterer"), str):  # OCFL's clusterer (any method's ``clusterer`` key)
             check_declared("clusterer", variant["clusterer"], field=f"{field}.clusterer")
     for i, paper in enumerate((cfg.get("report") or {}).get("paper_checks") or []):
@@ -227,6 +229,20 @@ def _check_names(cfg: dict[str, Any]) -> None:
     for split, setting in (((cfg.get("report") or {}).get("cross_paper") or {}).get("settings") or {}).items():
         check_home(str(setting["home"]), field=f"report.cross_paper.settings.{split}.home")
     _check_whatif_names(cfg.get("whatif") or {})
+
+
+def _check_variant_training(training: Mapping[str, Any] | None, field: str) -> None:
+    """A variant's ``training:`` block: only a dataset entry's recipe keys (cflcore.settings.training_schema), each as
+    that entry types it, and a declared model."""
+    if not training:
+        return
+    schema = training_schema()
+    for key in training:
+        if key not in schema["properties"]:
+            raise ConfigError(f"{field}.{key}: not a training recipe key; allowed: {', '.join(schema['properties'])}")
+    schema_check(dict(training), schema, prefix=f"{field}.")
+    if "model" in training:
+        check_declared("model", training["model"], field=f"{field}.model")
 
 
 def _check_registries(cfg: dict[str, Any]) -> None:
@@ -358,7 +374,19 @@ def check_feasible(cfg: Mapping[str, Any], missing_data: str = WARN) -> None:
     download; ``missing_data``: REFUSE or WARN of missing files). Reads no data and writes nothing."""
     _check_writable_dir(str(cfg["results_dir"]), "results_dir")
     check_data_requests(cfg, scenarios(cfg), {d: data_settings(cfg, d) for d in cfg["study"]["datasets"]},
-                        _split_params(cfg), missing_data)
+                        _split_params(cfg), missing_data, _batch_sizes(cfg))
+
+
+def _batch_sizes(cfg: Mapping[str, Any]) -> dict[tuple[str, str], dict[int, str]]:
+    """(dataset, split) -> each batch size its runs train with (cflcore.config.plan.run_training) -> the field that sets
+    it: the variant's own ``training.batch_size`` where it has one, else the dataset's."""
+    out: dict[tuple[str, str], dict[int, str]] = {}
+    for s, a in study_runs(cfg):
+        d = s["dataset"]
+        own = "batch_size" in (run_variant(cfg, d, a).get("training") or {})
+        field = f"{entry_field(cfg, 'algorithms', a)}.training.batch_size" if own else f"datasets.{d}.batch_size"
+        out.setdefault((d, s["split"]), {}).setdefault(int(run_training(cfg, d, a)["batch_size"]), field)
+    return out
 
 
 def _check_writable_dir(value: str, field: str) -> None:

@@ -7,6 +7,7 @@ imports none of ocfl_000's.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -208,6 +209,19 @@ def method_departures(algorithms: Sequence[str]) -> list[Departure]:
                       "No published values: in the headline table, absent from the paper check and from τ.")]
 
 
+def variant_training_departures(dataset: str, values: Mapping[str, Any], algorithms: Mapping[str, Any],
+                                engine: EngineSettings) -> list[Departure]:
+    """The training departure of each variant with its own recipe (``algorithms.<v>.training``, over the dataset's:
+    cflcore.config.plan.run_training), topic ``Training (<dataset>, <variant>)``; none for a variant without one."""
+    out = []
+    for name, variant in algorithms.items():
+        own = (variant or {}).get("training")
+        found = training_departure(dataset, {**values, **own}, engine) if own else None
+        if found is not None:
+            out.append(dataclasses.replace(found, topic=f"Training ({dataset}, {name})"))
+    return out
+
+
 def departures(context: Mapping[str, Any], headline: pd.DataFrame, comparison: pd.DataFrame) -> PaperDepartures:
     """000's departures: per dataset its own, rounds and training (settings); the published bugs and the methods
     not in 000 (methods)."""
@@ -221,6 +235,7 @@ def departures(context: Mapping[str, Any], headline: pd.DataFrame, comparison: p
         if values is not None:
             settings += [d for d in (rounds_departure(dataset, values, context.get("report") or {}, headline, comparison),
                                      training_departure(dataset, values, engine)) if d]
+            settings += variant_training_departures(dataset, values, context.get("algorithms") or {}, engine)
     methods = bug_departures(context.get("algorithms") or {}, datasets, clients) + method_departures(algorithms)
     return PaperDepartures(settings, methods)
 
