@@ -173,7 +173,7 @@ def p_whatif(w):
 
 def mem_train(w):
     """A train job's memory (MB) by its run's model (its variant's own where it names one)."""
-    return 4000 if cc.run_settings(config, w.dataset, w.algorithm)["training"]["model"] in ("ocfl-cnn", "resnet34") else 2000
+    return 4000 if cc.run_training(config, w.dataset, w.algorithm)["model"] in ("ocfl-cnn", "resnet34") else 2000
 
 
 GPU = 1 if config["engine"].get("gpu") else 0
