@@ -172,8 +172,14 @@ def p_whatif(w):
 
 
 def mem_train(w):
-    """A train job's memory (MB) by its run's model (its variant's own where it names one)."""
-    return 4000 if cc.run_training(config, w.dataset, w.algorithm)["model"] in ("ocfl-cnn", "resnet34") else 2000
+    """A train job's memory (MB) by its run's model (its variant's own where it names one); a job without a variant
+    (the centralised proxy, one per scenario) by its dataset's model."""
+    algorithm = getattr(w, "algorithm", None)
+    if algorithm:
+        model = cc.run_training(config, w.dataset, algorithm)["model"]
+    else:
+        model = cc.dataset_settings(config, w.dataset)["model"]
+    return 4000 if model in ("ocfl-cnn", "resnet34") else 2000
 
 
 GPU = 1 if config["engine"].get("gpu") else 0
