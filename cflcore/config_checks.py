@@ -9,7 +9,8 @@ cannot see is a field that names something another field defines, or asks what a
   setting of ``report.cross_paper`` is a split of the study, every ``explain.grid_clients`` index a client of an
   explained run, and every client count of a split gives each of its ground-truth groups a client (a ``rotation``
   split with 4 angles needs 4 clients; the split generator says which groups its parameters fix,
-  ``SplitGenerator.group_sizes``);
+  ``SplitGenerator.group_sizes``), and every round a split's drift schedule names is a round of its runs
+  (:func:`check_drift_rounds`);
 * :func:`check_data_requests` (cflcore.config.check_feasible, never remembered: the disk may change): against what
   each dataset's loader declares without reading an image (cflcore.data.loaders.SourceFacts): every class a split
   names is one of the dataset's, every client gets its minimum of samples, a split draws no more per client than the
@@ -70,6 +71,19 @@ def check_cross_references(cfg: Mapping[str, Any], scenarios: Iterable[Mapping[s
     _check_cross_paper_splits(cfg, report)
     _check_groups_have_clients(cfg, scenarios, split_params)
     _check_grid_clients(cfg, scenarios)
+
+
+def check_drift_rounds(cfg: Mapping[str, Any], split_params: Mapping[str, Mapping[str, Any]],
+                       run_rounds: Iterable[tuple[str, int, str]]) -> None:
+    """Every round a split's drift schedule names (cflcore.data.drift) is a round of every run on it: ``run_rounds``
+    gives (split, rounds, the field the rounds come from) of each run of the study."""
+    from .data.drift import DRIFT_KEY, check_schedule_rounds
+
+    for split, rounds, rounds_field in run_rounds:
+        schedule = split_params[split].get(DRIFT_KEY)
+        if schedule:
+            check_schedule_rounds(schedule, int(rounds), f"{entry_field(cfg, 'splits', split)}.{DRIFT_KEY}",
+                                  rounds_field)
 
 
 def claims_allowed(papers: Iterable[str]) -> list[str]:

@@ -29,7 +29,7 @@ import copy
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..config_checks import REFUSE, WARN, check_cross_references, check_data_requests, entry_field
+from ..config_checks import REFUSE, WARN, check_cross_references, check_data_requests, check_drift_rounds, entry_field
 from ..defaults import schema_defaults
 from ..errors import ConfigError
 from ..paper_sources import check_home, check_paper
@@ -83,12 +83,23 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True, missing_data: 
         check_tensorboard()
     _check_study(cfg)  # after each entry's own checks: an entry's error is named before a combination's
     check_cross_references(cfg, scenarios(cfg), _split_params(cfg))
+    check_drift_rounds(cfg, _split_params(cfg), _run_rounds(cfg))
     check_feasible(cfg, missing_data)
     return cfg
 
 
 def _split_params(cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {name: split_settings(cfg, name) for name in cfg["splits"]}
+
+
+def _run_rounds(cfg: Mapping[str, Any]) -> list[tuple[str, int, str]]:
+    """(split, rounds, the field they come from: the variant's own recipe or its dataset's) of every run."""
+    out = []
+    for s, a in study_runs(cfg):
+        own = (run_variant(cfg, s["dataset"], a).get("training") or {}).get("rounds") is not None
+        where = f"{entry_field(cfg, 'algorithms', a)}.training.rounds" if own else f"datasets.{s['dataset']}.rounds"
+        out.append((s["split"], int(run_training(cfg, s["dataset"], a)["rounds"]), where))
+    return out
 
 
 # Distributions whose presence or version a plug-in check consults (clusterer and model availability,

@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 from .. import filenames as fn
 from ..errors import DataError
 from ..io import numeric_column, parquet_metadata, read_json, read_parquet
-from .federated import ClientData, FederatedData
-from .transforms import apply_domain, swap_labels
+from .drift import manifest_changes
+from .federated import ClientData, Drift, FederatedData, with_transform
 
 if TYPE_CHECKING:  # torch is imported where tensors are built: the split job reads labels only
     import torch
@@ -153,7 +153,8 @@ def load_federated(dataset_path: str | os.PathLike, split_dir: str | os.PathLike
 
     A client's visual domain (``manifest["domains"]``) applies to its train and test images (noise drawn from
     ``torch.Generator().manual_seed(noise_seed)``, train first), its label swaps (``manifest["label_swaps"]``) to its
-    train and test labels; the orchestrator set stays clean, with its true labels."""
+    train and test labels; the orchestrator set stays clean, with its true labels. A split with a drift schedule
+    (manifest ``drift``) keeps the untransformed samples of the clients it moves: :meth:`FederatedData.at_round`."""
     import torch
 
     data = load_dataset(dataset_path)
@@ -161,26 +162,25 @@ def load_federated(dataset_path: str | os.PathLike, split_dir: str | os.PathLike
     cluster_of_client = np.asarray(manifest["cluster_of_client"], dtype=np.int64)
     domains = manifest.get("domains")
     swaps = manifest.get("label_swaps")
+    changes = manifest_changes(manifest)
+    movers = {int(client) for _, client, _ in changes}
     clients: list[ClientData] = []
+    raw_of_movers: dict[int, ClientData] = {}
     for client in range(len(cluster_of_client)):
         mine = cols["client"] == client
         idx_train = np.sort(cols["idx"][mine & (cols["role"] == "train")]).astype(np.int64)
         idx_test = np.sort(cols["idx"][mine & (cols["role"] == "test")]).astype(np.int64)
-        x_train = to_float_images(data.images[data.rows_of(idx_train)])
-        x_test = to_float_images(data.images[data.rows_of(idx_test)])
-        if domains is not None:
-            domain = domains[client]
-            gen = torch.Generator().manual_seed(int(domain.get("noise_seed", 0)))
-            x_train = apply_domain(x_train, domain, gen)
-            x_test = apply_domain(x_test, domain, gen)
-        y_train, y_test = data.labels[idx_train], data.labels[idx_test]
-        if swaps is not None and swaps[client]:
-            y_train, y_test = swap_labels(y_train, swaps[client]), swap_labels(y_test, swaps[client])
-        clients.append(ClientData(
-            x_train=x_train, y_train=torch.from_numpy(y_train),
-            x_test=x_test, y_test=torch.from_numpy(y_test),
-            idx_train=idx_train, idx_test=idx_test,
-        ))
+        raw = ClientData(x_train=to_float_images(data.images[data.rows_of(idx_train)]),
+                         y_train=torch.from_numpy(data.labels[idx_train]),
+                         x_test=to_float_images(data.images[data.rows_of(idx_test)]),
+                         y_test=torch.from_numpy(data.labels[idx_test]), idx_train=idx_train, idx_test=idx_test)
+        if client in movers:
+            raw_of_movers[client] = raw
+        clients.append(with_transform(raw, domains[client] if domains is not None else None,
+                                      swaps[client] if swaps is not None else None))
+    drift = (Drift(cluster_of_client, changes, list(manifest["drift"]["group_transforms"]), raw_of_movers,
+                   built={(k, int(cluster_of_client[k])): c for k, c in enumerate(clients)})
+             if changes else None)
     idx_orch = np.sort(cols["idx"][cols["role"] == "orchestrator"]).astype(np.int64)
     fed = FederatedData(
         clients=clients,
@@ -190,5 +190,6 @@ def load_federated(dataset_path: str | os.PathLike, split_dir: str | os.PathLike
         n_classes=data.n_classes,
         shape=data.shape,
         manifest=manifest,
+        drift=drift,
     )
     return fed if str(device) == "cpu" else fed.to(device)

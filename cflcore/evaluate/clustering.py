@@ -17,6 +17,10 @@ clients in the space the method clusters in, its own recorded distance matrix (d
 silhouette in), OCFL's and BCL's Γ (000 Def. 6; OCFL records it until it clusters, BCL at its clustering round);
 null for rounds and methods without one (BNC, SCL, FedGWC, IFCA record none) and when undefined (one cluster).
 
+A split with a drift schedule (cflcore.data.drift): every round is scored against that round's ground truth, and
+the file gains ``switch`` rows, one per switch (``round``: its first round) with :data:`DRIFT_COLUMNS` appended
+(the re-clustering lag, cflcore.metrics.drift); a static split's file is as before.
+
 Round conventions (1-based, as 000 Table 2; reference/paper_tables_notes.md §3):
 * ``clustering_round`` = 1 + the 0-based round after which the partition last changed (the partition
   before round 0 is everyone in one cluster); for one-shot methods this is the clustering round, for SCL
@@ -43,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from .. import filenames as fn
+from ..data.drift import DRIFT_KEY, groups_at_round, switch_spans
 from ..errors import DataError
 from ..io import read_json, read_parquet, write_parquet
 from ..metrics import (
@@ -57,6 +62,7 @@ from ..metrics import (
     wasserstein_davies_bouldin,
     wasserstein_silhouette,
 )
+from ..metrics.drift import reclustering_lag
 
 SCORE_COLUMNS = (
     "ari", "rand", "ami", "completeness", "homogeneity", "v_measure",
@@ -71,6 +77,10 @@ PERSONALISATION_COLUMNS = ["kind", "round", "pf1", "gf1", "learning_gap", "local
                            "orch_acc", "n_evaluations", "global_f1", "global_acc", "global_orch_f1", "global_orch_acc",
                            "local_bacc_weighted"]
 HISTORY_REQUIRED = ("round", "client", "cluster", "sampled", "local_f1", "orch_f1")
+DRIFT_COLUMNS = ("switch_last_round", "pre_switch_ari", "reclustering_lag")
+"""Appended where the split has a drift schedule (cflcore.data.drift), on its ``switch`` rows (one per switch,
+``round`` its first round): its last round, the ARI after the round before it, and the re-clustering lag
+(cflcore.metrics.drift; null: never). A static split's file has none of them."""
 
 
 @dataclass(frozen=True)
@@ -81,10 +91,16 @@ class GroundTruth:
     label_histograms: np.ndarray
     n_test: np.ndarray | None = None  # local test-set size per client (004 App. F's weights)
     has_groups: bool = True  # False: a standard partition (shards, dirichlet) with no groups; external scores n/a
+    changes: tuple[tuple[int, int, int], ...] = ()  # a drift schedule's [round, client, group] (cflcore.data.drift)
+    schedule: tuple[dict[str, Any], ...] = ()  # its events
 
     @property
     def n_clients(self) -> int:
         return int(self.cluster_of_client.size)
+
+    def clusters_at(self, rnd: int) -> np.ndarray:
+        """Every client's ground-truth group in round ``rnd`` (static splits: ``cluster_of_client``)."""
+        return groups_at_round(self.cluster_of_client, self.changes, rnd) if self.changes else self.cluster_of_client
 
 
 @dataclass(frozen=True)
@@ -111,9 +127,12 @@ def load_ground_truth(manifest_path: str | Path) -> GroundTruth:
             raise DataError(f"{manifest_path}: key {key!r} is missing; required: cluster_of_client, label_histograms")
     histograms = manifest.get("label_histograms_train") or manifest["label_histograms"]
     n_test = manifest.get("n_test")
+    drift = manifest.get(DRIFT_KEY) or {}
     truth = GroundTruth(np.asarray(manifest["cluster_of_client"], dtype=np.int64), np.asarray(histograms, dtype=np.float64),
                         None if n_test is None else np.asarray(n_test, dtype=np.int64),
-                        has_groups=bool(manifest.get("ground_truth", True)))
+                        has_groups=bool(manifest.get("ground_truth", True)),
+                        changes=tuple(tuple(int(v) for v in c) for c in drift.get("changes", ())),
+                        schedule=tuple(drift.get("schedule", ())))
     if truth.label_histograms.shape[0] != truth.n_clients:
         raise DataError(
             f"{manifest_path}: label_histograms has {truth.label_histograms.shape[0]} clients, "
@@ -216,7 +235,7 @@ def round_scores(part: RoundPartition, truth: GroundTruth, gram: np.ndarray | No
     return {
         "kind": "round",
         "round": part.round,
-        **(external_scores(truth.cluster_of_client[members], labels) if truth.has_groups
+        **(external_scores(truth.clusters_at(part.round)[members], labels) if truth.has_groups
            else dict.fromkeys(EXTERNAL_SCORES)),
         "silhouette": None if gram is None else silhouette_from_gram(gram, sampled_labels),
         "davies_bouldin": None if gram is None else davies_bouldin_from_gram(gram, sampled_labels),
@@ -260,7 +279,26 @@ def clustering_frame(partitions: list[RoundPartition], truth: GroundTruth, grams
                          sampled_gram(divergences.get(p.round), p.sampled)) for p in partitions]
     per_round = pd.DataFrame(rows)
     frame = pd.concat([per_round, summarise_rounds(per_round, partitions, score_rounds)], ignore_index=True)
-    return _typed(frame, CLUSTERING_COLUMNS)
+    if not truth.changes:
+        return _typed(frame, CLUSTERING_COLUMNS)
+    return _typed(pd.concat([frame, switch_rows(per_round, truth)], ignore_index=True),
+                  [*CLUSTERING_COLUMNS, *DRIFT_COLUMNS])
+
+
+def switch_rows(per_round: pd.DataFrame, truth: GroundTruth) -> pd.DataFrame:
+    """One ``switch`` row per switch of the drift schedule (:data:`DRIFT_COLUMNS`), each round's ARI read against
+    that round's ground truth; a switch's lag is searched up to the next switch's first round."""
+    ari = pd.to_numeric(per_round["ari"], errors="coerce").to_numpy(dtype=np.float64)
+    by_round = np.full(int(per_round["round"].max()) + 1, np.nan)
+    by_round[per_round["round"].to_numpy(dtype=np.int64)] = ari
+    spans = switch_spans(truth.schedule)
+    rows = []
+    for i, (first, last) in enumerate(spans):
+        stop = spans[i + 1][0] if i + 1 < len(spans) else None
+        pre = by_round[first - 1] if first - 1 < by_round.size else np.nan
+        rows.append({"kind": "switch", "round": first, "switch_last_round": last, "pre_switch_ari": pre,
+                     "reclustering_lag": reclustering_lag(by_round.tolist(), first, last, stop)})
+    return pd.DataFrame(rows)
 
 
 def personalisation_frame(history: pd.DataFrame, test_sizes: Sequence[int] | None = None) -> pd.DataFrame:
@@ -294,7 +332,7 @@ def typed_frame(frame: pd.DataFrame, columns: Sequence[str], dtypes: Mapping[str
 
 _EVAL_DTYPES = {"kind": "str", "ever_clustered": "boolean",
                 **dict.fromkeys(("round", "clustering_round", "first_clustering_round", "n_rounds_scored",
-                                 "n_evaluations"), "Int64")}
+                                 "n_evaluations", "switch_last_round", "reclustering_lag"), "Int64")}
 
 
 def _typed(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

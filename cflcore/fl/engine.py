@@ -232,6 +232,7 @@ class Engine:
     # ----- one round ----------------------------------------------------------------------------
     def run_round(self, state: EngineState, rnd: int, n_rounds: int) -> None:
         t0 = time.perf_counter()
+        self.fed = self.fed.at_round(rnd)  # a drift schedule's round view (cflcore.data.federated); static: itself
         eng, fed = self.settings.engine, self.fed
         sampled = sample_clients(self.seed, rnd, fed.n_clients, eng.participation)
         sampled = np.asarray(self.strategy.select_clients(rnd, sampled), dtype=np.int64)

@@ -28,6 +28,7 @@ from ...io import read_json, read_parquet, stable_hash, write_json, write_parque
 from ..store import read_dataset_labels
 from ..transforms import swapped_histogram
 from .base import COMMON_KEY_NEUTRAL, SPLIT_GENERATORS, ClientPlan, SplitContext, apportion_counts
+from ..drift import DRIFT_KEY, DRIFT_STREAM, drift_events, realise_schedule
 
 if TYPE_CHECKING:  # pandas only for split_summary (the split job does not import it)
     import pandas as pd
@@ -142,12 +143,16 @@ def split_context(dataset_path: str | os.PathLike) -> SplitContext:
                         loader=str(meta.get("loader", "")), dataset=Path(dataset_path).stem)
 
 
+def split_key(params: Mapping[str, Any], n_clients: int, ctx: SplitContext) -> int:
+    """The split's key: ``hash(params, n_clients, dataset)`` (its streams' entropy beside the seed)."""
+    return int(stable_hash({"params": dict(params), "n_clients": n_clients, "loader": ctx.loader,
+                            "n_train": len(ctx.train_idx), "n_classes": ctx.n_classes}), 16)
+
+
 def split_streams(seed: int, params: Mapping[str, Any], n_clients: int, ctx: SplitContext
                   ) -> tuple[np.random.Generator, list[np.random.Generator]]:
     """One cluster-level generator and one per client, all from ``[seed, hash(params, n_clients, dataset)]``."""
-    key = stable_hash({"params": dict(params), "n_clients": n_clients, "loader": ctx.loader,
-                       "n_train": len(ctx.train_idx), "n_classes": ctx.n_classes})
-    children = np.random.SeedSequence([int(seed), int(key, 16)]).spawn(n_clients + 1)
+    children = np.random.SeedSequence([int(seed), split_key(params, n_clients, ctx)]).spawn(n_clients + 1)
     return np.random.default_rng(children[0]), [np.random.default_rng(c) for c in children[1:]]
 
 
@@ -167,7 +172,8 @@ def build_split(ctx: SplitContext, settings: Mapping[str, Any], n_clients: int, 
     # a parameter added after splits were published enters the streams' key and the manifest only when it departs
     # from its neutral value, so every split written before it keeps its draws and its files bit for bit
     neutral = {**COMMON_KEY_NEUTRAL, **cls.key_neutral}
-    key_params = {k: v for k, v in params.items() if k not in neutral or v != neutral[k]}
+    # a drift schedule (cflcore.data.drift) moves clients, it draws no sample: out of the streams' key
+    key_params = {k: v for k, v in params.items() if k != DRIFT_KEY and (k not in neutral or v != neutral[k])}
     cluster_rng, client_rngs = split_streams(seed, key_params, n_clients, ctx)
     plan = generator.generate(ctx, int(n_clients), cluster_rng, client_rngs)
     n_draws = params["samples_per_client"] or max(2, len(ctx.train_idx) // n_clients)
@@ -218,7 +224,25 @@ def build_split(ctx: SplitContext, settings: Mapping[str, Any], n_clients: int, 
         manifest["label_swaps"] = [p.label_swaps or [] for p in plan.clients]
     if not plan.ground_truth:
         manifest["ground_truth"] = False
+    if params.get(DRIFT_KEY):
+        manifest[DRIFT_KEY] = drift_manifest(generator, params[DRIFT_KEY], clusters, plan.n_clusters,
+                                             drift_stream(seed, key_params, n_clients, ctx), field)
     return table, manifest
+
+
+def drift_stream(seed: int, key_params: Mapping[str, Any], n_clients: int, ctx: SplitContext) -> np.random.Generator:
+    """The drift schedule's own stream (cflcore.data.drift): the split's key, so the clients' samples and
+    their draws stay those of the split without a schedule."""
+    return np.random.default_rng(np.random.SeedSequence([int(seed), split_key(key_params, n_clients, ctx), DRIFT_STREAM]))
+
+
+def drift_manifest(generator: Any, schedule: Sequence[Mapping[str, Any]], clusters: Sequence[int], n_groups: int,
+                   rng: np.random.Generator, field: str) -> dict[str, Any]:
+    """The manifest's ``drift``: the schedule (defaults filled), its ``changes`` (``[round, client, group]``) and each
+    group's transform (``group_transforms``), which a client that drifts into the group carries."""
+    return {"schedule": drift_events(schedule),
+            "changes": realise_schedule(schedule, clusters, n_groups, rng, f"{field}.{DRIFT_KEY}"),
+            "group_transforms": generator.group_transforms()}
 
 
 def client_draws(plan: ClientPlan, n_draws: int) -> int:

@@ -10,6 +10,7 @@ import numpy as np
 
 from .base import (ClientPlan, SplitContext, SplitGenerator, SplitPlan, apportion, check_enough_clients,
                    check_group_shares, clusters_of, dirichlet_weights, equal_sizes, shares_param, uniform_weights)
+from ..drift import DRIFT_KEY, check_schedule
 
 GROUP_PARAMS: dict[str, dict[str, Any]] = {
     "cluster_shares": shares_param(None, "share of clients per group (null: equal groups, the remainder to the first)"),
@@ -28,10 +29,20 @@ class GroupedShiftSplit(SplitGenerator):
     def check_params(cls, p: Mapping[str, Any], field: str) -> None:
         if p["cluster_shares"] is not None:
             check_group_shares(p, field, cls.group_key)
+        if p.get(DRIFT_KEY):
+            check_schedule(p[DRIFT_KEY], len(p[cls.group_key]), f"{field}.{DRIFT_KEY}")
 
     def group_plan(self, group: int, rng: np.random.Generator) -> dict[str, Any]:
         """The ClientPlan fields (domain, label_swaps, n_draws, info) of a client of ``group``."""
         raise NotImplementedError
+
+    def group_transforms(self) -> list[dict[str, Any]]:
+        """Per group, the transform its clients' data carries (``domain`` and / or ``label_swaps``, as a client's
+        :meth:`group_plan` gives them): what a client that drifts into the group sees (cflcore.data.drift). Only
+        generators whose groups differ by a transform of a client's own samples take a ``drift`` schedule (their
+        ``group_plan`` draws nothing)."""
+        plans = [self.group_plan(g, None) for g in range(len(self.params[self.group_key]))]  # type: ignore[arg-type]
+        return [{k: p[k] for k in ("domain", "label_swaps") if k in p} for p in plans]
 
     def cluster_info(self) -> dict[str, Any]:
         return {"cluster_shifts": [str(g) for g in self.params[self.group_key]]}
