@@ -158,7 +158,7 @@ def train_run(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, see
         log.info("resuming from checkpoint round %d", state.next_round - 1)
     kill_after, fail_after = os.environ.get(KILL_ENV), os.environ.get(FAIL_ENV)
     watchers = [ProgressRecord(out_dir), *monitors]
-    truth = np.asarray(fed.true_clusters) if len(fed.true_clusters) == fed.n_clients else None
+    has_truth = len(fed.true_clusters) == fed.n_clients
     try:
         for m in watchers:
             m.start(state.next_round, n_rounds)
@@ -166,6 +166,7 @@ def train_run(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, see
             engine.run_round(state, rnd, n_rounds)
             if (rnd + 1) % every == 0 and rnd + 1 < n_rounds:
                 save_checkpoint(out_dir, rnd, state_to_checkpoint(state, engine.strategy, chash, kind))
+            truth = np.asarray(engine.fed.true_clusters) if has_truth else None  # the round's (a drift schedule's)
             record = round_record(state.server_rows[-1], n_rounds, state.labels, truth)
             for m in watchers:
                 m.round(record)
