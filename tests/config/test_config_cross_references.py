@@ -56,7 +56,7 @@ CROSS_FIELD_CASES: dict[str, tuple[dict, str]] = {
         "report.claim_notes: '004-domain' is not a claim of the study's paper checks"),
     "paper-check-no-module-declares": (
         {"report": {"paper_checks": ["003"]}},
-        "report.paper_checks[0]: unknown paper '003'; known: 000, 002, 004, heterogeneity, home"),
+        "report.paper_checks[0]: unknown paper '003'; known: 000, 002, 004, dynamics, heterogeneity, home"),
     "cross-paper-home-no-paper-declares": (
         {"report": {"cross_paper": {"settings": {"nonoverlap-balanced": {"home": "003"}}}}},
         "report.cross_paper.settings.nonoverlap-balanced.home: unknown home '003'; allowed: 000, 002, 004, ifca, "
@@ -176,7 +176,7 @@ def test_declared_claim_ids_are_the_ids_the_claims_write():
 
     PAPERS.names()  # imports every paper module: their claims register
     assert {p: [fn.claim_id for fn in fns] for p, fns in CLAIMS.items()} == {p: list(i) for p, i in declared_claims().items()}
-    pattern = re.compile(r"^(?:\d{3}|het|home)-[a-z0-9-]+$")
+    pattern = re.compile(r"^(?:\d{3}|het|home|dyn)-[a-z0-9-]+$")
     for path in PAPER_FOLDER.glob("*.py"):
         for node in ast.parse(path.read_text()).body:
             ids = [d.args[1].value for d in getattr(node, "decorator_list", []) if isinstance(d, ast.Call)
