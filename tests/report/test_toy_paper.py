@@ -78,7 +78,7 @@ def test_a_paper_the_study_does_not_check_writes_no_rows_and_an_unknown_one_is_n
 def test_the_papers_validation_reads_from_source_are_the_registered_ones():
     """cflcore.paper_sources reads the ids from the decorators (config validation imports no report): the same ids
     the registry finds by importing the modules."""
-    assert declared_papers() == tuple(PAPERS.names()) == ("000", "002", "004", "heterogeneity", "home")
+    assert declared_papers() == tuple(PAPERS.names()) == ("000", "002", "004", "dynamics", "heterogeneity", "home")
 
 
 def test_a_toy_papers_home_shows_in_the_cross_paper_table_as_it_declares(monkeypatch):
