@@ -48,6 +48,7 @@ import pandas as pd
 
 from .. import filenames as fn
 from ..data.drift import DRIFT_KEY, groups_at_round, switch_spans
+from ..data.transforms import swapped_histogram
 from ..errors import DataError
 from ..io import read_json, read_parquet, write_parquet
 from ..metrics import (
@@ -93,6 +94,7 @@ class GroundTruth:
     has_groups: bool = True  # False: a standard partition (shards, dirichlet) with no groups; external scores n/a
     changes: tuple[tuple[int, int, int], ...] = ()  # a drift schedule's [round, client, group] (cflcore.data.drift)
     schedule: tuple[dict[str, Any], ...] = ()  # its events
+    group_swaps: tuple[tuple[tuple[int, int], ...], ...] = ()  # each group's label swaps (a label-swap split's)
 
     @property
     def n_clients(self) -> int:
@@ -101,6 +103,19 @@ class GroundTruth:
     def clusters_at(self, rnd: int) -> np.ndarray:
         """Every client's ground-truth group in round ``rnd`` (static splits: ``cluster_of_client``)."""
         return groups_at_round(self.cluster_of_client, self.changes, rnd) if self.changes else self.cluster_of_client
+
+    def histograms_at(self, rnd: int) -> np.ndarray:
+        """Every client's label histogram in round ``rnd``: a client that drifted into a group that swaps labels
+        counts its labels under that group's swaps, not its home group's (static splits: ``label_histograms``)."""
+        if not self.changes or not any(self.group_swaps):
+            return self.label_histograms
+        out = self.label_histograms.copy()
+        groups = self.clusters_at(rnd)
+        for k in np.flatnonzero(groups != self.cluster_of_client):
+            own = reversed(self.group_swaps[int(self.cluster_of_client[k])])  # undo the home group's swaps
+            unswapped = swapped_histogram(out[k].tolist(), [tuple(p) for p in own])
+            out[k] = swapped_histogram(unswapped, self.group_swaps[int(groups[k])])
+        return out
 
 
 @dataclass(frozen=True)
@@ -132,7 +147,9 @@ def load_ground_truth(manifest_path: str | Path) -> GroundTruth:
                         None if n_test is None else np.asarray(n_test, dtype=np.int64),
                         has_groups=bool(manifest.get("ground_truth", True)),
                         changes=tuple(tuple(int(v) for v in c) for c in drift.get("changes", ())),
-                        schedule=tuple(drift.get("schedule", ())))
+                        schedule=tuple(drift.get("schedule", ())),
+                        group_swaps=tuple(tuple(tuple(int(c) for c in pair) for pair in t.get("label_swaps") or ())
+                                          for t in drift.get("group_transforms", ())))
     if truth.label_histograms.shape[0] != truth.n_clients:
         raise DataError(
             f"{manifest_path}: label_histograms has {truth.label_histograms.shape[0]} clients, "
@@ -231,6 +248,7 @@ def round_scores(part: RoundPartition, truth: GroundTruth, gram: np.ndarray | No
     on ``divergence``, the method's own distances between the sampled clients, when it recorded them)."""
     sampled_labels = part.labels[part.sampled]
     members = part.members()
+    histograms = truth.histograms_at(part.round)
     labels = part.labels[members]
     return {
         "kind": "round",
@@ -239,8 +257,8 @@ def round_scores(part: RoundPartition, truth: GroundTruth, gram: np.ndarray | No
            else dict.fromkeys(EXTERNAL_SCORES)),
         "silhouette": None if gram is None else silhouette_from_gram(gram, sampled_labels),
         "davies_bouldin": None if gram is None else davies_bouldin_from_gram(gram, sampled_labels),
-        "was": wasserstein_silhouette(truth.label_histograms[members], labels),
-        "wadb": wasserstein_davies_bouldin(truth.label_histograms[members], labels),
+        "was": wasserstein_silhouette(histograms[members], labels),
+        "wadb": wasserstein_davies_bouldin(histograms[members], labels),
         "n_clusters": int(len(np.unique(labels))),
         "n_sampled": int(part.sampled.size),
         "silhouette_method": None if divergence is None else silhouette_from_distances(divergence, sampled_labels),

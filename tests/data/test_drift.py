@@ -14,6 +14,7 @@ from cflcore.config import load_config
 from cflcore.data import load_dataset, load_federated, make_split
 from cflcore.data.drift import groups_at_round, realise_schedule, switch_spans
 from cflcore.errors import ConfigError
+from cflcore.evaluate.clustering import load_ground_truth
 from cflcore.io import read_json
 from conftest import REPO
 
@@ -72,6 +73,11 @@ def test_label_swap_drift_swaps_the_new_groups_labels(digits, table, tmp_path):
         a, b = swaps[g]
         true = table.labels[c.idx_train]
         np.testing.assert_array_equal(c.y_train.numpy(), np.where(true == a, b, np.where(true == b, a, true)))
+    truth = load_ground_truth(tmp_path / "manifest.json")  # the evaluation's histograms (WAS) count what they hold
+    for rnd in (0, 1):
+        held = [np.bincount(c.y_train.numpy(), minlength=10) for c in fed.at_round(rnd).clients]
+        np.testing.assert_array_equal(truth.histograms_at(rnd), np.asarray(held, dtype=np.float64))
+        np.testing.assert_array_equal(truth.clusters_at(rnd), fed.at_round(rnd).true_clusters)
 
 
 def _digest(split_dir: Path) -> str:
