@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import ConfigError
 from .base import (SPLIT_GENERATORS, ClientPlan, SplitContext, SplitGenerator, SplitPlan, apportion,
                    check_enough_clients, check_group_shares, clusters_of, dirichlet_weights, shares_param)
-from ..drift import DRIFT_PARAM
+from ..drift import DRIFT_KEY, DRIFT_PARAM
 from .grouped import GROUP_PARAMS, GroupedShiftSplit
 
 DOMAINS = ("clean", "noise", "blur")
@@ -132,7 +132,7 @@ class RotationSplit(GroupedShiftSplit):
                                           "partition of the whole train part (Sattler et al.'s split_noniid, "
                                           "felisat/clustered-federated-learning data_utils.py:4-23; needs "
                                           "samples_per_client null and replace false)"},
-        "drift": DRIFT_PARAM,
+        DRIFT_KEY: DRIFT_PARAM,
     }
     key_neutral = {"dirichlet_over": "classes"}  # added after the first rotation studies: classes draws as before it
     group_key = "angles"
@@ -181,7 +181,7 @@ class LabelSwapSplit(GroupedShiftSplit):
                                  "(1,7), (2,7), (4,7), (3,8), (5,6), (7,9), leahcimali); a label must be one of the "
                                  "dataset's classes"},
         **GROUP_PARAMS,
-        "drift": DRIFT_PARAM,
+        DRIFT_KEY: DRIFT_PARAM,
     }
     group_key = "swaps"
     class_keys = ("swaps",)
@@ -224,7 +224,7 @@ class FeatureSkewSplit(GroupedShiftSplit):
         "morphology_size": {"type": "integer", "minimum": 2, "maximum": 7, "default": 3,
                             "description": "side of the square of the greyscale erosion / dilation (scipy.ndimage)"},
         **GROUP_PARAMS,
-        "drift": DRIFT_PARAM,
+        DRIFT_KEY: DRIFT_PARAM,
     }
     group_key = "features"
 
