@@ -78,7 +78,9 @@ PERSONALISATION_COLUMNS = ["kind", "round", "pf1", "gf1", "learning_gap", "local
                            "orch_acc", "n_evaluations", "global_f1", "global_acc", "global_orch_f1", "global_orch_acc",
                            "local_bacc_weighted"]
 HISTORY_REQUIRED = ("round", "client", "cluster", "sampled", "local_f1", "orch_f1")
-DRIFT_COLUMNS = ("switch_last_round", "pre_switch_ari", "reclustering_lag")
+SWITCH_KIND = "switch"
+SWITCH_LAST_ROUND, PRE_SWITCH_ARI, RECLUSTERING_LAG = DRIFT_COLUMNS = ("switch_last_round", "pre_switch_ari",
+                                                                      "reclustering_lag")
 """Appended where the split has a drift schedule (cflcore.data.drift), on its ``switch`` rows (one per switch,
 ``round`` its first round): its last round, the ARI after the round before it, and the re-clustering lag
 (cflcore.metrics.drift; null: never). A static split's file has none of them."""
@@ -314,8 +316,8 @@ def switch_rows(per_round: pd.DataFrame, truth: GroundTruth) -> pd.DataFrame:
     for i, (first, last) in enumerate(spans):
         stop = spans[i + 1][0] if i + 1 < len(spans) else None
         pre = by_round[first - 1] if first - 1 < by_round.size else np.nan
-        rows.append({"kind": "switch", "round": first, "switch_last_round": last, "pre_switch_ari": pre,
-                     "reclustering_lag": reclustering_lag(by_round.tolist(), first, last, stop)})
+        rows.append({"kind": SWITCH_KIND, "round": first, SWITCH_LAST_ROUND: last, PRE_SWITCH_ARI: pre,
+                     RECLUSTERING_LAG: reclustering_lag(by_round.tolist(), first, last, stop)})
     return pd.DataFrame(rows)
 
 
@@ -350,7 +352,7 @@ def typed_frame(frame: pd.DataFrame, columns: Sequence[str], dtypes: Mapping[str
 
 _EVAL_DTYPES = {"kind": "str", "ever_clustered": "boolean",
                 **dict.fromkeys(("round", "clustering_round", "first_clustering_round", "n_rounds_scored",
-                                 "n_evaluations", "switch_last_round", "reclustering_lag"), "Int64")}
+                                 "n_evaluations", SWITCH_LAST_ROUND, RECLUSTERING_LAG), "Int64")}
 
 
 def _typed(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...evaluate.clustering import PRE_SWITCH_ARI, RECLUSTERING_LAG, SWITCH_KIND, SWITCH_LAST_ROUND
 from ..statistics.seed_stats import FOUND_ARI
 from ..statistics.verdicts import threshold
 from .base import ClaimData, ClaimResult, Paper, Role, claim, register_paper, select, verdict
@@ -28,8 +29,8 @@ ONE_SHOT = ("ocfl", "bcl")  # one-shot methods: the partition is fixed at the cl
 PER_ROUND = ("ifca", "louvain")  # per-round methods: every round assigns every client again
 FOUND = FOUND_ARI  # "recovers the groups": ARI at or above 0.9 (seed_stats)
 WITHIN_ROUNDS = 3  # R: a per-round method re-clusters within this many rounds after the switch
-LAG = "reclustering_lag"
-PRE_SWITCH = "pre_switch_ari"
+LAG = RECLUSTERING_LAG
+PRE_SWITCH = PRE_SWITCH_ARI
 
 
 def _on(runs: pd.DataFrame, split: str) -> pd.DataFrame:
@@ -51,13 +52,13 @@ def switch_lags(data: ClaimData, split: str) -> pd.DataFrame:
         spec, frame = run.spec, run.clustering
         if spec.split != split or frame is None or "kind" not in frame or LAG not in frame:
             continue
-        switches = frame[frame["kind"] == "switch"]
+        switches = frame[frame["kind"] == SWITCH_KIND]
         rounds = pd.to_numeric(frame.loc[frame["kind"] == "round", "round"], errors="coerce")
         if not len(switches) or not len(rounds):
             continue
         first = switches.iloc[0]
         lag = pd.to_numeric(pd.Series([first[LAG]]), errors="coerce").iloc[0]
-        left = float(rounds.max()) - float(first["switch_last_round"]) + 1.0
+        left = float(rounds.max()) - float(first[SWITCH_LAST_ROUND]) + 1.0
         rows.append({"dataset": spec.dataset, "clients": spec.clients, "seed": spec.seed,
                      "algorithm_base": spec.algorithm, "split_base": spec.split,
                      PRE_SWITCH: float(first[PRE_SWITCH]), LAG: left if np.isnan(lag) else float(lag)})
