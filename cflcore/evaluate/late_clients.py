@@ -105,8 +105,9 @@ def client_rows(history: pd.DataFrame, truth: GroundTruth, schedule: LateSchedul
         raise DataError(f"history: {final.size} clients in round {last_round}, the manifest has {n}")
     is_late = np.isin(np.arange(n), schedule.late)
     founding = np.flatnonzero(~is_late)
-    owner = majority_true_cluster(final, truth.cluster_of_client, founding)
-    founded = set(truth.cluster_of_client[founding].tolist())
+    true_final = truth.clusters_at(last_round)  # the last round's groups (a drift schedule's, cflcore.data.drift)
+    owner = majority_true_cluster(final, true_final, founding)
+    founded = set(true_final[founding].tolist())
     window = schedule.first_join if schedule.first_join is not None else 0
     rows = []
     for client in range(n):
@@ -115,7 +116,7 @@ def client_rows(history: pd.DataFrame, truth: GroundTruth, schedule: LateSchedul
         joined = client in schedule.join_round
         start = schedule.join_round.get(client, window) if is_late[client] else window
         scored = evaluated[evaluated["round"] >= start]
-        true = int(truth.cluster_of_client[client])
+        true = int(true_final[client])
         rows.append({
             "kind": "client", "round": None, "client": client, "role": "late" if is_late[client] else "founding",
             "true_cluster": true, "assigned_cluster": int(final[client]) if (joined or not is_late[client]) else None,

@@ -282,7 +282,7 @@ def whatif_frame(entries: Sequence[WhatifClusterer], matrices: Sequence[RoundMat
     scikit-learn's argument checks (:class:`ScoreMemo`; the frame is the same but for ``seconds``)."""
     n_true = int(np.unique(truth.cluster_of_client[truth.cluster_of_client >= 0]).size) or None
     scores = ScoreMemo(enabled=fast)
-    rows = [score_row(entry, m, truth.cluster_of_client[m.clients], run_labels[m.round][m.clients], seed, n_true,
+    rows = [score_row(entry, m, truth.clusters_at(m.round)[m.clients], run_labels[m.round][m.clients], seed, n_true,
                       scores)
             for m in matrices for entry in entries]
     return typed_whatif(pd.DataFrame(rows, columns=WHATIF_COLUMNS))
