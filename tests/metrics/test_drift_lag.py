@@ -1,12 +1,15 @@
-"""The re-clustering lag (cflcore.metrics.drift) on hand-made partition sequences, and clustering.parquet's per-round
-truth and ``switch`` rows for a split with a drift schedule (cflcore.evaluate.clustering)."""
+"""The re-clustering lag (cflcore.metrics.drift) on hand-made partition sequences, clustering.parquet's per-round
+truth and ``switch`` rows for a split with a drift schedule (cflcore.evaluate.clustering), and the late-clients table
+read against the last round's groups."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from cflcore.evaluate.clustering import (CLUSTERING_COLUMNS, DRIFT_COLUMNS, GroundTruth, RoundPartition,
                                          clustering_frame)
+from cflcore.evaluate.late_clients import LateSchedule, client_rows
 from cflcore.metrics.drift import partition_lag, reclustering_lag
 
 HOME = [0, 0, 0, 1, 1, 1]
@@ -75,3 +78,14 @@ def test_clustering_reads_each_rounds_truth_and_records_the_lag():
 def test_a_static_split_has_no_drift_columns():
     frame = _frame([HOME] * 3, (), ())
     assert list(frame.columns) == CLUSTERING_COLUMNS and "switch" not in frame["kind"].tolist()
+
+
+def test_late_clients_are_read_against_the_last_rounds_groups():
+    """cflcore.evaluate.late_clients: a late client that drifted before the end is judged by its group at the end."""
+    truth = GroundTruth(np.asarray(HOME), np.ones((6, 3)), changes=((2, 5, 0),),
+                        schedule=({"kind": "sudden", "round": 2, "share": 0.2},))
+    final = [0, 0, 0, 1, 1, 0]  # client 5 (late, joined at round 2) attached to group 0's cluster, its group since 2
+    history = pd.DataFrame([{"round": r, "client": c, "cluster": final[c] if r == 3 else HOME[c], "local_f1": 0.5,
+                             "orch_f1": 0.4} for r in range(4) for c in range(6)])
+    rows = client_rows(history, truth, LateSchedule(np.asarray([5]), {5: 2}, {5: 0}))
+    assert rows[5]["true_cluster"] == 0 and rows[5]["attached_to_true"] is True
