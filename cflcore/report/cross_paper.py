@@ -157,12 +157,22 @@ def mark_best(frame: pd.DataFrame, summary: pd.DataFrame, settings: Sequence[Set
 
 
 def average_ranks(tidy: pd.DataFrame) -> pd.Series:
-    """Each method's mean rank over the settings by mean ARI (1 = best; ties share the average rank)."""
+    """Each method's mean rank over the settings by mean ARI (1 = best; ties share the average rank), on the table the
+    CD uses (:data:`CD_INCOMPLETE`: a method without a score on every scored setting is left out, every setting
+    stays)."""
+    from .statistics.cd import complete_scores, mean_ranks
+
     tidy = tidy[~tidy["control"]] if "control" in tidy else tidy
     if tidy.empty:
         return pd.Series(dtype=float)
-    wide = tidy.pivot(index="setting", columns="method", values="ari_mean")
-    return wide.rank(axis=1, ascending=False, method="average").mean(axis=0).sort_values()
+    complete, _ = complete_scores(tidy.pivot(index="setting", columns="method", values="ari_mean"), CD_INCOMPLETE)
+    return mean_ranks(complete).sort_values(kind="stable") if len(complete) else pd.Series(dtype=float)
+
+
+CD_INCOMPLETE = "methods"
+"""How the CD and the average ranks treat a cell without a score (cflcore.report.statistics.cd.complete_scores): a
+missing cell is a method that cannot act there, missing because of the method, so the method is left out (and named)
+and every setting stays a block; dropping the setting instead would take it away from every other method."""
 
 
 CD_BLOCKS = "settings as blocks, seeds averaged within a setting (Demšar 2006)"
@@ -173,9 +183,9 @@ def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seque
               cannot_split: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
     """Blocks (settings, not controls) × methods of final ARI, each the mean over the setting's seeds: Demšar (2006)
     ranks methods over independent data sets, and the seeds of one setting are repeated measurements on one data
-    set, not independent blocks (incomplete blocks are dropped in the CD analysis). A method that cannot act on a
-    setting (``cannot_split``, as :func:`cross_table`) has no score there: a method that cannot act on any setting is
-    left out, and otherwise that setting's block is incomplete and dropped."""
+    set, not independent blocks. A method that cannot act on a setting (``cannot_split``, as :func:`cross_table`) has
+    no score there: a method that cannot act on any setting is left out here, and one that cannot act on some is left
+    out by the CD analysis (:data:`CD_INCOMPLETE`), which names it; the setting stays a block for the others."""
     splits = {s.split: s.label for s in settings if not s.control}
     ruled_out = {(m, sp) for m, by_split in (cannot_split or {}).items() for sp in by_split}
     methods = [m for m in methods if not all((m, sp) in ruled_out for sp in splits)] if splits else list(methods)
@@ -236,10 +246,12 @@ def _possessive(homes: Sequence[str]) -> str:
     return " and ".join(f"{home}'s" for home in homes)
 
 
-def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
+def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series, left_out: Sequence[str] = (),
+                  n_blocks: int | None = None) -> list[str]:
     """Sentences from the numbers: the winner of each setting, the method that never fails badly (its worst ARI
     highest), and each paper's own method at home against away; a method whose home check does not hold carries its
-    mark (:func:`marks`)."""
+    mark (:func:`marks`); ``left_out``: the methods the ranks leave out (no score on every setting), ``n_blocks``: the
+    settings the ranks rest on."""
     if tidy.empty:
         return ["No runs."]
     marked = marks(tidy)
@@ -280,8 +292,10 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
                          f"own settings, {away:.2f} on the others' ({'lower' if away < at_home else 'not lower'} away "
                          "from home).")
     if len(ranks):
-        lines.append("Average rank by ARI (1 = best): "
-                     + ", ".join(f"{names([m])} {r:.1f}" for m, r in ranks.items()) + ".")
+        over = f" over {n_blocks} settings" if n_blocks else ""
+        lines.append(f"Average rank by ARI{over} (1 = best): "
+                     + ", ".join(f"{names([m])} {r:.1f}" for m, r in ranks.items())
+                     + (f"; left out (no score on every setting): {names(left_out)}" if left_out else "") + ".")
     return lines
 
 
@@ -300,10 +314,10 @@ def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], metho
         summary = pd.DataFrame(columns=["split_base", "algorithm", "seed", "ari", "rand", "pf1", "local_bacc"])
     settings = settings_of(block)
     tidy = cross_table(summary, settings, methods, cannot_split, home_checks)
-    ranks = average_ranks(tidy)
-    scores = cd_scores(summary, settings, methods, cannot_split)
-    return {"settings": settings, "tidy": tidy, "ranks": ranks, "cd": cd_analysis(scores, higher_is_better=True),
-            "oracle": list(oracle), "lines": what_it_shows(tidy, ranks),
+    cd = cd_analysis(cd_scores(summary, settings, methods, cannot_split), higher_is_better=True, incomplete=CD_INCOMPLETE)
+    ranks = pd.Series(cd.mean_ranks, dtype=float)  # the CD's own: the same blocks and methods
+    return {"settings": settings, "tidy": tidy, "ranks": ranks, "cd": cd,
+            "oracle": list(oracle), "lines": what_it_shows(tidy, ranks, cd.dropped, cd.n_blocks),
             "title": block.get("title") or TITLE, "notes": list(block.get("notes") or []),
             "home_checks": home_checks is not None}
 
@@ -331,6 +345,8 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
         cd_text = (f"Friedman p = {cd.friedman_p:.3g} over {cd.n_blocks} complete blocks ({CD_BLOCKS}); groups not "
                    "significantly different (Wilcoxon–Holm, α 0.05): "
                    + "; ".join("{" + ", ".join(c) + "}" for c in cd.cliques))
+    if cd.dropped:
+        cd_text += f"; left out of the CD and the ranks (no score on every setting): {', '.join(cd.dropped)}"
     if cd.nemenyi_cd is not None:
         cd_text += f"; Nemenyi critical difference {cd.nemenyi_cd:.2f} of mean rank (α 0.05)"
     if cd.n_blocks and cd.n_blocks < MIN_WILCOXON_BLOCKS:
