@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .acted import cell_actions
 from .home_checks import LEGEND, marks
 from .papers.base import SettingHome, setting_homes
 from .statistics.seed_stats import BIMODAL, FOUND_ARI, MISSED_ARI, from_columns, summary_columns
@@ -50,11 +51,20 @@ CANNOT_SPLIT = "cannot split here"
 """A cell whose method cannot recover the setting's groups by construction (cflcore.plugin.Plugin.cannot_split): the
 table prints this and the reason instead of an ARI, and the cell is out of the column's ranks, its mark and the CD."""
 
-COLUMNS = ["method", "setting", "split", "home", "control", "accuracy_metric", "n_seeds", "cannot_split", "ari_mean",
+DID_NOT_ACT = "did not act"
+"""A cell where the method could act but never did in any seed (cflcore.strategies.base.Strategy.did_not_act, read from
+each run's records: cflcore.report.acted): printed with the reason and its figures instead of an ARI, and out of the
+column's ranks, its mark and the CD, as :data:`CANNOT_SPLIT`. Where some seeds acted the cell is scored on all its
+seeds and says "k of n seeds acted"."""
+
+COLUMNS = ["method", "setting", "split", "home", "control", "accuracy_metric", "n_seeds", "cannot_split",
+           "did_not_act", "seeds_acted", "ari_mean",
            "ari_std", "ari_n", "ari_found", "ari_missed", "rand_mean", "rand_std", "rand_n", "accuracy_mean",
            "accuracy_std", "accuracy_n", "best_ari", "tied_best", "home_check"]
 """The tidy table's columns (``tables/cross_paper.csv``), also when the study has no cross-paper block.
 ``cannot_split``: the reason a method cannot act on the setting ("" where it can); its ARI and Rand are then null.
+``did_not_act``: why it acted in none of its seeds there ("" where it acted in some); its ARI and Rand are then null.
+``seeds_acted``: "k of n seeds acted" where some seeds acted and some did not ("" otherwise; scored on all seeds).
 ``home_check``: whether the method's home check holds (:mod:`.home_checks`; "" where the study lists none)."""
 MARK_COLUMNS = ["best_ari", "tied_best"]
 """The columns :func:`mark_best` fills."""
@@ -107,18 +117,21 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
     column's top cells within the noise of each other (``tied_best``: "tied"; :func:`mark_best`). ``summary``:
     sweep_summary (one row per run, final-round scores); ``cannot_split``: method -> split -> why it cannot recover
     that split's groups (cflcore.plugin.PLUGIN_FACTS_KEY): its ARI and Rand are left null there (its accuracy stays:
-    it still trained); ``home_checks``: method -> whether its home check holds (:mod:`.home_checks`), the
+    it still trained), and so where no seed of the cell acted (``summary``'s cflcore.report.acted.NO_ACTION column,
+    :data:`DID_NOT_ACT`); ``home_checks``: method -> whether its home check holds (:mod:`.home_checks`), the
     ``home_check`` column ("" without)."""
     rows = []
     for s in settings:
         for method in methods:
             runs = summary[(summary["split_base"] == s.split) & (summary["algorithm"] == method)] if len(summary) else summary
             reason = str(((cannot_split or {}).get(method) or {}).get(s.split) or "")
+            idle, acted = ("", "") if reason else cell_actions(runs)
             row: dict[str, Any] = {"method": method, "setting": s.label, "split": s.split, "home": s.home,
                                    "control": s.control, "accuracy_metric": s.accuracy, "n_seeds": int(len(runs)),
-                                   "cannot_split": reason, "home_check": str((home_checks or {}).get(method, ""))}
+                                   "cannot_split": reason, "did_not_act": idle, "seeds_acted": acted,
+                                   "home_check": str((home_checks or {}).get(method, ""))}
             for name, column in (("ari", "ari"), ("rand", "rand"), ("accuracy", s.accuracy)):
-                ruled_out = bool(reason) and name != "accuracy"
+                ruled_out = bool(reason or idle) and name != "accuracy"
                 values = (pd.to_numeric(runs[column], errors="coerce") if len(runs) and column in runs and not ruled_out
                           else pd.Series(dtype=float))
                 row.update(summary_columns(values.to_numpy(dtype=np.float64), name, counts=name == "ari"))
@@ -184,11 +197,13 @@ def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seque
     """Blocks (settings, not controls) × methods of final ARI, each the mean over the setting's seeds: Demšar (2006)
     ranks methods over independent data sets, and the seeds of one setting are repeated measurements on one data
     set, not independent blocks. A method that cannot act on a setting (``cannot_split``, as :func:`cross_table`) has
-    no score there: a method that cannot act on any setting is left out here, and one that cannot act on some is left
-    out by the CD analysis (:data:`CD_INCOMPLETE`), which names it; the setting stays a block for the others."""
+    no score there (its column is all null where that holds on every setting): the CD analysis leaves the method out
+    and names it (:data:`CD_INCOMPLETE`); the setting stays a block for the others."""
     splits = {s.split: s.label for s in settings if not s.control}
     ruled_out = {(m, sp) for m, by_split in (cannot_split or {}).items() for sp in by_split}
-    methods = [m for m in methods if not all((m, sp) in ruled_out for sp in splits)] if splits else list(methods)
+    if len(summary):  # and the cells where no seed acted (:data:`DID_NOT_ACT`)
+        ruled_out |= {(m, sp) for (m, sp), runs in summary.groupby(["algorithm", "split_base"], sort=False)
+                      if cell_actions(runs)[0]}
     runs = summary[summary["split_base"].isin(splits) & summary["algorithm"].isin(methods)] if len(summary) else summary
     if len(runs):
         runs = runs[[(m, sp) not in ruled_out for m, sp in zip(runs["algorithm"], runs["split_base"])]]
@@ -230,11 +245,14 @@ def cell_text(r: Mapping[str, Any]) -> str:
         return "n/a"
     if r.get("cannot_split"):
         ari = f"{CANNOT_SPLIT}: {r['cannot_split']}"
+    elif r.get("did_not_act"):
+        ari = f"{DID_NOT_ACT}: {r['did_not_act']}"
     elif not np.isfinite(r["ari_mean"]):  # a standard partition (shards, dirichlet): no groups to recover
         ari = NO_GROUPS
     else:
         mark = best_mark(r)
-        ari = "ARI " + from_columns(r, "ari").text(2, k_of_n=True) + (f" {mark}" if mark else "")
+        ari = ("ARI " + from_columns(r, "ari").text(2, k_of_n=True) + (f" {mark}" if mark else "")
+               + (f" ({r['seeds_acted']})" if r.get("seeds_acted") else ""))
     rand = f" · Rand {r['rand_mean']:.2f}" if r["home"] in rand_homes() and np.isfinite(r["rand_mean"]) else ""
     acc_name = ACCURACY_NAMES.get(r["accuracy_metric"], "acc.")
     acc = f" · {acc_name} {from_columns(r, 'accuracy').text()}" if np.isfinite(r["accuracy_mean"]) else ""
@@ -335,7 +353,10 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
              f"{MISSED_ARI:g}); {BEST_MARK} = the column's best ARI, beyond the seed noise above every other (paired "
              f"over seeds); {TIED_MARK} = the column's top cells, within the noise of each other; (oracle) = told the "
              f"true number of groups; {NO_GROUPS} = a standard partition; {CANNOT_SPLIT}: <reason> = the method's own "
-             "parameters rule the setting's groups out before it runs (out of the ranks and the CD)"
+             "parameters rule the setting's groups out before it runs (out of the ranks and the CD); "
+             f"{DID_NOT_ACT}: <reason> = it could act but acted in none of its seeds (its criterion never met, its "
+             "trigger never fired: read from the runs' own records; out of the ranks and the CD); k of n seeds acted = "
+             "scored on all its seeds"
              + (f"; {LEGEND}" if analysis.get("home_checks") else "") + ".\n\n"]
     parts += [f"{note}\n\n" for note in analysis.get("notes") or []]
     parts.append(csv_table(wide_table(tidy, analysis["oracle"]), "Methods × settings") + "\n")
@@ -394,6 +415,8 @@ def heatmap_text(r: Mapping[str, Any], name: str) -> str:
     table's mark (★ or tied) and, under it, the seeds that found the groups (k of n ≥ 0.9; bimodal marked)."""
     if name == "ari" and r.get("cannot_split"):
         return "cannot\nsplit"
+    if name == "ari" and r.get("did_not_act"):
+        return "did not\nact"
     v = r.get(f"{name}_mean", np.nan)
     if v is None or not np.isfinite(v):
         return "n/a"

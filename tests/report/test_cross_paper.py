@@ -241,7 +241,10 @@ def test_a_method_ruled_out_everywhere_is_left_out_of_the_cd():
     runs = planted()
     reasons = {"weak": {s.split: "its parameters rule it out" for s in SETTINGS}}
     scores = cp.cd_scores(runs, SETTINGS, ["home", "mid", "weak"], reasons)
-    assert list(scores.columns) == ["home", "mid"] and len(scores) == 3
+    assert scores["weak"].isna().all() and scores[["home", "mid"]].notna().all().all() and len(scores) == 3
+    block = {"settings": {s.split: {"home": s.home, "label": s.label} for s in SETTINGS}}
+    cd = cp.cross_analysis(runs, block, ["home", "mid", "weak"], cannot_split=reasons)["cd"]
+    assert cd.dropped == ["weak"] and cd.algorithms == ["home", "mid"] and cd.n_blocks == 3
 
 
 def test_the_front_page_context_reads_the_plug_in_facts_without_importing_a_plug_in(tmp_path):
