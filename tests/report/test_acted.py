@@ -68,6 +68,10 @@ def test_each_plug_in_reads_its_own_criterion():
     assert fedgwc.did_not_act(_server(db_considered=["[]", "[0]"], min_mse=[0.5, 1e-4], epsilon=[1e-3] * 2), {}) is None
     why = fedgwc.did_not_act(_server(db_considered=["[]"] * 3, min_mse=[0.5, 0.13, 0.065], epsilon=[1e-3] * 3), {})
     assert why.text() == "Alg. 2 never ran: smallest running MSE 0.065 (round 2) against ε 0.001"
+    # BCL: its clustering round past the run's rounds
+    assert STRATEGIES.get("bcl").did_not_act(_server(clustered=[False] * 3), {"round": 20}).text() == \
+        "its clustering round 20 is past the run's 3 rounds"
+    assert STRATEGIES.get("bcl").did_not_act(_server(clustered=[False, False, True]), {"round": 2}) is None
     # a method that acts from round 0 never says it did not
     assert STRATEGIES.get("ifca").did_not_act(_server(n_clusters=[2, 2]), {}) is None
 
