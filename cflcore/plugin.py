@@ -12,13 +12,12 @@ whose ``default`` values are the only place its defaults are written. This base 
   :meth:`Plugin.told_true_k` (whether its parameters give it the true number of groups),
   :meth:`Plugin.cannot_split` (why its parameters rule out recovering a setting's groups before it runs) and, for
   strategies,
-  ``replay_clusterer`` (``cflcore.strategies.base.Strategy``: how the what-if replay re-runs its clustering) and
-  ``did_not_act`` (from a finished run's own records, why it never acted: :class:`NoAction`).
+  ``replay_clusterer`` (``cflcore.strategies.base.Strategy``: how the what-if replay re-runs its clustering).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from .defaults import schema_defaults
@@ -95,40 +94,6 @@ parameters tell them the true number of groups (:meth:`Plugin.told_true_k`), and
 config files rather than a plug-in, so that the report reads every derived fact in one place: ``home_checks``,
 ``{strategy method: [results folder, ...]}``, the home-check studies of ``report.cross_paper.home_checks`` that run
 each method (cflcore.config.validate.home_check_studies)."""
-
-
-@dataclass(frozen=True)
-class NoAction:
-    """Why a run's method never acted (a split criterion never met, a trigger that never fired), read from the run's
-    own records after it ran (``cflcore.strategies.base.Strategy.did_not_act``): the run-time counterpart of
-    :meth:`Plugin.cannot_split`. ``reason`` is one clause with ``{name}`` fields, ``figures`` the numbers that fill
-    them; a cross table joins the seeds of a cell into ranges (:func:`no_action_text`)."""
-
-    reason: str
-    figures: Mapping[str, float] = field(default_factory=dict)
-
-    def text(self) -> str:
-        return no_action_text([self])
-
-
-def _figure_text(values: list[float]) -> str:
-    """"0.15" for one value (or several equal), "0.15–0.18" for a range; whole numbers printed whole, others to 2
-    significant digits."""
-    def one(v: float) -> str:
-        return str(int(v)) if float(v).is_integer() and abs(v) < 1e6 else f"{v:.2g}"
-
-    lo, hi = one(min(values)), one(max(values))
-    return lo if lo == hi else f"{lo}–{hi}"
-
-
-def no_action_text(reasons: "list[NoAction]") -> str:
-    """The seeds' reasons as one clause per distinct ``reason``, each figure the range over those seeds
-    ("smallest mean update norm 0.15–0.18 (rounds 17–19) against ε₁ 0.03–0.06"); clauses joined by "; "."""
-    by_reason: dict[str, list[NoAction]] = {}
-    for r in reasons:
-        by_reason.setdefault(r.reason, []).append(r)
-    return "; ".join(reason.format(**{k: _figure_text([float(r.figures[k]) for r in rs]) for k in rs[0].figures})
-                     for reason, rs in by_reason.items())
 
 
 class Plugin:

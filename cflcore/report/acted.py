@@ -1,10 +1,10 @@
 """Whether each run's method acted: the run-time counterpart of "cannot split here" (issue 68).
 
 A method can be given a setting it could split and still never act in a run: its split criterion never met within the
-rounds, its trigger never fired. Its final ARI is then 0 by default, not by failure. Each strategy plug-in says so
-from the run's own records (``cflcore.strategies.base.Strategy.did_not_act`` on its server.parquet); this module asks
-it for every loaded run, knowing no method by name, and puts the answer beside the run's scores
-(:data:`NO_ACTION`), where the cross table reads it (cflcore.report.cross_paper).
+rounds, its trigger never fired. Its final ARI is then 0 by default, not by failure. Each such method says so from
+the run's own records (its reader in cflcore.strategies.run_records, on its server.parquet); this module asks for
+every loaded run, knowing no method by name, and puts the answer beside the run's scores (:data:`NO_ACTION`), where
+the cross table reads it (cflcore.report.cross_paper).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import pandas as pd
 
 from ..defaults import schema_defaults
-from ..plugin import NoAction, no_action_text
+from ..strategies.run_records import NoAction, no_action_text
 
 if TYPE_CHECKING:
     from .runs import LoadedRun
@@ -24,15 +24,17 @@ or its records cannot tell."""
 
 
 def run_no_action(run: "LoadedRun", variant: Mapping[str, Any] | None) -> NoAction | None:
-    """Why ``run`` never acted, from its method's plug-in (``variant``: its config entry, ``method`` and parameters);
-    None where it acted, where the variant is unknown, or where the run has no server records."""
+    """Why ``run`` never acted, from its method's reader (``variant``: its config entry, ``method`` and parameters);
+    None where it acted, where the variant or its method is unknown, or where the run has no server records."""
     from ..strategies import STRATEGIES
+    from ..strategies.run_records import did_not_act
 
-    if not variant or run.server is None or str(variant.get("method")) not in STRATEGIES.names():
+    if not variant or str(variant.get("method")) not in STRATEGIES.names():
         return None
-    cls = STRATEGIES.get(str(variant["method"]))
-    params = {**schema_defaults(cls.params_schema), **{k: v for k, v in variant.items() if k in cls.params_schema}}
-    return cls.did_not_act(run.server, params)
+    method = str(variant["method"])
+    schema = STRATEGIES.get(method).params_schema
+    params = {**schema_defaults(schema), **{k: v for k, v in variant.items() if k in schema}}
+    return did_not_act(method, run.server, params)
 
 
 def with_actions(summary: pd.DataFrame, loaded: Sequence["LoadedRun"],

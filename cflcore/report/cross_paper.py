@@ -52,8 +52,8 @@ CANNOT_SPLIT = "cannot split here"
 table prints this and the reason instead of an ARI, and the cell is out of the column's ranks, its mark and the CD."""
 
 DID_NOT_ACT = "did not act"
-"""A cell where the method could act but never did in any seed (cflcore.strategies.base.Strategy.did_not_act, read from
-each run's records: cflcore.report.acted): printed with the reason and its figures instead of an ARI, and out of the
+"""A cell where the method could act but never did in any seed (its reader in cflcore.strategies.run_records, on each
+run's records: cflcore.report.acted): printed with the reason and its figures instead of an ARI, and out of the
 column's ranks, its mark and the CD, as :data:`CANNOT_SPLIT`. Where some seeds acted the cell is scored on all its
 seeds and says "k of n seeds acted"."""
 

@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from ..plugin import NoAction, Plugin
+from ..plugin import Plugin
 from ..registry import Registry
 
 if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
-    import pandas as pd
     import torch
 
 StartSpec = int | Mapping[int, float]
@@ -231,15 +230,6 @@ class Strategy(Plugin, ABC):
         as ``cflcore.clustering`` clusterer parameters (``{clusterer: <name>, ...}``) for the what-if replay
         (``run:<clusterer>``), given the variant's parameters with defaults; None (the default) when the method's
         clustering cannot be replayed from those matrices."""
-        return None
-
-    @classmethod
-    def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
-        """Optional hook: why a finished run never acted, read from its own records (``server``: its server.parquet,
-        one row per round, with the diagnostics this method's ``aggregate`` returned; ``params``: the variant's
-        parameters with their defaults), or None where it acted or the records cannot tell. The run-time
-        counterpart of :meth:`cannot_split`: a cross table prints "did not act: <reason>" instead of a score and
-        leaves the cell out of the ranks, the mark and the CD. Default: None (a method that acts from round 0)."""
         return None
 
     # ----- lifecycle ---------------------------------------------------------------------------

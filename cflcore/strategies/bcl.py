@@ -10,17 +10,13 @@ the clustering round stay in the pre-clustering cohort.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 from ..clustering.partition import consecutive_labels, inherit_by_overlap
-from ..plugin import NoAction
 from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
 from ._common import labels_tensor
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 
 def agglomerative_on_distance(divergence: np.ndarray, distance_threshold: float) -> np.ndarray:
@@ -56,16 +52,6 @@ class BriggsClustering(Strategy):
                            "description": "what the dendrogram is built on: cosine distance Γ (Briggs et al.) or, "
                                           "as in the published OCFL code, cosine similarity 1 − Γ (a bug)"},
     }
-
-    @classmethod
-    def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
-        """Never clustered (``clustered`` false every round): its clustering round is past the run's rounds."""
-        if server is None or not len(server) or "clustered" not in server:
-            return None
-        if server["clustered"].fillna(False).astype(bool).any():
-            return None
-        return NoAction("its clustering round {round} is past the run's {rounds} rounds",
-                        {"round": int(cls.with_defaults(params)["round"]), "rounds": len(server)})
 
     @classmethod
     def replay_clusterer(cls, params: Mapping[str, Any]) -> dict[str, Any] | None:

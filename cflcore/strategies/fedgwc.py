@@ -85,16 +85,13 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..plugin import NoAction, Population
+from ..plugin import Population
 from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
 from ._common import as_int_list, labels_tensor
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 _STREAM_SAMPLE, _STREAM_SPECTRAL = 0x6A5, 0x6C
 
@@ -288,15 +285,6 @@ def _flag(default: bool, description: str) -> dict[str, Any]:
     return {"type": "boolean", "default": default, "description": description}
 
 
-def _json_list(value: Any) -> list:
-    """A server.parquet list cell: a list, or its JSON text (the engine writes nested diagnostics as JSON)."""
-    import json
-
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return []
-    return list(json.loads(value)) if isinstance(value, str) else list(value)
-
-
 @register_strategy("fedgwc")
 class GaussianWeightingClustering(Strategy):
     params_schema = {
@@ -404,25 +392,6 @@ class GaussianWeightingClustering(Strategy):
     def splittable(self, n_members: int) -> bool:
         """Whether Alg. 2 may split a cluster of this size (:func:`splittable`)."""
         return splittable(self.params, n_members, self.ctx.n_clients)
-
-    @classmethod
-    def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
-        """Alg. 2 never ran (``db_considered`` empty every round): the running MSE never fell under ε (its smallest,
-        and the round), or it did but never for the patience on a cluster that can split."""
-        if server is None or not len(server) or "db_considered" not in server or "min_mse" not in server:
-            return None
-        if any(len(_json_list(v)) for v in server["db_considered"]):
-            return None
-        eps = float(server["epsilon"].iloc[-1])
-        mse = server["min_mse"].astype(float)
-        if not mse.notna().any():
-            return None
-        if not (mse < eps).any():
-            at = mse.idxmin()
-            return NoAction("Alg. 2 never ran: smallest running MSE {mse} (round {round}) against ε {eps}",
-                            {"mse": float(mse[at]), "round": int(server.at[at, "round"]), "eps": eps})
-        return NoAction("Alg. 2 never ran: the running MSE under ε {eps} in {under} rounds, never for the patience on a "
-                        "cluster that can split", {"eps": eps, "under": int((mse < eps).sum())})
 
     @classmethod
     def cannot_split(cls, params: Mapping[str, Any], population: Population) -> str | None:

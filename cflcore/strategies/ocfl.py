@@ -50,7 +50,7 @@ import numpy as np
 
 from ..clustering.clusterers import CLUSTERERS, FEATURES, ClusteringInput, build_clusterer, run_clusterer, union_params_schema
 from ..clustering.divergence import temperature
-from ..plugin import NoAction, Population
+from ..plugin import Population
 from ..clustering.partition import inherit_by_overlap
 from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
                            StrategyResult, register_strategy)
@@ -59,7 +59,6 @@ from ._late import (ATTACH_MODES, check_late_clients_value, choose_late_clients,
                     mean_unit_updates, nearest, resolve_late_count)
 
 if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
-    import pandas as pd
     import torch
 
 _STREAM_LATE, _STREAM_FALLBACK = 0x1A7E, 0x1A7F  # generator streams: who is late; a fallback trainer
@@ -123,27 +122,6 @@ class OneShotClustering(Strategy):
     def told_true_k(cls, params: Mapping[str, Any]) -> bool:
         """Its clusterer's count decides (K-Means ``k``, a scikit-learn estimator's ``n_clusters``)."""
         return CLUSTERERS.get(params.get("clusterer") or cls.params_schema["clusterer"]["default"]).told_true_k(params)
-
-    @classmethod
-    def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
-        """The trigger never fired (``clustered`` false every round): no round at or past ``min_round``, or the
-        temperature (its moving average, ``trigger_value``) never rose above the round before's, with its first and
-        last values."""
-        if server is None or not len(server) or "clustered" not in server:
-            return None
-        if server["clustered"].fillna(False).astype(bool).any():
-            return None
-        params = cls.with_defaults(params)
-        rounds, min_round = len(server), int(params["min_round"])
-        if min_round >= rounds:
-            return NoAction("trigger never fired: min_round {min_round} is past the run's {rounds} rounds",
-                            {"min_round": min_round, "rounds": rounds})
-        t = server["trigger_value"].astype(float).dropna()
-        rise = "rose above" if params["trigger"] == "strict" else "stayed at or rose above"
-        return NoAction(f"trigger never fired: the temperature never {rise} the round before's in {{rounds}} rounds "
-                        "(from {first} to {last})",
-                        {"rounds": rounds, "first": float(t.iloc[0]) if len(t) else float("nan"),
-                         "last": float(t.iloc[-1]) if len(t) else float("nan")})
 
     @classmethod
     def cannot_split(cls, params: Mapping[str, Any], population: Population) -> str | None:

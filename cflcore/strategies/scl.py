@@ -36,13 +36,11 @@ import numpy as np
 
 from ..clustering.divergence import cosine_similarity_from_gram
 from ..errors import ConfigError
-from ..plugin import NoAction
 from .base import (CENTRALISED_UPDATE_NORMS, ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult,
                    register_strategy)
 from ._common import as_int_list, labels_tensor
 
 if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
-    import pandas as pd
     import torch
 
 
@@ -167,35 +165,6 @@ class SattlerClustering(Strategy):
                                   float(params["proxy_tolerance"]))
         log.info("SCL epsilons from the centralised proxy: %s", asdict(eps))
         return {**params, **eps.as_params()}
-
-    @classmethod
-    def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
-        """No split in the whole run (``n_splits`` 0 every round), with the criterion's part that failed, from the
-        recorded ε₁, ε₂, cool-down and the federation's (one cluster's) update norms: no round past the cool-down; or
-        the mean update norm never under ε₁ (its smallest, and the round); or, in the rounds where it was, the
-        largest update norm never above ε₂. Rounds as the engine counts them (0-based)."""
-        if server is None or not len(server) or "n_splits" not in server or "eps1" not in server:
-            return None
-        if (server["n_splits"].fillna(0) > 0).any():
-            return None
-        cooldown = int(server["cooldown"].iloc[-1])
-        allowed = server[[split_allowed(int(r), cooldown) for r in server["round"]]]
-        if not len(allowed):
-            return NoAction("no round past the cool-down of {cooldown} rounds in {rounds}",
-                            {"cooldown": cooldown, "rounds": len(server)})
-        eps1, eps2 = float(allowed["eps1"].iloc[-1]), float(allowed["eps2"].iloc[-1])
-        mean = allowed["largest_mean_update_norm"].astype(float)
-        under = allowed[mean < eps1]
-        if not len(under):
-            at = mean.idxmin()
-            return NoAction("smallest mean update norm {norm} (round {round}) against ε₁ {eps1}",
-                            {"norm": float(mean[at]), "round": int(allowed.at[at, "round"]), "eps1": eps1})
-        largest = under["largest_max_update_norm"].astype(float)
-        if largest.max() <= eps2:
-            return NoAction("mean update norm under ε₁ in {under} rounds, where the largest update norm {norm} is under "
-                            "ε₂ {eps2}", {"under": len(under), "norm": float(largest.max()), "eps2": eps2})
-        return NoAction("split criterion met in {met} rounds but no bipartition made (≤ 2 sampled members, one-sided "
-                        "split or max_clusters)", {"met": int((largest > eps2).sum())})
 
     @classmethod
     def replay_clusterer(cls, params: Mapping[str, Any]) -> dict[str, Any] | None:

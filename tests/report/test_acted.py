@@ -1,5 +1,5 @@
 """Run-time "did not act" (issue 68): each strategy says from its own records whether a run acted
-(cflcore.strategies.base.Strategy.did_not_act), and the cross table prints it instead of a score and keeps it out of
+(cflcore.strategies.run_records: a reader per method, in a file beside it), and the cross table prints it instead of a score and keeps it out of
 the ranks, the mark and the CD (cflcore.report.acted, cflcore.report.cross_paper)."""
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cflcore.plugin import NoAction, no_action_text
 from cflcore.report import cross_paper as cp
 from cflcore.report.acted import NO_ACTION, cell_actions, with_actions
 from cflcore.strategies import STRATEGIES
+from cflcore.strategies.run_records import NoAction, did_not_act, no_action_text
 
 
 def scl_run(tmp_path, eps1: float, eps2: float, seed: int = 0) -> pd.DataFrame:
@@ -36,14 +36,14 @@ def test_scl_says_it_did_not_act_when_its_eps1_is_never_reached_and_acts_when_it
     None."""
     scl = STRATEGIES.get("scl")
     idle = scl_run(tmp_path, 1e-9, 1e-9)
-    why = scl.did_not_act(idle, scl.with_defaults({"eps1": 1e-9, "eps2": 1e-9}))
+    why = did_not_act("scl", idle, scl.with_defaults({"eps1": 1e-9, "eps2": 1e-9}))
     assert isinstance(why, NoAction) and why.reason.startswith("smallest mean update norm")
     norms = idle["largest_mean_update_norm"].astype(float)
     assert why.figures == {"norm": norms.min(), "round": int(idle.loc[norms.idxmin(), "round"]), "eps1": 1e-9}
     # ε₁ = ε₂ between round 0's mean and largest update norm (the same round 0: same seed): it splits there
     eps = float(idle.loc[0, "largest_mean_update_norm"] + idle.loc[0, "largest_max_update_norm"]) / 2
     acting = scl_run(tmp_path, eps, eps)
-    assert acting["n_splits"].sum() >= 1 and scl.did_not_act(acting, scl.with_defaults({"eps1": eps, "eps2": eps})) is None
+    assert acting["n_splits"].sum() >= 1 and did_not_act("scl", acting, scl.with_defaults({"eps1": eps, "eps2": eps})) is None
 
 
 def _server(**columns) -> pd.DataFrame:
@@ -51,29 +51,30 @@ def _server(**columns) -> pd.DataFrame:
 
 
 def test_each_plug_in_reads_its_own_criterion():
-    scl, ocfl, fedgwc = (STRATEGIES.get(m) for m in ("scl", "ocfl", "fedgwc"))
+    def of(method: str, server: pd.DataFrame, **params) -> NoAction | None:
+        return did_not_act(method, server, STRATEGIES.get(method).with_defaults(params))
+
     base = {"n_splits": [0, 0, 0], "eps1": [0.05] * 3, "eps2": [0.25] * 3}
     # SCL: under the cool-down in every round; under ε₁ but never over ε₂
-    assert scl.did_not_act(_server(**base, cooldown=[5] * 3, largest_mean_update_norm=[0.01] * 3,
-                                   largest_max_update_norm=[1.0] * 3), {}).reason.startswith("no round past the cool-down")
-    why = scl.did_not_act(_server(**base, cooldown=[0] * 3, largest_mean_update_norm=[0.2, 0.04, 0.03],
-                                  largest_max_update_norm=[0.3, 0.2, 0.1]), {})
+    assert of("scl", _server(**base, cooldown=[5] * 3, largest_mean_update_norm=[0.01] * 3,
+                             largest_max_update_norm=[1.0] * 3)).reason.startswith("no round past the cool-down")
+    why = of("scl", _server(**base, cooldown=[0] * 3, largest_mean_update_norm=[0.2, 0.04, 0.03],
+                            largest_max_update_norm=[0.3, 0.2, 0.1]))
     assert why.text() == "mean update norm under ε₁ in 2 rounds, where the largest update norm 0.2 is under ε₂ 0.25"
     # OCFL: clustered in some round -> acted; never -> the temperature's first and last values
-    assert ocfl.did_not_act(_server(clustered=[False, True, True], trigger_value=[0.4, 0.5, None]), {}) is None
-    why = ocfl.did_not_act(_server(clustered=[False] * 3, trigger_value=[0.44, 0.41, 0.38]), {})
+    assert of("ocfl", _server(clustered=[False, True, True], trigger_value=[0.4, 0.5, None])) is None
+    why = of("ocfl", _server(clustered=[False] * 3, trigger_value=[0.44, 0.41, 0.38]))
     assert why.text() == ("trigger never fired: the temperature never rose above the round before's in 3 rounds "
                           "(from 0.44 to 0.38)")
     # FedGWC: Alg. 2 decided in some round (even without a split) -> acted; never -> the smallest MSE against ε
-    assert fedgwc.did_not_act(_server(db_considered=["[]", "[0]"], min_mse=[0.5, 1e-4], epsilon=[1e-3] * 2), {}) is None
-    why = fedgwc.did_not_act(_server(db_considered=["[]"] * 3, min_mse=[0.5, 0.13, 0.065], epsilon=[1e-3] * 3), {})
+    assert of("fedgwc", _server(db_considered=["[]", "[0]"], min_mse=[0.5, 1e-4], epsilon=[1e-3] * 2)) is None
+    why = of("fedgwc", _server(db_considered=["[]"] * 3, min_mse=[0.5, 0.13, 0.065], epsilon=[1e-3] * 3))
     assert why.text() == "Alg. 2 never ran: smallest running MSE 0.065 (round 2) against ε 0.001"
     # BCL: its clustering round past the run's rounds
-    assert STRATEGIES.get("bcl").did_not_act(_server(clustered=[False] * 3), {"round": 20}).text() == \
-        "its clustering round 20 is past the run's 3 rounds"
-    assert STRATEGIES.get("bcl").did_not_act(_server(clustered=[False, False, True]), {"round": 2}) is None
-    # a method that acts from round 0 never says it did not
-    assert STRATEGIES.get("ifca").did_not_act(_server(n_clusters=[2, 2]), {}) is None
+    assert of("bcl", _server(clustered=[False] * 3), round=20).text() == "its clustering round 20 is past the run's 3 rounds"
+    assert of("bcl", _server(clustered=[False, False, True]), round=2) is None
+    # a method without a reader (it acts from round 0) never says it did not
+    assert of("ifca", _server(n_clusters=[2, 2])) is None
 
 
 def test_the_seeds_reasons_join_into_ranges():
@@ -138,3 +139,14 @@ def test_with_actions_asks_each_runs_own_plug_in():
     summary = pd.DataFrame({"algorithm": ["km", "ifca", "gone"], "ari": [0.0, 1.0, 0.5]})
     out = with_actions(summary, loaded, {"km": {"method": "ocfl", "clusterer": "kmeans"}, "ifca": {"method": "ifca"}})
     assert out[NO_ACTION].iloc[0].reason.startswith("trigger never fired") and out[NO_ACTION].iloc[1:].isna().all()
+
+
+@pytest.mark.parametrize("method", ["scl", "ocfl", "fedgwc", "bcl"])
+def test_no_train_job_runs_a_reader_so_no_run_reruns_for_one(method):
+    """The readers read finished runs; a train job's code hash covers what it imports (cflcore/provenance.py), so
+    they live outside the strategy modules and nothing a train job runs imports them."""
+    from cflcore.provenance import job_modules
+
+    modules = job_modules("train", {"method": method, "model": "tinyvgg"})
+    assert f"cflcore.strategies.{method}" in modules
+    assert not [m for m in modules if m.endswith("_records") or m == "cflcore.strategies.run_records"]
