@@ -60,3 +60,16 @@ def cell_actions(runs: pd.DataFrame) -> tuple[str, str]:
     if len(reasons) == len(runs):
         return no_action_text(reasons), ""
     return "", f"{len(runs) - len(reasons)} of {len(runs)} seeds acted"
+
+
+def references(algorithms: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """The study's variants that are reference bands, not contestants (a method's records' ``reference``,
+    cflcore.strategies.run_records), with the band's words; ``algorithms``: variant -> its config entry."""
+    from ..strategies.run_records import records
+
+    out = {}
+    for variant, entry in (algorithms or {}).items():
+        band = records(str(entry.get("method"))).reference if entry.get("method") else None
+        if band:
+            out[str(variant)] = band
+    return out
