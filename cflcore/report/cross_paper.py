@@ -58,13 +58,15 @@ column's ranks, its mark and the CD, as :data:`CANNOT_SPLIT`. Where some seeds a
 seeds and says "k of n seeds acted"."""
 
 COLUMNS = ["method", "setting", "split", "home", "control", "accuracy_metric", "n_seeds", "cannot_split",
-           "did_not_act", "seeds_acted", "ari_mean",
+           "did_not_act", "seeds_acted", "reference", "ari_mean",
            "ari_std", "ari_n", "ari_found", "ari_missed", "rand_mean", "rand_std", "rand_n", "accuracy_mean",
            "accuracy_std", "accuracy_n", "best_ari", "tied_best", "home_check"]
 """The tidy table's columns (``tables/cross_paper.csv``), also when the study has no cross-paper block.
 ``cannot_split``: the reason a method cannot act on the setting ("" where it can); its ARI and Rand are then null.
 ``did_not_act``: why it acted in none of its seeds there ("" where it acted in some); its ARI and Rand are then null.
 ``seeds_acted``: "k of n seeds acted" where some seeds acted and some did not ("" otherwise; scored on all seeds).
+``reference``: the band a reference method draws (FedAvg, oracle, local: cflcore.strategies.run_records), "" for a
+ranked method; a reference is shown apart and never ranked, marked or in the CD.
 ``home_check``: whether the method's home check holds (:mod:`.home_checks`; "" where the study lists none)."""
 MARK_COLUMNS = ["best_ari", "tied_best"]
 """The columns :func:`mark_best` fills."""
@@ -111,7 +113,7 @@ def settings_of(block: Mapping[str, Any] | None) -> list[Setting]:
 
 def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str],
                 cannot_split: Mapping[str, Mapping[str, str]] | None = None,
-                home_checks: Mapping[str, str] | None = None) -> pd.DataFrame:
+                home_checks: Mapping[str, str] | None = None, references: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Tidy: one row per method × setting with ARI, Rand and accuracy (mean, sample std, seeds; ARI's seeds ≥ 0.9 and
     ≤ 0.2), whether the ARI is the column's best beyond the seed noise (``best_ari``: ★) and whether it is among the
     column's top cells within the noise of each other (``tied_best``: "tied"; :func:`mark_best`). ``summary``:
@@ -119,7 +121,7 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
     that split's groups (cflcore.plugin.PLUGIN_FACTS_KEY): its ARI and Rand are left null there (its accuracy stays:
     it still trained), and so where no seed of the cell acted (``summary``'s cflcore.report.acted.NO_ACTION column,
     :data:`DID_NOT_ACT`); ``home_checks``: method -> whether its home check holds (:mod:`.home_checks`), the
-    ``home_check`` column ("" without)."""
+    ``home_check`` column ("" without); ``references``: method -> its band (the ``reference`` column)."""
     rows = []
     for s in settings:
         for method in methods:
@@ -129,6 +131,7 @@ def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seq
             row: dict[str, Any] = {"method": method, "setting": s.label, "split": s.split, "home": s.home,
                                    "control": s.control, "accuracy_metric": s.accuracy, "n_seeds": int(len(runs)),
                                    "cannot_split": reason, "did_not_act": idle, "seeds_acted": acted,
+                                   "reference": str((references or {}).get(method, "")),
                                    "home_check": str((home_checks or {}).get(method, ""))}
             for name, column in (("ari", "ari"), ("rand", "rand"), ("accuracy", s.accuracy)):
                 ruled_out = bool(reason or idle) and name != "accuracy"
@@ -151,7 +154,7 @@ def mark_best(frame: pd.DataFrame, summary: pd.DataFrame, settings: Sequence[Set
 
     frame = frame.assign(best_ari=False, tied_best=False)
     for s in settings:
-        rows = frame[(frame["split"] == s.split) & frame["ari_mean"].notna()]
+        rows = frame[(frame["split"] == s.split) & frame["ari_mean"].notna() & (frame["reference"] == "")]
         if s.control or not len(rows):
             continue
         best = rows["ari_mean"].idxmax()
@@ -176,6 +179,7 @@ def average_ranks(tidy: pd.DataFrame) -> pd.Series:
     from .statistics.cd import complete_scores, mean_ranks
 
     tidy = tidy[~tidy["control"]] if "control" in tidy else tidy
+    tidy = tidy[tidy["reference"] == ""] if "reference" in tidy else tidy
     if tidy.empty:
         return pd.Series(dtype=float)
     complete, _ = complete_scores(tidy.pivot(index="setting", columns="method", values="ari_mean"), CD_INCOMPLETE)
@@ -214,10 +218,23 @@ def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seque
     return wide.reindex(columns=list(methods))
 
 
-def method_label(method: str, oracle: Sequence[str], marked: Mapping[str, str]) -> str:
+REFERENCE = "reference"
+"""A reference method's row label suffix: a band, shown under the ranked methods (``reference`` column)."""
+
+
+def method_label(method: str, oracle: Sequence[str], marked: Mapping[str, str], reference: bool = False) -> str:
     """A method's row label: (oracle) where told the true number of groups, then its home check's mark
-    (:func:`marks`)."""
+    (:func:`marks`); a reference band: "<method> (reference)"."""
+    if reference:
+        return f"{method} ({REFERENCE})"
     return (f"{method} (oracle)" if method in oracle else method) + marked.get(method, "")
+
+
+def row_order(tidy: pd.DataFrame) -> tuple[list[str], set[str]]:
+    """The table's and the heatmap's methods, the ranked ones first, then the references (bands); and the references."""
+    methods = list(dict.fromkeys(tidy["method"]))
+    bands = set(tidy.loc[tidy["reference"] != "", "method"]) if "reference" in tidy else set()
+    return [m for m in methods if m not in bands] + [m for m in methods if m in bands], bands
 
 
 def wide_table(tidy: pd.DataFrame, oracle: Sequence[str] = ()) -> pd.DataFrame:
@@ -226,9 +243,10 @@ def wide_table(tidy: pd.DataFrame, oracle: Sequence[str] = ()) -> pd.DataFrame:
     if tidy.empty:
         return pd.DataFrame(columns=["method"])
     out = tidy.assign(cell=tidy.apply(cell_text, axis=1)).pivot(index="method", columns="setting", values="cell")
-    out = out.reindex(index=list(dict.fromkeys(tidy["method"])), columns=list(dict.fromkeys(tidy["setting"])))
+    order, bands = row_order(tidy)
+    out = out.reindex(index=order, columns=list(dict.fromkeys(tidy["setting"])))
     marked = marks(tidy)
-    out.index = [method_label(m, oracle, marked) for m in out.index]
+    out.index = [method_label(m, oracle, marked, m in bands) for m in out.index]
     return out.rename_axis("method").reset_index()
 
 
@@ -264,6 +282,14 @@ def _possessive(homes: Sequence[str]) -> str:
     return " and ".join(f"{home}'s" for home in homes)
 
 
+def _span(values: pd.Series) -> str:
+    """"0.61–0.74" (or "0.70", or "n/a") of a band's values over the settings."""
+    if not len(values):
+        return "n/a"
+    lo, hi = f"{values.min():.2f}", f"{values.max():.2f}"
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
 def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series, left_out: Sequence[str] = (),
                   n_blocks: int | None = None) -> list[str]:
     """Sentences from the numbers: the winner of each setting, the method that never fails badly (its worst ARI
@@ -278,6 +304,8 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series, left_out: Sequence[str] 
         return ", ".join(f"{m}{marked.get(m, '')}" for m in methods)
 
     lines = []
+    bands = tidy[tidy["reference"] != ""] if "reference" in tidy else tidy.iloc[:0]
+    tidy = tidy[~tidy.index.isin(bands.index)]
     control = tidy["control"] if "control" in tidy else pd.Series(False, index=tidy.index)
     for setting, rows in tidy[control].groupby("setting", sort=False):
         found = rows[rows["ari_mean"] > FAIL_ARI]
@@ -309,6 +337,10 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series, left_out: Sequence[str] 
             lines.append(f"{home}'s method ({names(dict.fromkeys(own['method']))}): mean ARI {at_home:.2f} on its "
                          f"own settings, {away:.2f} on the others' ({'lower' if away < at_home else 'not lower'} away "
                          "from home).")
+    for method, rows in bands.groupby("method", sort=False):
+        acc = rows["accuracy_mean"].dropna()
+        lines.append(f"Reference, not ranked: {method} ({rows['reference'].iloc[0]}); final ARI "
+                     f"{_span(rows['ari_mean'].dropna())}, accuracy {_span(acc)} over the settings.")
     if len(ranks):
         over = f" over {n_blocks} settings" if n_blocks else ""
         lines.append(f"Average rank by ARI{over} (1 = best): "
@@ -319,20 +351,23 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series, left_out: Sequence[str] 
 
 def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], methods: Sequence[str],
                    oracle: Sequence[str] = (), cannot_split: Mapping[str, Mapping[str, str]] | None = None,
-                   home_checks: Mapping[str, str] | None = None) -> dict[str, Any]:
+                   home_checks: Mapping[str, str] | None = None,
+                   references: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Everything the table, the CD diagram and the front page's section need, from the sweep summary (None or
     no ``block``: empty); ``oracle``: the variants told the true number of groups
     (cflcore.plugin.Plugin.told_true_k), marked in the table; ``cannot_split``: method -> split -> why it cannot act
     there (cflcore.plugin.PLUGIN_FACTS_KEY), printed in the cell and kept out of ranks, marks and the CD;
     ``home_checks``: method -> whether its home check holds (:func:`.home_checks.home_check_verdicts`; None: the
-    study lists none)."""
+    study lists none); ``references``: method -> its band (cflcore.report.acted.references), shown apart and never
+    ranked, marked or in the CD."""
     from .statistics.cd import cd_analysis
 
     if summary is None or not len(summary):
         summary = pd.DataFrame(columns=["split_base", "algorithm", "seed", "ari", "rand", "pf1", "local_bacc"])
     settings = settings_of(block)
-    tidy = cross_table(summary, settings, methods, cannot_split, home_checks)
-    cd = cd_analysis(cd_scores(summary, settings, methods, cannot_split), higher_is_better=True, incomplete=CD_INCOMPLETE)
+    tidy = cross_table(summary, settings, methods, cannot_split, home_checks, references)
+    ranked = [m for m in methods if m not in (references or {})]
+    cd = cd_analysis(cd_scores(summary, settings, ranked, cannot_split), higher_is_better=True, incomplete=CD_INCOMPLETE)
     ranks = pd.Series(cd.mean_ranks, dtype=float)  # the CD's own: the same blocks and methods
     return {"settings": settings, "tidy": tidy, "ranks": ranks, "cd": cd,
             "oracle": list(oracle), "lines": what_it_shows(tidy, ranks, cd.dropped, cd.n_blocks),
@@ -356,7 +391,8 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
              "parameters rule the setting's groups out before it runs (out of the ranks and the CD); "
              f"{DID_NOT_ACT}: <reason> = it could act but acted in none of its seeds (its criterion never met, its "
              "trigger never fired: read from the runs' own records; out of the ranks and the CD); k of n seeds acted = "
-             "scored on all its seeds"
+             f"scored on all its seeds; ({REFERENCE}) = a band every method is read against (FedAvg, the oracle, local "
+             "training), under the ranked methods and never ranked"
              + (f"; {LEGEND}" if analysis.get("home_checks") else "") + ".\n\n"]
     parts += [f"{note}\n\n" for note in analysis.get("notes") or []]
     parts.append(csv_table(wide_table(tidy, analysis["oracle"]), "Methods × settings") + "\n")
@@ -435,12 +471,12 @@ def draw_cross_heatmap(tidy: pd.DataFrame, stem, oracle: Sequence[str] = (), tit
 
     from .statistics.cd import save_figure
 
-    methods = list(dict.fromkeys(tidy["method"]))
+    methods, bands = row_order(tidy)
     settings = list(dict.fromkeys(tidy["setting"]))
     controls = set(tidy.loc[tidy["control"], "setting"]) if "control" in tidy else set()
     columns = [f"{s}\n(control)" if s in controls and "control" not in s else s for s in settings]
     marked = marks(tidy)
-    rows = [method_label(m, oracle, marked) for m in methods]
+    rows = [method_label(m, oracle, marked, m in bands) for m in methods]
     fig, axes = plt.subplots(1, 2, figsize=(2.4 + 1.25 * len(settings) * 2, 1.0 + 0.55 * len(methods)), squeeze=False)
     for ax, (name, label) in zip(axes[0], (("ari", f"final ARI ({BEST_MARK} best beyond the noise; seeds ≥ {FOUND_ARI:g})"),
                                             ("accuracy", "accuracy on the clients' own data"))):
@@ -455,6 +491,8 @@ def draw_cross_heatmap(tidy: pd.DataFrame, stem, oracle: Sequence[str] = (), tit
                     color="black" if not np.isfinite(v) or v > 0.6 else "white")
         ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right", fontsize=7)
         ax.set_yticks(range(len(rows)), rows if ax is axes[0][0] else [""] * len(rows), fontsize=7)
+        if bands and len(bands) < len(methods):  # the references below a line, apart from the ranked methods
+            ax.axhline(len(methods) - len(bands) - 0.5, color="white", lw=3)
         ax.set_title(label, fontsize=8)
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, pad=0.01)
     n_seeds = tidy.loc[tidy["n_seeds"] > 0, "n_seeds"]

@@ -112,7 +112,7 @@ def _paper_tables(inputs: ReportInputs) -> list[dict[str, Any]]:
 
 def _cross_paper(inputs: ReportInputs) -> list[dict[str, Any]]:
     """The cross-paper table and CD diagram (``report.cross_paper``; empty table without it)."""
-    from .acted import with_actions
+    from .acted import references, with_actions
     from .cross_paper import cross_analysis, write_cross_paper
     from .home_checks import home_check_verdicts
     from .sweeps import sweep_summary
@@ -123,7 +123,8 @@ def _cross_paper(inputs: ReportInputs) -> list[dict[str, Any]]:
     summary = (with_actions(sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}), inputs.loaded,
                             context.get("algorithms") or {}) if block else None)
     return write_cross_paper(cross_analysis(summary, block, methods, context.get("told_true_k") or [],
-                                            context.get("cannot_split") or {}, home_check_verdicts(context, methods)),
+                                            context.get("cannot_split") or {}, home_check_verdicts(context, methods),
+                                            references(context.get("algorithms") or {})),
                              inputs.out_dir, inputs.entry)
 
 

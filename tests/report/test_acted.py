@@ -150,3 +150,39 @@ def test_no_train_job_runs_a_reader_so_no_run_reruns_for_one(method):
     modules = job_modules("train", {"method": method, "model": "tinyvgg"})
     assert f"cflcore.strategies.{method}" in modules
     assert not [m for m in modules if m.endswith("_records") or m == "cflcore.strategies.run_records"]
+
+
+def test_references_are_shown_apart_as_bands_and_never_ranked_marked_or_in_the_cd(tmp_path, monkeypatch):
+    """FedAvg (ARI 0 by construction) and an oracle (ARI 1.00 by construction, above every method) are bands: listed
+    under the ranked methods with "(reference)", without ★ (the oracle's 1.00 does not take the column's mark), out of
+    the ranks and the CD; the heatmap draws them below a line."""
+    import matplotlib.axes
+
+    summary = summary_with({})
+    extra = []
+    for s in SETTINGS:
+        for seed in range(3):
+            extra.append({"split_base": s.split, "algorithm": "bnc", "seed": seed, "rand": 0.5, "local_acc": 0.6, "ari": 0.0})
+            extra.append({"split_base": s.split, "algorithm": "oracle", "seed": seed, "rand": 1.0, "local_acc": 0.9,
+                          "ari": 1.0})
+    summary = pd.concat([summary, pd.DataFrame(extra)], ignore_index=True)
+    bands = {"bnc": "FedAvg", "oracle": "the true groups"}
+    block = {"settings": {s.split: {"home": s.home, "label": s.label} for s in SETTINGS}}
+    methods = ["bnc", "a", "oracle", "b", "c", "scl"]
+    analysis = cp.cross_analysis(summary, block, methods, references=bands)
+    wide = cp.wide_table(analysis["tidy"])
+    assert wide["method"].tolist() == ["a", "b", "c", "scl", "bnc (reference)", "oracle (reference)"]
+    oracle = wide.set_index("method").loc["oracle (reference)", "setting 0"]
+    assert oracle.startswith("ARI 1.00 ± 0.00") and cp.BEST_MARK not in oracle
+    tidy = analysis["tidy"]
+    assert tidy.loc[(tidy["method"] == "a") & (tidy["split"] == "s0"), ["best_ari", "tied_best"]].any(axis=None)
+    assert set(analysis["ranks"].index) == {"a", "b", "c", "scl"} and analysis["cd"].dropped == []
+    assert set(analysis["cd"].algorithms) == {"a", "b", "c", "scl"}
+    assert set(cp.average_ranks(tidy).index) == {"a", "b", "c", "scl"}
+    assert any(line.startswith("Reference, not ranked: oracle (the true groups); final ARI 1.00, accuracy 0.90")
+               for line in analysis["lines"])
+    lines = []
+    real = matplotlib.axes.Axes.axhline
+    monkeypatch.setattr(matplotlib.axes.Axes, "axhline", lambda self, y, *a, **k: lines.append(y) or real(self, y, *a, **k))
+    cp.draw_cross_heatmap(tidy, tmp_path / "heat")
+    assert lines == [3.5, 3.5]  # both panels: a line under the four ranked methods, the two bands below it
