@@ -40,3 +40,24 @@ def test_local_training_sees_only_its_own_data(tmp_path, method, isolated):
 def test_fedavg_and_local_are_references_and_the_clustering_methods_are_not():
     assert records("bnc").reference and records("local").reference
     assert all(records(m).reference is None for m in ("scl", "ocfl", "ifca", "fedgwc", "fesem", "louvain", "bcl"))
+
+
+@pytest.mark.parametrize("n_groups", [2, 3])
+def test_the_oracle_trains_the_true_groups_from_round_0_so_its_ari_is_1(tmp_path, n_groups):
+    """Every round's partition is the split's true groups (ARI 1.00 by construction), one model per group; the
+    ground truth reaches the oracle only (it declares reads_true_groups; no shipped method does)."""
+    from sklearn.metrics import adjusted_rand_score
+
+    from cflcore.strategies import STRATEGIES
+
+    fed = synthetic_federated(n_clients=6, n_train=16, n_test=8, n_orch=16, n_clusters=n_groups)
+    settings = {"training": {"model": "tinyvgg", "optimizer": "sgd", "lr": 0.05, "batch_size": 8, "local_epochs": 1,
+                             "rounds": 2}, "engine": {"eval_every": 1}, "algorithm": {"method": "oracle"}, "device": "cpu"}
+    train_run(fed, settings, 0, tmp_path / "oracle", logging.getLogger("test"))
+    history = pd.read_parquet(tmp_path / "oracle" / "history.parquet")
+    for _, rows in history.groupby("round"):
+        rows = rows.sort_values("client")
+        assert adjusted_rand_score(fed.true_clusters, rows["cluster"]) == 1.0
+        assert rows["cluster"].nunique() == n_groups
+    assert records("oracle").reference
+    assert [m for m in STRATEGIES.names() if STRATEGIES.get(m).reads_true_groups] == ["oracle"]
