@@ -7,7 +7,7 @@ from cflcore.report.statistics import verdicts as vd
 from cflcore.report.build import front_tables_rst
 from cflcore.report.papers import base as cl
 from cflcore.report.papers import home
-from cflcore.report.papers._home_rows import HOME_COLUMNS, HOME_TABLE, NOT_RUN
+from cflcore.report.papers._home_rows import FAILS_AT_HOME, HOME_COLUMNS, HOME_TABLE, NOT_RUN, NOT_TESTABLE
 from cflcore.strategies import fesem_departures, ifca_departures
 
 
@@ -80,3 +80,29 @@ def test_unchecked_study_gets_the_header_only_and_the_front_page_opens_on_the_ta
     rst = front_tables_rst([home.PAPER], cl.ClaimData(ifca_runs(1.0)), None)
     assert rst.startswith("Every method on its home ground") and "6 of 6" in rst
     assert front_tables_rst([], cl.ClaimData(ifca_runs(1.0)), None) == ""
+
+
+def loaded_runs(loss: float) -> list:
+    """FeSEM's and FedAvg's home runs as the report loads them: server.parquet's last mean training loss, 10 classes."""
+    from types import SimpleNamespace
+
+    return [SimpleNamespace(spec=SimpleNamespace(algorithm=v, split=home.FESEM_SPLIT),
+                            server=pd.DataFrame({"round": [0, 1], "mean_train_loss": [2.3026, loss + 0.0001 * s]}),
+                            manifest={"n_classes": 10})
+            for v in (home.FESEM_VARIANT, home.FEDAVG_VARIANT) for s in range(6)]
+
+
+def test_the_mark_splits_fails_at_home_from_not_testable_here():
+    """Issue 68: FeSEM's accuracy claim on runs that never leave ln 10 reads "not testable here" (whatever its verdict:
+    here a tie, inconclusive), the same verdict on trained runs reads "fails at home"; IFCA contradicted fails at
+    home, holding has no mark."""
+    runs = fesem_runs(0.11, 0.11)
+    untrained = row(home.Home.tables(cl.ClaimData(runs, loaded=loaded_runs(2.3010)), True)[HOME_TABLE].set_index("method"),
+                    "FeSEM")
+    assert untrained["mark"].startswith(f"{NOT_TESTABLE}: neither {home.FESEM_VARIANT} nor {home.FEDAVG_VARIANT} leaves "
+                                        "the untrained loss (ln 10 = 2.303): last training loss 2.3010–2.3015 over 12 runs")
+    trained = row(home.Home.tables(cl.ClaimData(runs, loaded=loaded_runs(0.5)), True)[HOME_TABLE].set_index("method"),
+                  "FeSEM")
+    assert trained["verdict"] == untrained["verdict"] and trained["mark"] == FAILS_AT_HOME
+    assert row(table(ifca_runs(0.0)), "IFCA")["mark"] == FAILS_AT_HOME
+    assert row(table(ifca_runs(1.0)), "IFCA")["mark"] == "" and row(table(ifca_runs(1.0)), "SCL")["mark"] == ""
