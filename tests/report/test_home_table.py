@@ -7,7 +7,8 @@ from cflcore.report.statistics import verdicts as vd
 from cflcore.report.build import front_tables_rst
 from cflcore.report.papers import base as cl
 from cflcore.report.papers import home
-from cflcore.report.papers._home_rows import FAILS_AT_HOME, HOME_COLUMNS, HOME_TABLE, NOT_RUN, NOT_TESTABLE
+from cflcore.report.papers._home_rows import HOME_COLUMNS, HOME_TABLE, NOT_RUN
+from cflcore.report.papers.base import FAILS_AT_HOME, NOT_TESTABLE
 from cflcore.strategies import fesem_departures, ifca_departures
 
 

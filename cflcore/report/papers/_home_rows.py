@@ -11,15 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+
 HOME_TABLE = "home_table"
 """The home table's catalogue kind (``tables/home_table.csv``; caption report/captions/home_table.rst)."""
 HOME_COLUMNS = ("method", "home", "authors' demonstration", "authors' result", "ours", "verdict", "mark", "departures")
-FAILS_AT_HOME = "fails at home"
-"""The mark of a home check short of "holds" that its runs could decide: the authors' recipe, with the departures put
-back as far as the data allows, does not reproduce their result (a verdict on the method at home)."""
-NOT_TESTABLE = "not testable here"
-"""The mark of a home check its runs cannot decide whatever the method does (our data or scale cannot test the
-claim), followed by why: not a verdict on the method."""
+
 NOT_RUN = "not run in this study"
 ELSEWHERE = "checked there, not rerun here"
 ELSEWHERE_VERDICT = "that study's paper check (its front page)"

@@ -52,9 +52,10 @@ import pandas as pd
 from ...strategies import fesem_departures, ifca_departures, scl_departures
 from ..statistics.seed_stats import FOUND_ARI as FOUND
 from ..statistics.verdicts import CONTRADICTED, INCONCLUSIVE, cell, greater, threshold
-from ._home_rows import (ELSEWHERE, ELSEWHERE_DEPARTURES, ELSEWHERE_ROWS, ELSEWHERE_VERDICT, FAILS_AT_HOME, HOME_COLUMNS,
-                         HOME_TABLE, FESEM, IFCA, NO_HOME, NO_HOME_ROWS, NOT_RUN, NOT_TESTABLE, SCL, HomeRow)
-from .base import ClaimData, ClaimResult, Paper, Role, SettingHome, claim, register_paper, select, verdict
+from ._home_rows import (ELSEWHERE, ELSEWHERE_DEPARTURES, ELSEWHERE_ROWS, ELSEWHERE_VERDICT, HOME_COLUMNS, HOME_TABLE,
+                         FESEM, IFCA, NO_HOME, NO_HOME_ROWS, NOT_RUN, SCL, HomeRow)
+from .base import (FAILS_AT_HOME, NOT_TESTABLE, ClaimData, ClaimResult, Paper, Role, SettingHome, claim, register_paper,
+                   select, verdict)
 
 PAPER = "home"
 IFCA_VARIANT = "ifca-home"  # config/home-offline.yaml: IFCA told k (oracle = the split's 4 groups)
@@ -225,6 +226,7 @@ class Home(Paper):
         "home_table": "every method on its home ground: the authors' result and its source, ours, the verdict",
     }
     front_tables = (HOME_TABLE,)
+    home_marks_table = HOME_TABLE
 
     @classmethod
     def tables(cls, data: ClaimData, checked: bool) -> dict[str, pd.DataFrame]:
