@@ -6,4 +6,4 @@ from .run_records import MethodRecords, register_records
 
 @register_records("bnc")
 class FedAvgRecords(MethodRecords):
-    reference = "FedAvg: one model for every client (no grouping; ARI 0 by construction)"
+    reference = "FedAvg: one model for every client, no grouping, ARI 0 by construction"

@@ -6,4 +6,4 @@ from .run_records import MethodRecords, register_records
 
 @register_records("local")
 class LocalRecords(MethodRecords):
-    reference = "local: every client alone, no aggregation (the lower band; ARI 0 by construction)"
+    reference = "local training: every client alone, no aggregation, the lower band, ARI 0 by construction"

@@ -6,4 +6,4 @@ from .run_records import MethodRecords, register_records
 
 @register_records("oracle")
 class OracleRecords(MethodRecords):
-    reference = "oracle: every client with its true group from round 0 (the upper band; ARI 1.00 by construction)"
+    reference = "every client with its true group from round 0, the upper band, ARI 1.00 by construction"
