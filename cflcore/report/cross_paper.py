@@ -440,7 +440,9 @@ def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[
     entries += [entry("cross_paper_heatmap", p, None, None)
                 for p in draw_cross_heatmap(analysis["tidy"], out_dir / "figures" / "cross_paper_heatmap" / "cross_paper_heatmap",
                                             analysis["oracle"], analysis.get("title") or TITLE)]
-    ranks = analysis["cd"].table().assign(friedman_p=analysis["cd"].friedman_p, note=analysis["cd"].note)
+    cd = analysis["cd"]
+    left_out = f"left out (no score on every setting): {', '.join(cd.dropped)}" if cd.dropped else None
+    ranks = cd.table().assign(friedman_p=cd.friedman_p, note="; ".join(n for n in (cd.note, left_out) if n) or None)
     entries.append(entry("cross_paper_cd", write_text(ranks.to_csv(index=False), stem.with_name(stem.name + "_ranks.csv")),
                          None, None))
     return entries

@@ -186,3 +186,14 @@ def test_references_are_shown_apart_as_bands_and_never_ranked_marked_or_in_the_c
     monkeypatch.setattr(matplotlib.axes.Axes, "axhline", lambda self, y, *a, **k: lines.append(y) or real(self, y, *a, **k))
     cp.draw_cross_heatmap(tidy, tmp_path / "heat")
     assert lines == [3.5, 3.5]  # both panels: a line under the four ranked methods, the two bands below it
+
+
+def test_the_written_ranks_name_the_methods_left_out(tmp_path):
+    block = {"settings": {s.split: {"home": s.home, "label": s.label} for s in SETTINGS}}
+    analysis = cp.cross_analysis(summary_with({"scl": [0, 1, 2]}), block, ["a", "b", "c", "scl"])
+    cp.write_cross_paper(analysis, tmp_path, lambda kind, path, dataset, clients: {"kind": kind, "path": str(path)})
+    ranks = pd.read_csv(tmp_path / "figures" / "cross_paper_cd" / "cross_paper_cd_ari_ranks.csv")
+    assert ranks["algorithm"].tolist() == ["a", "b", "c"]
+    assert ranks["note"].iloc[0].endswith("left out (no score on every setting): scl")
+    tidy = pd.read_csv(tmp_path / "tables" / "cross_paper.csv", keep_default_na=False)
+    assert tidy.loc[tidy["method"] == "scl", "did_not_act"].str.startswith("smallest mean update norm").all()
