@@ -111,7 +111,9 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
                                              (context or {}).get("cannot_split"), home_check_verdicts(context or {}, algorithms),
                                              references(variants)))
             if cross else "")
-    lead = front_tables_rst(report_cfg.get("paper_checks") or [], ClaimData(swept, rounds, summary, loaded),
+    lead = front_tables_rst(report_cfg.get("paper_checks") or [],
+                            ClaimData(swept, rounds, summary, loaded,
+                                      ablation_claims=(context or {}).get("ablation_claims") or {}),
                             report_cfg.get("roles")) + lead
     paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims_checks(claims), lead)
     return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]

@@ -37,7 +37,8 @@ def front_page_context(cfg: Mapping[str, Any]) -> dict[str, Any]:
     facts = cfg.get(PLUGIN_FACTS_KEY) or {}
     checks = ({"home_checks": home_check_files(cfg)}
               if ((cfg.get("report") or {}).get("cross_paper") or {}).get("home_checks") else {})
-    return {**checks,
+    ablations = ablation_claims_files(cfg)
+    return {**checks, **({"ablation_claims": ablations} if ablations else {}),
         "study": {k: study[k] for k in ("datasets", "splits", "clients", "seeds", "algorithms")},
         "datasets": {d: dict(cfg["datasets"][d]) for d in study["datasets"]},
         "splits": {s: dict(cfg["splits"][s]) for s in study["splits"]},
@@ -58,6 +59,30 @@ def home_check_files(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
     claims = catalogue.OUTPUTS[catalogue.CLAIMS_TABLE].paths()[0]
     return {a: [layout.report_file(results, claims) for results in studies.get(str(cfg["algorithms"][a]["method"]), [])]
             for a in cfg["study"]["algorithms"]}
+
+
+def ablation_claims_files(cfg: Mapping[str, Any]) -> dict[str, list[list[str]]]:
+    """For a study that checks a paper declaring ablation studies (cflcore.paper_sources.declared_ablations): claim
+    id -> [ablation study (its config file's stem), its ``paper_claims.csv``] for each ablation of the claim other than
+    the study itself, each file read as Snakemake reads it (the base config, the file over it, ``extends:``) for its
+    ``results_dir`` only; an ablation whose file is missing is left out."""
+    from pathlib import Path
+
+    from ..config.load import BASE_CONFIG, deep_update, load_schema, read_config_file
+    from ..paper_sources import declared_ablations
+
+    checked = {str(p) for p in (cfg.get("report") or {}).get("paper_checks") or []}
+    here = str(cfg.get("results_dir") or "").rstrip("/")
+    claims = catalogue.OUTPUTS[catalogue.CLAIMS_TABLE].paths()[0]
+    out: dict[str, list[list[str]]] = {}
+    for file, (paper, claim_id) in declared_ablations().items():
+        if paper not in checked or not Path(file).is_file():
+            continue
+        other = deep_update(read_config_file(BASE_CONFIG), read_config_file(file))
+        results = str(other.get("results_dir") or load_schema()["properties"]["results_dir"]["default"]).rstrip("/")
+        if results != here:
+            out.setdefault(claim_id, []).append([Path(file).stem, layout.report_file(results, claims)])
+    return out
 
 
 # ---- departures from the config alone ----------------------------------------------------------------------

@@ -98,8 +98,10 @@ def _paper_tables(inputs: ReportInputs) -> list[dict[str, Any]]:
 
     report = (inputs.plan.get("front_page") or {}).get("report") or {}
     checked = {str(p) for p in report.get("paper_checks") or []}
+    ablations = (inputs.plan.get("front_page") or {}).get("ablation_claims") or {}
     data = (ClaimData(sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}), round_frame(inputs.loaded),
-                      loaded=inputs.loaded) if checked else ClaimData(pd.DataFrame(), loaded=inputs.loaded))
+                      loaded=inputs.loaded, ablation_claims=ablations) if checked
+            else ClaimData(pd.DataFrame(), loaded=inputs.loaded))
     entries = []
     for name in PAPERS.names():
         paper = PAPERS.get(name)

@@ -107,3 +107,38 @@ def test_the_mark_splits_fails_at_home_from_not_testable_here():
     assert trained["verdict"] == untrained["verdict"] and trained["mark"] == FAILS_AT_HOME
     assert row(table(ifca_runs(0.0)), "IFCA")["mark"] == FAILS_AT_HOME
     assert row(table(ifca_runs(1.0)), "IFCA")["mark"] == "" and row(table(ifca_runs(1.0)), "SCL")["mark"] == ""
+
+
+def test_each_ablations_verdict_stands_beside_the_home_verdict(tmp_path):
+    """Issue 68: the ablation studies the home paper declares (Home.ablations) decide its claims again; the home table
+    prints each one's verdict (with its mark) from its report's paper_claims.csv, "not run" where it is absent, and the
+    Snakefile's report plan makes those files inputs of the tables part."""
+    from cflcore.report.papers.base import CLAIM_COLUMNS
+
+    claim = "home-fesem-beats-fedavg"
+    written = tmp_path / "aligned" / "paper_claims.csv"
+    written.parent.mkdir()
+    pd.DataFrame([{**dict.fromkeys(CLAIM_COLUMNS, ""), "claim_id": claim, "holds": "inconclusive", "lean": "toward"}],
+                 columns=list(CLAIM_COLUMNS)).to_csv(written, index=False)
+    ablations = {claim: [["home-fesem-offline-aligned", str(written)],
+                         ["home-fesem-offline-rounds", str(tmp_path / "absent" / "paper_claims.csv")]]}
+    got = home.Home.tables(cl.ClaimData(fesem_runs(0.8, 0.6), ablation_claims=ablations), True)[HOME_TABLE]
+    fesem = row(got.set_index("method"), "FeSEM")
+    assert fesem["ablations"] == ("home-fesem-offline-aligned: inconclusive (lean toward) · "
+                                  "home-fesem-offline-rounds: not run")
+    assert row(got.set_index("method"), "IFCA")["ablations"] == ""
+
+
+def test_the_report_plan_reads_the_declared_ablations_of_a_home_study():
+    from pathlib import Path
+
+    import cflcore.config as cc
+    from cflcore.report.catalogue import STUDY_INPUTS
+    from cflcore.stages import report_plan
+
+    repo = Path(__file__).resolve().parents[2]
+    cfg = cc.load_config(repo / "config" / "config.yaml", repo / "config" / "home-fesem-offline.yaml")
+    plan = report_plan(cfg)
+    assert [s for s, _ in plan["front_page"]["ablation_claims"]["home-fesem-beats-fedavg"]] == [
+        "home-fesem-offline-estep", "home-fesem-offline-aligned", "home-fesem-offline-rounds"]
+    assert "results/home-fesem-offline-rounds/report/tables/paper_claims.csv" in plan[STUDY_INPUTS]["tables"]

@@ -73,6 +73,10 @@ class ClaimData:
     told_true_k: frozenset[str] = frozenset()
     """The variants told the true number of groups (cflcore.plugin.Plugin.told_true_k): they split
     because they are told to, which a claim about who splits must set apart."""
+    ablation_claims: Mapping[str, Sequence[tuple[str, str]]] = field(default_factory=dict)
+    """Claim id -> (ablation study, its ``paper_claims.csv``) of each ablation study that decides the claim again
+    (:attr:`Paper.ablations`; cflcore.report.front_context.ablation_claims_files), for the table that prints each
+    ablation's verdict beside the claim's own."""
 
 
 CLAIM_COLUMNS = ("claim_id", "paper", "where", "claim", "ours", "holds", "lean", "reason", "seeds_to_decide", "kind",
@@ -344,6 +348,11 @@ class Paper:
     """Strategy method -> the id of this paper's claim that checks the method on its authors' own recipe (its home
     check): the cross-paper table reads that claim's verdict from the home-check study's ``paper_claims.csv``
     (``report.cross_paper.home_checks``, :func:`home_claims`)."""
+    ablations: ClassVar[Mapping[str, str]] = {}
+    """Config file of an ablation study (one of this paper's checks layered over with one departure put back, another
+    recipe or more seeds) -> the id of this paper's claim it decides again. Literals only: the Snakefile's parse reads
+    them from the source (cflcore.paper_sources.declared_ablations), and the report reads each study's verdict from
+    its ``paper_claims.csv`` (:attr:`ClaimData.ablation_claims`)."""
     home_marks_table: ClassVar[str | None] = None
     """The catalogue kind of this paper's table (``tables/<kind>.csv``) whose rows give each home claim's mark
     (:data:`FAILS_AT_HOME` or :data:`NOT_TESTABLE` with why) in a ``mark`` column, the claim's id closing its

@@ -177,7 +177,18 @@ def _checked_row(row: HomeRow, claim_fn: Callable[[ClaimData], ClaimResult], run
         ours = holds = NOT_RUN
         mark = ""
     return dict(zip(HOME_COLUMNS, (row.method, row.home, row.demonstration, row.result, ours, holds, mark,
+                                   ablation_verdicts(claim_fn.claim_id, data),  # type: ignore[attr-defined]
                                    f"{len(departures.DEPARTURES)} ({departures.__name__}.DEPARTURES)")))
+
+
+def ablation_verdicts(claim_id: str, data: ClaimData) -> str:
+    """Each ablation study's verdict on ``claim_id`` with its mark, as its report wrote them ("<study>: <verdict>";
+    "not run" where its ``paper_claims.csv`` is absent), joined by " · "; "" without ablations
+    (:attr:`Home.ablations`, :attr:`ClaimData.ablation_claims`)."""
+    from ..home_checks import claim_verdict
+
+    return " · ".join(f"{study}: {claim_verdict(claim_id, [path])}"
+                      for study, path in (data.ablation_claims or {}).get(claim_id, ()))
 
 
 def home_table(data: ClaimData) -> pd.DataFrame:
@@ -192,9 +203,9 @@ def home_table(data: ClaimData) -> pd.DataFrame:
             _checked_row(FESEM, fesem_beats_fedavg_at_home, select(runs, FESEM_VARIANT, split_base=FESEM_SPLIT),
                          data, fesem_departures, lambda r: f"; {ACCURACY} {cell(r, ACCURACY).text()}",
                          fesem_untestable)]
-    rows += [dict(zip(HOME_COLUMNS, (r.method, r.home, r.demonstration, r.result, ELSEWHERE, ELSEWHERE_VERDICT, "",
+    rows += [dict(zip(HOME_COLUMNS, (r.method, r.home, r.demonstration, r.result, ELSEWHERE, ELSEWHERE_VERDICT, "", "",
                                      ELSEWHERE_DEPARTURES))) for r in ELSEWHERE_ROWS]
-    rows += [dict(zip(HOME_COLUMNS, (r.method, r.home, r.demonstration, r.result, NOT_RUN, NO_HOME, "", "–")))
+    rows += [dict(zip(HOME_COLUMNS, (r.method, r.home, r.demonstration, r.result, NOT_RUN, NO_HOME, "", "", "–")))
              for r in NO_HOME_ROWS]
     return pd.DataFrame(rows, columns=list(HOME_COLUMNS))
 
@@ -227,6 +238,14 @@ class Home(Paper):
     }
     front_tables = (HOME_TABLE,)
     home_marks_table = HOME_TABLE
+    ablations = {  # each layered over its home check (the config's header says what it changes)
+        "config/home-offline-seeds.yaml": "home-ifca-rotations",
+        "config/home-offline-machines.yaml": "home-ifca-rotations",
+        "config/home-scl-offline-steps.yaml": "home-scl-rotated-half",
+        "config/home-fesem-offline-estep.yaml": "home-fesem-beats-fedavg",
+        "config/home-fesem-offline-aligned.yaml": "home-fesem-beats-fedavg",
+        "config/home-fesem-offline-rounds.yaml": "home-fesem-beats-fedavg",
+    }
 
     @classmethod
     def tables(cls, data: ClaimData, checked: bool) -> dict[str, pd.DataFrame]:
