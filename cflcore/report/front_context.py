@@ -62,27 +62,13 @@ def home_check_files(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 def ablation_claims_files(cfg: Mapping[str, Any]) -> dict[str, list[list[str]]]:
-    """For a study that checks a paper declaring ablation studies (cflcore.paper_sources.declared_ablations): claim
-    id -> [ablation study (its config file's stem), its ``paper_claims.csv``] for each ablation of the claim other than
-    the study itself, each file read as Snakemake reads it (the base config, the file over it, ``extends:``) for its
-    ``results_dir`` only; an ablation whose file is missing is left out."""
-    from pathlib import Path
-
-    from ..config.load import BASE_CONFIG, deep_update, load_schema, read_config_file
-    from ..paper_sources import declared_ablations
-
-    checked = {str(p) for p in (cfg.get("report") or {}).get("paper_checks") or []}
-    here = str(cfg.get("results_dir") or "").rstrip("/")
+    """Claim id -> [ablation study, its ``paper_claims.csv``] for each ablation study of a claim of a paper the study
+    checks (the ``ablations`` fact of :data:`cflcore.plugin.PLUGIN_FACTS_KEY`: their results folders, derived at
+    validation from the papers' declarations, cflcore.paper_sources.declared_ablations)."""
+    studies = (cfg.get(PLUGIN_FACTS_KEY) or {}).get("ablations") or {}
     claims = catalogue.OUTPUTS[catalogue.CLAIMS_TABLE].paths()[0]
-    out: dict[str, list[list[str]]] = {}
-    for file, (paper, claim_id) in declared_ablations().items():
-        if paper not in checked or not Path(file).is_file():
-            continue
-        other = deep_update(read_config_file(BASE_CONFIG), read_config_file(file))
-        results = str(other.get("results_dir") or load_schema()["properties"]["results_dir"]["default"]).rstrip("/")
-        if results != here:
-            out.setdefault(claim_id, []).append([Path(file).stem, layout.report_file(results, claims)])
-    return out
+    return {claim_id: [[study, layout.report_file(results, claims)] for study, results in entries]
+            for claim_id, entries in studies.items()}
 
 
 # ---- departures from the config alone ----------------------------------------------------------------------
