@@ -197,3 +197,25 @@ def test_the_written_ranks_name_the_methods_left_out(tmp_path):
     assert ranks["note"].iloc[0].endswith("left out (no score on every setting): scl")
     tidy = pd.read_csv(tmp_path / "tables" / "cross_paper.csv", keep_default_na=False)
     assert tidy.loc[tidy["method"] == "scl", "did_not_act"].str.startswith("smallest mean update norm").all()
+
+
+def test_an_scl_run_that_never_reaches_its_eps1_prints_did_not_act_and_is_out_of_the_ranks(tmp_path):
+    """Issue 68's test, end to end from a real run's records: SCL at ε₁ 1e-9 (never reached) on two settings beside two
+    methods that act; its cells print "did not act: smallest mean update norm … against ε₁ 1e-09" and it is left out
+    of the ranks and the CD, which rest on both settings."""
+    server = scl_run(tmp_path, 1e-9, 1e-9)
+    rows, loaded = [], []
+    for split in ("s0", "s1"):
+        for method, ari in (("a", 0.9), ("b", 0.5), ("scl", 0.0)):
+            for seed in range(2):
+                rows.append({"split_base": split, "algorithm": method, "seed": seed, "ari": ari + 0.01 * seed,
+                             "rand": 0.5, "local_acc": 0.7})
+                loaded.append(SimpleNamespace(spec=SimpleNamespace(algorithm=method), server=server))
+    variants = {"a": {"method": "ifca"}, "b": {"method": "bnc"}, "scl": {"method": "scl", "eps1": 1e-9, "eps2": 1e-9}}
+    summary = with_actions(pd.DataFrame(rows), loaded, variants)
+    block = {"settings": {s: {"home": "leahcimali", "label": s} for s in ("s0", "s1")}}
+    analysis = cp.cross_analysis(summary, block, ["a", "b", "scl"])
+    cell = cp.wide_table(analysis["tidy"]).set_index("method").loc["scl", "s0"]
+    assert cell.startswith(f"{cp.DID_NOT_ACT}: smallest mean update norm ") and "against ε₁ 1e-09" in cell
+    assert list(analysis["ranks"].index) == ["a", "b"] and analysis["cd"].dropped == ["scl"]
+    assert analysis["cd"].n_blocks == 2
