@@ -133,3 +133,11 @@ def check_home(name: str, field: str) -> None:
     """ConfigError ``<field>: unknown home <name>; allowed: ...`` unless a paper module declares the home ``name``."""
     if name not in declared_homes():
         raise ConfigError(f"{field}: unknown home {name!r}; allowed: {', '.join(declared_homes())}")
+
+
+@functools.cache
+def declared_ablations() -> dict[str, tuple[str, str]]:
+    """The ablation studies the papers declare (cflcore.report.papers.base.Paper.ablations): config file -> (paper, the
+    id of the claim it decides again), in the order of the papers' ids and their declarations."""
+    return {file: (paper, claim_id) for paper, files in sorted(_class_dicts("ablations").items())
+            for file, claim_id in files.items()}

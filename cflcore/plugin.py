@@ -93,7 +93,8 @@ parameters tell them the true number of groups (:meth:`Plugin.told_true_k`), and
 (:meth:`Plugin.cannot_split` on that split's :class:`Population`). Beside them, one fact read from other studies'
 config files rather than a plug-in, so that the report reads every derived fact in one place: ``home_checks``,
 ``{strategy method: [results folder, ...]}``, the home-check studies of ``report.cross_paper.home_checks`` that run
-each method (cflcore.config.validate.home_check_studies)."""
+each method (cflcore.config.validate.home_check_studies), and ``ablations``, ``{claim id: [[study, results folder],
+...]}``, the ablation studies the checked papers declare (cflcore.config.validate.ablation_studies)."""
 
 
 class Plugin:

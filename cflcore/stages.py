@@ -233,8 +233,13 @@ def report_plan(cfg: Mapping[str, Any]) -> dict[str, Any]:
     explained = explain_runs(cfg)
     results = str(cfg["results_dir"]).rstrip("/")
     front = front_page_context(cfg)
-    other_studies = sorted({path for paths in (front.get("home_checks") or {}).values() for path in paths})
-    study_inputs = {STUDY_INPUTS: {OUTPUTS["cross_paper"].part: other_studies}} if other_studies else {}
+    by_part: dict[str, set[str]] = {}
+    by_part.setdefault(OUTPUTS["cross_paper"].part, set()).update(
+        path for paths in (front.get("home_checks") or {}).values() for path in paths)
+    by_part.setdefault(OUTPUTS["paper_claims"].part, set()).update(  # the tables that print the ablations' verdicts
+        path for studies in (front.get("ablation_claims") or {}).values() for _, path in studies)
+    other_studies = {part: sorted(paths) for part, paths in by_part.items() if paths}
+    study_inputs = {STUDY_INPUTS: other_studies} if other_studies else {}
     return {**study_inputs, "results_dir": results, "runs": study_run_ids(cfg),
             "late_runs": late_client_runs(cfg),
             "explain_runs": explained, "grid_clients": explain["grid_clients"],

@@ -122,7 +122,7 @@ def validation_key(cfg: Mapping[str, Any]) -> str:
         if f.is_file() and f.suffix in (".py", ".yaml") and "__pycache__" not in f.parts:
             h.update(str(f.relative_to(package)).encode())
             h.update(f.read_bytes())
-    for f in home_check_files(cfg):  # their results_dir and methods are read at validation (home_check_studies)
+    for f in [*home_check_files(cfg), *ablation_files(cfg)]:  # read at validation (home_check_studies, ablation_studies)
         if Path(f).is_file():
             h.update(f.encode())
             h.update(Path(f).read_bytes())
@@ -198,6 +198,33 @@ def home_check_studies(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
             if method and results not in studies.setdefault(str(method), []):
                 studies[str(method)].append(results)
     return studies
+
+
+def ablation_files(cfg: Mapping[str, Any]) -> list[str]:
+    """The config files of the ablation studies the papers the study checks declare
+    (cflcore.paper_sources.declared_ablations), that exist, with :data:`BASE_CONFIG` first where any does."""
+    from ..paper_sources import declared_ablations
+
+    checked = {str(p) for p in (cfg.get("report") or {}).get("paper_checks") or []}
+    files = [f for f, (paper, _) in declared_ablations().items() if paper in checked and Path(f).is_file()]
+    return [BASE_CONFIG, *files] if files else []
+
+
+def ablation_studies(cfg: Mapping[str, Any]) -> dict[str, list[list[str]]]:
+    """``ablations`` of :data:`cflcore.plugin.PLUGIN_FACTS_KEY`: claim id -> [the ablation study's config file stem,
+    its results folder] for each ablation of a claim of a paper the study checks (:func:`ablation_files`), other than
+    the study itself; each file read as Snakemake reads it, for its ``results_dir`` only (as :func:`home_check_studies`)."""
+    from ..paper_sources import declared_ablations
+
+    here = str(cfg.get("results_dir") or "").rstrip("/")
+    default = load_schema()["properties"]["results_dir"]["default"]
+    out: dict[str, list[list[str]]] = {}
+    for file in ablation_files(cfg)[1:]:
+        other = deep_update(read_config_file(BASE_CONFIG), read_config_file(file))
+        results = str(other.get("results_dir") or default).rstrip("/")
+        if results != here:
+            out.setdefault(declared_ablations()[file][1], []).append([Path(file).stem, results])
+    return out
 
 
 def _check_names(cfg: dict[str, Any]) -> None:
@@ -508,7 +535,8 @@ def _plugin_facts(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
     told = [a for a in cfg["study"]["algorithms"] if STRATEGIES.get(cfg["algorithms"][a]["method"]).told_true_k(
         {k: v for k, v in cfg["algorithms"][a].items() if k != "method"})]
-    return {"told_true_k": told, "cannot_split": _cannot_split_by_setting(cfg), "home_checks": home_check_studies(cfg)}
+    return {"told_true_k": told, "cannot_split": _cannot_split_by_setting(cfg), "home_checks": home_check_studies(cfg),
+            "ablations": ablation_studies(cfg)}
 
 
 def _cannot_split_by_setting(cfg: Mapping[str, Any]) -> dict[str, dict[str, str]]:

@@ -117,7 +117,8 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, 
     strategy.setup(StrategyContext(n_clients=fed.n_clients, n_params=len(part.shared), seed=int(seed), device=device,
                                    participation=eng.participation, n_true_clusters=fed.n_true_clusters, dtype=dtype,
                                    layer_sizes=model_layout.layer_sizes(eng.bn_buffers_in_delta, bn_local),
-                                   array_sizes=model_layout.array_sizes(eng.bn_buffers_in_delta, bn_local)))
+                                   array_sizes=model_layout.array_sizes(eng.bn_buffers_in_delta, bn_local),
+                                   true_groups=np.asarray(fed.true_clusters) if strategy.reads_true_groups else None))
     make_init = lambda i: model_layout.flatten(make(i)).to(device=device, dtype=dtype)[part.shared]  # noqa: E731
     models = {int(k): v.to(device=device, dtype=dtype).clone() for k, v in strategy.initial_models(init_full[part.shared].clone(), make_init).items()}
     state = EngineState(0, models, {k: init_full[part.extra].clone() for k in models}, {},

@@ -30,6 +30,7 @@ from .runs import HARDWARE_FIELDS, LoadedRun, MissingRun, RunSpec, hardware_reco
 from .papers.base import PAPERS, ClaimData, check_claims, paper_data, published_tables_paper
 from .cross_paper import cross_analysis, cross_section_rst
 from .home_checks import home_check_verdicts
+from .acted import references, with_actions
 from .sweeps import round_frame, sweep_summary
 from .traces import split_trace_figures
 
@@ -105,10 +106,14 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))
     cross = (report_cfg.get("cross_paper") or {})
-    lead = (cross_section_rst(cross_analysis(swept, cross, algorithms, told_true_k, (context or {}).get("cannot_split"),
-                                             home_check_verdicts(context or {}, algorithms)))
+    variants = (context or {}).get("algorithms") or {}
+    lead = (cross_section_rst(cross_analysis(with_actions(swept, loaded, variants), cross, algorithms, told_true_k,
+                                             (context or {}).get("cannot_split"), home_check_verdicts(context or {}, algorithms),
+                                             references(variants)))
             if cross else "")
-    lead = front_tables_rst(report_cfg.get("paper_checks") or [], ClaimData(swept, rounds, summary, loaded),
+    lead = front_tables_rst(report_cfg.get("paper_checks") or [],
+                            ClaimData(swept, rounds, summary, loaded,
+                                      ablation_claims=(context or {}).get("ablation_claims") or {}),
                             report_cfg.get("roles")) + lead
     paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims_checks(claims), lead)
     return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]

@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .acted import cell_actions
 from .home_checks import LEGEND, marks
 from .papers.base import SettingHome, setting_homes
 from .statistics.seed_stats import BIMODAL, FOUND_ARI, MISSED_ARI, from_columns, summary_columns
@@ -50,11 +51,22 @@ CANNOT_SPLIT = "cannot split here"
 """A cell whose method cannot recover the setting's groups by construction (cflcore.plugin.Plugin.cannot_split): the
 table prints this and the reason instead of an ARI, and the cell is out of the column's ranks, its mark and the CD."""
 
-COLUMNS = ["method", "setting", "split", "home", "control", "accuracy_metric", "n_seeds", "cannot_split", "ari_mean",
+DID_NOT_ACT = "did not act"
+"""A cell where the method could act but never did in any seed (its reader in cflcore.strategies.run_records, on each
+run's records: cflcore.report.acted): printed with the reason and its figures instead of an ARI, and out of the
+column's ranks, its mark and the CD, as :data:`CANNOT_SPLIT`. Where some seeds acted the cell is scored on all its
+seeds and says "k of n seeds acted"."""
+
+COLUMNS = ["method", "setting", "split", "home", "control", "accuracy_metric", "n_seeds", "cannot_split",
+           "did_not_act", "seeds_acted", "reference", "ari_mean",
            "ari_std", "ari_n", "ari_found", "ari_missed", "rand_mean", "rand_std", "rand_n", "accuracy_mean",
            "accuracy_std", "accuracy_n", "best_ari", "tied_best", "home_check"]
 """The tidy table's columns (``tables/cross_paper.csv``), also when the study has no cross-paper block.
 ``cannot_split``: the reason a method cannot act on the setting ("" where it can); its ARI and Rand are then null.
+``did_not_act``: why it acted in none of its seeds there ("" where it acted in some); its ARI and Rand are then null.
+``seeds_acted``: "k of n seeds acted" where some seeds acted and some did not ("" otherwise; scored on all seeds).
+``reference``: the band a reference method draws (FedAvg, oracle, local: cflcore.strategies.run_records), "" for a
+ranked method; a reference is shown apart and never ranked, marked or in the CD.
 ``home_check``: whether the method's home check holds (:mod:`.home_checks`; "" where the study lists none)."""
 MARK_COLUMNS = ["best_ari", "tied_best"]
 """The columns :func:`mark_best` fills."""
@@ -101,24 +113,28 @@ def settings_of(block: Mapping[str, Any] | None) -> list[Setting]:
 
 def cross_table(summary: pd.DataFrame, settings: Sequence[Setting], methods: Sequence[str],
                 cannot_split: Mapping[str, Mapping[str, str]] | None = None,
-                home_checks: Mapping[str, str] | None = None) -> pd.DataFrame:
+                home_checks: Mapping[str, str] | None = None, references: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Tidy: one row per method × setting with ARI, Rand and accuracy (mean, sample std, seeds; ARI's seeds ≥ 0.9 and
     ≤ 0.2), whether the ARI is the column's best beyond the seed noise (``best_ari``: ★) and whether it is among the
     column's top cells within the noise of each other (``tied_best``: "tied"; :func:`mark_best`). ``summary``:
     sweep_summary (one row per run, final-round scores); ``cannot_split``: method -> split -> why it cannot recover
     that split's groups (cflcore.plugin.PLUGIN_FACTS_KEY): its ARI and Rand are left null there (its accuracy stays:
-    it still trained); ``home_checks``: method -> whether its home check holds (:mod:`.home_checks`), the
-    ``home_check`` column ("" without)."""
+    it still trained), and so where no seed of the cell acted (``summary``'s cflcore.report.acted.NO_ACTION column,
+    :data:`DID_NOT_ACT`); ``home_checks``: method -> whether its home check holds (:mod:`.home_checks`), the
+    ``home_check`` column ("" without); ``references``: method -> its band (the ``reference`` column)."""
     rows = []
     for s in settings:
         for method in methods:
             runs = summary[(summary["split_base"] == s.split) & (summary["algorithm"] == method)] if len(summary) else summary
             reason = str(((cannot_split or {}).get(method) or {}).get(s.split) or "")
+            idle, acted = ("", "") if reason else cell_actions(runs)
             row: dict[str, Any] = {"method": method, "setting": s.label, "split": s.split, "home": s.home,
                                    "control": s.control, "accuracy_metric": s.accuracy, "n_seeds": int(len(runs)),
-                                   "cannot_split": reason, "home_check": str((home_checks or {}).get(method, ""))}
+                                   "cannot_split": reason, "did_not_act": idle, "seeds_acted": acted,
+                                   "reference": str((references or {}).get(method, "")),
+                                   "home_check": str((home_checks or {}).get(method, ""))}
             for name, column in (("ari", "ari"), ("rand", "rand"), ("accuracy", s.accuracy)):
-                ruled_out = bool(reason) and name != "accuracy"
+                ruled_out = bool(reason or idle) and name != "accuracy"
                 values = (pd.to_numeric(runs[column], errors="coerce") if len(runs) and column in runs and not ruled_out
                           else pd.Series(dtype=float))
                 row.update(summary_columns(values.to_numpy(dtype=np.float64), name, counts=name == "ari"))
@@ -138,7 +154,7 @@ def mark_best(frame: pd.DataFrame, summary: pd.DataFrame, settings: Sequence[Set
 
     frame = frame.assign(best_ari=False, tied_best=False)
     for s in settings:
-        rows = frame[(frame["split"] == s.split) & frame["ari_mean"].notna()]
+        rows = frame[(frame["split"] == s.split) & frame["ari_mean"].notna() & (frame["reference"] == "")]
         if s.control or not len(rows):
             continue
         best = rows["ari_mean"].idxmax()
@@ -157,12 +173,23 @@ def mark_best(frame: pd.DataFrame, summary: pd.DataFrame, settings: Sequence[Set
 
 
 def average_ranks(tidy: pd.DataFrame) -> pd.Series:
-    """Each method's mean rank over the settings by mean ARI (1 = best; ties share the average rank)."""
+    """Each method's mean rank over the settings by mean ARI (1 = best; ties share the average rank), on the table the
+    CD uses (:data:`CD_INCOMPLETE`: a method without a score on every scored setting is left out, every setting
+    stays)."""
+    from .statistics.cd import complete_scores, mean_ranks
+
     tidy = tidy[~tidy["control"]] if "control" in tidy else tidy
+    tidy = tidy[tidy["reference"] == ""] if "reference" in tidy else tidy
     if tidy.empty:
         return pd.Series(dtype=float)
-    wide = tidy.pivot(index="setting", columns="method", values="ari_mean")
-    return wide.rank(axis=1, ascending=False, method="average").mean(axis=0).sort_values()
+    complete, _ = complete_scores(tidy.pivot(index="setting", columns="method", values="ari_mean"), CD_INCOMPLETE)
+    return mean_ranks(complete).sort_values(kind="stable") if len(complete) else pd.Series(dtype=float)
+
+
+CD_INCOMPLETE = "methods"
+"""How the CD and the average ranks treat a cell without a score (cflcore.report.statistics.cd.complete_scores): a
+missing cell is a method that cannot act there, missing because of the method, so the method is left out (and named)
+and every setting stays a block; dropping the setting instead would take it away from every other method."""
 
 
 CD_BLOCKS = "settings as blocks, seeds averaged within a setting (Demšar 2006)"
@@ -173,12 +200,14 @@ def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seque
               cannot_split: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
     """Blocks (settings, not controls) × methods of final ARI, each the mean over the setting's seeds: Demšar (2006)
     ranks methods over independent data sets, and the seeds of one setting are repeated measurements on one data
-    set, not independent blocks (incomplete blocks are dropped in the CD analysis). A method that cannot act on a
-    setting (``cannot_split``, as :func:`cross_table`) has no score there: a method that cannot act on any setting is
-    left out, and otherwise that setting's block is incomplete and dropped."""
+    set, not independent blocks. A method that cannot act on a setting (``cannot_split``, as :func:`cross_table`) has
+    no score there (its column is all null where that holds on every setting): the CD analysis leaves the method out
+    and names it (:data:`CD_INCOMPLETE`); the setting stays a block for the others."""
     splits = {s.split: s.label for s in settings if not s.control}
     ruled_out = {(m, sp) for m, by_split in (cannot_split or {}).items() for sp in by_split}
-    methods = [m for m in methods if not all((m, sp) in ruled_out for sp in splits)] if splits else list(methods)
+    if len(summary):  # and the cells where no seed acted (:data:`DID_NOT_ACT`)
+        ruled_out |= {(m, sp) for (m, sp), runs in summary.groupby(["algorithm", "split_base"], sort=False)
+                      if cell_actions(runs)[0]}
     runs = summary[summary["split_base"].isin(splits) & summary["algorithm"].isin(methods)] if len(summary) else summary
     if len(runs):
         runs = runs[[(m, sp) not in ruled_out for m, sp in zip(runs["algorithm"], runs["split_base"])]]
@@ -189,10 +218,23 @@ def cd_scores(summary: pd.DataFrame, settings: Sequence[Setting], methods: Seque
     return wide.reindex(columns=list(methods))
 
 
-def method_label(method: str, oracle: Sequence[str], marked: Mapping[str, str]) -> str:
+REFERENCE = "reference"
+"""A reference method's row label suffix: a band, shown under the ranked methods (``reference`` column)."""
+
+
+def method_label(method: str, oracle: Sequence[str], marked: Mapping[str, str], reference: bool = False) -> str:
     """A method's row label: (oracle) where told the true number of groups, then its home check's mark
-    (:func:`marks`)."""
+    (:func:`marks`); a reference band: "<method> (reference)"."""
+    if reference:
+        return f"{method} ({REFERENCE})"
     return (f"{method} (oracle)" if method in oracle else method) + marked.get(method, "")
+
+
+def row_order(tidy: pd.DataFrame) -> tuple[list[str], set[str]]:
+    """The table's and the heatmap's methods, the ranked ones first, then the references (bands); and the references."""
+    methods = list(dict.fromkeys(tidy["method"]))
+    bands = set(tidy.loc[tidy["reference"] != "", "method"]) if "reference" in tidy else set()
+    return [m for m in methods if m not in bands] + [m for m in methods if m in bands], bands
 
 
 def wide_table(tidy: pd.DataFrame, oracle: Sequence[str] = ()) -> pd.DataFrame:
@@ -201,9 +243,10 @@ def wide_table(tidy: pd.DataFrame, oracle: Sequence[str] = ()) -> pd.DataFrame:
     if tidy.empty:
         return pd.DataFrame(columns=["method"])
     out = tidy.assign(cell=tidy.apply(cell_text, axis=1)).pivot(index="method", columns="setting", values="cell")
-    out = out.reindex(index=list(dict.fromkeys(tidy["method"])), columns=list(dict.fromkeys(tidy["setting"])))
+    order, bands = row_order(tidy)
+    out = out.reindex(index=order, columns=list(dict.fromkeys(tidy["setting"])))
     marked = marks(tidy)
-    out.index = [method_label(m, oracle, marked) for m in out.index]
+    out.index = [method_label(m, oracle, marked, m in bands) for m in out.index]
     return out.rename_axis("method").reset_index()
 
 
@@ -220,11 +263,14 @@ def cell_text(r: Mapping[str, Any]) -> str:
         return "n/a"
     if r.get("cannot_split"):
         ari = f"{CANNOT_SPLIT}: {r['cannot_split']}"
+    elif r.get("did_not_act"):
+        ari = f"{DID_NOT_ACT}: {r['did_not_act']}"
     elif not np.isfinite(r["ari_mean"]):  # a standard partition (shards, dirichlet): no groups to recover
         ari = NO_GROUPS
     else:
         mark = best_mark(r)
-        ari = "ARI " + from_columns(r, "ari").text(2, k_of_n=True) + (f" {mark}" if mark else "")
+        ari = ("ARI " + from_columns(r, "ari").text(2, k_of_n=True) + (f" {mark}" if mark else "")
+               + (f" ({r['seeds_acted']})" if r.get("seeds_acted") else ""))
     rand = f" · Rand {r['rand_mean']:.2f}" if r["home"] in rand_homes() and np.isfinite(r["rand_mean"]) else ""
     acc_name = ACCURACY_NAMES.get(r["accuracy_metric"], "acc.")
     acc = f" · {acc_name} {from_columns(r, 'accuracy').text()}" if np.isfinite(r["accuracy_mean"]) else ""
@@ -236,10 +282,20 @@ def _possessive(homes: Sequence[str]) -> str:
     return " and ".join(f"{home}'s" for home in homes)
 
 
-def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
+def _span(values: pd.Series) -> str:
+    """"0.61–0.74" (or "0.70", or "n/a") of a band's values over the settings."""
+    if not len(values):
+        return "n/a"
+    lo, hi = f"{values.min():.2f}", f"{values.max():.2f}"
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series, left_out: Sequence[str] = (),
+                  n_blocks: int | None = None) -> list[str]:
     """Sentences from the numbers: the winner of each setting, the method that never fails badly (its worst ARI
     highest), and each paper's own method at home against away; a method whose home check does not hold carries its
-    mark (:func:`marks`)."""
+    mark (:func:`marks`); ``left_out``: the methods the ranks leave out (no score on every setting), ``n_blocks``: the
+    settings the ranks rest on."""
     if tidy.empty:
         return ["No runs."]
     marked = marks(tidy)
@@ -248,6 +304,8 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
         return ", ".join(f"{m}{marked.get(m, '')}" for m in methods)
 
     lines = []
+    bands = tidy[tidy["reference"] != ""] if "reference" in tidy else tidy.iloc[:0]
+    tidy = tidy[~tidy.index.isin(bands.index)]
     control = tidy["control"] if "control" in tidy else pd.Series(False, index=tidy.index)
     for setting, rows in tidy[control].groupby("setting", sort=False):
         found = rows[rows["ari_mean"] > FAIL_ARI]
@@ -279,31 +337,40 @@ def what_it_shows(tidy: pd.DataFrame, ranks: pd.Series) -> list[str]:
             lines.append(f"{home}'s method ({names(dict.fromkeys(own['method']))}): mean ARI {at_home:.2f} on its "
                          f"own settings, {away:.2f} on the others' ({'lower' if away < at_home else 'not lower'} away "
                          "from home).")
+    for method, rows in bands.groupby("method", sort=False):
+        acc = rows["accuracy_mean"].dropna()
+        lines.append(f"Reference, not ranked: {method} ({rows['reference'].iloc[0]}); final ARI "
+                     f"{_span(rows['ari_mean'].dropna())}, accuracy {_span(acc)} over the settings.")
     if len(ranks):
-        lines.append("Average rank by ARI (1 = best): "
-                     + ", ".join(f"{names([m])} {r:.1f}" for m, r in ranks.items()) + ".")
+        over = f" over {n_blocks} settings" if n_blocks else ""
+        lines.append(f"Average rank by ARI{over} (1 = best): "
+                     + ", ".join(f"{names([m])} {r:.1f}" for m, r in ranks.items())
+                     + (f"; left out (no score on every setting): {names(left_out)}" if left_out else "") + ".")
     return lines
 
 
 def cross_analysis(summary: pd.DataFrame | None, block: Mapping[str, Any], methods: Sequence[str],
                    oracle: Sequence[str] = (), cannot_split: Mapping[str, Mapping[str, str]] | None = None,
-                   home_checks: Mapping[str, str] | None = None) -> dict[str, Any]:
+                   home_checks: Mapping[str, str] | None = None,
+                   references: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Everything the table, the CD diagram and the front page's section need, from the sweep summary (None or
     no ``block``: empty); ``oracle``: the variants told the true number of groups
     (cflcore.plugin.Plugin.told_true_k), marked in the table; ``cannot_split``: method -> split -> why it cannot act
     there (cflcore.plugin.PLUGIN_FACTS_KEY), printed in the cell and kept out of ranks, marks and the CD;
     ``home_checks``: method -> whether its home check holds (:func:`.home_checks.home_check_verdicts`; None: the
-    study lists none)."""
+    study lists none); ``references``: method -> its band (cflcore.report.acted.references), shown apart and never
+    ranked, marked or in the CD."""
     from .statistics.cd import cd_analysis
 
     if summary is None or not len(summary):
         summary = pd.DataFrame(columns=["split_base", "algorithm", "seed", "ari", "rand", "pf1", "local_bacc"])
     settings = settings_of(block)
-    tidy = cross_table(summary, settings, methods, cannot_split, home_checks)
-    ranks = average_ranks(tidy)
-    scores = cd_scores(summary, settings, methods, cannot_split)
-    return {"settings": settings, "tidy": tidy, "ranks": ranks, "cd": cd_analysis(scores, higher_is_better=True),
-            "oracle": list(oracle), "lines": what_it_shows(tidy, ranks),
+    tidy = cross_table(summary, settings, methods, cannot_split, home_checks, references)
+    ranked = [m for m in methods if m not in (references or {})]
+    cd = cd_analysis(cd_scores(summary, settings, ranked, cannot_split), higher_is_better=True, incomplete=CD_INCOMPLETE)
+    ranks = pd.Series(cd.mean_ranks, dtype=float)  # the CD's own: the same blocks and methods
+    return {"settings": settings, "tidy": tidy, "ranks": ranks, "cd": cd,
+            "oracle": list(oracle), "lines": what_it_shows(tidy, ranks, cd.dropped, cd.n_blocks),
             "title": block.get("title") or TITLE, "notes": list(block.get("notes") or []),
             "home_checks": home_checks is not None}
 
@@ -321,7 +388,11 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
              f"{MISSED_ARI:g}); {BEST_MARK} = the column's best ARI, beyond the seed noise above every other (paired "
              f"over seeds); {TIED_MARK} = the column's top cells, within the noise of each other; (oracle) = told the "
              f"true number of groups; {NO_GROUPS} = a standard partition; {CANNOT_SPLIT}: <reason> = the method's own "
-             "parameters rule the setting's groups out before it runs (out of the ranks and the CD)"
+             "parameters rule the setting's groups out before it runs (out of the ranks and the CD); "
+             f"{DID_NOT_ACT}: <reason> = it could act but acted in none of its seeds (its criterion never met, its "
+             "trigger never fired: read from the runs' own records; out of the ranks and the CD); k of n seeds acted = "
+             f"scored on all its seeds; ({REFERENCE}) = a band every method is read against (FedAvg, the oracle, local "
+             "training), under the ranked methods and never ranked"
              + (f"; {LEGEND}" if analysis.get("home_checks") else "") + ".\n\n"]
     parts += [f"{note}\n\n" for note in analysis.get("notes") or []]
     parts.append(csv_table(wide_table(tidy, analysis["oracle"]), "Methods × settings") + "\n")
@@ -331,6 +402,8 @@ def cross_section_rst(analysis: Mapping[str, Any]) -> str:
         cd_text = (f"Friedman p = {cd.friedman_p:.3g} over {cd.n_blocks} complete blocks ({CD_BLOCKS}); groups not "
                    "significantly different (Wilcoxon–Holm, α 0.05): "
                    + "; ".join("{" + ", ".join(c) + "}" for c in cd.cliques))
+    if cd.dropped:
+        cd_text += f"; left out of the CD and the ranks (no score on every setting): {', '.join(cd.dropped)}"
     if cd.nemenyi_cd is not None:
         cd_text += f"; Nemenyi critical difference {cd.nemenyi_cd:.2f} of mean rank (α 0.05)"
     if cd.n_blocks and cd.n_blocks < MIN_WILCOXON_BLOCKS:
@@ -367,7 +440,9 @@ def write_cross_paper(analysis: Mapping[str, Any], out_dir, entry) -> list[dict[
     entries += [entry("cross_paper_heatmap", p, None, None)
                 for p in draw_cross_heatmap(analysis["tidy"], out_dir / "figures" / "cross_paper_heatmap" / "cross_paper_heatmap",
                                             analysis["oracle"], analysis.get("title") or TITLE)]
-    ranks = analysis["cd"].table().assign(friedman_p=analysis["cd"].friedman_p, note=analysis["cd"].note)
+    cd = analysis["cd"]
+    left_out = f"left out (no score on every setting): {', '.join(cd.dropped)}" if cd.dropped else None
+    ranks = cd.table().assign(friedman_p=cd.friedman_p, note="; ".join(n for n in (cd.note, left_out) if n) or None)
     entries.append(entry("cross_paper_cd", write_text(ranks.to_csv(index=False), stem.with_name(stem.name + "_ranks.csv")),
                          None, None))
     return entries
@@ -378,6 +453,8 @@ def heatmap_text(r: Mapping[str, Any], name: str) -> str:
     table's mark (★ or tied) and, under it, the seeds that found the groups (k of n ≥ 0.9; bimodal marked)."""
     if name == "ari" and r.get("cannot_split"):
         return "cannot\nsplit"
+    if name == "ari" and r.get("did_not_act"):
+        return "did not\nact"
     v = r.get(f"{name}_mean", np.nan)
     if v is None or not np.isfinite(v):
         return "n/a"
@@ -396,12 +473,12 @@ def draw_cross_heatmap(tidy: pd.DataFrame, stem, oracle: Sequence[str] = (), tit
 
     from .statistics.cd import save_figure
 
-    methods = list(dict.fromkeys(tidy["method"]))
+    methods, bands = row_order(tidy)
     settings = list(dict.fromkeys(tidy["setting"]))
     controls = set(tidy.loc[tidy["control"], "setting"]) if "control" in tidy else set()
     columns = [f"{s}\n(control)" if s in controls and "control" not in s else s for s in settings]
     marked = marks(tidy)
-    rows = [method_label(m, oracle, marked) for m in methods]
+    rows = [method_label(m, oracle, marked, m in bands) for m in methods]
     fig, axes = plt.subplots(1, 2, figsize=(2.4 + 1.25 * len(settings) * 2, 1.0 + 0.55 * len(methods)), squeeze=False)
     for ax, (name, label) in zip(axes[0], (("ari", f"final ARI ({BEST_MARK} best beyond the noise; seeds ≥ {FOUND_ARI:g})"),
                                             ("accuracy", "accuracy on the clients' own data"))):
@@ -416,6 +493,8 @@ def draw_cross_heatmap(tidy: pd.DataFrame, stem, oracle: Sequence[str] = (), tit
                     color="black" if not np.isfinite(v) or v > 0.6 else "white")
         ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right", fontsize=7)
         ax.set_yticks(range(len(rows)), rows if ax is axes[0][0] else [""] * len(rows), fontsize=7)
+        if bands and len(bands) < len(methods):  # the references below a line, apart from the ranked methods
+            ax.axhline(len(methods) - len(bands) - 0.5, color="white", lw=3)
         ax.set_title(label, fontsize=8)
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, pad=0.01)
     n_seeds = tidy.loc[tidy["n_seeds"] > 0, "n_seeds"]

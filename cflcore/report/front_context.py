@@ -37,7 +37,8 @@ def front_page_context(cfg: Mapping[str, Any]) -> dict[str, Any]:
     facts = cfg.get(PLUGIN_FACTS_KEY) or {}
     checks = ({"home_checks": home_check_files(cfg)}
               if ((cfg.get("report") or {}).get("cross_paper") or {}).get("home_checks") else {})
-    return {**checks,
+    ablations = ablation_claims_files(cfg)
+    return {**checks, **({"ablation_claims": ablations} if ablations else {}),
         "study": {k: study[k] for k in ("datasets", "splits", "clients", "seeds", "algorithms")},
         "datasets": {d: dict(cfg["datasets"][d]) for d in study["datasets"]},
         "splits": {s: dict(cfg["splits"][s]) for s in study["splits"]},
@@ -58,6 +59,16 @@ def home_check_files(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
     claims = catalogue.OUTPUTS[catalogue.CLAIMS_TABLE].paths()[0]
     return {a: [layout.report_file(results, claims) for results in studies.get(str(cfg["algorithms"][a]["method"]), [])]
             for a in cfg["study"]["algorithms"]}
+
+
+def ablation_claims_files(cfg: Mapping[str, Any]) -> dict[str, list[list[str]]]:
+    """Claim id -> [ablation study, its ``paper_claims.csv``] for each ablation study of a claim of a paper the study
+    checks (the ``ablations`` fact of :data:`cflcore.plugin.PLUGIN_FACTS_KEY`: their results folders, derived at
+    validation from the papers' declarations, cflcore.paper_sources.declared_ablations)."""
+    studies = (cfg.get(PLUGIN_FACTS_KEY) or {}).get("ablations") or {}
+    claims = catalogue.OUTPUTS[catalogue.CLAIMS_TABLE].paths()[0]
+    return {claim_id: [[study, layout.report_file(results, claims)] for study, results in entries]
+            for claim_id, entries in studies.items()}
 
 
 # ---- departures from the config alone ----------------------------------------------------------------------

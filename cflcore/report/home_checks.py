@@ -5,15 +5,18 @@ the claim (cflcore.report.papers.base.Paper.home_claims: strategy method -> clai
 home-check study, whose report writes the verdict to its ``tables/paper_claims.csv``. The table reads that file at
 report time (where it lies: cflcore.report.front_context.home_check_files) and gives each method one of:
 
-* the verdict as written there: "holds", "contradicted", "n/a", or "inconclusive (lean toward|against)";
+* the verdict as written there: "holds", "contradicted", "n/a", or "inconclusive (lean toward|against)", followed by
+  the mark that study's report wrote beside it ("; fails at home" or "; not testable here: <why>",
+  cflcore.report.papers.base.home_mark) where it wrote one;
 * :data:`NOT_RUN` while no listed study has written the claim's verdict;
 * :data:`SEED_STUDY` for a method whose home is a seed's own study (the seeds' papers declare them:
   cflcore.report.papers.base.seed_study_methods), where that study's paper check decides it;
 * :data:`NO_HOME_CHECK` for a method no paper declares a home check for.
 
-Every method that has a home check and whose value is not "holds" (a verdict short of it, or :data:`NOT_RUN`) is
-marked :data:`NOT_HOLDING_MARK` wherever it is ranked (:func:`marked`); :data:`NO_HOME_CHECK` is printed, not marked
-(no authors' code to check against, or a reference such as FedAvg). A study that lists no home checks gets "" everywhere and no marks.
+Every method that has a home check and whose value is not "holds" is marked wherever it is ranked (:func:`marks`):
+:data:`NOT_TESTABLE_MARK` where its home check is not testable here (its runs cannot decide the claim, whatever the
+method does: not a verdict on it), else :data:`NOT_HOLDING_MARK` (it fails at home, or :data:`NOT_RUN`);
+:data:`NO_HOME_CHECK` is printed, not marked (no authors' code to check against, or a reference such as FedAvg). A study that lists no home checks gets "" everywhere and no marks.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from .papers.base import home_claims, seed_study_methods
+from .papers.base import NOT_TESTABLE, home_claims, home_mark, seed_study_methods
 from .statistics.verdicts import HOLDS, INCONCLUSIVE, NONE
 
 NOT_RUN = "not run"
@@ -30,9 +33,13 @@ NOT_RUN = "not run"
 SEED_STUDY = "checked in its seed's study"
 NO_HOME_CHECK = "no home check"
 NOT_HOLDING_MARK = "†"
-"""Beside a method's name wherever it is ranked, where its home check does not hold (:func:`marked`)."""
-LEGEND = (f"{NOT_HOLDING_MARK} = the method's home check (its authors' own recipe, in its own study) does not hold: "
-          f"not holding there, or {NOT_RUN} (column home_check of tables/cross_paper.csv)")
+"""Beside a method's name wherever it is ranked, where it fails at home (its home check does not hold on runs that
+could decide it) or its home check was not run (:func:`marks`)."""
+NOT_TESTABLE_MARK = "‡"
+"""Beside a method's name wherever it is ranked, where its home check is not testable here (:func:`marks`)."""
+LEGEND = (f"{NOT_HOLDING_MARK} = fails at home: the method's home check (its authors' own recipe, in its own study) "
+          f"does not hold on runs that could decide it, or is {NOT_RUN}; {NOT_TESTABLE_MARK} = {NOT_TESTABLE}: its home "
+          "check's runs cannot decide the claim whatever the method does (column home_check of tables/cross_paper.csv)")
 """The section's sentence on the mark."""
 
 
@@ -45,14 +52,16 @@ def verdict_text(rows: pd.DataFrame) -> str:
 
 
 def claim_verdict(claim_id: str, files: Sequence[str]) -> str:
-    """The verdict of ``claim_id`` in the first of ``files`` (``paper_claims.csv`` files) that holds it;
+    """The verdict of ``claim_id`` in the first of ``files`` (``paper_claims.csv`` files) that holds it, with the mark
+    its study wrote beside it in the same tables folder ("holds; …" never: a holding check has none);
     :data:`NOT_RUN` where none does."""
     for path in files:
         if Path(path).is_file():
             claims = pd.read_csv(path, dtype=str, keep_default_na=False)
             rows = claims[claims["claim_id"] == claim_id] if "claim_id" in claims else claims.iloc[0:0]
             if len(rows):
-                return verdict_text(rows)
+                mark = home_mark(claim_id, Path(path).parent)
+                return verdict_text(rows) + (f"; {mark}" if mark else "")
     return NOT_RUN
 
 
@@ -83,8 +92,17 @@ def marked(verdict: str) -> bool:
     return bool(verdict) and verdict not in (HOLDS, SEED_STUDY, NO_HOME_CHECK)
 
 
+def mark_of(verdict: str) -> str:
+    """A home-check value's mark: :data:`NOT_TESTABLE_MARK` where it is not testable here, :data:`NOT_HOLDING_MARK`
+    where it is otherwise :func:`marked`, "" else."""
+    if not marked(verdict):
+        return ""
+    return NOT_TESTABLE_MARK if f"; {NOT_TESTABLE}" in verdict else NOT_HOLDING_MARK
+
+
 def marks(tidy: pd.DataFrame) -> dict[str, str]:
-    """Method -> " †" for the methods of the cross table (its ``home_check`` column) that are :func:`marked`."""
+    """Method -> " †" or " ‡" (:func:`mark_of`) for the methods of the cross table (its ``home_check`` column) that are
+    :func:`marked`."""
     if "home_check" not in tidy or tidy.empty:
         return {}
-    return {m: f" {NOT_HOLDING_MARK}" for m, v in zip(tidy["method"], tidy["home_check"]) if marked(str(v))}
+    return {m: f" {mark_of(str(v))}" for m, v in zip(tidy["method"], tidy["home_check"]) if marked(str(v))}

@@ -98,8 +98,10 @@ def _paper_tables(inputs: ReportInputs) -> list[dict[str, Any]]:
 
     report = (inputs.plan.get("front_page") or {}).get("report") or {}
     checked = {str(p) for p in report.get("paper_checks") or []}
+    ablations = (inputs.plan.get("front_page") or {}).get("ablation_claims") or {}
     data = (ClaimData(sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}), round_frame(inputs.loaded),
-                      loaded=inputs.loaded) if checked else ClaimData(pd.DataFrame(), loaded=inputs.loaded))
+                      loaded=inputs.loaded, ablation_claims=ablations) if checked
+            else ClaimData(pd.DataFrame(), loaded=inputs.loaded))
     entries = []
     for name in PAPERS.names():
         paper = PAPERS.get(name)
@@ -112,6 +114,7 @@ def _paper_tables(inputs: ReportInputs) -> list[dict[str, Any]]:
 
 def _cross_paper(inputs: ReportInputs) -> list[dict[str, Any]]:
     """The cross-paper table and CD diagram (``report.cross_paper``; empty table without it)."""
+    from .acted import references, with_actions
     from .cross_paper import cross_analysis, write_cross_paper
     from .home_checks import home_check_verdicts
     from .sweeps import sweep_summary
@@ -119,9 +122,11 @@ def _cross_paper(inputs: ReportInputs) -> list[dict[str, Any]]:
     context = inputs.plan.get("front_page") or {}
     block = (context.get("report") or {}).get("cross_paper") or {}
     methods = list(dict.fromkeys(s.algorithm for s in inputs.specs))
-    summary = sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}) if block else None
+    summary = (with_actions(sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}), inputs.loaded,
+                            context.get("algorithms") or {}) if block else None)
     return write_cross_paper(cross_analysis(summary, block, methods, context.get("told_true_k") or [],
-                                            context.get("cannot_split") or {}, home_check_verdicts(context, methods)),
+                                            context.get("cannot_split") or {}, home_check_verdicts(context, methods),
+                                            references(context.get("algorithms") or {})),
                              inputs.out_dir, inputs.entry)
 
 

@@ -62,7 +62,8 @@ class ClusterAssignment:
 @dataclass(frozen=True, kw_only=True)
 class StrategyContext:
     """What a strategy may know at set-up: sizes, the seed and the device; never the ground truth
-    except ``n_true_clusters`` (only for the ``oracle`` K-Means baseline, 000 §4.2)."""
+    except ``n_true_clusters`` (only for the ``oracle`` K-Means baseline, 000 §4.2) and, for a strategy that
+    declares :attr:`Strategy.reads_true_groups` (the ``oracle`` reference band) only, ``true_groups``."""
 
     n_clients: int
     n_params: int
@@ -73,6 +74,7 @@ class StrategyContext:
     dtype: torch.dtype | None = None  # None: torch.float32 (set in __post_init__; no torch at import)
     layer_sizes: tuple[int, ...] | None = None  # sizes of the flat vector's per-layer blocks (002 eq. 2)
     array_sizes: tuple[int, ...] | None = None  # sizes of its per-array blocks (002's authors' eq. 2)
+    true_groups: np.ndarray | None = None  # each client's true group; None unless the strategy reads_true_groups
 
     def __post_init__(self) -> None:
         if self.dtype is None:
@@ -204,6 +206,9 @@ class Strategy(Plugin, ABC):
     needs_start_vectors: ClassVar[bool] = False
     """Whether ``aggregate`` reads ``RoundUpdates.start`` / ``params`` (the clients' models, not only their
     deltas). Only then does the engine keep an (N × P) matrix of start vectors next to the deltas."""
+    reads_true_groups: ClassVar[bool] = False
+    """Whether the strategy is handed every client's true group at set-up (``StrategyContext.true_groups``): a
+    reference that is told the answer (cflcore/strategies/oracle.py), never a method that is scored on finding it."""
 
     def __init__(self, **params: Any) -> None:
         """Hold the hyper-parameters: the ``params_schema`` defaults, updated by ``params`` (unknown keys refused)."""

@@ -1,6 +1,8 @@
 """Critical-difference analysis (Friedman + Wilcoxon–Holm; 000 §5.4)."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -139,3 +141,55 @@ def test_nemenyi_critical_difference_matches_demsar_2006():
 
     assert nemenyi_cd(4, 14) == pytest.approx(1.25, abs=0.005)
     assert nemenyi_cd(4, 28) < nemenyi_cd(4, 14)  # more blocks, a smaller difference needed
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_friedman_nemenyi_and_wilcoxon_holm_agree_with_scikit_posthocs(seed):
+    """An outside oracle (issue 67 item 6; the ``test`` extra): scikit-posthocs' Durbin test, which on complete blocks
+    is Friedman's χ² with the ties correction, its Nemenyi–Friedman p-values (a pair is apart by more than our CD exactly
+    when its p is under α) and its Wilcoxon signed-rank with Holm's correction give what cd_analysis gives, on tables
+    with ties (scores rounded to two places) and spread-out gaps."""
+    sp = pytest.importorskip("scikit_posthocs")
+    rng = np.random.default_rng(seed)
+    k, n = int(rng.integers(3, 7)), int(rng.integers(8, 20))
+    scores = pd.DataFrame(np.round(rng.uniform(0.3, 0.8, (n, 1)) + np.linspace(0, -0.15, k) + rng.normal(0, 0.05, (n, k)),
+                                   2), columns=[f"m{i}" for i in range(k)])
+    res = cd_analysis(scores, alpha=0.05)
+    p_durbin, chi2, df = sp.test_durbin(scores.to_numpy())
+    assert df == k - 1 and res.friedman_statistic == pytest.approx(chi2, rel=1e-9)
+    assert res.friedman_p == pytest.approx(p_durbin, rel=1e-9)
+    nemenyi = sp.posthoc_nemenyi_friedman(scores.to_numpy())
+    for i, j in itertools.combinations(range(k), 2):
+        gap = abs(res.mean_ranks[f"m{i}"] - res.mean_ranks[f"m{j}"])
+        if abs(gap - res.nemenyi_cd) > 1e-9:  # not on the boundary
+            assert (gap > res.nemenyi_cd) == (nemenyi.iloc[i, j] < 0.05), (i, j, gap, res.nemenyi_cd, nemenyi.iloc[i, j])
+    long = scores.melt(var_name="method", value_name="score")
+    theirs = sp.posthoc_wilcoxon(long, val_col="score", group_col="method", zero_method="pratt", p_adjust="holm")
+    raw = sp.posthoc_wilcoxon(long, val_col="score", group_col="method", zero_method="pratt")
+    for row in res.pairwise.itertuples(index=False):
+        assert row.p_value == pytest.approx(raw.loc[row.a, row.b], rel=1e-9)
+        assert row.p_holm == pytest.approx(theirs.loc[row.a, row.b], rel=1e-9)
+
+
+def test_the_nemenyi_critical_difference_is_where_scikit_posthocs_p_crosses_alpha():
+    """The CD itself: two methods whose mean ranks are apart by CD ∓ 1e-6 get a Nemenyi–Friedman p just above / below α
+    from scikit-posthocs (it takes q from the same studentized range), for several k and N."""
+    sp = pytest.importorskip("scikit_posthocs")
+    from scipy import stats
+
+    from cflcore.report.statistics.cd import nemenyi_cd
+
+    for k, n in ((3, 8), (5, 12), (9, 8)):
+        cd = nemenyi_cd(k, n, 0.05)
+        for gap, above in ((cd - 1e-6, True), (cd + 1e-6, False)):
+            # scikit-posthocs' statistic: |R_i − R_j| / √(k(k+1)/(6N)), p = studentized_range.sf(stat·√2, k, ∞)
+            q = gap / np.sqrt(k * (k + 1) / (6 * n))
+            p = float(stats.studentized_range.sf(q * np.sqrt(2), k, np.inf))
+            assert (p > 0.05) == above
+    # and that formula is scikit-posthocs': an exact table of ranks reproduces its p for the pair (m0, m1)
+    ranks = np.tile(np.arange(1.0, 6.0), (12, 1))
+    ranks[:4, [0, 1]] = ranks[:4, [1, 0]]
+    p_theirs = sp.posthoc_nemenyi_friedman(-ranks).iloc[0, 4]
+    gap = abs(ranks[:, 0].mean() - ranks[:, 4].mean())
+    q = gap / np.sqrt(5 * 6 / (6 * 12))
+    assert p_theirs == pytest.approx(float(stats.studentized_range.sf(q * np.sqrt(2), 5, np.inf)), rel=1e-6)

@@ -199,23 +199,52 @@ def test_a_method_that_cannot_split_a_setting_says_why_and_leaves_its_ranks_and_
     assert wide.loc["km", "label swap"].startswith("ARI 1.00")
     tidy = analysis["tidy"]
     assert tidy.loc[tidy["cannot_split"] != "", ["method", "split"]].values.tolist() == [["fedgwc", "swap"], ["hdb", "swap"]]
-    # ranks: on "swap" only km is ranked (rank 1); on "swap-big" km first, the other two tie (rank 2.5)
-    assert analysis["ranks"].to_dict() == {"km": 1.0, "fedgwc": 2.5, "hdb": 2.5}
-    # the CD drops the incomplete "swap" blocks, never scoring a ruled-out cell as 0
+    # the CD never scores a ruled-out cell as 0: the two methods without a score on "swap" are left out (and named),
+    # both settings stay blocks for km; the ranks beside it are the CD's
     scores = cp.cd_scores(runs, settings, ["fedgwc", "hdb", "km"], reasons)
     swap = scores.loc["label swap"]
     assert swap[["fedgwc", "hdb"]].isna().all() and swap["km"] == 1.0
-    assert analysis["cd"].n_blocks == 1  # the complete "swap-big" block only
+    assert analysis["cd"].n_blocks == 2 and analysis["cd"].dropped == ["fedgwc", "hdb"]
+    assert analysis["ranks"].to_dict() == {"km": 1.0} == cp.average_ranks(tidy).to_dict()
+    assert "left out of the CD and the ranks (no score on every setting): fedgwc, hdb" in cp.cross_section_rst(analysis)
     # without the reasons, the same data ranks them last on "swap" with ARI 0.00: the mechanism is what moves it
     plain = cp.wide_table(cp.cross_table(runs, settings, ["fedgwc", "hdb", "km"])).set_index("method")
     assert plain.loc["fedgwc", "label swap"].startswith("ARI 0.00")
+
+
+def test_a_method_ruled_out_of_6_of_8_settings_leaves_the_others_ranked_on_all_8():
+    """Issue 68 item 4: FedGWC cannot split on 6 of 8 settings. The CD rests on all 8 blocks among the methods scored on
+    every one, says FedGWC was left out, and the average ranks beside it are the CD's (same blocks, same methods). The
+    old rule (a block with a missing cell dropped for everyone) rested on 2 blocks."""
+    from cflcore.report.statistics.cd import cd_analysis
+
+    methods = ["fedgwc", "a", "b", "c", "d"]
+    settings = [cp.Setting(f"s{i}", "leahcimali", f"setting {i}") for i in range(8)]
+    skill = {"fedgwc": 0.95, "a": 0.9, "b": 0.7, "c": 0.5, "d": 0.3}
+    runs = pd.DataFrame([{"split_base": s.split, "algorithm": m, "seed": seed, "rand": 0.5, "local_acc": 0.7,
+                          "ari": skill[m] - 0.02 * ((i + j) % 3) + 0.001 * seed}
+                         for i, s in enumerate(settings) for j, m in enumerate(methods) for seed in range(3)])
+    reasons = {"fedgwc": {s.split: "K_n above the clients" for s in settings[:6]}}
+    block = {"settings": {s.split: {"home": s.home, "label": s.label} for s in settings}}
+    analysis = cp.cross_analysis(runs, block, methods, cannot_split=reasons)
+    cd = analysis["cd"]
+    assert cd.n_blocks == 8 and cd.dropped == ["fedgwc"] and cd.algorithms == ["a", "b", "c", "d"]
+    assert cd.mean_ranks == {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0} and cd.friedman_p < 0.01
+    assert analysis["ranks"].to_dict() == cd.mean_ranks == cp.average_ranks(analysis["tidy"]).to_dict()
+    assert any(line.startswith("Average rank by ARI over 8 settings") and "left out (no score on every setting): fedgwc"
+               in line for line in analysis["lines"])
+    # FedGWC's two scored cells stay in the table; the old complete-block rule would have left 2 blocks
+    assert cd_analysis(cp.cd_scores(runs, settings, methods, reasons), incomplete="blocks").n_blocks == 2
 
 
 def test_a_method_ruled_out_everywhere_is_left_out_of_the_cd():
     runs = planted()
     reasons = {"weak": {s.split: "its parameters rule it out" for s in SETTINGS}}
     scores = cp.cd_scores(runs, SETTINGS, ["home", "mid", "weak"], reasons)
-    assert list(scores.columns) == ["home", "mid"] and len(scores) == 3
+    assert scores["weak"].isna().all() and scores[["home", "mid"]].notna().all().all() and len(scores) == 3
+    block = {"settings": {s.split: {"home": s.home, "label": s.label} for s in SETTINGS}}
+    cd = cp.cross_analysis(runs, block, ["home", "mid", "weak"], cannot_split=reasons)["cd"]
+    assert cd.dropped == ["weak"] and cd.algorithms == ["home", "mid"] and cd.n_blocks == 3
 
 
 def test_the_front_page_context_reads_the_plug_in_facts_without_importing_a_plug_in(tmp_path):

@@ -54,7 +54,7 @@ def test_a_verdict_on_file_fills_the_column_and_marks_a_method_whose_check_does_
     wide = cp.wide_table(tidy)
     assert wide["method"].tolist() == ["home", "mid", f"weak {hc.NOT_HOLDING_MARK}"]
     lines = analysis["lines"]
-    assert lines[-1] == f"Average rank by ARI (1 = best): home 1.0, mid 2.0, weak {hc.NOT_HOLDING_MARK} 3.0."
+    assert lines[-1] == f"Average rank by ARI over 3 settings (1 = best): home 1.0, mid 2.0, weak {hc.NOT_HOLDING_MARK} 3.0."
     assert any(f"ARI ≤ {cp.FAIL_ARI} somewhere: weak {hc.NOT_HOLDING_MARK}" in line for line in lines)
     rst = cp.cross_section_rst(analysis)
     assert hc.LEGEND in rst and f"weak {hc.NOT_HOLDING_MARK}" in rst
@@ -183,3 +183,22 @@ def test_an_edited_home_check_config_is_validated_again(tmp_path, monkeypatch):
     before = cc.validation_key(cfg)
     home.write_text("results_dir: results/two\nalgorithms:\n  ifca-home: {method: ifca}\n")
     assert cc.validation_key(cfg) != before
+
+
+@pytest.mark.parametrize("mark,symbol", [("not testable here: neither model leaves ln 10", hc.NOT_TESTABLE_MARK),
+                                         ("fails at home", hc.NOT_HOLDING_MARK), ("", hc.NOT_HOLDING_MARK)])
+def test_the_home_studys_mark_splits_the_dagger(tmp_path, mark, symbol):
+    """Issue 68: the home-check study's home table writes each claim's mark beside its verdict; the cross table reads
+    it: "not testable here" gives ‡ (not a verdict on the method), "fails at home" (or no mark written) gives †."""
+    from cflcore.report.papers import home
+    from cflcore.report.papers._home_rows import HOME_COLUMNS
+
+    scl = home_claims()["scl"]
+    csv = claims_csv(tmp_path / "tables" / "paper_claims.csv", {scl: ("inconclusive", "against")})
+    row = dict.fromkeys(HOME_COLUMNS, "")
+    row.update(method="SCL", verdict=f"inconclusive (lean against; {scl})", mark=mark)
+    pd.DataFrame([row]).to_csv(tmp_path / "tables" / f"{home.Home.home_marks_table}.csv", index=False)
+    tidy = analysis_of(csv)["tidy"]
+    assert tidy.loc[tidy["method"] == "weak", "home_check"].iloc[0] == "inconclusive (lean against)" + (
+        f"; {mark}" if mark else "")
+    assert cp.wide_table(tidy)["method"].tolist()[-1] == f"weak {symbol}"

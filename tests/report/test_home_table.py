@@ -8,6 +8,7 @@ from cflcore.report.build import front_tables_rst
 from cflcore.report.papers import base as cl
 from cflcore.report.papers import home
 from cflcore.report.papers._home_rows import HOME_COLUMNS, HOME_TABLE, NOT_RUN
+from cflcore.report.papers.base import FAILS_AT_HOME, NOT_TESTABLE
 from cflcore.strategies import fesem_departures, ifca_departures
 
 
@@ -80,3 +81,64 @@ def test_unchecked_study_gets_the_header_only_and_the_front_page_opens_on_the_ta
     rst = front_tables_rst([home.PAPER], cl.ClaimData(ifca_runs(1.0)), None)
     assert rst.startswith("Every method on its home ground") and "6 of 6" in rst
     assert front_tables_rst([], cl.ClaimData(ifca_runs(1.0)), None) == ""
+
+
+def loaded_runs(loss: float) -> list:
+    """FeSEM's and FedAvg's home runs as the report loads them: server.parquet's last mean training loss, 10 classes."""
+    from types import SimpleNamespace
+
+    return [SimpleNamespace(spec=SimpleNamespace(algorithm=v, split=home.FESEM_SPLIT),
+                            server=pd.DataFrame({"round": [0, 1], "mean_train_loss": [2.3026, loss + 0.0001 * s]}),
+                            manifest={"n_classes": 10})
+            for v in (home.FESEM_VARIANT, home.FEDAVG_VARIANT) for s in range(6)]
+
+
+def test_the_mark_splits_fails_at_home_from_not_testable_here():
+    """Issue 68: FeSEM's accuracy claim on runs that never leave ln 10 reads "not testable here" (whatever its verdict:
+    here a tie, inconclusive), the same verdict on trained runs reads "fails at home"; IFCA contradicted fails at
+    home, holding has no mark."""
+    runs = fesem_runs(0.11, 0.11)
+    untrained = row(home.Home.tables(cl.ClaimData(runs, loaded=loaded_runs(2.3010)), True)[HOME_TABLE].set_index("method"),
+                    "FeSEM")
+    assert untrained["mark"].startswith(f"{NOT_TESTABLE}: neither {home.FESEM_VARIANT} nor {home.FEDAVG_VARIANT} leaves "
+                                        "the untrained loss (ln 10 = 2.303): last training loss 2.3010–2.3015 over 12 runs")
+    trained = row(home.Home.tables(cl.ClaimData(runs, loaded=loaded_runs(0.5)), True)[HOME_TABLE].set_index("method"),
+                  "FeSEM")
+    assert trained["verdict"] == untrained["verdict"] and trained["mark"] == FAILS_AT_HOME
+    assert row(table(ifca_runs(0.0)), "IFCA")["mark"] == FAILS_AT_HOME
+    assert row(table(ifca_runs(1.0)), "IFCA")["mark"] == "" and row(table(ifca_runs(1.0)), "SCL")["mark"] == ""
+
+
+def test_each_ablations_verdict_stands_beside_the_home_verdict(tmp_path):
+    """Issue 68: the ablation studies the home paper declares (Home.ablations) decide its claims again; the home table
+    prints each one's verdict (with its mark) from its report's paper_claims.csv, "not run" where it is absent, and the
+    Snakefile's report plan makes those files inputs of the tables part."""
+    from cflcore.report.papers.base import CLAIM_COLUMNS
+
+    claim = "home-fesem-beats-fedavg"
+    written = tmp_path / "aligned" / "paper_claims.csv"
+    written.parent.mkdir()
+    pd.DataFrame([{**dict.fromkeys(CLAIM_COLUMNS, ""), "claim_id": claim, "holds": "inconclusive", "lean": "toward"}],
+                 columns=list(CLAIM_COLUMNS)).to_csv(written, index=False)
+    ablations = {claim: [["home-fesem-offline-aligned", str(written)],
+                         ["home-fesem-offline-rounds", str(tmp_path / "absent" / "paper_claims.csv")]]}
+    got = home.Home.tables(cl.ClaimData(fesem_runs(0.8, 0.6), ablation_claims=ablations), True)[HOME_TABLE]
+    fesem = row(got.set_index("method"), "FeSEM")
+    assert fesem["ablations"] == ("home-fesem-offline-aligned: inconclusive (lean toward) · "
+                                  "home-fesem-offline-rounds: not run")
+    assert row(got.set_index("method"), "IFCA")["ablations"] == ""
+
+
+def test_the_report_plan_reads_the_declared_ablations_of_a_home_study():
+    from pathlib import Path
+
+    import cflcore.config as cc
+    from cflcore.report.catalogue import STUDY_INPUTS
+    from cflcore.stages import report_plan
+
+    repo = Path(__file__).resolve().parents[2]
+    cfg = cc.load_config(repo / "config" / "config.yaml", repo / "config" / "home-fesem-offline.yaml")
+    plan = report_plan(cfg)
+    assert [s for s, _ in plan["front_page"]["ablation_claims"]["home-fesem-beats-fedavg"]] == [
+        "home-fesem-offline-estep", "home-fesem-offline-aligned", "home-fesem-offline-rounds"]
+    assert "results/home-fesem-offline-rounds/report/tables/paper_claims.csv" in plan[STUDY_INPUTS]["tables"]

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+
 HOME_TABLE = "home_table"
 """The home table's catalogue kind (``tables/home_table.csv``; caption report/captions/home_table.rst)."""
-HOME_COLUMNS = ("method", "home", "authors' demonstration", "authors' result", "ours", "verdict", "departures")
+HOME_COLUMNS = ("method", "home", "authors' demonstration", "authors' result", "ours", "verdict", "mark", "ablations",
+                "departures")
+
 NOT_RUN = "not run in this study"
 ELSEWHERE = "checked there, not rerun here"
 ELSEWHERE_VERDICT = "that study's paper check (its front page)"

@@ -73,6 +73,10 @@ class ClaimData:
     told_true_k: frozenset[str] = frozenset()
     """The variants told the true number of groups (cflcore.plugin.Plugin.told_true_k): they split
     because they are told to, which a claim about who splits must set apart."""
+    ablation_claims: Mapping[str, Sequence[tuple[str, str]]] = field(default_factory=dict)
+    """Claim id -> (ablation study, its ``paper_claims.csv``) of each ablation study that decides the claim again
+    (:attr:`Paper.ablations`; cflcore.report.front_context.ablation_claims_files), for the table that prints each
+    ablation's verdict beside the claim's own."""
 
 
 CLAIM_COLUMNS = ("claim_id", "paper", "where", "claim", "ours", "holds", "lean", "reason", "seeds_to_decide", "kind",
@@ -344,6 +348,15 @@ class Paper:
     """Strategy method -> the id of this paper's claim that checks the method on its authors' own recipe (its home
     check): the cross-paper table reads that claim's verdict from the home-check study's ``paper_claims.csv``
     (``report.cross_paper.home_checks``, :func:`home_claims`)."""
+    ablations: ClassVar[Mapping[str, str]] = {}
+    """Config file of an ablation study (one of this paper's checks layered over with one departure put back, another
+    recipe or more seeds) -> the id of this paper's claim it decides again. Literals only: the Snakefile's parse reads
+    them from the source (cflcore.paper_sources.declared_ablations), and the report reads each study's verdict from
+    its ``paper_claims.csv`` (:attr:`ClaimData.ablation_claims`)."""
+    home_marks_table: ClassVar[str | None] = None
+    """The catalogue kind of this paper's table (``tables/<kind>.csv``) whose rows give each home claim's mark
+    (:data:`FAILS_AT_HOME` or :data:`NOT_TESTABLE` with why) in a ``mark`` column, the claim's id closing its
+    ``verdict`` column ("… ; <claim id>)"): the cross-paper table reads it beside the verdict (:func:`home_mark`)."""
     roles: ClassVar[Mapping[str, Role]] = {}
     """Role key -> :class:`Role`: the runs the claims read. A study whose splits or variants carry other names maps
     them (``report.roles: {<paper>: {<role key>: <its split or variant>}}``); a role it does not map is read under the
@@ -440,6 +453,29 @@ def home_claims() -> dict[str, str]:
         for method, claim_id in PAPERS.get(name).home_claims.items():
             found.setdefault(method, claim_id)
     return found
+
+
+FAILS_AT_HOME = "fails at home"
+"""A home check's mark where its runs could decide the claim and it does not hold: the authors' recipe, with the
+departures put back as far as the data allows, does not reproduce their result (a verdict on the method at home)."""
+NOT_TESTABLE = "not testable here"
+"""A home check's mark where its runs cannot decide the claim whatever the method does (our data or scale cannot test
+it), followed by why: not a verdict on the method."""
+
+
+def home_mark(claim_id: str, tables_dir: str | Path) -> str:
+    """The mark of the home claim ``claim_id`` as the home-check study's report wrote it in ``tables_dir`` (the table of
+    the paper that declares the claim, :attr:`Paper.home_marks_table`); "" where none is written."""
+    for name in PAPERS.names():
+        paper = PAPERS.get(name)
+        if paper.home_marks_table and claim_id in paper.home_claims.values():
+            path = Path(tables_dir) / f"{paper.home_marks_table}.csv"
+            if path.is_file():
+                table = pd.read_csv(path, dtype=str, keep_default_na=False)
+                if {"verdict", "mark"} <= set(table.columns):
+                    rows = table[table["verdict"].str.endswith(f"; {claim_id})")]
+                    return str(rows["mark"].iloc[0]) if len(rows) else ""
+    return ""
 
 
 def seed_study_methods() -> tuple[str, ...]:

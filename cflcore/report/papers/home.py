@@ -36,10 +36,14 @@ table that lists these studies (``report.cross_paper.home_checks``) reads their 
 
 The home table (``tables/home_table.csv``, :func:`home_table`; the front page of a study that checks ``home`` opens on
 it, :attr:`Home.front_tables`): one row per method, its home, the authors' demonstration with its source and their
-result (:mod:`._home_rows`), ours (final ARI mean ± sample std, k of n seeds ≥ 0.9), the verdict and the departures.
+result (:mod:`._home_rows`), ours (final ARI mean ± sample std, k of n seeds ≥ 0.9), the verdict, its mark and the
+departures. The mark splits a verdict short of "holds" in two (issue 68): "fails at home" (the runs could decide the
+claim, and it does not hold) and "not testable here" (they cannot, whatever the method does: FeSEM at its authors' lr,
+where neither FeSEM nor FedAvg leaves the untrained loss, :func:`fesem_untestable`).
 """
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Callable
 
@@ -47,10 +51,11 @@ import pandas as pd
 
 from ...strategies import fesem_departures, ifca_departures, scl_departures
 from ..statistics.seed_stats import FOUND_ARI as FOUND
-from ..statistics.verdicts import cell, greater, threshold
+from ..statistics.verdicts import CONTRADICTED, INCONCLUSIVE, cell, greater, threshold
 from ._home_rows import (ELSEWHERE, ELSEWHERE_DEPARTURES, ELSEWHERE_ROWS, ELSEWHERE_VERDICT, HOME_COLUMNS, HOME_TABLE,
                          FESEM, IFCA, NO_HOME, NO_HOME_ROWS, NOT_RUN, SCL, HomeRow)
-from .base import ClaimData, ClaimResult, Paper, Role, SettingHome, claim, register_paper, select, verdict
+from .base import (FAILS_AT_HOME, NOT_TESTABLE, ClaimData, ClaimResult, Paper, Role, SettingHome, claim, register_paper,
+                   select, verdict)
 
 PAPER = "home"
 IFCA_VARIANT = "ifca-home"  # config/home-offline.yaml: IFCA told k (oracle = the split's 4 groups)
@@ -115,20 +120,75 @@ def fesem_beats_fedavg_at_home(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "home-fesem-beats-fedavg", where, text, ours, {label: part})
 
 
+UNTRAINED_LOSS_SHARE = 0.99
+"""A run whose last mean training loss (server.parquet ``mean_train_loss``) is at least this share of ln C, the loss of
+a uniform guess over C classes, has not left the untrained loss: an accuracy comparison of two such runs compares
+untrained models. At 0.99 of ln 10 that is a loss above 2.280; FeSEM's home runs end at 2.300-2.303 after 30 rounds and
+2.282 after 400 (docs/results.md)."""
+
+
+def _last_losses(data: ClaimData, variant: str, split: str) -> list[tuple[float, int]]:
+    """(last mean training loss, number of classes) of each loaded run of ``variant`` on ``split``."""
+    out = []
+    for run in data.loaded or ():
+        server, classes = run.server, (run.manifest or {}).get("n_classes")
+        if (run.spec.algorithm == variant and run.spec.split == split and server is not None and len(server)
+                and "mean_train_loss" in server and classes):
+            out.append((float(server["mean_train_loss"].iloc[-1]), int(classes)))
+    return out
+
+
+def fesem_untestable(data: ClaimData) -> str | None:
+    """Why ``home-fesem-beats-fedavg`` cannot be decided on these runs: every run of FeSEM and of FedAvg ends at the
+    untrained loss (:data:`UNTRAINED_LOSS_SHARE` of ln C), so the accuracy comparison is one of untrained models
+    whatever FeSEM does; None where some run trained, or the runs' records are not loaded."""
+    runs = _last_losses(data, FESEM_VARIANT, FESEM_SPLIT) + _last_losses(data, FEDAVG_VARIANT, FESEM_SPLIT)
+    if not runs or not all(loss >= UNTRAINED_LOSS_SHARE * math.log(c) for loss, c in runs):
+        return None
+    losses, classes = [loss for loss, _ in runs], sorted({c for _, c in runs})
+    untrained = ", ".join(f"ln {c} = {math.log(c):.3f}" for c in classes)
+    return (f"neither {FESEM_VARIANT} nor {FEDAVG_VARIANT} leaves the untrained loss ({untrained}): last training loss "
+            f"{min(losses):.4f}–{max(losses):.4f} over {len(runs)} runs, so the accuracies compared are untrained "
+            "models'")
+
+
+def home_mark(holds: str, untestable: str | None) -> str:
+    """The home table's ``mark``: :data:`NOT_TESTABLE` with why where the runs cannot decide the claim (whatever its
+    verdict), :data:`FAILS_AT_HOME` for a verdict short of holds that they could decide, "" for holds and n/a."""
+    if untestable:
+        return f"{NOT_TESTABLE}: {untestable}"
+    return FAILS_AT_HOME if holds in (CONTRADICTED, INCONCLUSIVE) else ""
+
+
 def _checked_row(row: HomeRow, claim_fn: Callable[[ClaimData], ClaimResult], runs: pd.DataFrame,
                  data: ClaimData, departures: ModuleType,
-                 extra: Callable[[pd.DataFrame], str] = lambda runs: "") -> dict[str, str]:
+                 extra: Callable[[pd.DataFrame], str] = lambda runs: "",
+                 untestable: Callable[[ClaimData], str | None] = lambda data: None) -> dict[str, str]:
     """The home table's row of a method checked in this study: ours (final ARI mean ± sample std, "k of n ≥ 0.9",
-    from ``runs``, the claim's runs, then ``extra`` of them) and the verdict of ``claim_fn`` on ``data``; "not run in
-    this study" without runs."""
+    from ``runs``, the claim's runs, then ``extra`` of them), the verdict of ``claim_fn`` on ``data`` and its mark
+    (:func:`home_mark`, from ``untestable``: why the runs cannot decide the claim, or None); "not run in this study"
+    without runs."""
     if len(runs):
         res = claim_fn(data)
         ours = f"final ARI {cell(runs, 'ari').text()}{extra(runs)}"
         holds = f"{res.holds} (lean {res.lean}; {res.claim_id})"
+        mark = home_mark(res.holds, untestable(data))
     else:
         ours = holds = NOT_RUN
-    return dict(zip(HOME_COLUMNS, (row.method, row.home, row.demonstration, row.result, ours, holds,
+        mark = ""
+    return dict(zip(HOME_COLUMNS, (row.method, row.home, row.demonstration, row.result, ours, holds, mark,
+                                   ablation_verdicts(claim_fn.claim_id, data),  # type: ignore[attr-defined]
                                    f"{len(departures.DEPARTURES)} ({departures.__name__}.DEPARTURES)")))
+
+
+def ablation_verdicts(claim_id: str, data: ClaimData) -> str:
+    """Each ablation study's verdict on ``claim_id`` with its mark, as its report wrote them ("<study>: <verdict>";
+    "not run" where its ``paper_claims.csv`` is absent), joined by " · "; "" without ablations
+    (:attr:`Home.ablations`, :attr:`ClaimData.ablation_claims`)."""
+    from ..home_checks import claim_verdict
+
+    return " · ".join(f"{study}: {claim_verdict(claim_id, [path])}"
+                      for study, path in (data.ablation_claims or {}).get(claim_id, ()))
 
 
 def home_table(data: ClaimData) -> pd.DataFrame:
@@ -141,10 +201,11 @@ def home_table(data: ClaimData) -> pd.DataFrame:
             _checked_row(SCL, scl_separates_rotated_half_at_home, select(runs, SCL_VARIANT, split_base=SCL_SPLIT),
                          data, scl_departures),
             _checked_row(FESEM, fesem_beats_fedavg_at_home, select(runs, FESEM_VARIANT, split_base=FESEM_SPLIT),
-                         data, fesem_departures, lambda r: f"; {ACCURACY} {cell(r, ACCURACY).text()}")]
-    rows += [dict(zip(HOME_COLUMNS, (r.method, r.home, r.demonstration, r.result, ELSEWHERE, ELSEWHERE_VERDICT,
+                         data, fesem_departures, lambda r: f"; {ACCURACY} {cell(r, ACCURACY).text()}",
+                         fesem_untestable)]
+    rows += [dict(zip(HOME_COLUMNS, (r.method, r.home, r.demonstration, r.result, ELSEWHERE, ELSEWHERE_VERDICT, "", "",
                                      ELSEWHERE_DEPARTURES))) for r in ELSEWHERE_ROWS]
-    rows += [dict(zip(HOME_COLUMNS, (r.method, r.home, r.demonstration, r.result, NOT_RUN, NO_HOME, "–")))
+    rows += [dict(zip(HOME_COLUMNS, (r.method, r.home, r.demonstration, r.result, NOT_RUN, NO_HOME, "", "", "–")))
              for r in NO_HOME_ROWS]
     return pd.DataFrame(rows, columns=list(HOME_COLUMNS))
 
@@ -176,6 +237,15 @@ class Home(Paper):
         "home_table": "every method on its home ground: the authors' result and its source, ours, the verdict",
     }
     front_tables = (HOME_TABLE,)
+    home_marks_table = HOME_TABLE
+    ablations = {  # each layered over its home check (the config's header says what it changes)
+        "config/home-offline-seeds.yaml": "home-ifca-rotations",
+        "config/home-offline-machines.yaml": "home-ifca-rotations",
+        "config/home-scl-offline-steps.yaml": "home-scl-rotated-half",
+        "config/home-fesem-offline-estep.yaml": "home-fesem-beats-fedavg",
+        "config/home-fesem-offline-aligned.yaml": "home-fesem-beats-fedavg",
+        "config/home-fesem-offline-rounds.yaml": "home-fesem-beats-fedavg",
+    }
 
     @classmethod
     def tables(cls, data: ClaimData, checked: bool) -> dict[str, pd.DataFrame]:

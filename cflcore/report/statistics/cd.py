@@ -13,6 +13,15 @@ The Nemenyi critical difference (Demšar 2006, §3.2.2: two mean ranks differ wh
 q_α √(k(k+1)/(6N)), q_α the studentized range quantile over √2, scipy.stats.studentized_range) is reported beside
 the diagram's Wilcoxon–Holm bars (``nemenyi_cd``).
 
+Friedman, Nemenyi and Wilcoxon need complete blocks (every algorithm scored in every block). A missing score is
+handled one of two ways (``incomplete``, :func:`complete_scores`): ``"blocks"`` drops the blocks with a missing score
+(complete-case by block: sound where a score is missing at random, e.g. a run not made), ``"methods"`` drops the
+algorithms missing from some block and keeps every block (sound where a score is missing *because of the
+algorithm*, e.g. it cannot act there: dropping those blocks would take the settings hardest for one algorithm away
+from every other, and ranking among the present algorithms of each block would mix ranks out of different k, which
+neither Friedman's statistic nor Nemenyi's CD allows). The dropped algorithms are named (``CDResult.dropped``) and the
+mean ranks are always those of the data the tests use.
+
 Too little data for a test (fewer than 2 algorithms, or fewer than 2 complete blocks) gives the mean
 ranks with a ``note`` and no test; Friedman needs ≥ 3 algorithms, so with 2 only the Wilcoxon test runs.
 """
@@ -50,6 +59,7 @@ class CDResult:
     cliques: list[list[str]] = field(default_factory=list)
     note: str | None = None
     nemenyi_cd: float | None = None  # the Nemenyi critical difference of mean ranks at ``alpha`` (k ≥ 2, N ≥ 2)
+    dropped: list[str] = field(default_factory=list)  # algorithms missing from some block, left out ("methods")
 
     def table(self) -> pd.DataFrame:
         """One row per algorithm: mean rank and the clique indices it belongs to."""
@@ -127,13 +137,34 @@ def find_cliques(ordered: list[str], significant: set[frozenset[str]]) -> list[l
     return [ordered[i:j + 1] for i, j in maximal]
 
 
-def cd_analysis(scores: pd.DataFrame, higher_is_better: bool = True, alpha: float = 0.05) -> CDResult:
-    """Friedman then Wilcoxon–Holm over the complete blocks of ``scores`` (rows = blocks, columns = algorithms)."""
-    complete = scores.dropna(axis=0, how="any")
+INCOMPLETE = ("blocks", "methods")
+"""How :func:`complete_scores` makes a table complete: drop the incomplete blocks, or the algorithms not in every block."""
+
+
+def complete_scores(scores: pd.DataFrame, incomplete: str = "blocks") -> tuple[pd.DataFrame, list[str]]:
+    """The complete table the rank statistics use, and the algorithms left out. ``"blocks"``: every row with a missing
+    score is dropped (no algorithm is left out). ``"methods"``: rows without any score are dropped (a block nobody
+    scores, e.g. a split without groups), then every algorithm missing from a remaining row; all other blocks stay."""
+    if incomplete not in INCOMPLETE:
+        raise ValueError(f"incomplete: {incomplete!r} is not one of {list(INCOMPLETE)}")
+    if incomplete == "blocks":
+        return scores.dropna(axis=0, how="any"), []
+    scored = scores.dropna(axis=0, how="all")
+    dropped = [str(a) for a in scored.columns[scored.isna().any(axis=0)]]
+    return scored.drop(columns=dropped), dropped
+
+
+def cd_analysis(scores: pd.DataFrame, higher_is_better: bool = True, alpha: float = 0.05,
+                incomplete: str = "blocks") -> CDResult:
+    """Friedman then Wilcoxon–Holm over the complete table of ``scores`` (rows = blocks, columns = algorithms), made
+    complete by dropping blocks or algorithms (``incomplete``, :func:`complete_scores`); the mean ranks are those of
+    the same table."""
+    complete, dropped = complete_scores(scores, incomplete)
     k, n = complete.shape[1], complete.shape[0]
-    ranks = mean_ranks(complete, higher_is_better) if n else pd.Series(np.nan, index=scores.columns)
+    ranks = mean_ranks(complete, higher_is_better) if n else pd.Series(np.nan, index=complete.columns)
     ordered = sorted(complete.columns, key=lambda a: (ranks[a], str(a)))
-    result = CDResult(list(ordered), {a: float(ranks[a]) for a in ordered}, n, alpha, higher_is_better)
+    result = CDResult(list(ordered), {a: float(ranks[a]) for a in ordered}, n, alpha, higher_is_better,
+                      dropped=dropped)
     if k < 2 or n < 2:
         result.note = f"no test: {k} algorithm(s) over {n} complete scenario(s); need ≥ 2 of each"
         return result
@@ -189,6 +220,8 @@ def draw_cd_diagram(result: CDResult, path_stem: str | Path, title: str = "") ->
     subtitle += f"; N = {result.n_blocks} blocks; Wilcoxon–Holm α = {result.alpha}"
     if result.nemenyi_cd is not None:
         subtitle += f"; Nemenyi CD = {result.nemenyi_cd:.2f}"
+    if result.dropped:
+        subtitle += f"\nleft out (no score in every block): {', '.join(result.dropped)}"
     ax.set_title(f"{title}\n{subtitle}" if title else subtitle, fontsize=9)
     if result.note:
         ax.text((k + 1) / 2, ax.get_ylim()[0] + 0.1, result.note, ha="center", va="bottom", fontsize=8,

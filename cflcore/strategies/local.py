@@ -1,0 +1,34 @@
+"""Local training: no aggregation, every client alone (a reference band, not a clustering method; issue 68).
+
+Every client is its own cluster from round 0 and keeps its own model, started from the engine's one initialisation:
+a cluster of one member averages only its own update, so each model sees its client's data and nothing else. The
+lower band of leahcimali's follow-up, FL-bench and PFLlib ("Local"): what a client gets without a federation. Its
+ARI is 0 by construction (one cluster per client); it is read by its clients' accuracy. The report shows it apart
+from the ranked methods (cflcore/strategies/local_records.py).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
+
+if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
+    import torch
+
+
+@register_strategy("local")
+class LocalOnly(Strategy):
+    params_schema = {}
+
+    def setup(self, ctx: StrategyContext) -> None:
+        super().setup(ctx)
+        self.assignment = ClusterAssignment(np.arange(ctx.n_clients, dtype=np.int64))
+
+    def initial_models(self, init: torch.Tensor, make_init: Callable[[int], torch.Tensor]) -> dict[int, torch.Tensor]:
+        """One model per client, each the engine's initialisation (the engine copies each)."""
+        return {i: init for i in range(self.ctx.n_clients)}
+
+    def aggregate(self, updates: RoundUpdates) -> StrategyResult:
+        return StrategyResult(self.assignment)

@@ -1,0 +1,89 @@
+"""What the report reads about a method beyond its scores, declared beside the method (issue 68): whether a finished
+run acted at all, and whether the method is a reference band rather than a contestant.
+
+* A method can be given a setting it could split and still never act in a run: a split criterion never met within
+  the rounds, a trigger that never fired. Its final ARI is then 0 by default, not by failure, and a table that ranks
+  it reads a budget for a verdict. :meth:`MethodRecords.did_not_act` is the run-time counterpart of
+  :meth:`cflcore.plugin.Plugin.cannot_split` (which needs no run): it takes the run's server.parquet (one row per
+  round, the diagnostics its ``aggregate`` returned) and the variant's parameters with their defaults, and returns a
+  :class:`NoAction` or None (it acted, or the records cannot tell).
+* A reference (:attr:`MethodRecords.reference`) decides no grouping: FedAvg (one model), the oracle (the true groups
+  from round 0), local training (no aggregation). A cross table shows it apart, as a band every method is read
+  against, and never ranks it.
+
+A method registers its records class by its registered strategy name, ``@register_records("scl")``, in a file of its
+own beside its strategy (``<method>_records.py``); a method without one acted in every run and is ranked. The records
+live apart from the shipped strategy modules on purpose: a train job's code hash covers its strategy's module and
+what that imports (docs/architecture.md §11), so a reader of finished runs written there would rerun every shipped
+run; no shipped method's train job imports this module (tests/report/test_acted.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+from ..registry import Registry
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class NoAction:
+    """Why a run's method never acted: ``reason`` is one clause with ``{name}`` fields, ``figures`` the numbers
+    that fill them; a cross table joins the seeds of a cell into ranges (:func:`no_action_text`)."""
+
+    reason: str
+    figures: Mapping[str, float] = field(default_factory=dict)
+
+    def text(self) -> str:
+        return no_action_text([self])
+
+
+def _figure_text(values: list[float]) -> str:
+    """"0.15" for one value (or several equal), "0.15–0.18" for a range; whole numbers printed whole, others to 2
+    significant digits."""
+    def one(v: float) -> str:
+        return str(int(v)) if float(v).is_integer() and abs(v) < 1e6 else f"{v:.2g}"
+
+    lo, hi = one(min(values)), one(max(values))
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def no_action_text(reasons: list[NoAction]) -> str:
+    """The seeds' reasons as one clause per distinct ``reason``, each figure the range over those seeds
+    ("smallest mean update norm 0.15–0.18 (round 17–19) against ε₁ 0.03–0.06"); clauses joined by "; "."""
+    by_reason: dict[str, list[NoAction]] = {}
+    for r in reasons:
+        by_reason.setdefault(r.reason, []).append(r)
+    return "; ".join(reason.format(**{k: _figure_text([float(r.figures[k]) for r in rs]) for k in rs[0].figures})
+                     for reason, rs in by_reason.items())
+
+
+class MethodRecords:
+    """A method's records (module docstring); the defaults: it acts in every run and is ranked."""
+
+    reference: ClassVar[str | None] = None
+    """The band this method draws in a cross table ("upper band: ..."), or None for a ranked method."""
+
+    @classmethod
+    def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
+        return None
+
+
+RECORDS: Registry[type[MethodRecords]] = Registry("method records", package="cflcore.strategies")
+"""Method (its registered strategy name) -> its records class (module docstring)."""
+register_records = RECORDS.register
+
+
+def records(method: str) -> type[MethodRecords]:
+    """The records of ``method``; :class:`MethodRecords` itself where the method registers none."""
+    return RECORDS.get(method) if method in RECORDS else MethodRecords
+
+
+def did_not_act(method: str, server: "pd.DataFrame | None", params: Mapping[str, Any]) -> NoAction | None:
+    """Why a run of ``method`` never acted, from its server records and its parameters with their defaults; None
+    where it acted, where the method registers no records, or where the run has no server records."""
+    if server is None or not len(server):
+        return None
+    return records(method).did_not_act(server, params)
