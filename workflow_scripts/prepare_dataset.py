@@ -2,7 +2,10 @@
 import json
 
 from cflcore import stages
+from cflcore.external import activate
 from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821  (injected by Snakemake)
-run_job(sm.log[0], lambda: stages.prepare_dataset(json.loads(sm.params.settings), sm.output.dataset))
+settings = json.loads(sm.params.settings)
+# an external dataset plug-in the job selects joins its registry first (cflcore.external; logged with its version)
+run_job(sm.log[0], lambda: (activate({"dataset": settings["loader"]}), stages.prepare_dataset(settings, sm.output.dataset)))

@@ -266,8 +266,12 @@ def run_inputs(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str
 def run_plugins(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:
     """The plug-ins a run's train job selects, registry kind -> name: its method and its model (its code hash covers
     their modules and no other plug-in's, cflcore.provenance.code_version)."""
+    from ..external import external_only
+
     settings = run_settings(cfg, dataset, algorithm)
-    return {"method": str(settings["algorithm"]["method"]), "model": str(settings["training"]["model"])}
+    clusterer = settings["algorithm"].get("clusterer")  # an external one only: a built-in one is in every hash
+    return {"method": str(settings["algorithm"]["method"]), "model": str(settings["training"]["model"]),
+            **(external_only({"clusterer": clusterer}) if isinstance(clusterer, str) else {})}
 
 
 def explain_plugins(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:

@@ -32,9 +32,11 @@ from typing import Any, Mapping, Sequence
 from ..config_checks import REFUSE, WARN, check_cross_references, check_data_requests, entry_field
 from ..defaults import schema_defaults
 from ..errors import ConfigError
+from ..external import activate, check_installed, check_name, config_plugins, config_records, fingerprint
+from ..external import installed as installed_plugins
 from ..paper_sources import check_home, check_paper
 from ..plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, check_finite, schema_check
-from ..registry import check_declared, declared_names
+from ..registry import declared_names
 from ..settings import training_schema
 from ..sweep_expansion import expand_sweeps
 from .load import BASE_CONFIG, deep_update, load_schema, read_config_file
@@ -115,6 +117,7 @@ def validation_key(cfg: Mapping[str, Any]) -> str:
         if Path(f).is_file():
             h.update(f.encode())
             h.update(Path(f).read_bytes())
+    h.update(fingerprint().encode())  # the installed external plug-ins: names, distributions, versions, sources
     for name in VALIDATION_LIBRARIES:
         try:
             version = metadata.version(name)
@@ -192,19 +195,20 @@ def home_check_studies(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
 def _check_names(cfg: dict[str, Any]) -> None:
     """Pass 2: references between sections, and plug-in names against the names their sources declare."""
     study = cfg["study"]
+    check_installed()  # the installed distributions' plug-ins: no name twice, none shadowing a built-in one
     for i, name in enumerate(study["datasets"]):
         if name not in cfg["datasets"]:
             raise ConfigError(
                 f"study.datasets[{i}]: {name!r} has no entry under datasets:; defined: {', '.join(sorted(cfg['datasets']))}"
             )
     for name, ds in cfg["datasets"].items():
-        check_declared("dataset", ds.get("loader", name), field=f"datasets.{name}.loader")
-        check_declared("model", ds["model"], field=f"datasets.{name}.model")
+        check_name("dataset", ds.get("loader", name), field=f"datasets.{name}.loader")
+        check_name("model", ds["model"], field=f"datasets.{name}.model")
     for i, name in enumerate(study["splits"]):
         if name not in cfg["splits"]:
             raise ConfigError(f"study.splits[{i}]: unknown split {name!r}; defined: {', '.join(sorted(cfg['splits']))}")
     for name, sp in cfg["splits"].items():
-        check_declared("split generator", sp["generator"], field=f"splits.{name}.generator")
+        check_name("split generator", sp["generator"], field=f"splits.{name}.generator")
     for name, ds in cfg["datasets"].items():
         for i, split in enumerate(ds.get("splits") or []):
             if split not in cfg["splits"]:
@@ -220,12 +224,13 @@ def _check_names(cfg: dict[str, Any]) -> None:
                  for d, ds in cfg["datasets"].items() for a, override in (ds.get("algorithm_params") or {}).items()
                  if a in cfg["algorithms"]]
     for field, variant in variants:
-        check_declared("method", variant["method"], field=f"{field}.method")
+        check_name("method", variant["method"], field=f"{field}.method")
         _check_variant_training(variant.get("training"), f"{field}.training")
         if isinstance(variant.get("clusterer"), str):  # OCFL's clusterer (any method's ``clusterer`` key)
-            check_declared("clusterer", variant["clusterer"], field=f"{field}.clusterer")
+            check_name("clusterer", variant["clusterer"], field=f"{field}.clusterer")
     for i, paper in enumerate((cfg.get("report") or {}).get("paper_checks") or []):
-        check_paper(str(paper), field=f"report.paper_checks[{i}]")
+        if str(paper) not in installed_plugins("paper"):  # an external paper (cflcore.external) or a built-in one
+            check_paper(str(paper), field=f"report.paper_checks[{i}]")
     for split, setting in (((cfg.get("report") or {}).get("cross_paper") or {}).get("settings") or {}).items():
         check_home(str(setting["home"]), field=f"report.cross_paper.settings.{split}.home")
     _check_whatif_names(cfg.get("whatif") or {})
@@ -242,7 +247,7 @@ def _check_variant_training(training: Mapping[str, Any] | None, field: str) -> N
             raise ConfigError(f"{field}.{key}: not a training recipe key; allowed: {', '.join(schema['properties'])}")
     schema_check(dict(training), schema, prefix=f"{field}.")
     if "model" in training:
-        check_declared("model", training["model"], field=f"{field}.model")
+        check_name("model", training["model"], field=f"{field}.model")
 
 
 def _check_registries(cfg: dict[str, Any]) -> None:
@@ -250,6 +255,7 @@ def _check_registries(cfg: dict[str, Any]) -> None:
     classes' own schemas and checks."""
     from ..data.splits import SPLIT_GENERATORS
 
+    activate(config_plugins(cfg))  # the external plug-ins the config names join their registries (cflcore.external)
     for name, sp in cfg["splits"].items():
         field = entry_field(cfg, "splits", name)
         generator_params = {k: v for k, v in sp.items() if k not in SPLIT_STUDY_KEYS}  # the study's, not the generator's
@@ -497,7 +503,9 @@ def _plugin_facts(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
     told = [a for a in cfg["study"]["algorithms"] if STRATEGIES.get(cfg["algorithms"][a]["method"]).told_true_k(
         {k: v for k, v in cfg["algorithms"][a].items() if k != "method"})]
-    return {"told_true_k": told, "cannot_split": _cannot_split_by_setting(cfg), "home_checks": home_check_studies(cfg)}
+    external = config_records(cfg)  # provenance: the distribution and version of each external plug-in it names
+    return {"told_true_k": told, "cannot_split": _cannot_split_by_setting(cfg), "home_checks": home_check_studies(cfg),
+            **({"external": external} if external else {})}
 
 
 def _cannot_split_by_setting(cfg: Mapping[str, Any]) -> dict[str, dict[str, str]]:
