@@ -379,6 +379,8 @@ def check_feasible(cfg: Mapping[str, Any], missing_data: str = WARN) -> None:
     (cflcore.config_checks.check_data_requests: classes, samples per client, batches, files on disk or allowed to
     download; ``missing_data``: REFUSE or WARN of missing files). Reads no data and writes nothing."""
     _check_writable_dir(str(cfg["results_dir"]), "results_dir")
+    # the requests are read against the split generators' classes (never torch): an external one is imported too
+    activate({"split generator": [str(sp["generator"]) for sp in cfg["splits"].values()]})
     check_data_requests(cfg, scenarios(cfg), {d: data_settings(cfg, d) for d in cfg["study"]["datasets"]},
                         _split_params(cfg), missing_data, _batch_sizes(cfg))
 
