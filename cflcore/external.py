@@ -49,6 +49,13 @@ ENTRY_POINT_GROUPS: dict[str, str] = {
     "clusterer": "cflcore.clusterers",
     "paper": "cflcore.papers",
 }
+BUNDLED: dict[str, dict[str, str]] = {
+    # plug-ins shipped with cflcore outside its registries' packages, loaded as an installed distribution's are: a job
+    # imports them only when it selects them, so adding them changed no built-in study's code hash
+    "dataset": {"table": "cflcore.federation.table"},  # a federation from a file (cflcore/federation/)
+    "split generator": {"natural": "cflcore.federation.natural"},
+}
+BUNDLED_DISTRIBUTION = "cfl-pipeline"
 PAPER_KIND = "paper"
 PAPER_DECORATOR = "register_paper"  # cflcore.paper_sources.PAPER_DECORATOR
 
@@ -101,12 +108,22 @@ def _builtin(kind: str) -> dict[str, str]:
     return dict(declared_modules(kind))
 
 
+def _own_version() -> str:
+    try:
+        return metadata.version(BUNDLED_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "source"
+
+
 @functools.cache
 def installed(kind: str) -> dict[str, ExternalPlugin]:
     """Name -> the external plug-in of ``kind`` (module docstring); ConfigError on a name registered twice or
     shadowing a built-in one, or an entry point whose module does not register its name."""
     builtin = _builtin(kind)
     found: dict[str, ExternalPlugin] = {}
+    for name, module in BUNDLED.get(kind, {}).items():
+        found[name] = ExternalPlugin(kind, name, module, BUNDLED_DISTRIBUTION, _own_version(), module_source(module))
+        builtin[name] = module
     group = ENTRY_POINT_GROUPS[kind]
     for ep in sorted(metadata.entry_points(group=group), key=lambda e: (e.name, e.value)):
         dist = ep.dist
@@ -133,6 +150,31 @@ def check_installed() -> None:
     """Every group's entry points (:func:`installed`): the first duplicate or shadowing name is a ConfigError."""
     for kind in ENTRY_POINT_GROUPS:
         installed(kind)
+
+
+def is_bundled(plugin: ExternalPlugin) -> bool:
+    return plugin.module in BUNDLED.get(plugin.kind, {}).values()
+
+
+def _dataset_hook(settings: Mapping[str, Any], hook: str) -> Any:
+    """A dataset plug-in module's own ``hook`` (``check_settings``, ``prepare_dataset``), None for a plain loader."""
+    plugin = installed("dataset").get(str(settings.get("loader")))
+    return None if plugin is None else getattr(importlib.import_module(plugin.module), hook, None)
+
+
+def check_dataset(settings: Mapping[str, Any], field: str) -> None:
+    """Validation of a dataset whose plug-in takes more than a loader's settings: its module's
+    ``check_settings(settings, field)`` (a federation table's rows, cflcore/federation/table.py), where it has one."""
+    check = _dataset_hook(settings, "check_settings")
+    if check is not None:
+        check(settings, field)
+
+
+def dataset_preparer(settings: Mapping[str, Any]) -> Any:
+    """The function that writes a dataset's Parquet from its data settings: its plug-in module's own
+    ``prepare_dataset(settings, out_path)`` where it has one (it reads settings beyond a loader's), else None (the
+    stage's, cflcore.stages.prepare_dataset)."""
+    return _dataset_hook(settings, "prepare_dataset")
 
 
 def known_names(kind: str) -> tuple[str, ...]:

@@ -429,6 +429,10 @@ def _code_version(stage: str, plugins: tuple[tuple[str, Any], ...], root: Path) 
     extra: set[str] = {EXTERNAL_MODULE}
     for found in external.values():
         for plugin in found:
+            if plugin.module.split(".")[0] == PACKAGE:  # shipped with cflcore (cflcore.external.BUNDLED): in the graph
+                parts = plugin.module.split(".")
+                extra |= {p for p in (".".join(parts[: i + 1]) for i in range(len(parts))) if p in graph["modules"]}
+                continue
             files, modules = external_sources(plugin, graph)
             sources |= set(files)
             extra |= modules

@@ -180,15 +180,27 @@ def dataset_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
 
 
 def data_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
-    """Only what ``prepare_dataset`` depends on (so a change of lr does not rebuild the data)."""
+    """Only what ``prepare_dataset`` depends on (so a change of lr does not rebuild the data); for a dataset run on a
+    split that declares a federation table (:func:`federation_split`), that declaration too."""
+    from ..federation import FEDERATION_KEY, FEDERATION_KEYS
+
     ds = dataset_settings(cfg, dataset)
+    split = federation_split(cfg, dataset)
     return {
         "loader": ds["loader"],
         "test_fraction": ds["test_fraction"],
         "max_train": ds.get("max_train"),
         "data_root": str(cfg["data_root"]),
         "download": bool(cfg["download"]),
+        **({FEDERATION_KEY: {k: cfg["splits"][split].get(k) for k in FEDERATION_KEYS}} if split else {}),
     }
+
+
+def federation_split(cfg: Mapping[str, Any], dataset: str) -> str | None:
+    """The first split ``dataset`` runs on whose entry declares a federation table (a ``table`` key: the natural
+    generator's, cflcore/federation/natural.py); None for every other dataset."""
+    names = cfg["datasets"][dataset].get("splits") or cfg["study"]["splits"]
+    return next((s for s in names if "table" in (cfg["splits"].get(s) or {})), None)
 
 
 def split_settings(cfg: Mapping[str, Any], split: str) -> dict[str, Any]:

@@ -32,7 +32,9 @@ from typing import Any, Mapping, Sequence
 from ..config_checks import REFUSE, WARN, check_cross_references, check_data_requests, entry_field
 from ..defaults import schema_defaults
 from ..errors import ConfigError
-from ..external import activate, check_installed, check_name, config_plugins, config_records, fingerprint
+from ..federation import FEDERATION_KEY
+from ..external import (activate, check_dataset, check_installed, check_name, config_plugins, config_records,
+                        fingerprint)
 from ..external import installed as installed_plugins
 from ..paper_sources import check_home, check_paper
 from ..plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, check_finite, schema_check
@@ -41,7 +43,7 @@ from ..settings import training_schema
 from ..sweep_expansion import expand_sweeps
 from .load import BASE_CONFIG, deep_update, load_schema, read_config_file
 from .plan import (DECLARED_INPUTS_KEY, OWN_CLUSTERERS_KEY, SPLIT_STUDY_KEYS, STUDY_KEYS, WHATIF_IMPORT_PATH,
-                   data_settings, own_clusterer, run_settings, run_training, run_variant, scenarios, split_settings,
+                   data_settings, federation_split, own_clusterer, run_settings, run_training, run_variant, scenarios, split_settings,
                    strategy_params, study_runs, whatif_clusterer_params)
 
 def _fill_defaults(schema: Mapping[str, Any], inst: Any) -> None:
@@ -260,6 +262,9 @@ def _check_registries(cfg: dict[str, Any]) -> None:
         field = entry_field(cfg, "splits", name)
         generator_params = {k: v for k, v in sp.items() if k not in SPLIT_STUDY_KEYS}  # the study's, not the generator's
         SPLIT_GENERATORS.get(sp["generator"], field=f"{field}.generator").validate_params(generator_params, field=field)
+    for d in cfg["study"]["datasets"]:  # a dataset plug-in's own checks (a federation table's rows), before any job
+        split = federation_split(cfg, d)
+        check_dataset(data_settings(cfg, d), f"splits.{split}" if split else f"datasets.{d}")
     for name, variant in cfg["algorithms"].items():
         cfg["algorithms"][name] = _check_variant(variant, entry_field(cfg, "algorithms", name), list(cfg["splits"]))
     for dname, ds in cfg["datasets"].items():
@@ -381,8 +386,14 @@ def check_feasible(cfg: Mapping[str, Any], missing_data: str = WARN) -> None:
     _check_writable_dir(str(cfg["results_dir"]), "results_dir")
     # the requests are read against the split generators' classes (never torch): an external one is imported too
     activate({"split generator": [str(sp["generator"]) for sp in cfg["splits"].values()]})
-    check_data_requests(cfg, scenarios(cfg), {d: data_settings(cfg, d) for d in cfg["study"]["datasets"]},
+    check_data_requests(cfg, scenarios(cfg), {d: _loader_settings(cfg, d) for d in cfg["study"]["datasets"]},
                         _split_params(cfg), missing_data, _batch_sizes(cfg))
+
+
+def _loader_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
+    """A dataset's data settings as a loader reads them (a federation table's declaration aside: its rows are checked
+    by its own plug-in, cflcore.external.check_dataset)."""
+    return {k: v for k, v in data_settings(cfg, dataset).items() if k != FEDERATION_KEY}
 
 
 def _batch_sizes(cfg: Mapping[str, Any]) -> dict[tuple[str, str], dict[int, str]]:

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 EXAMPLE = Path(REPO) / "examples" / "lab_cfl"
 STUDY = yaml.safe_load((EXAMPLE / "study.yaml").read_text())
 TINY = {**STUDY, "results_dir": "results",
-        "datasets": {"digits": {**STUDY["datasets"]["digits"], "rounds": 2}}}
+        "datasets": {name: {**entry, "rounds": 2} for name, entry in STUDY["datasets"].items()}}
 IMPORTS = ("import json, sys\nfrom snakemake.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
            "    code = e.code\nelse:\n    code = 0\nprint('@@' + json.dumps({'code': code, 'torch': 'torch' in sys.modules, "
            "'lab': sorted(m for m in sys.modules if m.startswith('lab_cfl'))}))\n")
@@ -62,6 +62,11 @@ def lab(tmp_path_factory):
     assert install.returncode == 0, install.stderr[-3000:]
     wd = Path(copy_workflow(tmp / "wf"))
     env = env_with(target)
+    table = wd / STUDY["splits"]["natural"]["table"]
+    table.parent.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run([sys.executable, str(EXAMPLE / "make_federation.py"), str(table)], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert made.returncode == 0, made.stderr[-3000:]
     run(wd, env, TINY)
     return wd, env, target
 
@@ -70,12 +75,21 @@ def test_the_lab_method_split_and_claim_run_from_the_installed_wheel(lab):
     wd, _, target = lab
     tables = wd / "results" / "report" / "tables"
     headline = pd.read_csv(tables / "headline.csv")
-    assert sorted(headline["algorithm"]) == ["bnc", "lab-kmeans"] and set(headline["split"]) == {"lab-blocks"}
+    assert sorted(zip(headline["split"], headline["algorithm"])) == [
+        ("lab-blocks", "bnc"), ("lab-blocks", "lab-kmeans"), ("natural", "bnc"), ("natural", "lab-kmeans")]
     claims = pd.read_csv(tables / "paper_claims.csv")
     assert claims[["claim_id", "paper"]].values.tolist() == [["lab-finds-blocks", "lab"]]
     assert claims["holds"].iloc[0] in ("holds", "contradicted")  # decided on the runs, either way
-    manifest = json.loads(next((wd / "results" / "splits").rglob("manifest.json")).read_text())
+    splits = wd / "results" / "splits"
+    manifest = json.loads(next((splits / "digits").rglob("manifest.json")).read_text())
     assert manifest["generator"] == "lab-blocks" and manifest["n_clusters"] == 4
+    # the federation table: its 12 clients in its 4 groups are the split's, and the scores are read against them
+    natural = json.loads(next((splits / "sites").rglob("manifest.json")).read_text())
+    assert natural["generator"] == "natural" and natural["clients_per_cluster"] == [3, 3, 3, 3]
+    assert natural["client_id_of_client"][:4] == ["site-00", "site-01", "site-02", "site-10"]
+    assert natural["cluster_of_client"] == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3] and natural["orchestrator_size"] == 200
+    scores = pd.read_parquet(next((wd / "results" / "eval" / "sites").rglob("bnc/clustering.parquet")))
+    assert scores["ari"].dropna().eq(0.0).all()  # one cluster against four groups
     log = next((wd / "results" / "logs").rglob("*lab-kmeans*")).read_text()
     assert f"plug-in method 'lab-kmeans' from lab-cfl 0.1.0 (lab_cfl.strategy), {target}" in log
 
