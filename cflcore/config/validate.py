@@ -149,7 +149,8 @@ def validate_config_cached(cfg: Mapping[str, Any], cache_dir: str | Path, dry_ru
         except (OSError, json.JSONDecodeError, UnicodeDecodeError):
             pass  # unreadable: validate again and rewrite it
         else:
-            check_feasible(validated, missing)  # the machine may have changed since (pass 4 is never remembered)
+            # the machine may have changed since (pass 4 is never remembered)
+            check_feasible(validated, missing, external=False)
             return validated
     validated = validate_config(cfg, missing_data=missing)
     try:
@@ -378,16 +379,22 @@ def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], al
                       f"allowed: a participation above {0.5 / n:.4g} with {n} clients")
 
 
-def check_feasible(cfg: Mapping[str, Any], missing_data: str = WARN) -> None:
+def check_feasible(cfg: Mapping[str, Any], missing_data: str = WARN, external: bool = True) -> None:
     """What the machine must give a validated config (never remembered: the disk and the data may change): a
     results directory that can be created and written, and data that fills every request of the study
     (cflcore.config_checks.check_data_requests: classes, samples per client, batches, files on disk or allowed to
-    download; ``missing_data``: REFUSE or WARN of missing files). Reads no data and writes nothing."""
+    download; ``missing_data``: REFUSE or WARN of missing files). Reads no data and writes nothing. The requests are
+    read against the split generators' classes; with ``external`` false (a config read back from the cache, whose
+    requests were checked when it was validated) the splits of an installed distribution's generator are left out,
+    so that a dry run imports no external plug-in (cflcore.external)."""
     _check_writable_dir(str(cfg["results_dir"]), "results_dir")
-    # the requests are read against the split generators' classes (never torch): an external one is imported too
-    activate({"split generator": [str(sp["generator"]) for sp in cfg["splits"].values()]})
-    check_data_requests(cfg, scenarios(cfg), {d: _loader_settings(cfg, d) for d in cfg["study"]["datasets"]},
-                        _split_params(cfg), missing_data, _batch_sizes(cfg))
+    installed_generators = installed_plugins("split generator")
+    if external:
+        activate({"split generator": [str(sp["generator"]) for sp in cfg["splits"].values()]})
+    kept = {name: p for name, p in _split_params(cfg).items() if external or p["generator"] not in installed_generators}
+    check_data_requests(cfg, [s for s in scenarios(cfg) if s["split"] in kept],
+                        {d: _loader_settings(cfg, d) for d in cfg["study"]["datasets"]}, kept, missing_data,
+                        _batch_sizes(cfg))
 
 
 def _loader_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
