@@ -261,7 +261,8 @@ def fingerprint(plugins: Iterable[ExternalPlugin] | None = None) -> str:
     """SHA-256 over every installed external plug-in (or ``plugins``): its kind, name, distribution, version and
     the bytes of its package's files; part of the key a validated config is remembered under."""
     h = hashlib.sha256()
-    chosen = plugins if plugins is not None else [p for kind in ENTRY_POINT_GROUPS for p in installed(kind).values()]
+    chosen = plugins if plugins is not None else [p for kind in ENTRY_POINT_GROUPS for p in installed(kind).values()
+                                                  if not is_bundled(p)]  # cflcore's own files are keyed already
     for plugin in chosen:
         h.update(f"{plugin.kind}\0{plugin.name}\0{plugin.distribution}\0{plugin.version}\0".encode())
         for f in package_files(plugin):
