@@ -4,6 +4,8 @@ its groups the ground truth, and a client count other than the table's is refuse
 from __future__ import annotations
 
 import copy
+import importlib
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,13 +15,40 @@ import pytest
 import yaml
 
 from cflcore.config import validate_config
+from cflcore.data.loaders import DATASETS
+from cflcore.data.splits import SPLIT_GENERATORS
 from cflcore.data.splits.build import build_split, split_context
 from cflcore.errors import ConfigError
 from cflcore.federation import FEDERATION_KEY
-from cflcore.federation.natural import NaturalSplit
-from cflcore.federation.table import check_rows, prepare_dataset
 
 from conftest import REPO
+
+MODULES = ("cflcore.federation.table", "cflcore.federation.natural")
+
+
+@pytest.fixture(autouse=True)
+def fed(monkeypatch):
+    """The federation's modules, imported for one test only: a job imports them only where a study selects them
+    (cflcore.external.BUNDLED), so the registries' other tests see the built-in plug-ins alone."""
+    DATASETS.names(), SPLIT_GENERATORS.names()  # the built-in ones first: the copies below keep them
+    monkeypatch.setattr(DATASETS, "_items", dict(DATASETS._items))
+    monkeypatch.setattr(SPLIT_GENERATORS, "_items", dict(SPLIT_GENERATORS._items))
+    table, natural = (importlib.import_module(m) for m in MODULES)
+    yield table, natural
+    for m in MODULES:
+        sys.modules.pop(m, None)
+
+
+def check_rows(*args, **kwargs):
+    return sys.modules[MODULES[0]].check_rows(*args, **kwargs)
+
+
+def prepare_dataset(*args, **kwargs):
+    return sys.modules[MODULES[0]].prepare_dataset(*args, **kwargs)
+
+
+def natural_split(*args):
+    return sys.modules[MODULES[1]].NaturalSplit(*args)
 
 CLASSES = ["a", "b", "c"]
 SHAPE = [1, 2, 2]
@@ -120,9 +149,9 @@ def test_the_natural_split_is_the_tables_partition_with_its_groups(tmp_path):
     for client in range(4):  # every client holds exactly its own training rows
         assert sorted(i for c, r, i in zip(held["client"], held["role"], held["idx"]) if c == client and r != "orchestrator") \
             == list(range(client * 4, client * 4 + 4))
-    assert NaturalSplit(params, "splits.natural").group_sizes(4) == (2, 2)
+    assert natural_split(params, "splits.natural").group_sizes(4) == (2, 2)
     with pytest.raises(ConfigError, match=r"^splits\.natural: the table has 4 clients, not 6; allowed: clients: \[4\]"):
-        NaturalSplit(params, "splits.natural").group_sizes(6)
+        natural_split(params, "splits.natural").group_sizes(6)
     no_groups = rows()
     no_groups.pop("group")
     params["table"] = str(write(tmp_path, no_groups, "plain.parquet"))
