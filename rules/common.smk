@@ -185,6 +185,13 @@ def p_whatif(w):
     return canonical_json(cc.whatif_settings(config, w.dataset, w.algorithm))
 
 
+def p_whatif_code(w):
+    """The replay's code: every built-in clusterer, and an external one the run's own clustering replays."""
+    return code_version(
+        "whatif", external_only({"clusterer": cc.whatif_clusterer_names(config, w.dataset, w.algorithm)})
+    )
+
+
 def mem_train(w):
     """A train job's memory (MB) by its run's model (its variant's own where it names one); a job without a variant
     (the centralised proxy, one per scenario) by its dataset's model."""

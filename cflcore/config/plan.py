@@ -101,6 +101,12 @@ def whatif_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dic
     return {"matrix": whatif["matrix"], "clusterers": clusterers}
 
 
+def whatif_clusterer_names(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> tuple[str, ...]:
+    """The registered clusterers a run's ``whatif`` job replays (:func:`whatif_settings`; an import path aside)."""
+    names = {c["params"].get("clusterer") for c in whatif_settings(cfg, dataset, algorithm)["clusterers"]}
+    return tuple(sorted(n for n in names if isinstance(n, str)))
+
+
 def whatif_runs(cfg: Mapping[str, Any]) -> list[str]:
     """``{scenario}/{algorithm}`` of every run that gets a ``whatif`` job: every run of the study (each
     records gram.parquet), or only the variants in ``whatif.algorithms``; none when disabled."""
