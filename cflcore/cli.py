@@ -175,7 +175,10 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
             print(f"  {run}")
         return 0
     if a.cmd == "data":
-        stages.prepare_dataset(cc.data_settings(cfg, a.dataset), p["dataset"])
+        from .external import dataset_preparer  # a federation table writes its dataset itself (docs/extending.md)
+
+        settings = cc.data_settings(cfg, a.dataset)
+        (dataset_preparer(settings) or stages.prepare_dataset)(settings, p["dataset"])
     elif a.cmd == "split":
         if a.summary:
             from .data.splits import split_summary

@@ -33,6 +33,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .external import ExternalPlugin, module_source, selected
 from .pipeline import stage_entries
 from .registry import PLUGIN_SOURCES, registered_in_tree
 
@@ -297,7 +298,10 @@ def package_graph(root: Path = PKG) -> PackageGraph:
 
 def _plugin_modules(graph: PackageGraph, kind: str, plugins: Mapping[str, str]) -> list[str]:
     """The modules a registry of ``kind`` imports in a job that selects ``plugins`` (kind -> name): the one
-    registering the selected name, or, with no selection (or a name no source declares), all of them."""
+    registering the selected name, or, with no selection (or a name no source declares), all of them; none where the
+    selection is an external plug-in (:data:`EXTERNAL`: the job imported it before the lookup, cflcore.external)."""
+    if plugins.get(kind) == EXTERNAL:
+        return []
     known = graph["plugins"].get(kind, {"modules": [], "declared": {}})
     module = known["declared"].get(plugins.get(kind, ""))
     if module is None:
@@ -306,10 +310,12 @@ def _plugin_modules(graph: PackageGraph, kind: str, plugins: Mapping[str, str]) 
     return [p for p in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if p in graph["modules"]]
 
 
-def modules_in(graph: PackageGraph, stage: str, plugins: Mapping[str, str]) -> list[str]:
-    """The package modules a job of ``stage`` that selects ``plugins`` runs, in ``graph``, sorted (:func:`job_modules`)."""
+def modules_in(graph: PackageGraph, stage: str, plugins: Mapping[str, str], extra: Iterable[str] = ()) -> list[str]:
+    """The package modules a job of ``stage`` that selects ``plugins`` runs, in ``graph``, sorted (:func:`job_modules`);
+    ``extra``: modules the job imports beyond its entry (those an external plug-in imports, :func:`external_sources`)."""
     entry = graph["entries"][stage]
-    todo = [*entry["imports"], *ADAPTER_MODULES, *(m for k in entry["registries"] for m in _plugin_modules(graph, k, plugins))]
+    todo = [*entry["imports"], *ADAPTER_MODULES, *extra,
+            *(m for k in entry["registries"] for m in _plugin_modules(graph, k, plugins))]
     seen: set[str] = set()
     while todo:
         m = todo.pop()
@@ -325,7 +331,10 @@ def modules_in(graph: PackageGraph, stage: str, plugins: Mapping[str, str]) -> l
 def sources_in(graph: PackageGraph, stage: str, plugins: Mapping[str, str]) -> list[tuple[str, str]]:
     """(path relative to the package, digest) of everything a job of ``stage`` that selects ``plugins`` runs, and of
     the package data it loads, in ``graph``, sorted by path (:func:`job_sources`)."""
-    modules = modules_in(graph, stage, plugins)
+    return _sources_of(graph, stage, modules_in(graph, stage, plugins))
+
+
+def _sources_of(graph: PackageGraph, stage: str, modules: list[str]) -> list[tuple[str, str]]:
     entry, entry_node = graph["entries"][stage], graph["modules"][ENTRY_MODULE]
     out = {(graph["modules"][m]["path"], graph["modules"][m]["digest"]) for m in modules if m != ENTRY_MODULE}
     imported_whole = any(ENTRY_MODULE in graph["modules"][m]["imports"] for m in modules if m != ENTRY_MODULE)
@@ -361,13 +370,85 @@ def stage_modules(stage: str, plugins: Mapping[str, str] | None = None, root: Pa
     return [path for path, _ in job_sources(stage, plugins, root)]
 
 
+EXTERNAL = "<external>"
+"""A selection's value for a kind whose selected plug-in is external (:func:`_plugin_modules`)."""
+EXTERNAL_MODULE = f"{PACKAGE}.external"
+"""The module that imports a job's external plug-ins (cflcore.external.activate): in the hash of every job that has one."""
+
+
+def external_sources(plugin: ExternalPlugin, graph: PackageGraph) -> tuple[list[tuple[str, str]], set[str]]:
+    """(``<distribution>:<path>``, digest) of every module of the plug-in's own package that its module imports,
+    transitively, itself and its packages' ``__init__`` included, and the ``cflcore`` modules of ``graph`` they import:
+    what a job that selects it runs of it, hashed as the package's own modules are (docstrings and comments aside).
+    Another module of the same distribution that it does not import is not covered: editing a lab's method reruns
+    that method's jobs only."""
+    top = plugin.module.split(".")[0]
+    top_file = module_source(top)
+    base = top_file.parent.parent if top_file is not None and top_file.name == "__init__.py" else plugin.source.parent
+    parts = plugin.module.split(".")
+    todo = [".".join(parts[: i + 1]) for i in range(len(parts))]
+    seen: dict[str, Path] = {}
+    cflcore: set[str] = set()
+    sources = []
+    while todo:
+        module = todo.pop()
+        path = module_source(module) if module not in seen else None
+        if path is None:
+            continue
+        seen[module] = path
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        sources.append((f"{plugin.distribution}:{path.relative_to(base).as_posix()}", _digest(normalised_dump([tree]))))
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in _statements(tree.body):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                target = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    target = ".".join(anchor + ([node.module] if node.module else []))
+                names = [target, *(f"{target}.{a.name}" for a in node.names)]
+            for name in names:
+                bits = name.split(".")
+                if bits[0] == PACKAGE:
+                    cflcore |= {p for p in (".".join(bits[: i + 1]) for i in range(len(bits))) if p in graph["modules"]}
+                elif bits[0] == top:
+                    todo.extend(".".join(bits[: i + 1]) for i in range(len(bits)))
+    return sorted(set(sources)), cflcore
+
+
 @cache
-def _code_version(stage: str, plugins: tuple[tuple[str, str], ...], root: Path) -> str:
-    return version_in(package_graph(root), stage, dict(plugins))
+def _code_version(stage: str, plugins: tuple[tuple[str, Any], ...], root: Path) -> str:
+    graph = package_graph(root)
+    external = selected(dict(plugins))
+    if not external:
+        return version_in(graph, stage, dict(plugins))
+    own = {kind: name for kind, name in plugins if kind not in external}
+    sources: set[tuple[str, str]] = set()
+    extra: set[str] = {EXTERNAL_MODULE}
+    for found in external.values():
+        for plugin in found:
+            if plugin.module.split(".")[0] == PACKAGE:  # shipped with cflcore (cflcore.external.BUNDLED): in the graph
+                parts = plugin.module.split(".")
+                extra |= {p for p in (".".join(parts[: i + 1]) for i in range(len(parts))) if p in graph["modules"]}
+                continue
+            files, modules = external_sources(plugin, graph)
+            sources |= set(files)
+            extra |= modules
+    selection = {**own, **{kind: EXTERNAL for kind in external}}
+    modules = modules_in(graph, stage, selection, extra)
+    h = hashlib.sha256()
+    for path, digest in sorted(set(_sources_of(graph, stage, modules)) | sources):
+        h.update(f"{path}\0{digest}\0".encode())
+    return h.hexdigest()[:16]
 
 
-def code_version(stage: str, plugins: Mapping[str, str] | None = None, root: Path = PKG) -> str:
+def code_version(stage: str, plugins: Mapping[str, Any] | None = None, root: Path = PKG) -> str:
     """A short SHA-256 over what a job of ``stage`` runs (:func:`job_sources`), for the plug-ins it selects
     (registry kind -> name; a train job: ``{"method": ..., "model": ...}``); computed once per process and
-    selection (every Snakemake parse calls it for each job)."""
+    selection (every Snakemake parse calls it for each job). Where the selection names external plug-ins
+    (cflcore.external: a kind -> a name, or a tuple of names), their own sources (:func:`external_sources`) and what
+    they import of the package replace that kind's built-in modules; a selection of built-in plug-ins only hashes
+    exactly as before."""
     return _code_version(stage, tuple(sorted((plugins or {}).items())), Path(root))

@@ -13,6 +13,7 @@ import cflcore.config as cc
 import cflcore.filenames as fn
 import cflcore.layout as lay
 from cflcore.defaults import device_identity
+from cflcore.external import external_only
 from cflcore.io import canonical_json
 from cflcore.provenance import code_version
 from cflcore.stages import failed_attempts, report_plan, strategy_input_paths
@@ -109,6 +110,19 @@ def p_split(w):
     return canonical_json(cc.split_settings(config, w.split))
 
 
+# A stage that hashes every built-in plug-in of its kind (the split generators, the loaders, the papers) hashes an
+# external plug-in's own source only where its job selects one (cflcore.external, cflcore.provenance.code_version).
+def p_data_code(w):
+    return code_version("prepare_dataset", external_only({"dataset": cc.data_settings(config, w.dataset)["loader"]}))
+
+
+def p_split_code(w):
+    return code_version("split", external_only({"split generator": cc.split_settings(config, w.split)["generator"]}))
+
+
+REPORT_CODE = code_version("report", external_only({"paper": tuple(config["report"].get("paper_checks") or ())}))
+
+
 def p_run(w):
     return canonical_json(cc.run_settings(config, w.dataset, w.algorithm, w.split))
 
@@ -122,7 +136,7 @@ def p_attempt(w):
 
 def p_train_code(w):
     """The hash of the code a train job runs: the engine, its own method and model (cflcore.provenance)."""
-    return code_version("train", cc.run_plugins(config, w.dataset, w.algorithm))
+    return code_version("train", cc.run_plugins(config, w.dataset, w.algorithm))  # an external clusterer too
 
 
 # The params of a training job, in rules train and train_evaluate (the second adds the scoring's two). They are the
@@ -169,6 +183,13 @@ def p_evaluate_settings(w):
 def p_whatif(w):
     """The what-if clusterer list and the run's own clusterer only (cc.whatif_settings)."""
     return canonical_json(cc.whatif_settings(config, w.dataset, w.algorithm))
+
+
+def p_whatif_code(w):
+    """The replay's code: every built-in clusterer, and an external one the run's own clustering replays."""
+    return code_version(
+        "whatif", external_only({"clusterer": cc.whatif_clusterer_names(config, w.dataset, w.algorithm)})
+    )
 
 
 def mem_train(w):

@@ -14,7 +14,7 @@ rule prepare_dataset:
         runtime=30,
     params:
         settings=p_data,
-        code=code_version("prepare_dataset"),
+        code=p_data_code,
     script:
         "../workflow_scripts/prepare_dataset.py"
 
@@ -35,6 +35,6 @@ rule split:
         runtime=10,
     params:
         settings=p_split,
-        code=code_version("split"),
+        code=p_split_code,
     script:
         "../workflow_scripts/split.py"

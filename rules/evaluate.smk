@@ -37,7 +37,7 @@ rule evaluate:
         whatif=p_whatif,
         seed=lambda w: int(w.seed),
         code=code_version("evaluate"),
-        whatif_code=code_version("whatif"),
+        whatif_code=p_whatif_code,
     script:
         "../workflow_scripts/evaluate.py"
 

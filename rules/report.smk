@@ -41,7 +41,7 @@ for report_part in catalogue.PARTS:
         params:
             runs=part_param(report_part.name),
             part=report_part.name,
-            code=code_version("report"),
+            code=REPORT_CODE,
         script:
             "../workflow_scripts/report_part.py"
 
@@ -68,6 +68,6 @@ rule report:
         runtime=catalogue.INDEX.runtime,
     params:
         runs=part_param("index"),
-        code=code_version("report"),
+        code=REPORT_CODE,
     script:
         "../workflow_scripts/report.py"

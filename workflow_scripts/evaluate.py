@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 from cflcore import stages
+from cflcore.external import activate
 from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821
@@ -13,7 +14,11 @@ run_dir = Path(sm.input.history).parent
 def evaluate_and_replay() -> None:
     stages.evaluate(run_dir, sm.input.manifest, Path(sm.output.clustering).parent, json.loads(sm.params.settings))
     if "whatif" in sm.output.keys():
-        stages.whatif(run_dir, sm.input.manifest, sm.output.whatif, json.loads(sm.params.whatif), int(sm.params.seed))
+        whatif = json.loads(sm.params.whatif)
+        # an external clusterer the run's own clustering replays joins its registry first (cflcore.external)
+        activate({"clusterer": [c["params"].get("clusterer") for c in whatif["clusterers"]
+                                if isinstance(c["params"].get("clusterer"), str)]})
+        stages.whatif(run_dir, sm.input.manifest, sm.output.whatif, whatif, int(sm.params.seed))
 
 
 run_job(sm.log[0], evaluate_and_replay)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from cflcore import layout as lay
 from cflcore import stages
+from cflcore.external import activate
 from cflcore.logutil import run_job
 
 sm = snakemake  # noqa: F821
@@ -19,8 +20,13 @@ run_dir = Path(sm.output.status).parent
 
 
 def train_and_score() -> None:
+    settings = json.loads(sm.params.run)
+    clusterer = settings["algorithm"].get("clusterer")
+    # the external plug-ins the run selects join their registries first (cflcore.external; logged with their versions)
+    activate({"method": settings["algorithm"]["method"], "model": settings["training"]["model"],
+              "clusterer": clusterer if isinstance(clusterer, str) else None})
     stages.train(
-        sm.input.dataset, Path(sm.input.manifest).parent, json.loads(sm.params.run), sm.params.seed, run_dir,
+        sm.input.dataset, Path(sm.input.manifest).parent, settings, sm.params.seed, run_dir,
         on_failure=sm.params.on_failure, tensorboard_dir=tensorboard,
         inputs={name: path for name, path in sm.input.items() if name not in ("dataset", "assignments", "manifest")},
         device=str(sm.config["device"]))

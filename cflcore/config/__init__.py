@@ -22,7 +22,7 @@ from .plan import (DECLARED_INPUTS_KEY, OWN_CLUSTERERS_KEY, SPLIT_STUDY_KEYS, ST
                    centralised_settings, data_settings, dataset_settings, dataset_splits, explain_plugins,
                    explain_runs, explain_settings, late_client_runs, own_clusterer, run_inputs, run_plugins,
                    run_settings, run_training, scenarios, split_clients, split_settings, strategy_params, study_run_ids, study_runs,
-                   whatif_clusterer_params, whatif_runs, whatif_settings)
+                   whatif_clusterer_names, whatif_clusterer_params, whatif_runs, whatif_settings)
 from .validate import check_feasible, validate_config, validate_config_cached, validation_key
 
 __all__ = ["BASE_CONFIG", "ConfigError", "DECLARED_INPUTS_KEY", "OWN_CLUSTERERS_KEY", "SPLIT_STUDY_KEYS", "STUDY_KEYS",
@@ -31,7 +31,7 @@ __all__ = ["BASE_CONFIG", "ConfigError", "DECLARED_INPUTS_KEY", "OWN_CLUSTERERS_
            "load_config", "load_schema", "own_clusterer", "read_config_file", "run_inputs", "run_plugins",
            "run_settings", "run_training", "scenarios", "snakemake_config", "split_clients", "split_settings", "strategy_params",
            "study_run_ids", "study_runs", "validate_config", "validate_config_cached", "validation_key",
-           "whatif_clusterer_params", "whatif_runs", "whatif_settings"]
+           "whatif_clusterer_names", "whatif_clusterer_params", "whatif_runs", "whatif_settings"]
 
 
 def load_config(*paths: str | Path, overrides: Mapping[str, Any] | None = None,

@@ -101,6 +101,12 @@ def whatif_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dic
     return {"matrix": whatif["matrix"], "clusterers": clusterers}
 
 
+def whatif_clusterer_names(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> tuple[str, ...]:
+    """The registered clusterers a run's ``whatif`` job replays (:func:`whatif_settings`; an import path aside)."""
+    names = {c["params"].get("clusterer") for c in whatif_settings(cfg, dataset, algorithm)["clusterers"]}
+    return tuple(sorted(n for n in names if isinstance(n, str)))
+
+
 def whatif_runs(cfg: Mapping[str, Any]) -> list[str]:
     """``{scenario}/{algorithm}`` of every run that gets a ``whatif`` job: every run of the study (each
     records gram.parquet), or only the variants in ``whatif.algorithms``; none when disabled."""
@@ -180,15 +186,27 @@ def dataset_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
 
 
 def data_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
-    """Only what ``prepare_dataset`` depends on (so a change of lr does not rebuild the data)."""
+    """Only what ``prepare_dataset`` depends on (so a change of lr does not rebuild the data); for a dataset run on a
+    split that declares a federation table (:func:`federation_split`), that declaration too."""
+    from ..federation import FEDERATION_KEY, FEDERATION_KEYS
+
     ds = dataset_settings(cfg, dataset)
+    split = federation_split(cfg, dataset)
     return {
         "loader": ds["loader"],
         "test_fraction": ds["test_fraction"],
         "max_train": ds.get("max_train"),
         "data_root": str(cfg["data_root"]),
         "download": bool(cfg["download"]),
+        **({FEDERATION_KEY: {k: cfg["splits"][split].get(k) for k in FEDERATION_KEYS}} if split else {}),
     }
+
+
+def federation_split(cfg: Mapping[str, Any], dataset: str) -> str | None:
+    """The first split ``dataset`` runs on whose entry declares a federation table (a ``table`` key: the natural
+    generator's, cflcore/federation/natural.py); None for every other dataset."""
+    names = cfg["datasets"][dataset].get("splits") or cfg["study"]["splits"]
+    return next((s for s in names if "table" in (cfg["splits"].get(s) or {})), None)
 
 
 def split_settings(cfg: Mapping[str, Any], split: str) -> dict[str, Any]:
@@ -266,8 +284,12 @@ def run_inputs(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str
 def run_plugins(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:
     """The plug-ins a run's train job selects, registry kind -> name: its method and its model (its code hash covers
     their modules and no other plug-in's, cflcore.provenance.code_version)."""
+    from ..external import external_only
+
     settings = run_settings(cfg, dataset, algorithm)
-    return {"method": str(settings["algorithm"]["method"]), "model": str(settings["training"]["model"])}
+    clusterer = settings["algorithm"].get("clusterer")  # an external one only: a built-in one is in every hash
+    return {"method": str(settings["algorithm"]["method"]), "model": str(settings["training"]["model"]),
+            **(external_only({"clusterer": clusterer}) if isinstance(clusterer, str) else {})}
 
 
 def explain_plugins(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[str, str]:

@@ -32,14 +32,18 @@ from typing import Any, Mapping, Sequence
 from ..config_checks import REFUSE, WARN, check_cross_references, check_data_requests, check_drift_rounds, entry_field
 from ..defaults import schema_defaults
 from ..errors import ConfigError
+from ..federation import FEDERATION_KEY
+from ..external import (activate, check_dataset, check_installed, check_name, config_plugins, config_records,
+                        fingerprint)
+from ..external import installed as installed_plugins
 from ..paper_sources import check_home, check_paper
 from ..plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, check_finite, schema_check
-from ..registry import check_declared, declared_names
+from ..registry import declared_names
 from ..settings import training_schema
 from ..sweep_expansion import expand_sweeps
 from .load import BASE_CONFIG, deep_update, load_schema, read_config_file
 from .plan import (DECLARED_INPUTS_KEY, OWN_CLUSTERERS_KEY, SPLIT_STUDY_KEYS, STUDY_KEYS, WHATIF_IMPORT_PATH,
-                   data_settings, own_clusterer, run_settings, run_training, run_variant, scenarios, split_settings,
+                   data_settings, federation_split, own_clusterer, run_settings, run_training, run_variant, scenarios, split_settings,
                    strategy_params, study_runs, whatif_clusterer_params)
 
 def _fill_defaults(schema: Mapping[str, Any], inst: Any) -> None:
@@ -126,6 +130,7 @@ def validation_key(cfg: Mapping[str, Any]) -> str:
         if Path(f).is_file():
             h.update(f.encode())
             h.update(Path(f).read_bytes())
+    h.update(fingerprint().encode())  # the installed external plug-ins: names, distributions, versions, sources
     for name in VALIDATION_LIBRARIES:
         try:
             version = metadata.version(name)
@@ -155,7 +160,8 @@ def validate_config_cached(cfg: Mapping[str, Any], cache_dir: str | Path, dry_ru
         except (OSError, json.JSONDecodeError, UnicodeDecodeError):
             pass  # unreadable: validate again and rewrite it
         else:
-            check_feasible(validated, missing)  # the machine may have changed since (pass 4 is never remembered)
+            # the machine may have changed since (pass 4 is never remembered)
+            check_feasible(validated, missing, external=False)
             return validated
     validated = validate_config(cfg, missing_data=missing)
     try:
@@ -230,19 +236,20 @@ def ablation_studies(cfg: Mapping[str, Any]) -> dict[str, list[list[str]]]:
 def _check_names(cfg: dict[str, Any]) -> None:
     """Pass 2: references between sections, and plug-in names against the names their sources declare."""
     study = cfg["study"]
+    check_installed()  # the installed distributions' plug-ins: no name twice, none shadowing a built-in one
     for i, name in enumerate(study["datasets"]):
         if name not in cfg["datasets"]:
             raise ConfigError(
                 f"study.datasets[{i}]: {name!r} has no entry under datasets:; defined: {', '.join(sorted(cfg['datasets']))}"
             )
     for name, ds in cfg["datasets"].items():
-        check_declared("dataset", ds.get("loader", name), field=f"datasets.{name}.loader")
-        check_declared("model", ds["model"], field=f"datasets.{name}.model")
+        check_name("dataset", ds.get("loader", name), field=f"datasets.{name}.loader")
+        check_name("model", ds["model"], field=f"datasets.{name}.model")
     for i, name in enumerate(study["splits"]):
         if name not in cfg["splits"]:
             raise ConfigError(f"study.splits[{i}]: unknown split {name!r}; defined: {', '.join(sorted(cfg['splits']))}")
     for name, sp in cfg["splits"].items():
-        check_declared("split generator", sp["generator"], field=f"splits.{name}.generator")
+        check_name("split generator", sp["generator"], field=f"splits.{name}.generator")
     for name, ds in cfg["datasets"].items():
         for i, split in enumerate(ds.get("splits") or []):
             if split not in cfg["splits"]:
@@ -258,12 +265,13 @@ def _check_names(cfg: dict[str, Any]) -> None:
                  for d, ds in cfg["datasets"].items() for a, override in (ds.get("algorithm_params") or {}).items()
                  if a in cfg["algorithms"]]
     for field, variant in variants:
-        check_declared("method", variant["method"], field=f"{field}.method")
+        check_name("method", variant["method"], field=f"{field}.method")
         _check_variant_training(variant.get("training"), f"{field}.training")
         if isinstance(variant.get("clusterer"), str):  # OCFL's clusterer (any method's ``clusterer`` key)
-            check_declared("clusterer", variant["clusterer"], field=f"{field}.clusterer")
+            check_name("clusterer", variant["clusterer"], field=f"{field}.clusterer")
     for i, paper in enumerate((cfg.get("report") or {}).get("paper_checks") or []):
-        check_paper(str(paper), field=f"report.paper_checks[{i}]")
+        if str(paper) not in installed_plugins("paper"):  # an external paper (cflcore.external) or a built-in one
+            check_paper(str(paper), field=f"report.paper_checks[{i}]")
     for split, setting in (((cfg.get("report") or {}).get("cross_paper") or {}).get("settings") or {}).items():
         check_home(str(setting["home"]), field=f"report.cross_paper.settings.{split}.home")
     _check_whatif_names(cfg.get("whatif") or {})
@@ -280,7 +288,7 @@ def _check_variant_training(training: Mapping[str, Any] | None, field: str) -> N
             raise ConfigError(f"{field}.{key}: not a training recipe key; allowed: {', '.join(schema['properties'])}")
     schema_check(dict(training), schema, prefix=f"{field}.")
     if "model" in training:
-        check_declared("model", training["model"], field=f"{field}.model")
+        check_name("model", training["model"], field=f"{field}.model")
 
 
 def _check_registries(cfg: dict[str, Any]) -> None:
@@ -288,10 +296,14 @@ def _check_registries(cfg: dict[str, Any]) -> None:
     classes' own schemas and checks."""
     from ..data.splits import SPLIT_GENERATORS
 
+    activate(config_plugins(cfg))  # the external plug-ins the config names join their registries (cflcore.external)
     for name, sp in cfg["splits"].items():
         field = entry_field(cfg, "splits", name)
         generator_params = {k: v for k, v in sp.items() if k not in SPLIT_STUDY_KEYS}  # the study's, not the generator's
         SPLIT_GENERATORS.get(sp["generator"], field=f"{field}.generator").validate_params(generator_params, field=field)
+    for d in cfg["study"]["datasets"]:  # a dataset plug-in's own checks (a federation table's rows), before any job
+        split = federation_split(cfg, d)
+        check_dataset(data_settings(cfg, d), f"splits.{split}" if split else f"datasets.{d}")
     for name, variant in cfg["algorithms"].items():
         cfg["algorithms"][name] = _check_variant(variant, entry_field(cfg, "algorithms", name), list(cfg["splits"]))
     for dname, ds in cfg["datasets"].items():
@@ -405,14 +417,28 @@ def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], al
                       f"allowed: a participation above {0.5 / n:.4g} with {n} clients")
 
 
-def check_feasible(cfg: Mapping[str, Any], missing_data: str = WARN) -> None:
+def check_feasible(cfg: Mapping[str, Any], missing_data: str = WARN, external: bool = True) -> None:
     """What the machine must give a validated config (never remembered: the disk and the data may change): a
     results directory that can be created and written, and data that fills every request of the study
     (cflcore.config_checks.check_data_requests: classes, samples per client, batches, files on disk or allowed to
-    download; ``missing_data``: REFUSE or WARN of missing files). Reads no data and writes nothing."""
+    download; ``missing_data``: REFUSE or WARN of missing files). Reads no data and writes nothing. The requests are
+    read against the split generators' classes; with ``external`` false (a config read back from the cache, whose
+    requests were checked when it was validated) the splits of an installed distribution's generator are left out,
+    so that a dry run imports no external plug-in (cflcore.external)."""
     _check_writable_dir(str(cfg["results_dir"]), "results_dir")
-    check_data_requests(cfg, scenarios(cfg), {d: data_settings(cfg, d) for d in cfg["study"]["datasets"]},
-                        _split_params(cfg), missing_data, _batch_sizes(cfg))
+    installed_generators = installed_plugins("split generator")
+    if external:
+        activate({"split generator": [str(sp["generator"]) for sp in cfg["splits"].values()]})
+    kept = {name: p for name, p in _split_params(cfg).items() if external or p["generator"] not in installed_generators}
+    check_data_requests(cfg, [s for s in scenarios(cfg) if s["split"] in kept],
+                        {d: _loader_settings(cfg, d) for d in cfg["study"]["datasets"]}, kept, missing_data,
+                        _batch_sizes(cfg))
+
+
+def _loader_settings(cfg: Mapping[str, Any], dataset: str) -> dict[str, Any]:
+    """A dataset's data settings as a loader reads them (a federation table's declaration aside: its rows are checked
+    by its own plug-in, cflcore.external.check_dataset)."""
+    return {k: v for k, v in data_settings(cfg, dataset).items() if k != FEDERATION_KEY}
 
 
 def _batch_sizes(cfg: Mapping[str, Any]) -> dict[tuple[str, str], dict[int, str]]:
@@ -535,8 +561,9 @@ def _plugin_facts(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
     told = [a for a in cfg["study"]["algorithms"] if STRATEGIES.get(cfg["algorithms"][a]["method"]).told_true_k(
         {k: v for k, v in cfg["algorithms"][a].items() if k != "method"})]
+    external = config_records(cfg)  # provenance: the distribution and version of each external plug-in it names
     return {"told_true_k": told, "cannot_split": _cannot_split_by_setting(cfg), "home_checks": home_check_studies(cfg),
-            "ablations": ablation_studies(cfg)}
+            "ablations": ablation_studies(cfg), **({"external": external} if external else {})}
 
 
 def _cannot_split_by_setting(cfg: Mapping[str, Any]) -> dict[str, dict[str, str]]:

@@ -9,11 +9,20 @@ from .base import SPLIT_GENERATORS, ClientPlan, SplitContext, SplitGenerator, Sp
 
 @SPLIT_GENERATORS.register("dirichlet")
 class DirichletSplit(SplitGenerator):
-    """The standard per-client Dirichlet label partition (Hsu et al. 2019; FL-bench's and Flower's
-    ``DirichletPartitioner``): every client's class vector ~ Dir(α·1) (``dirichlet_weights``, as ``dirichlet-mix``
-    draws each group's), realised by the shared sampler (with replacement, 000 §4.1; Hsu et al. and Flower
-    partition without replacement). No groups: every client is in cluster 0 and the manifest says
-    ``ground_truth: false``, so external scores (ARI) are n/a."""
+    """The per-client Dirichlet label partition of Hsu, Qi & Brown 2019 ("Measuring the effects of non-identical
+    data distribution for federated visual classification", §3: each client's class distribution q ~ Dir(αp), p the
+    class prior): every client's class vector ~ Dir(α·1) (``dirichlet_weights``, as ``dirichlet-mix`` draws each
+    group's), i.e. Hsu et al.'s with a uniform prior and their α = ours × the number of classes, realised by the
+    shared sampler (``samples_per_client`` draws with replacement, 000 §4.1; Hsu et al. sample without).
+
+    It is *not* the per-label partition that Flower's ``DirichletPartitioner`` (after Yurochkin et al. 2019) and,
+    as issue 70 reports, FL-bench's ``dirichlet`` draw: they split each label over the clients by a Dir(α) over the
+    clients (adap/flower, datasets/flwr_datasets/partitioner/dirichlet_partitioner.py:231,
+    ``class_k_division_proportions = self._rng.dirichlet(self._alpha)`` inside ``for k in self._unique_classes``),
+    so client sizes vary. Flower's per-client equivalent is ``InnerDirichletPartitioner`` (after Acar et al. 2021,
+    FedDyn; inner_dirichlet_partitioner.py:203, ``class_priors = self._rng.dirichlet(alpha=self._alpha,
+    size=self._num_partitions)``), which fills given partition sizes without replacement. No groups: every client
+    is in cluster 0 and the manifest says ``ground_truth: false``, so external scores (ARI) are n/a."""
 
     params_schema = {"alpha": {"type": "number", "exclusiveMinimum": 0, "default": 0.5,
                                "description": "Dirichlet concentration of each client's class vector"}}
