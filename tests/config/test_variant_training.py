@@ -117,3 +117,31 @@ def test_000s_departures_name_a_variant_with_its_own_training():
     found = variant_training_departures("mnist5k", recipe, variants, EngineSettings.of({}))
     assert [d.topic for d in found] == ["Training (mnist5k, ocfl-adam)"]
     assert "optimizer adam" in found[0].ours and "optimizer sgd" in found[0].paper
+
+
+def _kept(engine: dict | None = None, device: str = "cpu", own: bool = True) -> dict:
+    cfg = _tiny(optimizer_state="kept") if own else _tiny()
+    if not own:
+        cfg["datasets"]["digits"]["optimizer_state"] = "kept"
+    cfg["engine"] = {**(cfg.get("engine") or {}), **(engine or {})}
+    cfg["device"] = device
+    return cfg
+
+
+@pytest.mark.parametrize("engine, device, own, field", [
+    ({"trainer": "vmap"}, "cpu", True, "algorithms.bnc.training.optimizer_state"),
+    ({"trainer": "auto"}, "cuda", False, "datasets.digits.optimizer_state"),
+    ({"personalisation": {"kind": "pfedme"}}, "cpu", True, "algorithms.bnc.training.optimizer_state"),
+])
+def test_kept_optimizer_state_where_the_run_would_refuse_it_is_refused_before_any_job(engine, device, own, field):
+    with pytest.raises(ConfigError) as err:
+        cc.validate_config(_kept(engine, device, own), plugins=False)
+    message = str(err.value)
+    assert message.startswith(f"{field}: kept cannot run with engine.") and "allowed: per_round" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("engine, device", [({"trainer": "loop"}, "cuda"), ({"trainer": "auto"}, "cpu")])
+def test_kept_optimizer_state_on_the_loop_trainer_is_accepted(engine, device):
+    cfg = cc.validate_config(_kept(engine, device), plugins=False)
+    assert cc.run_settings(cfg, "digits", "bnc", "nonoverlap-balanced")["training"]["optimizer_state"] == "kept"
