@@ -368,15 +368,13 @@ def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], al
                       f"allowed: a participation above {0.5 / n:.4g} with {n} clients")
 
 
-def kept_state_trainer(engine: Mapping[str, Any], device: str) -> str | None:
+def kept_state_trainer(engine: Mapping[str, Any]) -> str | None:
     """Why a run with ``optimizer_state: kept`` cannot keep its clients' optimiser states, or None where it can: the
-    trainer that would run it (cflcore.fl.run.build_engine; ``trainer: auto`` is vmap on CUDA) must take them."""
+    trainer that would run it (cflcore.fl.run.build_engine) must take them. The loop and vmap trainers do; the
+    personalisation trainer (cflcore.fl.personal) starts every inner problem's optimiser afresh."""
     kind = (engine.get("personalisation") or {}).get("kind", "none")
     if kind != "none":
         return f"engine.personalisation.kind {kind} (its trainer starts every inner problem afresh)"
-    trainer = engine.get("trainer", "auto")
-    if trainer == "vmap" or (trainer == "auto" and str(device).startswith("cuda")):
-        return f"engine.trainer {trainer} on device {device} (the vmap trainer)"
     return None
 
 
@@ -387,13 +385,13 @@ def _check_kept_optimizer_state(cfg: Mapping[str, Any], scenario: Mapping[str, A
     settings = run_settings(cfg, d, algorithm, sp)
     if settings["training"].get("optimizer_state") != "kept":
         return
-    reason = kept_state_trainer(settings["engine"], settings["device"])
+    reason = kept_state_trainer(settings["engine"])
     if reason is None:
         return
     own = "optimizer_state" in (run_variant(cfg, d, algorithm).get("training") or {})
     field = f"{entry_field(cfg, 'algorithms', algorithm)}.training.optimizer_state" if own else f"datasets.{d}.optimizer_state"
     raise ConfigError(f"{field}: kept cannot run with {reason} (run {d}/{sp}/{algorithm}); allowed: per_round, or "
-                      f"kept with engine.trainer loop and engine.personalisation.kind none")
+                      f"kept with engine.personalisation.kind none")
 
 
 def check_feasible(cfg: Mapping[str, Any], missing_data: str = WARN) -> None:

@@ -111,8 +111,9 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, 
     else:
         trainer = resolve_trainer(eng.trainer, device)(make(0), model_layout, spec, device)
     if settings.training.optimizer_state == "kept" and not trainer.keeps_optimizer_state:
-        raise ConfigError(f"datasets.*.optimizer_state: kept needs engine.trainer loop (auto on a CPU) and no "
-                          f"engine.personalisation; this run trains with {type(trainer).__name__}")
+        raise ConfigError(f"datasets.*.optimizer_state: kept needs a trainer that keeps the clients' optimiser states "
+                          f"(engine.trainer loop, vmap or auto) and no engine.personalisation; this run trains with "
+                          f"{type(trainer).__name__}")
     evaluator = Evaluator(make(0), model_layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
     strategy.setup(StrategyContext(n_clients=fed.n_clients, n_params=len(part.shared), seed=int(seed), device=device,
                                    participation=eng.participation, n_true_clusters=fed.n_true_clusters, dtype=dtype,
