@@ -32,7 +32,7 @@ from ..errors import ConfigError, TrainingDiverged
 from ..models import build_model, check_compatible
 from ..settings import RunSettings, block_values, plain_value
 from .artifacts import write_outputs
-from .device import device_kind, prepare_device
+from .device import device_kind, prepare_device, set_fc_tf32
 from .checkpoint import config_hash, load_latest, save_checkpoint, state_from_checkpoint, state_to_checkpoint
 from .state import EngineState
 from .evaluation import Evaluator
@@ -85,6 +85,7 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, 
     settings = RunSettings.of(settings)
     training = settings.training
     device = prepare_device(job_device(settings, device), settings.engine.deterministic)
+    set_fc_tf32(device, settings.engine.fc_tf32)
     torch.set_num_threads(settings.engine.threads)
     eng = resolved_engine(settings.engine, device)
     spec = train_spec(training, settings.engine, device)

@@ -23,6 +23,7 @@ from ..data.federated import ClientData
 from ..errors import ConfigError
 from ..models._layers import dropout_modules
 from ..registry import Registry
+from .client_conv import CONV_FORMS, conv_form_context
 from .chunk_plan import (CPU_MEMORY_BUDGET_MB, GPU_HEADROOM, REFERENCE_GPU_MB,  # noqa: F401 - re-exported
                          ChunkPlan, ModelCost, activation_probe, gpu_share_mb, plan_chunks)
 from .flat_params import ModelLayout
@@ -79,6 +80,7 @@ class TrainSpec:
     compile: bool  # torch.compile the local step: loop trainer's forward/backward, vmap's gradient (compile_step)
     proximal_mu: float  # FedProx (Li et al. 2020, eq. 2): mu/2 ||w - w_start||^2 on the client objective
     ragged_batches: str  # resolved: resolve_ragged_batches; vmap trainer, unequal batch sizes at one step: split | pad
+    conv_form: str  # vmap trainer's per-client convolutions: grouped (torch's rule) | loop | unfold (cflcore.fl.client_conv)
     planned_gpu_jobs: int | None = None  # where memory_budget_mb auto was resolved on CUDA: engine.gpu_jobs (the chunk
     # plan may take fewer); None elsewhere
 
@@ -87,6 +89,11 @@ class TrainSpec:
             raise ConfigError(f"engine.precision: {self.precision!r} is not allowed; allowed: {', '.join(PRECISIONS)}")
         if not self.proximal_mu >= 0:  # also rejects NaN
             raise ConfigError(f"engine.proximal_mu: {self.proximal_mu!r} is not allowed; allowed: a number >= 0")
+        if self.conv_form not in CONV_FORMS:
+            raise ConfigError(f"engine.conv_form: {self.conv_form!r} is not allowed; allowed: {', '.join(CONV_FORMS)}")
+        if self.conv_form != "grouped" and (self.precision == "bf16" or self.compile):
+            raise ConfigError(f"engine.conv_form: {self.conv_form} needs precision fp32 or fp64 and compile false "
+                              f"(got {self.precision}, compile {self.compile})")
         if self.ragged_batches not in RAGGED_BATCHES:
             raise ConfigError(f"engine.ragged_batches: {self.ragged_batches!r} is not allowed; allowed: "
                               f"{', '.join(RAGGED_BATCHES)} (auto is resolved per device first)")
@@ -304,6 +311,8 @@ class VmapTrainer(Trainer):
     * Clients are processed in chunks of the round's chunk plan (cflcore.fl.chunk_plan: the budget, the round buffer
       counted once), each chunk's parameters in contiguous per-tensor copies for the foreach optimiser step.
     * ``TrainSpec.compile``: the vmapped gradient through ``torch.compile`` (:func:`compile_step`)
+    * ``TrainSpec.conv_form``: the per-client convolutions as torch's grouped convolution or, through a convolution with
+      its own vmap rule, a loop of plain ones or unfold + a batched product (cflcore.fl.client_conv)
     * Kept optimiser states (``optimizer_states``, a recipe's ``optimizer_state: kept``): each chunk stacks its clients'
       momenta / Adam moments row by row, trains them with the parameters and hands each client its row back
       (cflcore.fl.optim.stack_states / stacked_step / unstack_states): the loop trainer's numbers per client.
@@ -336,7 +345,7 @@ class VmapTrainer(Trainer):
         for m, u in zip(self.dropouts, masks):
             m.mask = u
         try:
-            with autocast_context(self.spec, self.device):
+            with autocast_context(self.spec, self.device), conv_form_context(self.spec.conv_form):
                 logits = self._functional_call(self.model, (params, buffers), (x,))
             if weights is None:
                 loss = F.cross_entropy(logits, y)
@@ -493,7 +502,8 @@ def resolve_memory_budget(value: int | str, device: torch.device, gpu_jobs: int 
 
 def resolve_channels_last(value: bool | str, device: torch.device) -> bool:
     """``engine.channels_last``: a boolean as given; ``auto`` = on for a CPU (1.5-1.8x faster convolutions there) and
-    off on CUDA, where cuDNN spent 26 % of a channels-last ocfl-cnn round transposing layouts (measured on an H100)."""
+    off on CUDA (vmap turns a chunk's convolutions into one grouped convolution and reshapes channels-last away: on an
+    H100 the fastest rounds with and without it were equal, docs/gpu.md)."""
     if value == "auto":
         return device.type != "cuda"
     return bool(value)
