@@ -194,17 +194,19 @@ class Speed:
         return self.seconds / self.floor
 
 
-def round_speed(device: torch.device, model: str, n: int, rates: Any, n_train: int = SPEED_TRAIN) -> Speed:
+def round_speed(device: torch.device, model: str, n: int, rates: Any, n_train: int = SPEED_TRAIN,
+                shape: tuple[int, int, int] = (1, 28, 28), batch: int = SPEED_BATCH) -> Speed:
     """Seconds of a BNC round (vmap trainer, evaluation every round, ``gpu_jobs: 1``: the GPU's only job) of
-    ``model`` at ``n`` clients of ``n_train`` samples, the median of :data:`SPEED_TIMED_ROUNDS` rounds after a warm-up
-    round, against its roofline floor at the device's ``rates`` (cflcore.fl.speed.DeviceRates, round_floor)."""
+    ``model`` at ``n`` clients of ``n_train`` samples of ``shape`` in batches of ``batch``, the median of
+    :data:`SPEED_TIMED_ROUNDS` rounds after a warm-up round, against its roofline floor at the device's ``rates``
+    (cflcore.fl.speed.DeviceRates, round_floor)."""
     from ..data.synthetic import synthetic_federated
     from .run import build_engine
     from .speed import layer_costs, optimizer_bytes, round_floor, sync
     from ..strategies import build_strategy
 
-    shape, classes = (1, 28, 28), 10
-    settings = {"training": {"model": model, "optimizer": "sgd", "lr": 0.01, "batch_size": SPEED_BATCH,
+    classes = 10
+    settings = {"training": {"model": model, "optimizer": "sgd", "lr": 0.01, "batch_size": batch,
                              "local_epochs": SPEED_EPOCHS, "rounds": 10},
                 "engine": {"trainer": "vmap", "eval_every": 1, "checkpoint_every": 100, "gpu_jobs": 1},
                 "algorithm": {"method": "bnc"}, "device": str(device)}
@@ -220,8 +222,8 @@ def round_speed(device: torch.device, model: str, n: int, rates: Any, n_train: i
         engine.run_round(state, r, 10)
         sync(device)
         seconds.append(time.perf_counter() - t0)
-    floor = round_floor(layer_costs(model, shape, classes, SPEED_BATCH), rates, n_clients=n, n_train=n_train,
-                        batch_size=SPEED_BATCH, epochs=SPEED_EPOCHS, evaluated_samples=n * SPEED_TEST + SPEED_ORCH,
+    floor = round_floor(layer_costs(model, shape, classes, 2), rates, n_clients=n, n_train=n_train,
+                        batch_size=batch, epochs=SPEED_EPOCHS, evaluated_samples=n * SPEED_TEST + SPEED_ORCH,
                         optimizer_step_bytes=optimizer_bytes("sgd"))
     plan = getattr(engine.trainer, "last_plan", None)
     return Speed(model, n, statistics.median(seconds), floor.seconds, plan.as_dict() if plan is not None else None,
