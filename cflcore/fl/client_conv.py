@@ -30,8 +30,6 @@ from torch.nn.modules.utils import _pair
 from torch.overrides import TorchFunctionMode
 
 CONV_FORMS = ("grouped", "loop", "unfold")
-
-
 Conf = tuple  # (stride, padding, dilation, groups, form): the convolution's settings, plain values
 
 
@@ -140,7 +138,7 @@ class ClientConv2dBackward(torch.autograd.Function):
 
 
 class ClientConvMode(TorchFunctionMode):
-    """Routes ``F.conv2d`` (what ``nn.Conv2d`` calls) to ``cfl::client_conv2d`` with ``form``; a string padding
+    """Routes ``F.conv2d`` (what ``nn.Conv2d`` calls) to :class:`ClientConv2d` with ``form``; a string padding
     (``'same'``) keeps torch's own convolution."""
 
     def __init__(self, form: str):

@@ -98,7 +98,7 @@ NEW_SETTINGS = {"conv_form-loop": ({"conv_form": "loop"}, {}), "conv_form-unfold
 
 
 @pytest.mark.parametrize("name", list(NEW_SETTINGS))
-def test_two_processes_give_the_same_bytes_with_each_new_setting(tmp_path, name):
+def test_each_new_setting_is_byte_identical_across_processes(tmp_path, name):
     engine, training = NEW_SETTINGS[name]
     settings = {**GPU_SETTINGS, "engine": {**GPU_SETTINGS["engine"], **engine},
                 "training": {**GPU_SETTINGS["training"], **training}}
