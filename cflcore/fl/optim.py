@@ -148,13 +148,15 @@ def stack_states(opt: ClientOptimizer, params: dict[str, torch.Tensor],
 
 def unstack_states(state: OptimizerState, kept: Sequence[OptimizerState], steps_taken: Sequence[int]) -> None:
     """Hand a chunk's stacked state back to its clients' kept states (:func:`stack_states`): client i's buffers become
-    row i, and its step count grows by the ``steps_taken[i]`` local steps it took, as the loop trainer's would."""
+    copies of row i (a view would keep the whole chunk's tensor alive for as long as any one client is not sampled
+    again: up to clients-a-chunk times the memory), and its step count grows by the ``steps_taken[i]`` local steps it
+    took, as the loop trainer's would."""
     for i, (own, n) in enumerate(zip(kept, steps_taken)):
         own.step = int(own.step) + int(n)
         for name in _STATE_LISTS:
             stacked = getattr(state, name)
             if stacked is not None:
-                setattr(own, name, [t[i] for t in stacked])
+                setattr(own, name, [t[i].clone() for t in stacked])
 
 
 def stacked_step(opt: ClientOptimizer, params: list[torch.Tensor], grads: list[torch.Tensor], state: OptimizerState,

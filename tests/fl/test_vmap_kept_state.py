@@ -61,6 +61,9 @@ def test_kept_states_on_the_vmap_trainer_are_the_loop_trainers(opt, one_client_a
             assert (a is None) == (b is None)
             for x, y in zip(a or [], b or []):
                 assert x.shape == y.shape and (x - y).abs().max().item() <= 1e-10
+    for own in vmap_states.values():  # each client's own storage, not a view keeping a whole chunk's tensor alive
+        for t in (own.momentum or []) + (own.exp_avg or []):
+            assert t.untyped_storage().nbytes() == t.numel() * t.element_size()
     fresh, _ = _rounds(VmapTrainer(_model(), layout, spec, CPU), fed, start, kept=False)
     assert torch.equal(fresh[0][0], vmap[0][0])  # round 0: nothing kept yet, the same bytes as per_round
     assert (fresh[1][0] - vmap[1][0]).abs().max().item() > 1e-6  # then the kept states change the training
