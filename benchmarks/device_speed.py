@@ -38,9 +38,10 @@ round (CUDA: ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats
 size, sampled every 2 ms from /proc/self/statm during the round, so the peak of the whole process, not of the round's
 own allocations); and the round's FLOP floor: the forward + backward FLOPs of one sample (torch.utils.flop_counter)
 times the samples a round trains, plus the forward FLOPs of the samples it evaluates (each client's test set and the
-orchestrator set once), divided by the FLOP rate of an n x n GEMM timed on that device at the engine's precision
-(fp32 with torch's current TF32 setting for matmul, printed). ratio = seconds / floor (1 = the round runs at GEMM
-speed; the target on a GPU is within 3x for ocfl-cnn with vmap).
+orchestrator set once), divided by the FLOP rate of an n x n IEEE fp32 GEMM timed on that device (TF32 pinned off
+for the timing, whatever the global flag: cflcore.fl.speed.gemm_flops). ratio = seconds / floor (1 = the round runs at
+GEMM speed). ``cfl doctor``'s speed check reads the roofline floor instead (convolutions at a TF32 rate, memory
+traffic counted: docs/gpu.md, "Speed against the roofline floor"), with a 2x target.
 """
 from __future__ import annotations
 
@@ -182,7 +183,7 @@ def sample_flops(model: str) -> tuple[float, float]:
 
 
 def gemm_flops(device: torch.device, repeats: int = 7, n: int = 4096) -> float:
-    """FLOP/s of an n x n fp32 GEMM on ``device`` (cflcore.fl.speed.gemm_flops)."""
+    """FLOP/s of an n x n IEEE fp32 GEMM on ``device`` (cflcore.fl.speed.gemm_flops)."""
     return speed.gemm_flops(device, repeats, n)
 
 

@@ -170,6 +170,8 @@ class EngineSettings(_Block):
     channels_last: Literal[True, False, "auto"] = False
     deterministic: bool = True
     compile: bool = False
+    conv_form: Literal["grouped", "loop", "unfold"] = "grouped"
+    fc_tf32: bool = False
     threads: int = 1
     gpu: bool = False
     _source: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)

@@ -46,4 +46,4 @@ def cpu_train_spec(*, optimizer: Any, batch_size: int, local_epochs: int, **opti
     eng = resolved_engine(EngineSettings.of(options), torch.device("cpu"))
     return TrainSpec(optimizer=optimizer, batch_size=batch_size, local_epochs=local_epochs, precision=eng.precision,
                      channels_last=eng.channels_last, memory_budget_mb=eng.memory_budget_mb, compile=eng.compile,
-                     proximal_mu=eng.proximal_mu, ragged_batches=eng.ragged_batches)
+                     proximal_mu=eng.proximal_mu, ragged_batches=eng.ragged_batches, conv_form=eng.conv_form)

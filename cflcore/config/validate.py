@@ -395,6 +395,7 @@ def _check_study(cfg: Mapping[str, Any]) -> None:
                               f"explained for it; allowed: {', '.join(map(str, counts))}")
     for scenario, algorithm in runs:
         _check_participation(cfg, scenario, algorithm)
+        _check_kept_optimizer_state(cfg, scenario, algorithm)
 
 
 def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], algorithm: str) -> None:
@@ -415,6 +416,32 @@ def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], al
         field = "engine.participation"
     raise ConfigError(f"{field}: {p} samples no client of {n} (round({p} × {n}) = 0; run {d}/{sp}/{algorithm}); "
                       f"allowed: a participation above {0.5 / n:.4g} with {n} clients")
+
+
+def kept_state_trainer(engine: Mapping[str, Any]) -> str | None:
+    """Why a run with ``optimizer_state: kept`` cannot keep its clients' optimiser states, or None where it can: the
+    trainer that would run it (cflcore.fl.run.build_engine) must take them. The loop and vmap trainers do; the
+    personalisation trainer (cflcore.fl.personal) starts every inner problem's optimiser afresh."""
+    kind = (engine.get("personalisation") or {}).get("kind", "none")
+    if kind != "none":
+        return f"engine.personalisation.kind {kind} (its trainer starts every inner problem afresh)"
+    return None
+
+
+def _check_kept_optimizer_state(cfg: Mapping[str, Any], scenario: Mapping[str, Any], algorithm: str) -> None:
+    """A run whose recipe keeps its clients' optimiser states (``optimizer_state: kept``) needs a trainer that takes
+    them (:func:`kept_state_trainer`); refused here, before any job, as the run itself would refuse it."""
+    d, sp = scenario["dataset"], scenario["split"]
+    settings = run_settings(cfg, d, algorithm, sp)
+    if settings["training"].get("optimizer_state") != "kept":
+        return
+    reason = kept_state_trainer(settings["engine"])
+    if reason is None:
+        return
+    own = "optimizer_state" in (run_variant(cfg, d, algorithm).get("training") or {})
+    field = f"{entry_field(cfg, 'algorithms', algorithm)}.training.optimizer_state" if own else f"datasets.{d}.optimizer_state"
+    raise ConfigError(f"{field}: kept cannot run with {reason} (run {d}/{sp}/{algorithm}); allowed: per_round, or "
+                      f"kept with engine.personalisation.kind none")
 
 
 def check_feasible(cfg: Mapping[str, Any], missing_data: str = WARN, external: bool = True) -> None:

@@ -57,6 +57,17 @@ def set_deterministic(device: torch.device, deterministic: bool = True) -> bool:
     return True
 
 
+def set_fc_tf32(device: torch.device, enabled: bool) -> bool:
+    """``engine.fc_tf32``: on a CUDA device, the process's float32 matrix products (the Linear layers, in training and
+    evaluation) in TF32 or in IEEE fp32 (``torch.backends.cuda.matmul.allow_tf32``, set either way, so the run's setting
+    and not an earlier global decides; torch's default is off). cuDNN's convolutions keep their own flag. A CPU device
+    changes nothing (the flag touches no CPU kernel). Returns the flag as the job runs with it (False on a CPU)."""
+    if device.type != "cuda":
+        return False
+    torch.backends.cuda.matmul.allow_tf32 = bool(enabled)
+    return bool(enabled)
+
+
 def prepare_device(name: str, deterministic: bool = True) -> torch.device:
     """The job's device (:func:`resolve_device`) with ``engine.deterministic`` applied (:func:`set_deterministic`);
     train and explain jobs call this before any tensor reaches the device.

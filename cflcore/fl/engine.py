@@ -125,13 +125,17 @@ class Engine:
     personal: Personalisation | None = None  # engine.personalisation (None: the method's own local training)
 
     def hardware(self) -> dict[str, Any]:
-        """status.json's ``hardware``: cflcore.fl.device.device_report plus the resolved ``memory_budget_mb`` and the
-        vmap trainer's clients per chunk and round chunk plan (cflcore.fl.chunk_plan; None for the loop trainer)."""
+        """status.json's ``hardware``: cflcore.fl.device.device_report plus the resolved ``memory_budget_mb``, the
+        vmap trainer's clients per chunk and round chunk plan (cflcore.fl.chunk_plan; None for the loop trainer), the
+        convolution form (``engine.conv_form``, cflcore.fl.client_conv) and whether matrix products ran in TF32
+        (``engine.fc_tf32``; false on a CPU, where it has no effect)."""
         chunk = getattr(self.trainer, "last_chunk_size", None)
         plan = getattr(self.trainer, "last_plan", None)
         return {**device_report(self.device), "memory_budget_mb": int(self.settings.engine.memory_budget_mb),
                 "trainer": type(self.trainer).__name__, "chunk_size": chunk,
-                "chunk_plan": plan.as_dict() if plan is not None else None}
+                "chunk_plan": plan.as_dict() if plan is not None else None,
+                "conv_form": self.settings.engine.conv_form,
+                "fc_tf32": self.device.type == "cuda" and self.settings.engine.fc_tf32}
 
     # ----- vectors ----------------------------------------------------------------------------
     def shared_part(self, matrix: torch.Tensor) -> torch.Tensor:

@@ -8,7 +8,7 @@ It is hand-rolled rather than calling torch.optim so that the same step runs on 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -52,7 +52,7 @@ class OptimizerState:
     def select(self, rows: torch.Tensor) -> "OptimizerState":
         """The state of a subset of stacked clients (vmap trainer's shrinking active set)."""
         pick = lambda ts: None if ts is None else [t.index_select(0, rows) for t in ts]  # noqa: E731
-        return OptimizerState(self.step, pick(self.momentum), pick(self.exp_avg), pick(self.exp_avg_sq))
+        return OptimizerState(self.step, pick(self.momentum), pick(self.exp_avg), pick(self.exp_avg_sq), dict(self.extra))
 
     def scatter(self, rows: torch.Tensor, sub: "OptimizerState") -> None:
         for name in ("momentum", "exp_avg", "exp_avg_sq"):
@@ -119,3 +119,68 @@ def optimizer_step(opt: ClientOptimizer, params: list[torch.Tensor], grads: list
     torch._foreach_div_(denom, bias_correction2_sqrt)
     torch._foreach_add_(denom, opt.eps)
     torch._foreach_addcdiv_(params, state.exp_avg, denom, step_size)
+
+
+# ----- the vmap trainer's stacked state: one (k, *shape) tensor per parameter, row i client i's --------------------
+_PRIOR_STEPS = "prior_steps"  # OptimizerState.extra key: per chunk row, the steps its client's kept state had taken
+
+
+def stack_states(opt: ClientOptimizer, params: dict[str, torch.Tensor],
+                 kept: Sequence[OptimizerState] | None = None) -> OptimizerState:
+    """The state of a chunk of stacked clients (``params``: name -> (k, *shape)). Fresh (``kept`` None): zero momentum
+    (0 * momentum + g == g exactly: torch's clone on step 1) and zero Adam moments. ``kept``: row i continues client
+    i's own state (a recipe's ``optimizer_state: kept``), a buffer it does not have yet starting at zero, and the steps
+    it had taken (Adam's bias correction) recorded per row for :func:`stacked_step`."""
+    names = list(params)
+    rows = lambda ts, n, j: torch.stack([t[j] if t is not None else torch.zeros_like(params[n][0])  # noqa: E731
+                                         for t in ts])
+    take = lambda attr: [rows([getattr(s, attr) for s in kept], n, j) for j, n in enumerate(names)]  # noqa: E731
+    zeros = lambda attr: [torch.zeros_like(params[n]) for n in names] if kept is None else take(attr)  # noqa: E731
+    state = OptimizerState(exp_avg=None)
+    if opt.kind == "sgd" and opt.momentum != 0:
+        state.momentum = zeros("momentum")
+    if opt.kind == "adam":
+        state.exp_avg, state.exp_avg_sq = zeros("exp_avg"), zeros("exp_avg_sq")
+    if kept is not None:
+        state.extra[_PRIOR_STEPS] = [int(s.step) for s in kept]
+    return state
+
+
+def unstack_states(state: OptimizerState, kept: Sequence[OptimizerState], steps_taken: Sequence[int]) -> None:
+    """Hand a chunk's stacked state back to its clients' kept states (:func:`stack_states`): client i's buffers become
+    copies of row i (a view would keep the whole chunk's tensor alive for as long as any one client is not sampled
+    again: up to clients-a-chunk times the memory), and its step count grows by the ``steps_taken[i]`` local steps it
+    took, as the loop trainer's would."""
+    for i, (own, n) in enumerate(zip(kept, steps_taken)):
+        own.step = int(own.step) + int(n)
+        for name in _STATE_LISTS:
+            stacked = getattr(state, name)
+            if stacked is not None:
+                setattr(own, name, [t[i].clone() for t in stacked])
+
+
+def stacked_step(opt: ClientOptimizer, params: list[torch.Tensor], grads: list[torch.Tensor], state: OptimizerState,
+                 t: int, rows: Sequence[int]) -> None:
+    """Local step ``t`` (0-based, this round) of the stacked clients at chunk rows ``rows`` (``state``: theirs, row j
+    for ``rows[j]``): :func:`optimizer_step` with the step count each client's own loop trainer would have. Fresh states
+    count from 0 this round. Kept states (:func:`stack_states`) count on from their client's steps so far; Adam's bias
+    correction is one number a step, so rows of different counts step apart (each row's numbers as the loop trainer's).
+    SGD's count enters no arithmetic."""
+    prior = state.extra.get(_PRIOR_STEPS)
+    groups: dict[int, list[int]] = {}
+    for j, i in enumerate(rows):
+        groups.setdefault(0 if prior is None or opt.kind == "sgd" else prior[i], []).append(j)
+    if len(groups) == 1:
+        state.step = next(iter(groups)) + t
+        optimizer_step(opt, params, grads, state)
+        return
+    for base, js in groups.items():
+        index = torch.tensor(js, device=params[0].device)
+        sub = state.select(index)
+        sub.step = base + t
+        p_sub = [p.index_select(0, index) for p in params]
+        optimizer_step(opt, p_sub, [g.index_select(0, index) for g in grads], sub)
+        with torch.no_grad():
+            for p, q in zip(params, p_sub):
+                p.index_copy_(0, index, q)
+        state.scatter(index, sub)

@@ -32,7 +32,7 @@ from ..errors import ConfigError, TrainingDiverged
 from ..models import build_model, check_compatible
 from ..settings import RunSettings, block_values, plain_value
 from .artifacts import write_outputs
-from .device import device_kind, prepare_device
+from .device import device_kind, prepare_device, set_fc_tf32
 from .checkpoint import config_hash, load_latest, save_checkpoint, state_from_checkpoint, state_to_checkpoint
 from .state import EngineState
 from .evaluation import Evaluator
@@ -85,6 +85,7 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, 
     settings = RunSettings.of(settings)
     training = settings.training
     device = prepare_device(job_device(settings, device), settings.engine.deterministic)
+    set_fc_tf32(device, settings.engine.fc_tf32)
     torch.set_num_threads(settings.engine.threads)
     eng = resolved_engine(settings.engine, device)
     spec = train_spec(training, settings.engine, device)
@@ -111,8 +112,9 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, 
     else:
         trainer = resolve_trainer(eng.trainer, device)(make(0), model_layout, spec, device)
     if settings.training.optimizer_state == "kept" and not trainer.keeps_optimizer_state:
-        raise ConfigError(f"datasets.*.optimizer_state: kept needs engine.trainer loop (auto on a CPU) and no "
-                          f"engine.personalisation; this run trains with {type(trainer).__name__}")
+        raise ConfigError(f"datasets.*.optimizer_state: kept needs a trainer that keeps the clients' optimiser states "
+                          f"(engine.trainer loop, vmap or auto) and no engine.personalisation; this run trains with "
+                          f"{type(trainer).__name__}")
     evaluator = Evaluator(make(0), model_layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
     strategy.setup(StrategyContext(n_clients=fed.n_clients, n_params=len(part.shared), seed=int(seed), device=device,
                                    participation=eng.participation, n_true_clusters=fed.n_true_clusters, dtype=dtype,

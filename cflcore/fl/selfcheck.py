@@ -5,7 +5,7 @@ prints and judges; none of them reads a config.
 * :func:`determinism`: one small training run in child processes (fresh interpreters, as train jobs are), twice with
   ``engine.deterministic: true`` and twice with ``false`` (the control), each run's outputs digested;
 * :func:`round_traffic`: uploads and syncs in one round (cflcore.fl.host_traffic) per method, at two client counts;
-* :func:`round_speed`: seconds an engine round (vmap trainer) against its FLOP floor (cflcore.fl.speed);
+* :func:`round_speed`: seconds an engine round (vmap trainer) against its roofline floor (cflcore.fl.speed);
 * :func:`chunk_plans`: the chunk plan (cflcore.fl.chunk_plan) of the shipped GPU configs' models at N = 15, 30, 100.
 """
 from __future__ import annotations
@@ -170,7 +170,7 @@ def round_traffic(device: torch.device, method: dict, n: int) -> Traffic:
     return Traffic(t.uploads, t.syncs, t.cuda_syncs, sorted(set(t.upload_ops)), sorted(set(t.sync_ops)))
 
 
-# ----- speed against the FLOP floor -----------------------------------------------------------------------------
+# ----- speed against the roofline floor -------------------------------------------------------------------------
 SPEED_BATCH, SPEED_EPOCHS, SPEED_TRAIN, SPEED_TEST, SPEED_ORCH = 32, 3, 267, 32, 256
 """benchmarks/device_speed.py's workload: 000 Table 3's MNIST training, 267 samples a client, batch 32, 3 epochs."""
 SPEED_TIMED_ROUNDS = 3
@@ -184,26 +184,29 @@ class Speed:
     model: str
     n_clients: int
     seconds: float  # the median of the timed rounds
-    floor: float  # seconds
+    floor: float  # seconds (roofline: cflcore.fl.speed.round_floor)
     plan: dict | None
     rounds: list[float] = field(default_factory=list)  # each timed round's seconds
+    parts: Any = None  # the floor's parts (cflcore.fl.speed.Floor)
 
     @property
     def ratio(self) -> float:
         return self.seconds / self.floor
 
 
-def round_speed(device: torch.device, model: str, n: int, gemm: float, n_train: int = SPEED_TRAIN) -> Speed:
+def round_speed(device: torch.device, model: str, n: int, rates: Any, n_train: int = SPEED_TRAIN,
+                shape: tuple[int, int, int] = (1, 28, 28), batch: int = SPEED_BATCH) -> Speed:
     """Seconds of a BNC round (vmap trainer, evaluation every round, ``gpu_jobs: 1``: the GPU's only job) of
-    ``model`` at ``n`` clients of ``n_train`` samples, the median of :data:`SPEED_TIMED_ROUNDS` rounds after a warm-up
-    round, against its FLOP floor at ``gemm``."""
+    ``model`` at ``n`` clients of ``n_train`` samples of ``shape`` in batches of ``batch``, the median of
+    :data:`SPEED_TIMED_ROUNDS` rounds after a warm-up round, against its roofline floor at the device's ``rates``
+    (cflcore.fl.speed.DeviceRates, round_floor)."""
     from ..data.synthetic import synthetic_federated
     from .run import build_engine
-    from .speed import round_flops, sample_flops, sync
+    from .speed import layer_costs, optimizer_bytes, round_floor, sync
     from ..strategies import build_strategy
 
-    shape, classes = (1, 28, 28), 10
-    settings = {"training": {"model": model, "optimizer": "sgd", "lr": 0.01, "batch_size": SPEED_BATCH,
+    classes = 10
+    settings = {"training": {"model": model, "optimizer": "sgd", "lr": 0.01, "batch_size": batch,
                              "local_epochs": SPEED_EPOCHS, "rounds": 10},
                 "engine": {"trainer": "vmap", "eval_every": 1, "checkpoint_every": 100, "gpu_jobs": 1},
                 "algorithm": {"method": "bnc"}, "device": str(device)}
@@ -219,11 +222,12 @@ def round_speed(device: torch.device, model: str, n: int, gemm: float, n_train: 
         engine.run_round(state, r, 10)
         sync(device)
         seconds.append(time.perf_counter() - t0)
-    train_f, fwd_f = sample_flops(model, shape, classes, SPEED_BATCH)
-    flops = round_flops(train_f, fwd_f, n * n_train, SPEED_EPOCHS, n * SPEED_TEST + SPEED_ORCH)
+    floor = round_floor(layer_costs(model, shape, classes, 2), rates, n_clients=n, n_train=n_train,
+                        batch_size=batch, epochs=SPEED_EPOCHS, evaluated_samples=n * SPEED_TEST + SPEED_ORCH,
+                        optimizer_step_bytes=optimizer_bytes("sgd"))
     plan = getattr(engine.trainer, "last_plan", None)
-    return Speed(model, n, statistics.median(seconds), flops / gemm, plan.as_dict() if plan is not None else None,
-                 rounds=seconds)
+    return Speed(model, n, statistics.median(seconds), floor.seconds, plan.as_dict() if plan is not None else None,
+                 rounds=seconds, parts=floor)
 
 
 # ----- chunk plans ------------------------------------------------------------------------------------------------

@@ -33,4 +33,5 @@ def train_spec(training: TrainingSettings, eng: EngineSettings, device: torch.de
                      local_epochs=training.local_epochs, precision=resolved.precision,
                      channels_last=resolved.channels_last, memory_budget_mb=resolved.memory_budget_mb,
                      compile=resolved.compile, proximal_mu=resolved.proximal_mu, ragged_batches=resolved.ragged_batches,
+                     conv_form=resolved.conv_form,
                      planned_gpu_jobs=eng.gpu_jobs if eng.memory_budget_mb == "auto" and device.type == "cuda" else None)

@@ -23,10 +23,11 @@ from ..data.federated import ClientData
 from ..errors import ConfigError
 from ..models._layers import dropout_modules
 from ..registry import Registry
+from .client_conv import CONV_FORMS, conv_form_context
 from .chunk_plan import (CPU_MEMORY_BUDGET_MB, GPU_HEADROOM, REFERENCE_GPU_MB,  # noqa: F401 - re-exported
                          ChunkPlan, ModelCost, activation_probe, gpu_share_mb, plan_chunks)
 from .flat_params import ModelLayout
-from .optim import ClientOptimizer, OptimizerState, optimizer_step
+from .optim import ClientOptimizer, OptimizerState, optimizer_step, stack_states, stacked_step, unstack_states
 from .streams import (ClientStreams, derive_seed, epoch_generator, epoch_order,  # noqa: F401 - re-exported
                       train_seed, uniform_source)
 
@@ -79,6 +80,7 @@ class TrainSpec:
     compile: bool  # torch.compile the local step: loop trainer's forward/backward, vmap's gradient (compile_step)
     proximal_mu: float  # FedProx (Li et al. 2020, eq. 2): mu/2 ||w - w_start||^2 on the client objective
     ragged_batches: str  # resolved: resolve_ragged_batches; vmap trainer, unequal batch sizes at one step: split | pad
+    conv_form: str  # vmap trainer's per-client convolutions: grouped (torch's rule) | loop | unfold (cflcore.fl.client_conv)
     planned_gpu_jobs: int | None = None  # where memory_budget_mb auto was resolved on CUDA: engine.gpu_jobs (the chunk
     # plan may take fewer); None elsewhere
 
@@ -87,6 +89,11 @@ class TrainSpec:
             raise ConfigError(f"engine.precision: {self.precision!r} is not allowed; allowed: {', '.join(PRECISIONS)}")
         if not self.proximal_mu >= 0:  # also rejects NaN
             raise ConfigError(f"engine.proximal_mu: {self.proximal_mu!r} is not allowed; allowed: a number >= 0")
+        if self.conv_form not in CONV_FORMS:
+            raise ConfigError(f"engine.conv_form: {self.conv_form!r} is not allowed; allowed: {', '.join(CONV_FORMS)}")
+        if self.conv_form != "grouped" and (self.precision == "bf16" or self.compile):
+            raise ConfigError(f"engine.conv_form: {self.conv_form} needs precision fp32 or fp64 and compile false "
+                              f"(got {self.precision}, compile {self.compile})")
         if self.ragged_batches not in RAGGED_BATCHES:
             raise ConfigError(f"engine.ragged_batches: {self.ragged_batches!r} is not allowed; allowed: "
                               f"{', '.join(RAGGED_BATCHES)} (auto is resolved per device first)")
@@ -304,7 +311,14 @@ class VmapTrainer(Trainer):
     * Clients are processed in chunks of the round's chunk plan (cflcore.fl.chunk_plan: the budget, the round buffer
       counted once), each chunk's parameters in contiguous per-tensor copies for the foreach optimiser step.
     * ``TrainSpec.compile``: the vmapped gradient through ``torch.compile`` (:func:`compile_step`)
+    * ``TrainSpec.conv_form``: the per-client convolutions as torch's grouped convolution or, through a convolution with
+      its own vmap rule, a loop of plain ones or unfold + a batched product (cflcore.fl.client_conv)
+    * Kept optimiser states (``optimizer_states``, a recipe's ``optimizer_state: kept``): each chunk stacks its clients'
+      momenta / Adam moments row by row, trains them with the parameters and hands each client its row back
+      (cflcore.fl.optim.stack_states / stacked_step / unstack_states): the loop trainer's numbers per client.
     """
+
+    keeps_optimizer_state = True
 
     def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device):
         super().__init__(model, model_layout, spec, device)
@@ -331,7 +345,7 @@ class VmapTrainer(Trainer):
         for m, u in zip(self.dropouts, masks):
             m.mask = u
         try:
-            with autocast_context(self.spec, self.device):
+            with autocast_context(self.spec, self.device), conv_form_context(self.spec.conv_form):
                 logits = self._functional_call(self.model, (params, buffers), (x,))
             if weights is None:
                 loss = F.cross_entropy(logits, y)
@@ -363,7 +377,7 @@ class VmapTrainer(Trainer):
         return self.chunk_plan(n_clients).clients_per_chunk
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
-              out: torch.Tensor | None = None) -> TrainResult:
+              out: torch.Tensor | None = None, optimizer_states: Sequence[OptimizerState] | None = None) -> TrainResult:
         if out is None:
             out = starts.to(device=self.device, dtype=self.spec.dtype).clone()
         elif out is not starts:
@@ -376,7 +390,8 @@ class VmapTrainer(Trainer):
         size = self.last_chunk_size = self.last_plan.clients_per_chunk
         for lo in range(0, len(clients), size):
             hi = min(lo + size, len(clients))
-            losses += self._train_chunk(out[lo:hi], clients[lo:hi], client_seeds[lo:hi])
+            kept = None if optimizer_states is None else optimizer_states[lo:hi]
+            losses += self._train_chunk(out[lo:hi], clients[lo:hi], client_seeds[lo:hi], kept)
         return TrainResult(out, host_losses(losses))
 
     def _schedule(self, client: ClientData, seed: int) -> list[tuple[torch.Generator, torch.Tensor]]:
@@ -388,7 +403,8 @@ class VmapTrainer(Trainer):
             steps += [(gen, perm[lo:lo + B]) for lo in range(0, n, B)]
         return steps
 
-    def _train_chunk(self, mat: torch.Tensor, clients: Sequence[ClientData], seeds: Sequence[int]) -> list[torch.Tensor]:
+    def _train_chunk(self, mat: torch.Tensor, clients: Sequence[ClientData], seeds: Sequence[int],
+                     kept: Sequence[OptimizerState] | None = None) -> list[torch.Tensor]:
         k = len(clients)
         rows, buffers = self.model_layout.split_rows(mat)
         self._rows_on_device: dict[tuple[int, ...], torch.Tensor] = {}
@@ -396,12 +412,7 @@ class VmapTrainer(Trainer):
         # optimiser step then runs on dense tensors (one multi-tensor kernel on CUDA, not one per strided view)
         params = {n: v.clone(memory_format=torch.contiguous_format) for n, v in rows.items()}
         names = list(params)
-        state = OptimizerState(exp_avg=None)
-        zeros = lambda: [torch.zeros_like(params[n]) for n in names]  # noqa: E731
-        if self.spec.optimizer.kind == "sgd" and self.spec.optimizer.momentum != 0:
-            state.momentum = zeros()  # 0 * momentum + g == g exactly: same as torch's clone on step 1
-        if self.spec.optimizer.kind == "adam":
-            state.exp_avg, state.exp_avg_sq = zeros(), zeros()
+        state = stack_states(self.spec.optimizer, params, kept)
         schedules = [self._schedule(c, s) for c, s in zip(clients, seeds)]
         data = [self.client_tensors(c) for c in clients]
         anchors = {n: params[n].clone() for n in names} if self.spec.proximal_mu else {}  # FedProx's w_start
@@ -419,6 +430,8 @@ class VmapTrainer(Trainer):
         with torch.no_grad():
             for n, v in params.items():
                 rows[n].copy_(v)
+        if kept is not None:
+            unstack_states(state, kept, [len(s) for s in schedules])
         return [torch.stack(ls) for ls in losses]  # left on the device: the round fetches them once (host_losses)
 
     def _step(self, t, rows_list, k, params, buffers, names, state, schedules, data, losses, anchors,
@@ -456,12 +469,11 @@ class VmapTrainer(Trainer):
         else:
             grads, (loss, new_buffers) = self._grad_fn(p_sub, b_all, x, y, masks)
         new_buffers = {n: v for n, v in new_buffers.items() if n not in self._int_buffers}
-        s_sub.step = t
         with torch.no_grad():
             p_list = [p_sub[n] for n in names]
             g_list = proximal_grads([grads[n] for n in names], p_list, [a_sub[n] for n in names] if a_sub else [],
                                     self.spec.proximal_mu)
-            optimizer_step(self.spec.optimizer, p_list, g_list, s_sub)
+            stacked_step(self.spec.optimizer, p_list, g_list, s_sub, t, rows_list)
             if full:
                 for n, v in new_buffers.items():
                     buffers[n].copy_(v)
@@ -490,7 +502,8 @@ def resolve_memory_budget(value: int | str, device: torch.device, gpu_jobs: int 
 
 def resolve_channels_last(value: bool | str, device: torch.device) -> bool:
     """``engine.channels_last``: a boolean as given; ``auto`` = on for a CPU (1.5-1.8x faster convolutions there) and
-    off on CUDA, where cuDNN spent 26 % of a channels-last ocfl-cnn round transposing layouts (measured on an H100)."""
+    off on CUDA (vmap turns a chunk's convolutions into one grouped convolution and reshapes channels-last away: on an
+    H100 the fastest rounds with and without it were equal, docs/gpu.md)."""
     if value == "auto":
         return device.type != "cuda"
     return bool(value)

@@ -117,3 +117,30 @@ def test_000s_departures_name_a_variant_with_its_own_training():
     found = variant_training_departures("mnist5k", recipe, variants, EngineSettings.of({}))
     assert [d.topic for d in found] == ["Training (mnist5k, ocfl-adam)"]
     assert "optimizer adam" in found[0].ours and "optimizer sgd" in found[0].paper
+
+
+def _kept(engine: dict | None = None, device: str = "cpu", own: bool = True) -> dict:
+    cfg = _tiny(optimizer_state="kept") if own else _tiny()
+    if not own:
+        cfg["datasets"]["digits"]["optimizer_state"] = "kept"
+    cfg["engine"] = {**(cfg.get("engine") or {}), **(engine or {})}
+    cfg["device"] = device
+    return cfg
+
+
+@pytest.mark.parametrize("own, field", [(True, "algorithms.bnc.training.optimizer_state"),
+                                        (False, "datasets.digits.optimizer_state")])
+def test_kept_optimizer_state_where_the_run_would_refuse_it_is_refused_before_any_job(own, field):
+    """pFedMe's trainer starts every inner problem afresh (cflcore.fl.run refuses kept states at run time too)."""
+    with pytest.raises(ConfigError) as err:
+        cc.validate_config(_kept({"personalisation": {"kind": "pfedme"}}, "cpu", own), plugins=False)
+    message = str(err.value)
+    assert message.startswith(f"{field}: kept cannot run with engine.personalisation.kind pfedme")
+    assert "allowed: per_round" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("engine, device", [({"trainer": "loop"}, "cuda"), ({"trainer": "auto"}, "cpu"),
+                                            ({"trainer": "vmap"}, "cpu"), ({"trainer": "auto"}, "cuda")])
+def test_kept_optimizer_state_on_either_trainer_is_accepted(engine, device):
+    cfg = cc.validate_config(_kept(engine, device), plugins=False)
+    assert cc.run_settings(cfg, "digits", "bnc", "nonoverlap-balanced")["training"]["optimizer_state"] == "kept"

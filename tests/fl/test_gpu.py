@@ -11,7 +11,9 @@ at its default (true):
   test skips with a reason starting ``control:`` (not a failure under CFL_REQUIRE_GPU: the flags are still checked);
 * a run SIGKILLed after a round and resumed ends bit-identical to the uninterrupted run;
 * the vmap trainer equals the loop trainer within the tolerance tests/fl/test_trainers.py states for the CPU;
-* ``explain`` runs on CUDA (captum's backward passes under the deterministic mode, mobilenet's global pool).
+* ``explain`` runs on CUDA (captum's backward passes under the deterministic mode, mobilenet's global pool);
+* issue 71's settings (``engine.conv_form`` loop / unfold, ``engine.fc_tf32``, ``optimizer_state: kept`` on the vmap
+  trainer): the same bytes in two processes with each, and each convolution form equal to the loop trainer.
 
 ``CFL_GPU_TEST_DEVICE=cpu`` runs the same code paths on a CPU with a small workload: the flags are then asserted
 unset, and the control skips (the CPU kernels are deterministic anyway). ``cfl doctor --gpu`` runs its own workloads
@@ -89,6 +91,22 @@ def test_two_processes_give_the_same_bytes(tmp_path):
     _assert_same_outputs(tmp_path / "a", tmp_path / "b")
 
 
+NEW_SETTINGS = {"conv_form-loop": ({"conv_form": "loop"}, {}), "conv_form-unfold": ({"conv_form": "unfold"}, {}),
+                "fc_tf32": ({"fc_tf32": True}, {}),
+                "kept-state": ({}, {"momentum": 0.9, "optimizer_state": "kept"})}
+"""Issue 71's settings, each (engine, training recipe) over GPU_SETTINGS: the same bytes in two processes with each."""
+
+
+@pytest.mark.parametrize("name", list(NEW_SETTINGS))
+def test_each_new_setting_is_byte_identical_across_processes(tmp_path, name):
+    engine, training = NEW_SETTINGS[name]
+    settings = {**GPU_SETTINGS, "engine": {**GPU_SETTINGS["engine"], **engine},
+                "training": {**GPU_SETTINGS["training"], **training}}
+    for run in ("a", "b"):
+        _run_child(tmp_path / run, settings)
+    _assert_same_outputs(tmp_path / "a", tmp_path / "b")
+
+
 def test_the_control_without_determinism_differs(tmp_path):
     """engine.deterministic: false, the same pair: the flags are off in the child, and the bytes differ (else this
     workload could not tell the flags' effect, and the test above proves nothing on this card)."""
@@ -141,6 +159,38 @@ def test_vmap_equals_loop_on_cuda(name, kw, sizes, shape, ragged):
     b = vmap.train(starts, fed.clients, seeds)
     assert vmap.pad == (ragged == "pad" and not layout.has_bn)
     assert (a.params - starts).abs().max() > 1e-4  # training moved the parameters
+    assert (a.params - b.params).abs().max().item() <= 1e-10
+
+
+@pytest.mark.parametrize("form", ["loop", "unfold"])
+@pytest.mark.parametrize("name,kw,sizes,shape", [
+    ("resnet34", {"width": 4}, [20, 13, 28], (1, 16, 16)),                          # BatchNorm, stride 2, 1x1
+    ("ocfl-cnn", {}, [20, 13], (1, 28, 28)),                                        # 5x5, active dropout masks
+    ("mobilenetv1", {"width_mult": 0.125, "dropout": 0.2}, [16, 13], (1, 32, 32)),  # depthwise (the loop)
+])
+def test_conv_forms_equal_loop_on_cuda(name, kw, sizes, shape, form):
+    """engine.conv_form (cflcore/fl/client_conv.py) on CUDA: the vmap trainer equals the loop trainer within
+    tests/fl/test_client_conv.py's CPU tolerance, float64 parameters within 1e-10."""
+    from cflcore.fl.device import prepare_device
+    from cflcore.fl.flat_params import ModelLayout
+    from cflcore.fl.optim import ClientOptimizer
+    from cflcore.fl.trainers import LoopTrainer, VmapTrainer, derive_seed
+    from engine_runs import cpu_train_spec
+    from test_trainers import _seeded_model
+
+    device = prepare_device(DEVICE, True)
+    fed = synthetic_federated(n_clients=len(sizes), n_train=sizes, shape=shape).to(device)
+    make = lambda: _seeded_model(name, shape, fed.n_classes, kw)  # noqa: E731
+    layout = ModelLayout.of(make())
+    start = layout.flatten(make()).double().to(device)
+    starts = torch.stack([start + 0.01 * i for i in range(len(sizes))])
+    opt = ClientOptimizer("sgd", 0.01)
+    seeds = [derive_seed(1, i) for i in range(len(sizes))]
+    a = LoopTrainer(make(), layout, cpu_train_spec(optimizer=opt, batch_size=8, local_epochs=2, precision="fp64"),
+                    device).train(starts, fed.clients, seeds)
+    spec = cpu_train_spec(optimizer=opt, batch_size=8, local_epochs=2, precision="fp64", conv_form=form)
+    b = VmapTrainer(make(), layout, spec, device).train(starts, fed.clients, seeds)
+    assert (a.params - starts).abs().max() > 1e-4
     assert (a.params - b.params).abs().max().item() <= 1e-10
 
 

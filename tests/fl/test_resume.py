@@ -288,29 +288,35 @@ def test_partial_participation_state_survives_a_kill(tmp_path, monkeypatch, meth
     _assert_same_outputs(reference, run)
 
 
-KEPT = {**SETTINGS, "training": {**SETTINGS["training"], "momentum": 0.9, "optimizer_state": "kept", "lr_decay": 0.99},
+KEPT_SGD = {**SETTINGS, "training": {**SETTINGS["training"], "momentum": 0.9, "optimizer_state": "kept", "lr_decay": 0.99},
         "engine": {**SETTINGS["engine"], "checkpoint_every": 1}}
 """A recipe that keeps each client's optimiser (momentum) across rounds and decays its lr (Sattler et al.'s demo,
 config/home-scl-offline.yaml), at participation 0.8: a client left out of a round keeps its state for the next."""
 
 
-@pytest.mark.parametrize("kill_after", [1, 2])
-def test_kept_optimizer_state_resumes_bit_identically(tmp_path, monkeypatch, kill_after):
+@pytest.mark.parametrize("trainer, optimizer, kill_after", [("loop", "sgd", 1), ("loop", "sgd", 2), ("vmap", "sgd", 1),
+                                                            ("vmap", "sgd", 2), ("vmap", "adam", 2)])
+def test_kept_optimizer_state_resumes_bit_identically(tmp_path, monkeypatch, trainer, optimizer, kill_after):
     """``optimizer_state: kept``: killed after round k and resumed from its checkpoint, the run's outputs are those of
-    the run straight through, bit for bit; so the checkpoint carries every client's momentum. The kept state is live:
-    the same run with ``per_round`` gives other numbers, so a resume that started the momenta afresh would differ."""
+    the run straight through, bit for bit; so the checkpoint carries every client's momentum (Adam: both moments and
+    the step count of its bias correction), on either trainer (the vmap trainer stacks them a chunk). The kept state
+    is live: the same run with ``per_round`` gives other numbers, so a resume that started them afresh would differ."""
     monkeypatch.delenv(KILL_ENV, raising=False)
     fed = synthetic_federated(**FED_KW)
+    recipe = {"optimizer": optimizer, **({"lr": 1e-3} if optimizer == "adam" else {})}
+    kept = {**KEPT_SGD, "training": {**KEPT_SGD["training"], **recipe},
+            "engine": {**KEPT_SGD["engine"], "trainer": trainer}}
     straight = tmp_path / "straight"
-    train_run(fed, KEPT, 3, straight, logging.getLogger("ref"))
+    train_run(fed, kept, 3, straight, logging.getLogger("ref"))
     fresh = tmp_path / "per_round"
-    train_run(fed, {**KEPT, "training": {**KEPT["training"], "optimizer_state": "per_round"}}, 3, fresh,
+    train_run(fed, {**kept, "training": {**kept["training"], "optimizer_state": "per_round"}}, 3, fresh,
               logging.getLogger("ref"))
     assert not pq.read_table(straight / "history.parquet").equals(pq.read_table(fresh / "history.parquet"))
     run = tmp_path / "run"
-    log = kill_and_resume(lambda: train_run(fed, KEPT, 3, run, logging.getLogger("cflcore.fl")), run, kill_after)
+    log = kill_and_resume(lambda: train_run(fed, kept, 3, run, logging.getLogger("cflcore.fl")), run, kill_after)
     assert f"resuming from checkpoint round {kill_after}" in log
     _assert_same_outputs(straight, run)
     ck = torch.load(sorted((run / "checkpoints").glob("round_*.pt"))[-1], weights_only=True)
     states = ck["client_optimizer"]  # the clients sampled so far (4 of 5 a round), each with its momentum buffers
-    assert len(states) >= 4 and all(s["step"] > 0 and len(s["momentum"]) > 0 for s in states.values())
+    buffers = "momentum" if optimizer == "sgd" else "exp_avg_sq"
+    assert len(states) >= 4 and all(s["step"] > 0 and len(s[buffers]) > 0 for s in states.values())

@@ -51,6 +51,16 @@ def test_server_speed_quick(tmp_path):
     assert "all within tolerance" in proc.stdout
 
 
+def test_conv_forms_quick(tmp_path):
+    """conv_forms --quick (CPU, float64): every engine.conv_form trains the same vectors as grouped (1e-10) and one
+    is picked."""
+    proc, out = run_script("conv_forms", tmp_path)
+    rows = read_rows(out)
+    check_rows(rows, "conv_forms")
+    assert {r["variant"] for r in rows} == {"grouped", "loop", "unfold"}
+    assert "all forms within tolerance" in proc.stdout and "pick: engine.conv_form " in proc.stdout
+
+
 def test_explain_speed_quick(tmp_path):
     proc, out = run_script("explain_speed", tmp_path)
     rows = read_rows(out)
