@@ -136,3 +136,21 @@ def accuracy_step(n_test: Sequence[int] | int, n_clients: int) -> float:
     the largest client's test set ``n_test``). NaN without a test set."""
     largest = int(np.max(np.asarray(n_test))) if np.size(n_test) else 0
     return 1.0 / (int(n_clients) * largest) if largest > 0 and n_clients > 0 else float("nan")
+
+
+def family_statement(claims: int, sanity: int = 0, rule: str = CURRENT, side_alpha: float = 0.025) -> str:
+    """The study's claims as a family, said once (issue 67): how many claims it tests and at what level each, and what
+    that means for the family (no correction across claims)."""
+    if claims < 1:
+        return ""
+    how = ("a level on a bounded score by the exact binomial test of its share of seeds, a mean or a paired "
+           "difference by the t-test with its standard error floored at the metric's step"
+           if rule == SHARE_AND_STEP else "every part by the t-test, its standard error floored at the printed digit")
+    expected = claims * side_alpha
+    any_one = 1.0 - (1.0 - side_alpha) ** claims
+    return (f"This study tests {claims} claim{'s' if claims != 1 else ''}"
+            + (f" ({sanity} of them sanity checks)" if sanity else "")
+            + f", each at one-sided {side_alpha:.1%} per side ({how}): a claim holds when every part reaches the "
+            f"claim's side at that level (intersection–union) and is contradicted when one part is against it by "
+            f"Holm's test over its parts. There is no correction across claims: were every claim false at its "
+            f"boundary, about {expected:.1f} would hold by chance, and at least one with probability {any_one:.0%}.")
