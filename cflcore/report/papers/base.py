@@ -13,7 +13,7 @@ qualitative statements, so their checks are claims: a function of the study's ru
 what the paper says, and a row (:data:`CLAIM_COLUMNS`):
 
 * ``holds`` (the verdict, one of cflcore.report.statistics.verdicts.VERDICTS) with its ``lean``, decided by the statistics of
-  :mod:`cflcore.report.statistics.verdicts` (parts, their t-tests, Holm over a claim's parts); ``n/a`` also where the study has
+  :mod:`cflcore.report.statistics.verdicts` (parts, their tests under the decision rule in force, Holm over a claim's parts); ``n/a`` also where the study has
   no run that can test it, or its proxy cannot carry it (``report.claims_not_carried``);
 * ``reason``: in words, why the row is what it is; ``seeds_to_decide``: for an inconclusive row, the seeds that would
   decide it at the observed effect and spread, or "never" with the blocker;

@@ -7,8 +7,8 @@ of the demonstration: the authors' code computes the share of machines whose mod
 (``cl_acc``, ``mnist/train_cluster_mnist.py`` line 420) but prints loss, accuracy and each model's machine count
 (``cl_ct``, line 295), not ``cl_acc``; and their summary prints the final test accuracy's mean ± std over the seeds
 (``mnist/run.py`` lines 208-209); the repository's README states no number.
-The level is tested by the framework's rule (:mod:`cflcore.report.statistics.verdicts`: the t-test of the per-seed values, its standard error
-floored at ARI's resolution); the row says how many seeds reached 0.9.
+The level is tested by the framework's rule (:mod:`cflcore.report.statistics.verdicts`; since issue 67 a share of seeds,
+"in at least 80 % of seeds", by the exact binomial test); the row says how many seeds reached 0.9.
 
 The runs are found by their roles (:class:`Home`'s ``roles``, under the names config/home-offline.yaml gives them;
 another study maps its own, ``report.roles``): :data:`IFCA_VARIANT` on :data:`IFCA_SPLIT`.

@@ -3,10 +3,13 @@
 
 A claim is made of parts (:class:`Part`): a per-seed value, or a per-seed *paired* difference (the runs of one seed
 of one federation, :data:`PAIR_KEYS`, pair across cells; seeds that do not pair are named in the row), claimed to lie
-in a range (above 0; at or above a level; within ± a margin for "comparable", an equivalence test). Every part takes
-one test, whatever its data (:func:`assess`): the one-sample t-test of the per-seed values, one-sided at
-(1 − :data:`CONFIDENCE`) / 2, with the standard error of the mean floored at the metric's resolution
-(:data:`RESOLUTION`), so the verdict is continuous in the data (see :func:`assess` for why this family). Multiplicity
+in a range (above 0; at or above a level; within ± a margin for "comparable", an equivalence test). A part takes the
+test of its kind (:func:`assess`, under the decision rule in force, :mod:`.rules`): a level on a bounded, discrete
+score (:func:`threshold`) is a share of seeds, "in at least :data:`.rules.SHARE` of seeds", decided by the exact
+binomial test; any other part takes the one-sample t-test of the per-seed values, one-sided at
+(1 − :data:`CONFIDENCE`) / 2, with the standard error of the mean floored at the metric's step in the setting
+(:func:`step_of`; the printed digit, :data:`RESOLUTION`, where the runs carry no step, and under the earlier rule).
+Their error rates are measured in tests/report/test_verdict_calibration.py (:mod:`.calibration`). Multiplicity
 (:func:`combine`): a claim holds when every part holds (an intersection–union test, no correction needed) and is
 contradicted when one part is against it by Holm's step-down test over its parts.
 
