@@ -302,7 +302,7 @@ def within_resolution(part: Part) -> bool:
     v = v[np.isfinite(v)]
     if not len(v):
         return False
-    h = part.d.floor
+    h = part.d.resolution  # the printed digit: an exact tie is one at the digit, whatever the floor of the test
     return any(np.isfinite(end) and bool(np.all(np.abs(v - end) < h)) for end in (part.lo, part.hi))
 
 
