@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -33,6 +33,7 @@ from .front_context import (Departure, engine_departures, format_value, front_pa
                             metric_departure, split_departures)
 from .papers.base import PAPERS, PaperCheck
 from .papers.base import published_tables_paper as _published
+from .statistics.rules import family_statement
 from .statistics.seed_stats import K_OF_N_METRICS, from_columns
 
 FRONT_PAGE = "front_page.rst"
@@ -201,6 +202,10 @@ def claims_checks(claims: pd.DataFrame | None) -> list[PaperCheck]:
                    if c in rows and (c != "earlier" or rows[c].fillna("").astype(str).str.len().gt(0).any())]
         frame = rows[columns].rename(columns=lambda c: c.replace("_", " ").capitalize())
         checks.append(PaperCheck(f"Paper check ({paper}): its claims against this study", text, [(f"{paper}: claims", frame)]))
+    tested = claims[claims["holds"].isin(("holds", "contradicted", "inconclusive"))]
+    family = family_statement(len(tested), int((tested["kind"] == "sanity").sum()) if "kind" in tested else 0)
+    if checks and family:  # once per study, before the first paper's claims
+        checks[0] = replace(checks[0], text=family + "\n\n" + checks[0].text)
     return checks
 
 

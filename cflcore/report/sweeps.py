@@ -27,6 +27,7 @@ import pandas as pd  # noqa: E402
 
 from .. import filenames as fn  # noqa: E402
 from .runs import LoadedRun  # noqa: E402
+from .statistics.rules import accuracy_step, ari_step  # noqa: E402
 from .statistics.seed_stats import K_OF_N_METRICS, from_columns, summary_columns  # noqa: E402
 
 SWEEP_GROUP = ["dataset", "clients", "algorithm_base", "split_base"]
@@ -74,6 +75,17 @@ def _final(frame: pd.DataFrame | None) -> dict[str, Any]:
     return rows.iloc[0].to_dict() if len(rows) else {}
 
 
+def setting_steps(manifest: Mapping[str, Any], clients: int) -> dict[str, float]:
+    """The run's step columns (cflcore.report.statistics.rules.STEP_COLUMNS) from its split manifest (its true groups, its clients' and the orchestrator's
+    test sets); NaN where the manifest lacks them (the report then floors at the printed digit)."""
+    groups = manifest.get("cluster_of_client") or [] if manifest.get("ground_truth", True) else []
+    n_test = manifest.get("n_test") or []
+    orchestrator = manifest.get("orchestrator_size") or 0
+    return {"ari_step": ari_step(groups[:clients]) if len(groups) else float("nan"),
+            "local_acc_step": accuracy_step(n_test[:clients], clients) if len(n_test) else float("nan"),
+            "orch_acc_step": accuracy_step(int(orchestrator), clients) if orchestrator else float("nan")}
+
+
 def sweep_summary(loaded: Sequence[LoadedRun], index: Mapping[str, Any]) -> pd.DataFrame:
     """One row per run: identity, base names, factor values and the final-round :data:`SUMMARY_METRICS`."""
     columns = factor_columns(index)
@@ -96,6 +108,7 @@ def sweep_summary(loaded: Sequence[LoadedRun], index: Mapping[str, Any]) -> pd.D
         finals = {**_final(run.clustering), **_final(run.personalisation)}
         for metric in SUMMARY_METRICS:
             record[metric] = finals.get(metric)
+        record.update(setting_steps(run.manifest or {}, s.clients))
         records.append(record)
     frame = pd.DataFrame(records)
     for metric in SUMMARY_METRICS:

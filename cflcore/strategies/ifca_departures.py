@@ -5,6 +5,14 @@ commit (61e44b8). The home check: config/home-offline.yaml, which quotes the anc
 the same; this table lists only what is not, one :class:`~cflcore.strategies.code_departures.CodeDeparture` per
 parameter. The plug-in is :mod:`cflcore.strategies.ifca`; this table is kept out of it so that editing a row retrains
 nothing (docs/architecture.md §11).
+
+Withdrawn (issue 67): the "seeds" row's reason, "a level at ARI's bound decides by the sign test, which needs 6
+seeds", no longer holds and is not a reason for 6 seeds. The sign test was replaced at 86306b5, and since issue 67 a
+level claim is a share of seeds ("ARI ≥ 0.9 in at least 80 % of seeds", the exact binomial test of
+cflcore/report/statistics/rules.py), which six seeds cannot show (0.8^6 = 0.26; 17 seeds at the level are needed).
+Six seeds are one more than the authors' five, nothing more. The row's text is left as it stands because the
+training stage's code version reads this module's constants (cflcore/provenance.py), and a shipped study's code
+hash must not move for a report change.
 """
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import pytest
 from cflcore.report.papers import base as cl
 from cflcore.report.papers import heterogeneity as het
 from cflcore.report.papers import versions
+from cflcore.report.statistics import rules
 
 CLAIM_FNS = [fn for name in cl.PAPERS.names() for fn in cl.PAPERS.get(name).claims()]
 
@@ -27,6 +28,10 @@ def test_every_claims_reading_matches_its_recorded_version(fn):
         f"add {versions.entry_for(fn)} (with its commit and reading) to {versions.RECORD.name}")
     for v, old in fn.earlier_readings.items():  # an earlier reading kept as code cannot drift either
         assert readings[v - 1].source_sha256 == versions.reading_hash(old), (fn.__name__, v)
+    assert now.rule == rules.CURRENT, (  # the decision rule is part of the reading (issue 67)
+        f"{fn.__name__} is read under the rule {rules.CURRENT!r}, its recorded v{now.version} under {now.rule!r}: a "
+        f"change of rule is a new version")
+    assert all(r.rule in rules.RULES for r in readings), fn.__name__
 
 
 def test_the_hash_reads_code_and_constants_not_comments_or_docstrings(tmp_path, monkeypatch):
@@ -63,11 +68,25 @@ def test_an_earlier_reading_is_shown_beside_the_current_one_with_the_commit_that
                          for s in range(6) for a, ari, acc in (("bnc", 0.0, 0.7), ("ocfl-km", 1.0, 0.9))])
     rows = cl.check_claims(["heterogeneity"], cl.ClaimData(runs)).set_index("claim_id")
     row = rows.loc["het-label-swap-fedavg"]
-    assert row["version"].startswith("v3 (")
+    assert row["version"].startswith("v4 (")
     changed = {r.version: r.commit for r in versions.history(het.fedavg_below_group_finders_under_label_swap)}
+    assert f"v3 (from {changed[3]}, changed at {changed[4]}" in row["earlier"]  # the same code, the earlier rule
     assert f"v2 (from {changed[2]}, changed at {changed[3]}" in row["earlier"]
     assert f"v1 (from {changed[1]}, changed at {changed[2]}" in row["earlier"]
-    assert rows.loc["het-quantity-control", "earlier"] == "" and rows.loc["het-quantity-control", "version"].startswith("v1")
+    quantity = rows.loc["het-quantity-control"]
+    assert quantity["version"].startswith("v2") and quantity["earlier"].startswith("v1 (") \
+        and rules.DIGIT_FLOOR in quantity["earlier"]
+
+
+def test_a_change_of_rule_keeps_the_earlier_verdict_beside_the_new_one():
+    """Issue 67: two seeds at ARI 1.00 held "≥ 0.9" under the printed-digit floor; under the share rule they cannot
+    (80 % of seeds needs 17 at 1.00 to hold), and the row keeps the earlier verdict with its rule."""
+    runs = pd.DataFrame([{"dataset": "d", "clients": 10, "seed": s, "algorithm": "scl", "algorithm_base": "scl",
+                          "split": het.ROTATED_HALF, "split_base": het.ROTATED_HALF, "ari": 1.0, "n_clusters": 2.0}
+                         for s in range(2)])
+    row = cl.check_claims(["heterogeneity"], cl.ClaimData(runs)).set_index("claim_id").loc["het-scl-rotated-half"]
+    assert row["holds"] == "inconclusive" and row["lean"] == "toward" and "80%" in row["claim"]
+    assert row["earlier"].startswith("v1 (") and row["earlier"].endswith("holds (lean toward)")
 
 
 def test_a_version_must_come_after_its_earlier_readings():

@@ -8,7 +8,9 @@ from cflcore.report.statistics import verdicts as vd
 from cflcore.report.papers import base as cl
 from cflcore.report.papers import heterogeneity as het
 
-SEEDS = tuple(range(9))  # t-intervals of a few points over seeds
+SEEDS = tuple(range(18))
+"""18 seeds: the level claims ("ARI ≥ 0.9 in at least 80 % of seeds", the exact binomial test, issue 67) can hold from
+17 seeds at the level on; the paired claims get t-intervals of a few points."""
 
 
 def noise(seed: int, index: int, size: float) -> float:
@@ -88,18 +90,18 @@ def test_label_swap_without_a_finder_is_not_a_verdict():
 
 
 def test_label_swap_reads_all_seeds_and_keeps_the_conditioned_reading_as_a_sanity_row():
-    """OCFL-KM finds the groups in 6 of 9 seeds (ARI 1.00, ahead of FedAvg there) and misses them in 3, where it is
-    below FedAvg: the claim (v3) reads all 9 seeds, where the misses count, and is no longer "holds"; the conditioned
+    """OCFL-KM finds the groups in 12 of 18 seeds (ARI 1.00, ahead of FedAvg there) and misses them in 6, where it is
+    below FedAvg: the claim (v3 on) reads all 18 seeds, where the misses count, and is no longer "holds"; the conditioned
     reading (its runs that find the groups only) holds, in a row of kind sanity named as such."""
     runs = table(jitter=0.02)
-    late = (runs["algorithm"] == "ocfl-km") & (runs["seed"] >= 6)
+    late = (runs["algorithm"] == "ocfl-km") & (runs["seed"] >= 12)
     runs.loc[late, "ari"], runs.loc[late, "local_acc"] = 0.1, 0.1
     rows = cl.check_claims(["heterogeneity"], cl.ClaimData(runs)).set_index("claim_id")
     main, sanity = rows.loc["het-label-swap-fedavg"], rows.loc["het-label-swap-conditioned"]
     assert main["holds"] != vd.HOLDS and main["kind"] == vd.EVIDENCE, main.to_dict()
-    assert "ocfl-km (in 6 of 9 seeds" in main["ours"] and "9 paired seeds" in main["note"]
+    assert "ocfl-km (in 12 of 18 seeds" in main["ours"] and "18 paired seeds" in main["note"]
     assert sanity["holds"] == vd.HOLDS and sanity["kind"] == vd.SANITY and sanity["claim"].startswith("Sanity check")
-    assert "ocfl-km in 6 of 9 seeds" in sanity["ours"] and "6 paired seeds" in sanity["note"]
+    assert "ocfl-km in 12 of 18 seeds" in sanity["ours"] and "12 paired seeds" in sanity["note"]
     assert "unpaired" not in sanity["note"] + sanity["reason"]
     assert "v2 (from 9402aef" in main["earlier"] and ": holds (lean toward)" in main["earlier"]
 

@@ -13,7 +13,7 @@ qualitative statements, so their checks are claims: a function of the study's ru
 what the paper says, and a row (:data:`CLAIM_COLUMNS`):
 
 * ``holds`` (the verdict, one of cflcore.report.statistics.verdicts.VERDICTS) with its ``lean``, decided by the statistics of
-  :mod:`cflcore.report.statistics.verdicts` (parts, their t-tests, Holm over a claim's parts); ``n/a`` also where the study has
+  :mod:`cflcore.report.statistics.verdicts` (parts, their tests under the decision rule in force, Holm over a claim's parts); ``n/a`` also where the study has
   no run that can test it, or its proxy cannot carry it (``report.claims_not_carried``);
 * ``reason``: in words, why the row is what it is; ``seeds_to_decide``: for an inconclusive row, the seeds that would
   decide it at the observed effect and spread, or "never" with the blocker;
@@ -40,6 +40,7 @@ import pandas as pd
 from ...errors import ConfigError
 from ...registry import Registry
 from ..front_context import Departure
+from ..statistics.rules import CURRENT, DIGIT_FLOOR, current, using
 from ..statistics.verdicts import CONTRADICTED, EVIDENCE, HOLDS, NA, NONE, VERDICTS, Part, combine
 
 
@@ -176,6 +177,9 @@ def verdict(paper: str, fn_id: str, where: str, text: str, ours: str, parts: Map
     """Seed ``paper``'s claim row from its parts (:func:`combine`): the verdict, its lean, reason and seeds to decide,
     and the parts' numbers before ``note``."""
     dec = combine(parts)
+    shares = sorted({p.share for p in parts.values() if isinstance(p, Part) and p.share is not None})
+    if shares and current() != DIGIT_FLOOR:  # a level claim states its share of seeds (issue 67)
+        text += f" (in at least {' / '.join(f'{s:.0%}' for s in shares)} of seeds)"
     return ClaimResult(fn_id, paper, where, text, ours, dec.word, "; ".join(x for x in (dec.note, note) if x),
                        dec.lean, dec.reason, dec.seeds_to_decide, kind)
 
@@ -222,12 +226,18 @@ def _versions(fn: ClaimFn, paper: str, data: ClaimData) -> dict[str, str]:
     readings = {r.version: r for r in history(fn)}
     now = readings.get(version)
     current = f"v{version}" + (f" ({now.commit})" if now else "")  # its reading is the row's claim
+    kept = dict(getattr(fn, "earlier_readings", {}))
+    if now:  # a version that changed the rule only: the same code, read under its earlier rule
+        kept.update({v: fn for v, r in readings.items() if v < version and v not in kept
+                     and r.source_sha256 == now.source_sha256})
     earlier = []
-    for v, old in sorted(getattr(fn, "earlier_readings", {}).items(), reverse=True):
-        res = _run_claim(old, paper, data)
+    for v, old in sorted(kept.items(), reverse=True):
         this, changed = readings.get(v), readings.get(v + 1)
+        with using(this.rule if this else CURRENT):
+            res = _run_claim(old, paper, data)
         when = (f"from {this.commit}" if this else "") + (f", changed at {changed.commit}" if changed else "")
-        earlier.append(f"v{v} ({when}{': ' + this.reading if this else ''}): {res.holds} (lean {res.lean})")
+        what = (f"{this.reading}; rule: {this.rule}" if this else "")
+        earlier.append(f"v{v} ({when}{': ' + what if what else ''}): {res.holds} (lean {res.lean})")
     return {"version": current, "earlier": " | ".join(earlier)}
 # ---- the paper plug-in -----------------------------------------------------------------------------------
 ROLE_KINDS = ("split", "variant")

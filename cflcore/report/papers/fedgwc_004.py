@@ -82,7 +82,7 @@ def _paper_cells(table: int | Sequence[int], method: str, metric: str, federatio
                      for _, r in rows.iterrows())
 
 
-@claim("004", "004-domains")
+@claim("004", "004-domains", version=2)
 def fedgwc_separates_visual_domains(data: ClaimData) -> ClaimResult:
     text = "FedGWC separates the visual domains: Rand index close to 1 on clean/noise and clean/blur federations"
     where = "§7.3, Tables 4 and 7"
@@ -98,7 +98,7 @@ def fedgwc_separates_visual_domains(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "004-domains", where, text, ours, parts)
 
 
-@claim("004", "004-negative-control")
+@claim("004", "004-negative-control", version=2)
 def fedgwc_negative_control(data: ClaimData) -> ClaimResult:
     """004 Fig. 6: on a homogeneous federation the running MSE of P falls below ε, and Alg. 2 then decides not to
     split. A run that never reaches ε tests nothing (n/a); where the server trace records Alg. 2's decisions
@@ -159,7 +159,7 @@ def _fedgwc_beats_k_methods(data: ClaimData, split_prefix: str, metric: str) -> 
     return rows, parts
 
 
-@claim("004", "004-domains-baselines")
+@claim("004", "004-domains-baselines", version=2)
 def fedgwc_beats_ifca_fesem_on_domains(data: ClaimData) -> ClaimResult:
     text = "FedGWC's Rand index on domain federations beats IFCA's and FeSEM's (their best k)"
     rows, parts = _fedgwc_beats_k_methods(data, "domains", "rand")
@@ -169,7 +169,7 @@ def fedgwc_beats_ifca_fesem_on_domains(data: ClaimData) -> ClaimResult:
                    ("; ".join(rows) or "needs FedGWC and IFCA/FeSEM on domains") + f" | 004: {paper}", parts)
 
 
-@claim("004", "004-was")
+@claim("004", "004-was", version=2)
 def fedgwc_best_was_on_mixes(data: ClaimData) -> ClaimResult:
     text = "FedGWC has the best WAS among the clustered methods on the heterogeneity mixes"
     rows, parts = _fedgwc_beats_k_methods(data, "mix", "was")
@@ -192,7 +192,7 @@ def _split_early(data: ClaimData, runs: pd.DataFrame) -> pd.Series:
     return pd.Series(early.to_numpy(dtype=bool), index=runs.index)
 
 
-@claim("004", "004-beta")
+@claim("004", "004-beta", version=2)
 def fedgwc_robust_to_beta(data: ClaimData) -> ClaimResult:
     text = "FedGWC is robust to β: balanced accuracy varies by at most ~4 points over β ∈ {0.1 … 4}"
     where = "App. G, Table 5"
@@ -230,7 +230,7 @@ def fedgwc_robust_to_beta(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "004-beta", where, text, ours, parts)
 
 
-@claim("004", "004-heterogeneity")
+@claim("004", "004-heterogeneity", version=2)
 def clustering_helps_more_with_heterogeneity(data: ClaimData) -> ClaimResult:
     text = ("Per dataset (Table 1 sets α per dataset), clustering helps more as heterogeneity grows: FedGWC's gain over "
             "FedAvg is larger on the dataset's more heterogeneous Dirichlet federation")
@@ -269,7 +269,7 @@ def clustering_helps_more_with_heterogeneity(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "004-heterogeneity", where, text, "; ".join(rows) + f" | 004: {paper_gain}", parts)
 
 
-@claim("004", "004-aggregators")
+@claim("004", "004-aggregators", version=2)
 def fedgwc_improves_each_aggregator(data: ClaimData) -> ClaimResult:
     text = "FedGWC improves each aggregator it wraps (FedAvg, FedAvgM, FedProx, pFedMe, Per-FedAvg)"
     where = "App. J, Table 9"

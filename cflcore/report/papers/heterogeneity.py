@@ -66,7 +66,7 @@ def _groups_found(runs: pd.DataFrame, names: list[str], fn_id: str, where: str, 
     return verdict(PAPER, fn_id, where, text, "; ".join(ours), parts)
 
 
-@claim(PAPER, "het-scl-rotated-half")
+@claim(PAPER, "het-scl-rotated-half", version=2)
 def scl_separates_rotated_half(data: ClaimData) -> ClaimResult:
     where = "felisat/clustered-federated-learning demo notebook; Sattler et al. 2020 (TNNLS) §V"
     text = "CFL (SCL) separates the clients whose images are rotated by 180° from the others (final ARI ≥ 0.9)"
@@ -77,7 +77,7 @@ def scl_separates_rotated_half(data: ClaimData) -> ClaimResult:
     return _groups_found(runs, names, "het-scl-rotated-half", where, text)
 
 
-@claim(PAPER, "het-ifca-rotation-groups")
+@claim(PAPER, "het-ifca-rotation-groups", version=2)
 def ifca_recovers_rotation_groups(data: ClaimData) -> ClaimResult:
     where = "Ghosh et al. 2020 (IFCA, NeurIPS) §5.2, rotated MNIST with k = 4"
     text = "IFCA told k = 4 recovers the four rotation groups (final ARI ≥ 0.9, four clusters)"
@@ -146,7 +146,7 @@ def label_swap_gain_where_groups_found(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "het-label-swap-conditioned", LABEL_SWAP_WHERE, text, ours, parts, kind=SANITY)
 
 
-@claim(PAPER, "het-label-swap-fedavg", version=3,
+@claim(PAPER, "het-label-swap-fedavg", version=4,
        earlier={1: label_swap_method_level, 2: label_swap_gain_where_groups_found})
 def fedavg_below_group_finders_under_label_swap(data: ClaimData) -> ClaimResult:
     """FedAvg against the group finders under label swap, on all seeds (version 3). A method that finds the groups in
@@ -176,10 +176,11 @@ def fedavg_below_group_finders_under_label_swap(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "het-label-swap-fedavg", LABEL_SWAP_WHERE, text, ours, parts)
 
 
-claim(PAPER, "het-label-swap-conditioned")(label_swap_gain_where_groups_found)  # the sanity row, after the claim it conditions
+# the sanity row, after the claim it conditions
+claim(PAPER, "het-label-swap-conditioned", version=2)(label_swap_gain_where_groups_found)
 
 
-@claim(PAPER, "het-quantity-control")
+@claim(PAPER, "het-quantity-control", version=2)
 def quantity_skew_negative_control(data: ClaimData) -> ClaimResult:
     where = ("leahcimali/Comparative-Evaluation-of-Clustered-Federated-Learning-Methods, quantity-skew "
              "(src/utils_data.py): groups that differ only in how much data they hold")

@@ -69,7 +69,7 @@ def _mk_runs(data: ClaimData, resolution: float = 1.0) -> tuple[list[float], lis
     return shares, [select(data.runs, FIG3, majority_share=float(m), resolution=resolution) for m in shares]
 
 
-@claim("002", "002-ari-mk")
+@claim("002", "002-ari-mk", version=2)
 def ari_rises_with_majority_share(data: ClaimData) -> ClaimResult:
     text = "ARI rises with the majority share m_k (1NN, resolution 1.0)"
     where = "§V-B1, Fig. 3b"
@@ -90,7 +90,7 @@ def ari_rises_with_majority_share(data: ClaimData) -> ClaimResult:
                                     parts_for)
 
 
-@claim("002", "002-mk1")
+@claim("002", "002-mk1", version=2)
 def two_communities_at_full_majority(data: ClaimData) -> ClaimResult:
     text = f"At m_k = 1.0 and resolution 1.0, Louvain finds the two communities (ARI ≈ 1, read as ≥ {COMMUNITIES_FOUND})"
     where = "§V-B1, Fig. 3b"
@@ -116,7 +116,7 @@ def _labels_text(cells: Sequence[pd.DataFrame]) -> str:
     return "; labels-only baseline ARI: " + ", ".join(v.text() for v in values)
 
 
-@claim("002", "002-acc-res")
+@claim("002", "002-acc-res", version=2)
 def accuracy_depends_on_mk_not_resolution(data: ClaimData) -> ClaimResult:
     text = "Accuracy (W_t) depends on m_k, not notably on the Louvain resolution"
     where = "§V-B1, Fig. 3a"
@@ -137,7 +137,7 @@ def accuracy_depends_on_mk_not_resolution(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "002-acc-res", where, text, ours, parts)
 
 
-@claim("002", "002-sil-mk")
+@claim("002", "002-sil-mk", version=2)
 def silhouette_rises_with_mk_and_resolution(data: ClaimData) -> ClaimResult:
     text = "Clusters are denser and better separated (silhouette) with more non-iid data and a higher resolution"
     where = "§V-B1, Fig. 3c"
@@ -158,7 +158,7 @@ def silhouette_rises_with_mk_and_resolution(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "002-sil-mk", where, text, ours, parts)
 
 
-@claim("002", "002-res-clusters")
+@claim("002", "002-res-clusters", version=2)
 def higher_resolution_fewer_clusters(data: ClaimData) -> ClaimResult:
     text = "A higher Louvain resolution gives fewer, larger clusters"
     where = "§IV-B, §V-B1"
@@ -183,7 +183,7 @@ def higher_resolution_fewer_clusters(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "002-res-clusters", where, text, "final clusters: " + "; ".join(rows), parts)
 
 
-@claim("002", "002-res-best")
+@claim("002", "002-res-best", version=2)
 def resolution_one_is_best(data: ClaimData) -> ClaimResult:
     text = "Resolution 1.0 is the best for community detection (ARI over Fig. 3's m_k sweep)"
     where = "§V-B1, Fig. 3b"
@@ -205,7 +205,7 @@ def _attribution_cells(data: ClaimData, participation: float = 1.0) -> dict[str,
             for a in ("avg", "1nn", "wnn", "late")}
 
 
-@claim("002", "002-1nn-wnn")
+@claim("002", "002-1nn-wnn", version=2)
 def one_nn_beats_wnn(data: ClaimData) -> ClaimResult:
     text = "1NN yields superior metrics to WNN (ARI and W_t accuracy, 100 % participation)"
     where = "§V-B2, Fig. 4"
@@ -219,7 +219,7 @@ def one_nn_beats_wnn(data: ClaimData) -> ClaimResult:
                    f"1NN {cell(cells['1nn'], W_T).text(3)} vs WNN {cell(cells['wnn'], W_T).text(3)}", parts)
 
 
-@claim("002", "002-participation")
+@claim("002", "002-participation", version=2)
 def full_participation_beats_half(data: ClaimData) -> ClaimResult:
     text = "100 % client participation gives higher scores than 50 % (1NN and WNN, ARI and W_t accuracy)"
     where = "§V-B2, Fig. 4"
@@ -244,7 +244,7 @@ the strategy the paragraph has just found best ("1NN yields superior metrics"): 
 (the earlier check picked the more accurate of 1NN / WNN from the data)."""
 
 
-@claim("002", "002-avg-late")
+@claim("002", "002-avg-late", version=2)
 def avg_late_highest_ari_lowest_silhouette(data: ClaimData) -> ClaimResult:
     text = "AVG and Late: comparable accuracy, higher ARI and a lower silhouette than 1NN (100 % participation)"
     where = "§V-B2, Fig. 4a-c"
@@ -270,7 +270,7 @@ IFCA_WT_NA = ("the W_t accuracy part is n/a: IFCA trains k cluster models from r
               "theirs, so only the ARI part is tested")
 
 
-@claim("002", "002-ifca")
+@claim("002", "002-ifca", version=2)
 def ifca_below_louvain(data: ClaimData) -> ClaimResult:
     text = "IFCA is below Louvain CFL (ARI and W_t accuracy, 100 % participation, m_k 0.7)"
     where = "§V-B2, Fig. 4a-b"
@@ -291,7 +291,7 @@ def ifca_below_louvain(data: ClaimData) -> ClaimResult:
                    parts, note)
 
 
-@claim("002", "002-global-order")
+@claim("002", "002-global-order", version=2)
 def global_model_avg_above1nn_aboveifca(data: ClaimData) -> ClaimResult:
     text = "The global model W_t is most accurate with AVG, slightly lower with 1NN, lowest with IFCA (100 %)"
     where = "§V-B3, Fig. 5a"
@@ -314,7 +314,7 @@ def global_model_avg_above1nn_aboveifca(data: ClaimData) -> ClaimResult:
                    f"W_t accuracy on the held-out set: AVG {a.text(3)}, 1NN {o.text(3)}, IFCA {ifca_text}", parts, note)
 
 
-@claim("002", "002-avg-sil")
+@claim("002", "002-avg-sil", version=2)
 def avg_silhouette_half_and_flat(data: ClaimData) -> ClaimResult:
     level, width = AVG_SILHOUETTE
     text = f"AVG's silhouette stays ≈ {level} (read as {level} ± {width}) with minimal variation over rounds (100 %)"
@@ -332,7 +332,7 @@ def avg_silhouette_half_and_flat(data: ClaimData) -> ClaimResult:
                    f"{col} of AVG over rounds 1..: per-seed mean {lv.text(2, signed=False)}, drift {dr.text()}", parts)
 
 
-@claim("002", "002-half-1nn")
+@claim("002", "002-half-1nn", version=2)
 def one_nn_half_participation_loses_communities(data: ClaimData) -> ClaimResult:
     text = (f"At 50 % participation 1NN's ARI falls close to 0 (read as ≤ {HALF_ARI_CLOSE_TO_ZERO}) while AVG and Late "
             f"keep the communities (≥ {COMMUNITIES_FOUND})")
@@ -347,7 +347,7 @@ def one_nn_half_participation_loses_communities(data: ClaimData) -> ClaimResult:
                    "final ARI at 50 %: " + ", ".join(f"{a} {cell(r, 'ari').text()}" for a, r in half.items()), parts)
 
 
-@claim("002", "002-global")
+@claim("002", "002-global", version=2)
 def community_models_beat_global(data: ClaimData) -> ClaimResult:
     text = "Community models beat the global model W_t on their clients' validation data (1NN, 100 %)"
     where = "§V-B3, Fig. 6"
@@ -360,7 +360,7 @@ def community_models_beat_global(data: ClaimData) -> ClaimResult:
                    dict([comparison("community above global", d, digits=3)]))
 
 
-@claim("002", "002-fig2")
+@claim("002", "002-fig2", version=2)
 def normalised_similarity_separates_communities(data: ClaimData) -> ClaimResult:
     text = ("With normalised distances (eq. 3) the communities separate sooner in training than with the raw "
             "distances (Fig. 2)")
@@ -411,7 +411,7 @@ def _labels_against_classes(run: Any) -> tuple[float, float, int] | None:
     return ari_groups, float(adjusted_rand_score(classes, found)), int(len(np.unique(found)))
 
 
-@claim("002", "002-superclass")
+@claim("002", "002-superclass", version=2)
 def superclass_communities(data: ClaimData) -> ClaimResult:
     text = (f"Louvain groups clients by superclass (the group of their majority class), not by class: ARI ≥ "
             f"{COMMUNITIES_FOUND} against the groups at m_k 0.7, resolution 1.0")
@@ -449,7 +449,7 @@ CONCEPT = "louvain-concept"
 only (rotation, label swap), every client with the same label distribution."""
 
 
-@claim("002", "002-concept")
+@claim("002", "002-concept", version=2)
 def communities_beyond_the_labels(data: ClaimData) -> ClaimResult:
     """Reading fixed before the concept proxy's data (config/louvain-002-concept.yaml): on each of its splits, 1NN's
     final ARI minus the labels-only baseline's (:func:`labels_only_ari`, the same run's split), paired per seed, is

@@ -15,6 +15,13 @@ thresholds), as syntax trees: comments, docstrings and layout do not count,
 code and constant values do. The framework's tests (:mod:`cflcore.report.statistics.verdicts`) are a convention of every claim, versioned
 with the project, not here.
 
+The decision rule is part of the reading (issue 67): each entry records the rule its verdict was read under
+(``rule``, one of cflcore.report.statistics.rules.RULES), the current version the rule in force (``rules.CURRENT``;
+the test fails otherwise). A change of rule is a new version whose code hash may be unchanged; the report then reads
+the earlier version by the same claim code under the earlier rule (:func:`.base.check_claims`), so its verdict stays
+beside the new one. Entries before issue 67 record the rule of 86306b5 (``rules.DIGIT_FLOOR``); the versions read
+before 86306b5 (the sign test where the seeds agreed or reached a bound) are not reconstructed.
+
 The record starts at this mechanism's introduction (issue 58): a claim's version 1 names the commit that introduced
 the claim; readings edited between that commit and the record's start are not reconstructed, except the label-swap
 claim's, which docs/results.md and commit 9402aef document.
@@ -40,13 +47,14 @@ RECORD = Path(__file__).with_name("versions.json")
 
 @dataclass(frozen=True)
 class Reading:
-    """One version of a claim's reading: its number, the commit that introduced it, the reading in one line and the
-    hash of the claim's code at that version (:func:`reading_hash`)."""
+    """One version of a claim's reading: its number, the commit that introduced it, the reading in one line, the
+    hash of the claim's code at that version (:func:`reading_hash`) and the decision rule it was read under."""
 
     version: int
     commit: str
     reading: str
     source_sha256: str
+    rule: str
 
 
 def _tree(obj: Callable[..., Any]) -> ast.AST:
@@ -122,5 +130,7 @@ def history(fn: Callable[..., Any]) -> list[Reading]:
 
 def entry_for(fn: Callable[..., Any], commit: str = "", reading: str = "") -> dict[str, Any]:
     """The record's entry for ``fn``'s current version (what a new version adds to versions.json)."""
+    from ..statistics.rules import CURRENT
+
     return {"version": int(getattr(fn, "claim_version", 1)), "commit": commit, "reading": reading,
-            "source_sha256": reading_hash(fn)}
+            "source_sha256": reading_hash(fn), "rule": CURRENT}

@@ -3,10 +3,13 @@
 
 A claim is made of parts (:class:`Part`): a per-seed value, or a per-seed *paired* difference (the runs of one seed
 of one federation, :data:`PAIR_KEYS`, pair across cells; seeds that do not pair are named in the row), claimed to lie
-in a range (above 0; at or above a level; within ± a margin for "comparable", an equivalence test). Every part takes
-one test, whatever its data (:func:`assess`): the one-sample t-test of the per-seed values, one-sided at
-(1 − :data:`CONFIDENCE`) / 2, with the standard error of the mean floored at the metric's resolution
-(:data:`RESOLUTION`), so the verdict is continuous in the data (see :func:`assess` for why this family). Multiplicity
+in a range (above 0; at or above a level; within ± a margin for "comparable", an equivalence test). A part takes the
+test of its kind (:func:`assess`, under the decision rule in force, :mod:`.rules`): a level on a bounded, discrete
+score (:func:`threshold`) is a share of seeds, "in at least :data:`.rules.SHARE` of seeds", decided by the exact
+binomial test; any other part takes the one-sample t-test of the per-seed values, one-sided at
+(1 − :data:`CONFIDENCE`) / 2, with the standard error of the mean floored at the metric's step in the setting
+(:func:`step_of`; the printed digit, :data:`RESOLUTION`, where the runs carry no step, and under the earlier rule).
+Their error rates are measured in tests/report/test_verdict_calibration.py (:mod:`.calibration`). Multiplicity
 (:func:`combine`): a claim holds when every part holds (an intersection–union test, no correction needed) and is
 contradicted when one part is against it by Holm's step-down test over its parts.
 
@@ -24,6 +27,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from . import rules
+from .rules import DIGIT_FLOOR, MIN_T_SEEDS, SHARE, STEP_COLUMNS
 from .seed_stats import K_OF_N_METRICS, SeedSummary, summarise
 
 
@@ -120,7 +125,16 @@ class Interval:
     values: tuple = ()
     unpaired: str = ""
     bounded: bool = False  # a value (or a compared cell) reaches its metric's bound
-    resolution: float = SCORE_RESOLUTION  # the metric's resolution: the floor of the standard error
+    resolution: float = SCORE_RESOLUTION  # the metric's printed digit: the floor of the standard error until issue 67
+    step: float = float("nan")  # the metric's real step in the setting (rules.STEP_COLUMNS): the floor since
+
+    @property
+    def floor(self) -> float:
+        """The floor of the standard error under the rule in force (:mod:`.rules`): the metric's step in the setting
+        where known, else its printed digit; the printed digit under :data:`.rules.DIGIT_FLOOR`."""
+        if rules.current() == DIGIT_FLOOR or not np.isfinite(self.step):
+            return self.resolution
+        return float(self.step)
 
     def text(self, digits: int = 2, signed: bool = True) -> str:
         if not np.isfinite(self.mean):
@@ -136,20 +150,32 @@ def standard_error(sd: float, n: int, resolution: float) -> float:
     return max(float(sd) / np.sqrt(n), float(resolution))
 
 
-def t_interval(values: Sequence[float], how: str = "seeds", resolution: float = SCORE_RESOLUTION) -> Interval:
+def step_of(runs: pd.DataFrame | None, metric: str | None) -> float:
+    """``metric``'s real step in the setting of ``runs`` (:data:`.rules.STEP_COLUMNS`, the finest over the runs); NaN
+    where the runs do not carry it."""
+    column = STEP_COLUMNS.get(metric or "")
+    if runs is None or not len(runs) or column is None or column not in runs:
+        return float("nan")
+    values = pd.to_numeric(runs[column], errors="coerce").dropna()
+    return float(values.min()) if len(values) else float("nan")
+
+
+def t_interval(values: Sequence[float], how: str = "seeds", resolution: float = SCORE_RESOLUTION,
+               step: float = float("nan")) -> Interval:
     """One-sample t-interval of the mean of ``values`` (per-seed scores or per-seed paired differences), its standard
-    error floored at ``resolution`` (:func:`standard_error`)."""
+    error floored at the rule's floor (:attr:`Interval.floor`: ``step`` where known, else ``resolution``)."""
     from scipy.stats import t
 
     v = np.asarray(values, dtype=np.float64)
     v = v[np.isfinite(v)]
     if not len(v):
-        return Interval(float("nan"), float("nan"), float("nan"), 0, how, resolution=resolution)
+        return Interval(float("nan"), float("nan"), float("nan"), 0, how, resolution=resolution, step=step)
     mean = float(v.mean())
     if len(v) < 2:
-        return Interval(mean, -np.inf, np.inf, 1, how, tuple(v), resolution=resolution)
-    half = float(t.ppf(0.5 + CONFIDENCE / 2, len(v) - 1) * standard_error(v.std(ddof=1), len(v), resolution))
-    return Interval(mean, mean - half, mean + half, len(v), how, tuple(v), resolution=resolution)
+        return Interval(mean, -np.inf, np.inf, 1, how, tuple(v), resolution=resolution, step=step)
+    floor = Interval(mean, 0.0, 0.0, 0, resolution=resolution, step=step).floor
+    half = float(t.ppf(0.5 + CONFIDENCE / 2, len(v) - 1) * standard_error(v.std(ddof=1), len(v), floor))
+    return Interval(mean, mean - half, mean + half, len(v), how, tuple(v), resolution=resolution, step=step)
 
 
 def _seed_names(index: pd.Index) -> str:
@@ -175,20 +201,22 @@ def difference(a: pd.DataFrame, b: pd.DataFrame, metric: str, metric_b: str | No
                                 if len(ix)))
     bounded = at_bound(sa.to_numpy(), metric) or at_bound(sb.to_numpy(), mb)
     res = max(resolution_of(metric), resolution_of(mb))
+    steps = [x for x in (step_of(a, metric), step_of(b, mb)) if np.isfinite(x)]
+    step = max(steps) if steps else float("nan")
     if len(common) >= 2:
-        d = t_interval((sa[common] - sb[common]).to_numpy(), "paired seeds", res)
-        return Interval(d.mean, d.lo, d.hi, d.n, d.how, d.values, unpaired, bounded, res)
+        d = t_interval((sa[common] - sb[common]).to_numpy(), "paired seeds", res, step)
+        return Interval(d.mean, d.lo, d.hi, d.n, d.how, d.values, unpaired, bounded, res, step)
     if not len(sa) or not len(sb):
-        return Interval(float("nan"), float("nan"), float("nan"), 0, resolution=res)
+        return Interval(float("nan"), float("nan"), float("nan"), 0, resolution=res, step=step)
     mean = float(sa.mean() - sb.mean())
     n = min(len(sa), len(sb))
     if len(sa) < 2 or len(sb) < 2:
-        return Interval(mean, -np.inf, np.inf, n, "seeds, unpaired", bounded=bounded, resolution=res)
+        return Interval(mean, -np.inf, np.inf, n, "seeds, unpaired", bounded=bounded, resolution=res, step=step)
     va, vb = sa.var(ddof=1) / len(sa), sb.var(ddof=1) / len(sb)
-    se = max(float(np.sqrt(va + vb)), res)
+    se = max(float(np.sqrt(va + vb)), Interval(mean, 0.0, 0.0, 0, resolution=res, step=step).floor)
     dof = (va + vb) ** 2 / (va ** 2 / (len(sa) - 1) + vb ** 2 / (len(sb) - 1)) if va + vb > 0 else 1.0
     half = float(t.ppf(0.5 + CONFIDENCE / 2, dof) * se)
-    return Interval(mean, mean - half, mean + half, n, "seeds, unpaired", bounded=bounded, resolution=res)
+    return Interval(mean, mean - half, mean + half, n, "seeds, unpaired", bounded=bounded, resolution=res, step=step)
 
 
 # ---- parts of a claim: the tests ------------------------------------------------------------------------------
@@ -197,13 +225,16 @@ class Part:
     """One part of a claim: the mean of ``d.values`` (per-seed values, or per-seed paired differences) is claimed
     to lie in [``lo``, ``hi``] (``strict``: above ``lo`` strictly, a claimed difference, where an exact 0 is a
     tie). :func:`assess` tests it; ``status`` fixes a part the claim decides itself (``missing``; an event count's
-    ``no``)."""
+    ``no``). ``share``: a level claim on a bounded, discrete score, read under :data:`.rules.SHARE_AND_STEP` as "a
+    seed's value lies in [lo, hi] in at least this share of seeds" (the exact binomial test); under the earlier rule
+    its mean is tested as any other part's."""
 
     d: Interval
     lo: float = -np.inf
     hi: float = np.inf
     strict: bool = False
     status: str = ""
+    share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -216,10 +247,11 @@ class Assessment:
     p_against: float
     test: str
     lean: str
-    why: str = ""  # "", "noise", "exact", "saturated", "one seed", "missing"
+    why: str = ""  # "", "noise", "exact", "saturated", "one seed", "few seeds", "missing"
     n: int = 0
     mean: float = float("nan")
     sd: float = float("nan")
+    k: int = -1  # a share part: the seeds whose value lies in the claimed range
 
     @property
     def toward(self) -> bool:
@@ -229,7 +261,8 @@ class Assessment:
 
 REASONS = {"noise": "within the seed noise", "exact": "no difference (every seed within the metric's resolution: more "
            "seeds cannot change it)", "saturated": "saturated (every seed at the metric's bound: the metric cannot order them)",
-           "one seed": "one seed (no noise estimate)", "missing": "a part not measured"}
+           "one seed": "one seed (no noise estimate)", "few seeds": f"fewer than {MIN_T_SEEDS} seeds (a t decision "
+           f"needs {MIN_T_SEEDS})", "missing": "a part not measured"}
 
 
 BLOCKERS = {"exact": "an exact tie (no difference at the metric's resolution)", "saturated": "a part saturated at the bound",
@@ -258,7 +291,7 @@ def t_statistics(part: Part) -> list[float]:
     v = v[np.isfinite(v)]
     if len(v) < 2:
         return []
-    se = standard_error(v.std(ddof=1), len(v), part.d.resolution)
+    se = standard_error(v.std(ddof=1), len(v), part.d.floor)
     return [sign * (float(v.mean()) - end) / se for end, sign in ((part.lo, 1.0), (part.hi, -1.0)) if np.isfinite(end)]
 
 
@@ -269,7 +302,7 @@ def within_resolution(part: Part) -> bool:
     v = v[np.isfinite(v)]
     if not len(v):
         return False
-    h = part.d.resolution
+    h = part.d.resolution  # the printed digit: an exact tie is one at the digit, whatever the floor of the test
     return any(np.isfinite(end) and bool(np.all(np.abs(v - end) < h)) for end in (part.lo, part.hi))
 
 
@@ -294,7 +327,15 @@ def assess(part: Part) -> Assessment:
     the tie itself lies within one standard error of the critical value, where every test must flip somewhere.
 
     A part with one seed cannot tell ("one seed"); a part whose seeds do not pair takes Welch's interval (its own
-    standard error, floored alike)."""
+    standard error, floored alike).
+
+    Issue 67 (:data:`.rules.SHARE_AND_STEP`, the rule in force unless :func:`.rules.using` says otherwise): the floor
+    above, the printed digit, removed the t-test's only guard, the observed spread, exactly where a bounded score ties
+    at its bound (ARI [1.00, 1.00] against "≥ 0.9": t = 100), and false "holds" ran far above 2.5 %
+    (tests/report/test_verdict_calibration.py). Now a part with a ``share`` (a level claim on a bounded, discrete
+    score) is the exact binomial test of the seeds in range (:func:`.rules.share_test`), whatever their values; any
+    other part keeps the t-test, floored at the metric's real step in the setting (:attr:`Interval.floor`), and
+    decides from :data:`.rules.MIN_T_SEEDS` seeds on ("few seeds" below)."""
     from scipy.stats import t
 
     d = part.d
@@ -310,30 +351,64 @@ def assess(part: Part) -> Assessment:
     inside = (mean > part.lo if part.strict else mean >= part.lo) and mean <= part.hi
     on_end = mean in (part.lo, part.hi)
     lean = NONE if on_end else TOWARD if inside else AGAINST
+    if part.share is not None and rules.current() != DIGIT_FLOOR and len(v):
+        return _assess_share(part, v)
     if len(v) < 2:
         if d.how == "seeds, unpaired" and np.isfinite(d.lo) and np.isfinite(d.hi):  # Welch's interval, no values
-            se = max((d.hi - d.lo) / 2 / float(t.ppf(0.5 + CONFIDENCE / 2, max(d.n - 1, 1))), d.resolution)
+            se = max((d.hi - d.lo) / 2 / float(t.ppf(0.5 + CONFIDENCE / 2, max(d.n - 1, 1))), d.floor)
             return Assessment(*_t_p(mean, se, max(d.n - 1, 1), part.lo, part.hi), "Welch", lean, "noise", d.n, mean)
         return Assessment(1.0, 1.0, "–", lean, "one seed", len(v), mean)
     sd = float(v.std(ddof=1))
-    p_toward, p_against = _t_p(mean, standard_error(sd, len(v), d.resolution), len(v) - 1, part.lo, part.hi)
+    p_toward, p_against = _t_p(mean, standard_error(sd, len(v), d.floor), len(v) - 1, part.lo, part.hi)
     if within_resolution(part):  # an exact tie at the resolution: |t| < 1, and more seeds cannot change it
         why = "saturated" if d.bounded else "exact"
         return Assessment(p_toward, p_against, "t", NONE, why, len(v), mean, sd)
+    if len(v) < MIN_T_SEEDS and rules.current() != DIGIT_FLOOR:
+        return Assessment(1.0, 1.0, "t", lean, "few seeds", len(v), mean, sd)
     return Assessment(p_toward, p_against, "t", lean, "", len(v), mean, sd)
+
+
+def in_range(part: Part, values: np.ndarray) -> np.ndarray:
+    """Which per-seed ``values`` lie in the part's claimed range (above ``lo`` strictly where ``strict``)."""
+    above_lo = values > part.lo if part.strict else values >= part.lo
+    return above_lo & (values <= part.hi)
+
+
+def _assess_share(part: Part, v: np.ndarray) -> Assessment:
+    """A share part: k of the n seeds in range against the claimed share (:func:`.rules.share_test`); the lean is
+    the observed share's side of it."""
+    k, n, share = int(in_range(part, v).sum()), len(v), float(part.share or 0.0)
+    p_toward, p_against = rules.share_test(k, n, share)
+    lean = TOWARD if k / n > share else AGAINST if k / n < share else NONE
+    return Assessment(p_toward, p_against, "binomial", lean, "", n, float(v.mean()), float(v.std(ddof=1)) if n > 1
+                      else float("nan"), k)
 
 
 def seeds_needed(a: Assessment, part: Part, alpha: float) -> int | None:
     """The fewest seeds at which the part, keeping its observed mean and spread, would decide in the direction it
     leans at one-sided level ``alpha`` (the t-test of :func:`assess`, its standard error floored at the resolution);
     None when more than :data:`MAX_SEEDS` (or never: a tie at the resolution, no spread estimate)."""
+    if a.test == "binomial":
+        return rules.share_seeds_to_decide(a.k, a.n, float(part.share or 0.0), alpha, MAX_SEEDS)[0]
     if a.lean == NONE or a.why in ("exact", "saturated", "missing", "one seed") or a.n < 2 or a.test != "t":
         return None
-    for n in range(a.n, MAX_SEEDS + 1):
-        p_toward, p_against = _t_p(a.mean, standard_error(a.sd, n, part.d.resolution), n - 1, part.lo, part.hi)
+    if not (a.sd > 0) and rules.current() != DIGIT_FLOOR:
+        return None  # a zero spread is not extrapolated (issue 67: [0.91, 0.91] said "3 (to hold)")
+    for n in range(max(a.n, MIN_T_SEEDS if rules.current() != DIGIT_FLOOR else 2), MAX_SEEDS + 1):
+        p_toward, p_against = _t_p(a.mean, standard_error(a.sd, n, part.d.floor), n - 1, part.lo, part.hi)
         if (p_toward if a.lean == TOWARD else p_against) < alpha:
             return n
     return None
+
+
+NO_SPREAD = "unknown: the seeds show no spread (a zero spread is not extrapolated)"
+
+
+def _no_spread(a: Assessment) -> bool:
+    """A t-part whose seeds all show the same value under the rule in force: :func:`seeds_needed` does not extrapolate
+    it (issue 67)."""
+    return a.test == "t" and a.n >= 2 and not (a.sd > 0) and not a.why and rules.current() != DIGIT_FLOOR \
+        or a.test == "t" and a.why == "few seeds" and not (a.sd > 0)
 
 
 def _holm(p_values: Sequence[float], alpha: float) -> list[bool]:
@@ -379,12 +454,20 @@ def comparable(label: str, a: pd.DataFrame, b: pd.DataFrame, metric: str, margin
     return comparison(f"{label} (within ± {margin:g})", d, digits=digits, lo=-margin, hi=margin, strict=False)
 
 
-def threshold(label: str, runs: pd.DataFrame, metric: str, lo: float = -np.inf, hi: float = np.inf) -> tuple[str, Part]:
-    """The cell's mean over seeds within [lo, hi] (its t-interval, :func:`assess`)."""
+def threshold(label: str, runs: pd.DataFrame, metric: str, lo: float = -np.inf, hi: float = np.inf,
+              share: float = SHARE) -> tuple[str, Part]:
+    """A level claim on ``metric``: a seed's value within [lo, hi] in at least ``share`` of the seeds (:func:`assess`:
+    the exact binomial test of the seeds in range; the earlier rule tested the cell's mean, its t-interval). The label
+    says k of n seeds in range, and the claimed share."""
     values = per_seed(runs, metric).to_numpy()
-    v = t_interval(values, resolution=resolution_of(metric))
-    v = Interval(v.mean, v.lo, v.hi, v.n, v.how, v.values, bounded=at_bound(values, metric), resolution=v.resolution)
-    return f"{label}: {v.text(2, signed=False)}", Part(v, lo, hi)
+    v = t_interval(values, resolution=resolution_of(metric), step=step_of(runs, metric))
+    v = Interval(v.mean, v.lo, v.hi, v.n, v.how, v.values, bounded=at_bound(values, metric), resolution=v.resolution,
+                 step=v.step)
+    part = Part(v, lo, hi, share=share)
+    if rules.current() == DIGIT_FLOOR:
+        return f"{label}: {v.text(2, signed=False)}", part
+    k = int(in_range(part, np.asarray(v.values, dtype=np.float64)).sum())
+    return f"{label} in ≥ {share:.0%} of seeds: {k} of {v.n} seeds; mean {v.text(2, signed=False)}", part
 
 
 def above(d: Interval) -> str:
@@ -414,6 +497,23 @@ class Decision:
     note: str  # every part with its numbers and test
 
 
+def _statuses(measured: Sequence[tuple[str, Part, Assessment]], missing: bool) -> tuple[dict[str, str], str]:
+    """Each measured part's status (``no``: against by Holm; ``yes``: on the claim's side; else its reason) and the
+    claim's verdict word (:func:`combine`)."""
+    rejected = _holm([a.p_against for _, _, a in measured], SIDE_ALPHA)
+    status = {k: "no" if r else "yes" if a.toward and not a.why else (a.why or "noise")
+              for (k, _, a), r in zip(measured, rejected)}
+    yes = sum(s == "yes" for s in status.values())
+    word = CONTRADICTED if "no" in status.values() else INCONCLUSIVE if (yes < len(measured) or missing) else HOLDS
+    return status, word
+
+
+def verdict_word(parts: Mapping[str, Part]) -> str:
+    """The verdict of measured ``parts`` alone, without the row's reason and seeds to decide (:func:`combine`'s word;
+    the calibration's many tables, cflcore.report.statistics.calibration)."""
+    return _statuses([(k, p, assess(p)) for k, p in parts.items()], False)[1]
+
+
 def combine(parts: Mapping[str, str | Part]) -> Decision:
     """A claim's verdict from its parts (:func:`assess` each). Multiplicity over the m measured parts: the claim
     *holds* when every part reaches its side at (1 − :data:`CONFIDENCE`) / 2 one-sided (an intersection–union
@@ -431,15 +531,11 @@ def combine(parts: Mapping[str, str | Part]) -> Decision:
     if not measured:
         return Decision(NA, NONE, "not measured", "", "n/a: not measured: " + "; ".join(missing))
     m = len(measured)
-    rejected = _holm([a.p_against for _, _, a in measured], SIDE_ALPHA)
-    status = {}
-    for (k, _, a), r in zip(measured, rejected):
-        status[k] = "no" if r else "yes" if a.toward and not a.why else (a.why or "noise")
+    status, word = _statuses(measured, bool(missing))
     by: dict[str, list[str]] = {}
     for k, s in status.items():
         by.setdefault(s, []).append(k)
     leans = [a.lean for _, _, a in measured]
-    word = CONTRADICTED if by.get("no") else INCONCLUSIVE if (len(by.get("yes", [])) < m or missing) else HOLDS
     lean = (AGAINST if word == CONTRADICTED or AGAINST in leans else
             TOWARD if all(l == TOWARD for l in leans) else NONE)
     if word == HOLDS:
@@ -448,28 +544,30 @@ def combine(parts: Mapping[str, str | Part]) -> Decision:
         reason = f"{len(by['no'])} of {m} parts beyond the seed noise against the paper (Holm)"
     else:
         counts = [f"{REASONS[w]}: {len(by[w])} part{'s' if len(by[w]) > 1 else ''}"
-                  for w in ("noise", "exact", "saturated", "one seed") if by.get(w)]
+                  for w in ("noise", "exact", "saturated", "one seed", "few seeds") if by.get(w)]
         if missing:
             counts.append(f"{REASONS['missing']}: {len(missing)}")
         reason = "; ".join(counts)
     need = ""
     if word == INCONCLUSIVE:
         blockers = [s for s in status.values() if s in ("exact", "saturated", "one seed")] + (["missing"] if missing else [])
+        flat = [k for k, _, a in measured if status[k] not in ("yes", "no") and _no_spread(a)]
         if lean == AGAINST:  # the fewest seeds that would contradict one against-leaning part (Bonferroni over m)
             ns = [seeds_needed(a, p, SIDE_ALPHA / m) for k, p, a in measured if a.lean == AGAINST and status[k] != "no"]
             ns = [n for n in ns if n is not None]
-            need = (f"{min(ns)} (to contradict)" if ns else f"more than {MAX_SEEDS}" if not blockers
-                    else "never: " + BLOCKERS[blockers[0]])
+            need = (f"{min(ns)} (to contradict)" if ns else NO_SPREAD if flat else f"more than {MAX_SEEDS}"
+                    if not blockers else "never: " + BLOCKERS[blockers[0]])
         elif lean == TOWARD and blockers:
             need = "never: " + BLOCKERS[blockers[0]]
         elif lean == TOWARD:  # every part not yet holding must reach its side
             ns = [seeds_needed(a, p, SIDE_ALPHA) for k, p, a in measured if status[k] != "yes"]
-            need = f"more than {MAX_SEEDS}" if any(n is None for n in ns) else f"{max(ns)} (to hold)"
+            need = (NO_SPREAD if flat else f"more than {MAX_SEEDS}" if any(n is None for n in ns)
+                    else f"{max(ns)} (to hold)")
         else:
             need = "never: " + (BLOCKERS[blockers[0]] if blockers else "no lean")
     pieces = []
     labels = {"no": "contradicted beyond the seed noise", "noise": REASONS["noise"], "exact": REASONS["exact"],
-              "saturated": REASONS["saturated"], "one seed": REASONS["one seed"],
+              "saturated": REASONS["saturated"], "one seed": REASONS["one seed"], "few seeds": REASONS["few seeds"],
               "yes": "beyond the seed noise as claimed"}
     for w, text in labels.items():
         if by.get(w):
