@@ -40,7 +40,8 @@ def verdicts(data) -> pd.Series:
 
 
 CASES = {  # claim -> (false table, tied table)
-    "dyn-one-shot-stays": (dict(one_shot_ari=1.0), dict(one_shot_ari=0.9, jitter=0.05)),
+    # a level claim on ARI is a share of seeds (issue 67): its tie is a share near 80 % (16 of 18 below 0.9 here)
+    "dyn-one-shot-stays": (dict(one_shot_ari=1.0), dict(one_shot_ari=0.86, jitter=0.05)),
     "dyn-per-round-recovers": (dict(never=True), dict(lag=3.0, jitter=0.1)),
 }
 

@@ -28,14 +28,15 @@ def test_a_runs_steps_come_from_its_split_manifest():
 
 
 def test_a_paired_difference_is_floored_at_the_settings_step_and_the_earlier_rule_at_the_digit():
-    """Three seeds, each 0.2 ahead (zero spread): at 4 × 40 (step 0.017) the floored t is 12 and it holds; at 2 × 5
-    (step 0.40) it is 0.5 and it does not; the earlier rule floored at 0.001 held both."""
+    """Three seeds, each 0.2 ahead (zero spread): the per-seed spread is floored at one step, the standard error at
+    step / √3; at 4 × 40 (step 0.017) the floored t is 20 and it holds; at 2 × 5 (step 0.40) it is 0.87 and it does
+    not; the earlier rule floored the standard error at 0.001 and held both."""
     def runs(name, ari, step):
         return pd.DataFrame([{"dataset": "d", "clients": 10, "seed": s, "algorithm": name, "ari": ari,
                               "ari_step": step} for s in range(3)])
     for step, word in ((0.017, vd.HOLDS), (0.40, vd.INCONCLUSIVE)):
         d = vd.difference(runs("a", 1.0, step), runs("b", 0.8, step), "ari")
-        assert d.step == step and d.floor == step
+        assert d.step == step and d.floor == pytest.approx(step / np.sqrt(3))
         assert vd.combine(dict([vd.comparison("a above b", d)])).word == word
         with rules.using(rules.DIGIT_FLOOR):
             assert d.floor == vd.SCORE_RESOLUTION and vd.combine(dict([vd.comparison("a above b", d)])).word == vd.HOLDS

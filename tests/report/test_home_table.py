@@ -108,7 +108,9 @@ def test_the_mark_splits_fails_at_home_from_not_testable_here():
                   "FeSEM")
     assert trained["verdict"] == untrained["verdict"] and trained["mark"] == FAILS_AT_HOME
     assert row(table(ifca_runs(0.0)), "IFCA")["mark"] == FAILS_AT_HOME
-    assert row(table(ifca_runs(1.0)), "IFCA")["mark"] == "" and row(table(ifca_runs(1.0)), "SCL")["mark"] == ""
+    holding = table(ifca_runs(1.0, seeds=range(18)))  # a level claim holds from 17 seeds on (issue 67's binomial)
+    assert row(holding, "IFCA")["verdict"].startswith(vd.HOLDS)
+    assert row(holding, "IFCA")["mark"] == "" and row(holding, "SCL")["mark"] == ""
 
 
 def test_each_ablations_verdict_stands_beside_the_home_verdict(tmp_path):

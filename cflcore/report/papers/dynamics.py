@@ -5,9 +5,10 @@
 Source of the question: ANDA and Flux (arXiv 2511.22305), Fielding (arXiv 2411.01580) and microsoft/FedDrift study
 groups that drift over rounds, which is where a one-shot clustering (OCFL, BCL: the partition is fixed at its
 clustering round) and a per-round one (IFCA's loss-based assignment, Louvain's per-round communities) should part
-ways. Every claim takes the framework's tie rule (:mod:`cflcore.report.statistics.verdicts`): a level holds when the
-t-interval of the per-seed values lies inside its range; within the seed noise it is ``inconclusive``, beyond it the
-other way ``contradicted``, and a study without the setting gives ``n/a``.
+ways. Every claim takes the framework's rule in force (:mod:`cflcore.report.statistics.rules`): a level on ARI is a
+share of seeds (at least 80 %, the exact binomial test), a level on the lag the t-interval of the per-seed values;
+within the seed noise a part is ``inconclusive``, beyond it the other way ``contradicted``, and a study without the
+setting gives ``n/a``.
 
 The ARI of a run is read against each round's ground truth (cflcore.evaluate.clustering): the final ARI is the
 partition of the last round against the groups after the switch. The re-clustering lag (cflcore.metrics.drift) is read

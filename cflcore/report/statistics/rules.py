@@ -25,7 +25,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 DIGIT_FLOOR = "t, se floored at the printed digit (86306b5)"
-SHARE_AND_STEP = "share of seeds by exact binomial; t with se floored at the metric's step (issue 67)"
+SHARE_AND_STEP = "share of seeds by exact binomial; t with the per-seed spread floored at the metric's step (issue 67)"
 RULES = (DIGIT_FLOOR, SHARE_AND_STEP)
 CURRENT = SHARE_AND_STEP
 """The rule claims are read under today; a claim's current version in versions.json records it."""

@@ -134,7 +134,7 @@ class Interval:
         where known, else its printed digit; the printed digit under :data:`.rules.DIGIT_FLOOR`."""
         if rules.current() == DIGIT_FLOOR or not np.isfinite(self.step):
             return self.resolution
-        return float(self.step)
+        return float(self.step) / np.sqrt(max(int(self.n), 1))  # a per-seed spread of at least one step
 
     def text(self, digits: int = 2, signed: bool = True) -> str:
         if not np.isfinite(self.mean):
@@ -163,7 +163,8 @@ def step_of(runs: pd.DataFrame | None, metric: str | None) -> float:
 def t_interval(values: Sequence[float], how: str = "seeds", resolution: float = SCORE_RESOLUTION,
                step: float = float("nan")) -> Interval:
     """One-sample t-interval of the mean of ``values`` (per-seed scores or per-seed paired differences), its standard
-    error floored at the rule's floor (:attr:`Interval.floor`: ``step`` where known, else ``resolution``)."""
+    error floored at the rule's floor (:attr:`Interval.floor`: ``step / √n`` where the step is known, else
+    ``resolution``)."""
     from scipy.stats import t
 
     v = np.asarray(values, dtype=np.float64)
@@ -173,7 +174,7 @@ def t_interval(values: Sequence[float], how: str = "seeds", resolution: float = 
     mean = float(v.mean())
     if len(v) < 2:
         return Interval(mean, -np.inf, np.inf, 1, how, tuple(v), resolution=resolution, step=step)
-    floor = Interval(mean, 0.0, 0.0, 0, resolution=resolution, step=step).floor
+    floor = Interval(mean, 0.0, 0.0, len(v), resolution=resolution, step=step).floor
     half = float(t.ppf(0.5 + CONFIDENCE / 2, len(v) - 1) * standard_error(v.std(ddof=1), len(v), floor))
     return Interval(mean, mean - half, mean + half, len(v), how, tuple(v), resolution=resolution, step=step)
 
@@ -213,7 +214,10 @@ def difference(a: pd.DataFrame, b: pd.DataFrame, metric: str, metric_b: str | No
     if len(sa) < 2 or len(sb) < 2:
         return Interval(mean, -np.inf, np.inf, n, "seeds, unpaired", bounded=bounded, resolution=res, step=step)
     va, vb = sa.var(ddof=1) / len(sa), sb.var(ddof=1) / len(sb)
-    se = max(float(np.sqrt(va + vb)), Interval(mean, 0.0, 0.0, 0, resolution=res, step=step).floor)
+    # the floor of each side's standard error, added as the variances are (one step's spread on each side)
+    floor_a, floor_b = (Interval(mean, 0.0, 0.0, len(x), resolution=res, step=step).floor for x in (sa, sb))
+    stepped = rules.current() != DIGIT_FLOOR and np.isfinite(step)
+    se = max(float(np.sqrt(va + vb)), float(np.hypot(floor_a, floor_b)) if stepped else floor_a)
     dof = (va + vb) ** 2 / (va ** 2 / (len(sa) - 1) + vb ** 2 / (len(sb) - 1)) if va + vb > 0 else 1.0
     half = float(t.ppf(0.5 + CONFIDENCE / 2, dof) * se)
     return Interval(mean, mean - half, mean + half, n, "seeds, unpaired", bounded=bounded, resolution=res, step=step)
@@ -334,7 +338,8 @@ def assess(part: Part) -> Assessment:
     at its bound (ARI [1.00, 1.00] against "≥ 0.9": t = 100), and false "holds" ran far above 2.5 %
     (tests/report/test_verdict_calibration.py). Now a part with a ``share`` (a level claim on a bounded, discrete
     score) is the exact binomial test of the seeds in range (:func:`.rules.share_test`), whatever their values; any
-    other part keeps the t-test, floored at the metric's real step in the setting (:attr:`Interval.floor`), and
+    other part keeps the t-test, its per-seed spread floored at the metric's real step in the setting (standard error
+    at least step / √n, :attr:`Interval.floor`), and
     decides from :data:`.rules.MIN_T_SEEDS` seeds on ("few seeds" below)."""
     from scipy.stats import t
 
