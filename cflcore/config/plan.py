@@ -210,6 +210,22 @@ def run_training(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[s
             **(run_variant(cfg, dataset, algorithm).get("training") or {})}
 
 
+ENGINE_OMITTED_AT_DEFAULT = ("availability", "stragglers")
+"""Engine options left out of a run's settings while they hold their schema default (cflcore/fl/participation.py):
+a run without them keeps the settings of earlier versions, so its params and its checkpoints' config hash do not
+move; the typed settings fill the default back (cflcore.settings)."""
+
+
+def _engine_identity(engine: Mapping[str, Any]) -> dict[str, Any]:
+    """``engine`` less the :data:`ENGINE_OMITTED_AT_DEFAULT` options that hold their default."""
+    out = dict(engine)
+    for key in ENGINE_OMITTED_AT_DEFAULT:
+        defaults = config_defaults(f"engine.{key}")
+        if key in out and {**defaults, **(out[key] or {})} == defaults:
+            del out[key]
+    return out
+
+
 def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: str | None = None) -> dict[str, Any]:
     """Everything a ``train`` job depends on besides its input files (the split); ``device`` as
     :func:`device_identity` gives it, so that moving a study from ``cuda:0`` to ``cuda:1`` reruns nothing.
@@ -229,7 +245,7 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: st
         variant["participation"] = setting["participation"]
     return {
         "training": training,
-        "engine": engine,
+        "engine": _engine_identity(engine),
         "algorithm": variant,
         "device": device_identity(cfg["device"]),
     }

@@ -29,7 +29,7 @@ import copy
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..config_checks import REFUSE, WARN, check_cross_references, check_data_requests, entry_field
+from ..config_checks import REFUSE, WARN, check_availability, check_cross_references, check_data_requests, entry_field
 from ..defaults import schema_defaults
 from ..errors import ConfigError
 from ..paper_sources import check_home, check_paper
@@ -345,6 +345,25 @@ def _check_study(cfg: Mapping[str, Any]) -> None:
                               f"explained for it; allowed: {', '.join(map(str, counts))}")
     for scenario, algorithm in runs:
         _check_participation(cfg, scenario, algorithm)
+    _check_availability(cfg, runs)
+
+
+def _check_availability(cfg: Mapping[str, Any], runs: list[tuple[dict[str, Any], str]]) -> None:
+    """``engine.availability`` against each run's rounds and its split's groups (cflcore.config_checks.check_availability)."""
+    from ..data.splits import SPLIT_GENERATORS
+
+    for scenario, algorithm in runs:
+        d, sp, n = scenario["dataset"], scenario["split"], int(scenario["clients"])
+        settings = run_settings(cfg, d, algorithm, sp)
+        availability = settings["engine"].get("availability")
+        if not availability:
+            continue
+        own = "availability" in (run_variant(cfg, d, algorithm).get("engine") or {})
+        field = (f"{entry_field(cfg, 'algorithms', algorithm)}.engine.availability" if own else "engine.availability")
+        generator = SPLIT_GENERATORS.get(cfg["splits"][sp]["generator"])(split_settings(cfg, sp), field=f"splits.{sp}")
+        sizes = generator.group_sizes(n)
+        check_availability(availability, int(settings["training"]["rounds"]), None if sizes is None else len(sizes),
+                           field, f"run {d}/{sp}/n{n}/{algorithm}")
 
 
 def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], algorithm: str) -> None:

@@ -90,10 +90,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..plugin import Population
-from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
+from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, Traffic, register_strategy
 from ._common import as_int_list, labels_tensor
 
 _STREAM_SAMPLE, _STREAM_SPECTRAL = 0x6A5, 0x6C
+LOSS_BYTES = 4
+"""One step's training loss, sent up beside the model: a float32."""
 
 TEXT_READINGS: dict[str, Any] = {
     "upv": "rows", "minmax": False, "labels": "kmeans", "db_on": "affinity", "db_strict": False, "n_range": "n_max",
@@ -528,6 +530,13 @@ class GaussianWeightingClustering(Strategy):
                 "davies_bouldin": _finite_or_none(scores), "decided": bool(decided)}
 
     # ----- checkpointing -----------------------------------------------------------------------------
+    def traffic(self, updates: RoundUpdates, model_bytes: int, n_models: int) -> Traffic:
+        """Each sampled client receives its cluster's model and sends back its trained model and its training loss at
+        every local step (float32), from which the server computes its Gaussian reward (eq. 1)."""
+        n = len(updates.clients)
+        losses = sum(len(ls) for ls in updates.step_losses) * LOSS_BYTES
+        return Traffic(down=n * model_bytes, up=n * model_bytes + losses)
+
     def state_dict(self) -> dict[str, Any]:
         import torch
 
