@@ -363,7 +363,7 @@ def _check_availability(cfg: Mapping[str, Any], runs: list[tuple[dict[str, Any],
         generator = SPLIT_GENERATORS.get(cfg["splits"][sp]["generator"])(split_settings(cfg, sp), field=f"splits.{sp}")
         sizes = generator.group_sizes(n)
         check_availability(availability, int(settings["training"]["rounds"]), None if sizes is None else len(sizes),
-                           field, f"run {d}/{sp}/n{n}/{algorithm}")
+                           field, f"dataset {d}, split {sp}, {n} clients, variant {algorithm}")
 
 
 def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], algorithm: str) -> None:
