@@ -308,17 +308,17 @@ def naming_fields() -> dict[str, str]:
 
 def check_availability(availability: Mapping[str, Any], rounds: int, n_groups: int | None, field: str,
                        where: str) -> None:
-    """``engine.availability`` (cflcore/fl/participation.py) against a run's rounds and its split's groups
+    """``engine.availability`` (cflcore/fl/participation.py; its defaults filled) against a run's rounds and its split's groups
     (``n_groups``: None where the data decides them): ``group_rates`` one per group, ``quiet`` windows inside the run
     and naming groups there are, mode ``label`` naming classes, and no round in which no client can show up (every
     group's rate 0 or every group quiet). ``field``: where the block was set; ``where``: the run, for the message."""
-    mode = availability.get("mode", "uniform")
-    if mode == "label" and not availability.get("classes"):
+    mode = availability["mode"]
+    if mode == "label" and not availability["classes"]:
         raise ConfigError(f"{field}.classes: [] names no class for mode label ({where}); allowed: one class or more")
     if mode != "group":
         return
-    rates = [float(r) for r in availability.get("group_rates") or []]
-    quiet = [(int(w["group"]), int(w["rounds"][0]), int(w["rounds"][1])) for w in availability.get("quiet") or []]
+    rates = [float(r) for r in availability["group_rates"]]
+    quiet = [(int(w["group"]), int(w["rounds"][0]), int(w["rounds"][1])) for w in availability["quiet"]]
     for i, (g, first, last) in enumerate(quiet):
         if not first <= last < rounds:
             raise ConfigError(f"{field}.quiet[{i}].rounds: [{first}, {last}] is not a stretch of this run's {rounds} "

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..config_checks import REFUSE, WARN, check_availability, check_cross_references, check_data_requests, entry_field
-from ..defaults import schema_defaults
+from ..defaults import config_defaults, schema_defaults
 from ..errors import ConfigError
 from ..paper_sources import check_home, check_paper
 from ..plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, check_finite, schema_check
@@ -362,8 +362,9 @@ def _check_availability(cfg: Mapping[str, Any], runs: list[tuple[dict[str, Any],
         field = (f"{entry_field(cfg, 'algorithms', algorithm)}.engine.availability" if own else "engine.availability")
         generator = SPLIT_GENERATORS.get(cfg["splits"][sp]["generator"])(split_settings(cfg, sp), field=f"splits.{sp}")
         sizes = generator.group_sizes(n)
-        check_availability(availability, int(settings["training"]["rounds"]), None if sizes is None else len(sizes),
-                           field, f"dataset {d}, split {sp}, {n} clients, variant {algorithm}")
+        check_availability({**config_defaults("engine.availability"), **availability},
+                           int(settings["training"]["rounds"]), None if sizes is None else len(sizes), field,
+                           f"dataset {d}, split {sp}, {n} clients, variant {algorithm}")
 
 
 def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], algorithm: str) -> None:
