@@ -529,7 +529,6 @@ class GaussianWeightingClustering(Strategy):
                 "embedding": spectral_embedding_2d(affinity, seed).tolist(), "labels": as_int_list(local),
                 "davies_bouldin": _finite_or_none(scores), "decided": bool(decided)}
 
-    # ----- checkpointing -----------------------------------------------------------------------------
     def traffic(self, updates: RoundUpdates, model_bytes: int, n_models: int) -> Traffic:
         """Each sampled client receives its cluster's model and sends back its trained model and its training loss at
         every local step (float32), from which the server computes its Gaussian reward (eq. 1)."""
@@ -537,6 +536,7 @@ class GaussianWeightingClustering(Strategy):
         losses = sum(len(ls) for ls in updates.step_losses) * LOSS_BYTES
         return Traffic(down=n * model_bytes, up=n * model_bytes + losses)
 
+    # ----- checkpointing -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         import torch
 

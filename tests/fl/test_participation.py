@@ -183,3 +183,15 @@ def test_kill_and_resume_with_availability_and_stragglers_is_bit_identical(tmp_p
     _assert_same_outputs(tmp_path / "ref", tmp_path / "cut")
     for name in ("history.parquet", "traffic.parquet"):
         assert (tmp_path / "ref" / name).read_bytes() == (tmp_path / "cut" / name).read_bytes(), name
+
+
+def test_fedgwc_sends_its_step_losses_up_beside_its_model():
+    """FedGWC's server computes its rewards from every client's step losses (004 eq. 1): 4 bytes a step up, the
+    default one model each way otherwise; a method that declares nothing sends one model each way."""
+    from cflcore.strategies.base import ClusterAssignment, RoundUpdates, build_strategy
+
+    updates = RoundUpdates(0, np.array([0, 2, 5]), None, None, [np.zeros(3), np.zeros(1), np.zeros(2)],
+                           np.array([24, 24, 16]), None, ClusterAssignment.single(6))
+    fedgwc, bnc = build_strategy({"method": "fedgwc"}), build_strategy({"method": "bnc"})
+    assert fedgwc.traffic(updates, 1000, 1).down == bnc.traffic(updates, 1000, 1).down == 3000
+    assert fedgwc.traffic(updates, 1000, 1).up == 3000 + 6 * 4 and bnc.traffic(updates, 1000, 1).up == 3000
