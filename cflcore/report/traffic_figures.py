@@ -43,7 +43,7 @@ def accuracy_per_megabyte_figure(curves: pd.DataFrame, title: str) -> plt.Figure
     for algorithm, rows in curves.groupby("algorithm", sort=False):
         mean = rows.groupby("round")[["megabytes", "local_acc"]].mean().dropna()
         seeds = rows["seed"].nunique()
-        ax.plot(mean["megabytes"], mean["local_acc"], marker=".", lw=1.2, label=f"{algorithm} ({seeds} seeds)")
+        ax.plot(mean["megabytes"], mean["local_acc"], marker=".", lw=1.2, label=f"{algorithm} ({seeds} seed{'' if seeds == 1 else 's'})")
     ax.set_xlabel("megabytes sent, cumulative (down + up)")
     ax.set_ylabel("mean local accuracy")
     ax.set_title(title, fontsize=9)
