@@ -97,8 +97,8 @@ class ClientAvailability:
         self.settings, self.seed = settings, int(seed)
         self.groups = np.asarray(groups, dtype=np.int64)
         self.n = len(self.groups)
-        self.quiet = quiet_rounds(settings.quiet)
         mode = settings.mode
+        self.quiet = quiet_rounds(settings.quiet) if mode == "group" else []  # the group mode's windows only
         if mode not in MODES:
             raise ConfigError(f"engine.availability.mode: {mode!r} is not allowed; allowed: {', '.join(MODES)}")
         if mode == "group":

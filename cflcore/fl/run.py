@@ -172,6 +172,10 @@ def train_run(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, see
     chash = config_hash(settings, seed, fed)
     kind = device_kind(engine.device)
     ck = load_latest(out_dir, chash, log, kind)
+    if ck is not None and not all("traffic" in r for r in ck["server_rows"]):
+        # written before traffic.parquet existed (the same settings hash): its rounds' bytes are unknown, start afresh
+        log.info("checkpoint round %d predates traffic.parquet: starting from round 0", int(ck["round"]))
+        ck = None
     if ck is not None:
         state = state_from_checkpoint(ck, engine.device, engine.dtype)
         engine.strategy.load_state_dict(ck["strategy"])

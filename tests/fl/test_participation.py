@@ -195,3 +195,23 @@ def test_fedgwc_sends_its_step_losses_up_beside_its_model():
     fedgwc, bnc = build_strategy({"method": "fedgwc"}), build_strategy({"method": "bnc"})
     assert fedgwc.traffic(updates, 1000, 1).down == bnc.traffic(updates, 1000, 1).down == 3000
     assert fedgwc.traffic(updates, 1000, 1).up == 3000 + 6 * 4 and bnc.traffic(updates, 1000, 1).up == 3000
+
+
+def test_a_checkpoint_written_before_traffic_parquet_is_not_resumed(tmp_path, caplog):
+    """A run's checkpoints outlive it, and a static run's settings hash did not change with this feature: a checkpoint
+    of an earlier version (server rows without their bytes) would resume into a traffic.parquet with holes, so the run
+    starts afresh, to the same bytes."""
+    fed = synthetic_federated(**FED_KW)
+    train_run(fed, settings(), 3, tmp_path / "ref")
+    train_run(fed, settings(), 3, tmp_path / "old")
+    for path in (tmp_path / "old" / "checkpoints").glob("round_*.pt"):
+        ck = torch.load(path, weights_only=True)
+        ck["server_rows"] = [{k: v for k, v in r.items() if k != "traffic"} for r in ck["server_rows"]]
+        torch.save(ck, path)
+    for name in ("history.parquet", "server.parquet", "traffic.parquet", "models.pt"):
+        (tmp_path / "old" / name).unlink()
+    with caplog.at_level(logging.INFO):
+        train_run(fed, settings(), 3, tmp_path / "old", logging.getLogger("old"))
+    assert "predates traffic.parquet: starting from round 0" in caplog.text and "resuming" not in caplog.text
+    _assert_same_outputs(tmp_path / "ref", tmp_path / "old")
+    assert (tmp_path / "ref" / "traffic.parquet").read_bytes() == (tmp_path / "old" / "traffic.parquet").read_bytes()
