@@ -130,10 +130,13 @@ def test_a_straggler_makes_the_first_steps_it_would_have_made(trainer):
     full = tr.train(starts, clients, [11, 12, 13])
     cut = tr.train(starts, clients, [11, 12, 13], steps=[1, 2, 3])
     assert [len(x) for x in cut.step_losses] == [1, 2, 3]
+    # the loop trainer computes each client alone: the same bits; vmap batches a step's active clients, and a client
+    # that stops early leaves the others in a smaller batch, which may round differently in the last bits
+    exact = trainer is LoopTrainer
     for a, b in zip(full.step_losses, cut.step_losses):
-        assert np.array_equal(a[:len(b)], b)
-    assert torch.equal(cut.params[2], full.params[2])  # client 3: 20 samples, 3 steps = all of them
-    assert not torch.equal(cut.params[0], full.params[0])
+        assert np.array_equal(a[:len(b)], b) if exact else np.allclose(a[:len(b)], b, rtol=0, atol=1e-12)
+    assert torch.allclose(cut.params[2], full.params[2], rtol=0, atol=0 if exact else 1e-12)  # client 3: all 3 steps
+    assert not torch.allclose(cut.params[0], full.params[0], rtol=0, atol=1e-6)
     ref = LoopTrainer(eng.trainer.model, eng.model_layout, eng.trainer.spec, eng.device).train(
         starts, clients, [11, 12, 13], steps=[1, 2, 3])
     assert torch.allclose(ref.params, cut.params, rtol=0, atol=1e-12)
