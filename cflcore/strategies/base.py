@@ -195,6 +195,10 @@ class Traffic:
     up: int
 
 
+LOSS_BYTES = 4
+"""A training loss a client sends up beside its model (FedGWC's per step, OCFL's late client's per cluster): a float32."""
+
+
 class Strategy(Plugin, ABC):
     """Base class of every CFL method. Constructor holds hyper-parameters (scikit-learn style);
     ``setup`` receives the run's context; everything learned lives in ``state_dict()``.

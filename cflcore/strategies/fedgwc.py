@@ -90,12 +90,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..plugin import Population
-from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, Traffic, register_strategy
+from .base import (LOSS_BYTES, ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, Traffic,
+                   register_strategy)
 from ._common import as_int_list, labels_tensor
 
 _STREAM_SAMPLE, _STREAM_SPECTRAL = 0x6A5, 0x6C
-LOSS_BYTES = 4
-"""One step's training loss, sent up beside the model: a float32."""
 
 TEXT_READINGS: dict[str, Any] = {
     "upv": "rows", "minmax": False, "labels": "kmeans", "db_on": "affinity", "db_strict": False, "n_range": "n_max",
