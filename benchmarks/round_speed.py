@@ -207,6 +207,7 @@ class TorchOptimTrainer(LoopTrainer):
     """Ablation "fused optimiser off": torch.optim.SGD (single-tensor path) and zero_grad/backward."""
 
     keeps_optimizer_state = False  # a fresh torch.optim.SGD per client and round
+    stops_early = False  # its _train_client takes no steps (engine.stragglers)
 
     def _train_client(self, start, client, seed):  # the engine's per-client step (losses left on the device)
         self.model_layout.load(self.model, start)

@@ -318,3 +318,38 @@ def naming_fields() -> dict[str, str]:
         "report.cross_paper.settings": "Its keys name splits of the study (`study.splits`, or a swept split's base name)",
         "report.cross_paper.settings.<name>.home": "Names a home: " + ", ".join(declared_homes()),
     }
+
+
+def check_availability(availability: Mapping[str, Any], rounds: int, n_groups: int | None, field: str,
+                       where: str) -> None:
+    """``engine.availability`` (cflcore/fl/participation.py; its defaults filled) against a run's rounds and its split's groups
+    (``n_groups``: None where the data decides them): ``group_rates`` one per group, ``quiet`` windows inside the run
+    and naming groups there are, mode ``label`` naming classes, and no round in which no client can show up (every
+    group's rate 0 or every group quiet). ``field``: where the block was set; ``where``: the run, for the message."""
+    mode = availability["mode"]
+    if mode == "label" and not availability["classes"]:
+        raise ConfigError(f"{field}.classes: [] names no class for mode label ({where}); allowed: one class or more")
+    if mode != "group":
+        return
+    rates = [float(r) for r in availability["group_rates"]]
+    quiet = [(int(w["group"]), int(w["rounds"][0]), int(w["rounds"][1])) for w in availability["quiet"]]
+    for i, (g, first, last) in enumerate(quiet):
+        if not first <= last < rounds:
+            raise ConfigError(f"{field}.quiet[{i}].rounds: [{first}, {last}] is not a stretch of this run's {rounds} "
+                              f"rounds ({where}); allowed: [first, last] with 0 <= first <= last <= {rounds - 1}")
+        if n_groups is not None and g >= n_groups:
+            raise ConfigError(f"{field}.quiet[{i}].group: {g} is not a group of the split ({where}, {n_groups} groups); "
+                              f"allowed: 0..{n_groups - 1}")
+    if n_groups is not None and rates and len(rates) != n_groups:
+        raise ConfigError(f"{field}.group_rates: {len(rates)} rates for the split's {n_groups} groups ({where}); "
+                          f"allowed: [] or {n_groups} rates in [0, 1]")
+    groups = n_groups if n_groups is not None else len(rates) or None
+    if groups is None:
+        return
+    rate = rates or [1.0] * groups
+    for rnd in range(rounds):
+        silent = {g for g, first, last in quiet if first <= rnd <= last}
+        if all(rate[g] == 0 or g in silent for g in range(groups)):
+            raise ConfigError(f"{field}: round {rnd} leaves no client able to show up ({where}: group rates {rate}, "
+                              f"quiet groups {sorted(silent)}); allowed: a group with a rate above 0 outside its quiet "
+                              f"windows in every round")

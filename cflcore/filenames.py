@@ -20,9 +20,10 @@ HISTORY = "history.parquet"
 SERVER = "server.parquet"
 GRAM = "gram.parquet"
 DIVERGENCE = "divergence.parquet"
+TRAFFIC = "traffic.parquet"
 MODELS = "models.pt"
 STATUS = "status.json"
-RUN_TABLES = (HISTORY, SERVER, GRAM, DIVERGENCE)
+RUN_TABLES = (HISTORY, SERVER, GRAM, DIVERGENCE, TRAFFIC)
 RUN_OUTPUTS = (*RUN_TABLES, MODELS, STATUS)
 # a run's files that no rule declares, so they never change a rerun decision: the live per-round record
 # (cflcore.fl.progress), the failed attempts (cflcore.stages.failed_attempts) and the checkpoints (cflcore.fl.checkpoint)

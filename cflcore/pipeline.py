@@ -21,7 +21,7 @@ from typing import Mapping
 
 _SCENARIO = ("dataset", "split", "clients", "seed")
 _RUN = (*_SCENARIO, "algorithm")
-_RUN_FILES = ("history", "server", "gram", "divergence", "models", "status")
+_RUN_FILES = ("history", "server", "gram", "divergence", "traffic", "models", "status")
 
 JOB_SETS = {
     "datasets": "one job per dataset of the study",

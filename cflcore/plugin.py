@@ -31,8 +31,31 @@ def _path(err: "jsonschema.ValidationError") -> str:
     return ".".join(str(p) for p in err.absolute_path) or "<config>"
 
 
+def _alternative(schema: Mapping[str, Any]) -> str | None:
+    """One alternative of a ``oneOf`` / ``anyOf`` in words (a constant, null, a bounded number), or None."""
+    if "const" in schema:
+        return repr(schema["const"])
+    kind = schema.get("type")
+    if kind == "null":
+        return "null"
+    if kind in ("number", "integer"):
+        lo = ("(", schema["exclusiveMinimum"]) if "exclusiveMinimum" in schema else ("[", schema.get("minimum"))
+        hi = (")", schema["exclusiveMaximum"]) if "exclusiveMaximum" in schema else ("]", schema.get("maximum"))
+        name = "a number" if kind == "number" else "an integer"
+        if lo[1] is not None and hi[1] is not None:
+            return f"{name} in {lo[0]}{lo[1]}, {hi[1]}{hi[0]}"
+        if lo[1] is not None:
+            return f"{name} {'>' if lo[0] == '(' else '>='} {lo[1]}"
+        return name if hi[1] is None else f"{name} {'<' if hi[0] == ')' else '<='} {hi[1]}"
+    return None
+
+
 def _describe(err: "jsonschema.ValidationError") -> str:
     field = _path(err)
+    if err.validator in ("oneOf", "anyOf"):
+        alternatives = [_alternative(a) for a in err.validator_value]
+        if all(alternatives):
+            return f"{field}: {err.instance!r} is not allowed; allowed: {' or '.join(alternatives)}"  # type: ignore[arg-type]
     if err.validator == "enum":
         return f"{field}: {err.instance!r} is not allowed; allowed: {', '.join(map(str, err.validator_value))}"
     if err.validator == "additionalProperties":

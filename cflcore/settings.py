@@ -145,6 +145,31 @@ class PersonalisationSettings(_Block):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class AvailabilitySettings(_Block):
+    """``engine.availability``: which clients can take part in a round (cflcore.fl.participation)."""
+
+    FIELD: ClassVar[str] = "engine.availability"
+    mode: Literal["uniform", "group", "label", "markov"] = "uniform"
+    group_rates: tuple[float, ...] = ()
+    quiet: tuple[Mapping[str, Any], ...] = ()
+    classes: tuple[int, ...] = ()
+    beta: float = 0.5
+    p_on: float = 0.5
+    p_off: float = 0.5
+    _source: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StragglerSettings(_Block):
+    """``engine.stragglers``: sampled clients that make only part of their local steps (cflcore.fl.participation)."""
+
+    FIELD: ClassVar[str] = "engine.stragglers"
+    share: None | float = None
+    min_steps: int = 1
+    _source: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class EngineSettings(_Block):
     """The ``engine`` block (cflcore.fl.engine, cflcore.fl.run)."""
 
@@ -158,6 +183,8 @@ class EngineSettings(_Block):
     proximal_mu: float = 0.0
     aggregation: Literal["unweighted", "weighted"] = "unweighted"
     participation: float = 1.0
+    availability: AvailabilitySettings = dataclasses.field(default_factory=AvailabilitySettings)
+    stragglers: StragglerSettings = dataclasses.field(default_factory=StragglerSettings)
     personalisation: PersonalisationSettings = dataclasses.field(default_factory=PersonalisationSettings)
     eval_every: int = 1
     checkpoint_every: int = 5

@@ -25,6 +25,10 @@ COMMAND = "python -m cflcore.settings_source"
 BLOCKS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("PersonalisationSettings", "engine.personalisation",
      "``engine.personalisation``: pFedMe / Per-FedAvg (cflcore.fl.personal).", ()),
+    ("AvailabilitySettings", "engine.availability",
+     "``engine.availability``: which clients can take part in a round (cflcore.fl.participation).", ()),
+    ("StragglerSettings", "engine.stragglers",
+     "``engine.stragglers``: sampled clients that make only part of their local steps (cflcore.fl.participation).", ()),
     ("EngineSettings", "engine", "The ``engine`` block (cflcore.fl.engine, cflcore.fl.run).", ()),
     ("TrainingSettings", "datasets.*",
      "A dataset's training recipe: its ``datasets.*`` keys less :data:`NOT_TRAINING`.", NOT_TRAINING),

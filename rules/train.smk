@@ -18,7 +18,7 @@ rule train:
         assignments=lay.split_file(RESULTS, SCENARIO, fn.ASSIGNMENTS),
         manifest=lay.split_file(RESULTS, SCENARIO, fn.MANIFEST),
     output:
-        # history, server, gram, divergence, models, status: cflcore.filenames.RUN_OUTPUTS, named by their stems
+        # history, server, gram, divergence, traffic, models, status: cflcore.filenames.RUN_OUTPUTS, named by their stems
         **lay.run_outputs(RESULTS, RUN),
     log:
         lay.log_file(RESULTS, "train", RUN),

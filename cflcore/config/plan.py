@@ -228,6 +228,30 @@ def run_training(cfg: Mapping[str, Any], dataset: str, algorithm: str) -> dict[s
             **(run_variant(cfg, dataset, algorithm).get("training") or {})}
 
 
+ENGINE_OMITTED_AT_DEFAULT = ("availability", "stragglers", "conv_form", "fc_tf32")
+"""Engine options left out of a run's settings while they hold their schema default (federations that move,
+cflcore/fl/participation.py; the vectorised trainer's convolution form and the Linear layers' TF32, docs/gpu.md): a run
+without them keeps the settings of earlier versions, so its params and its checkpoints' config hash do not move; the
+typed settings fill the default back (cflcore.settings). A value other than the default is in the run's identity."""
+
+
+def _engine_identity(engine: Mapping[str, Any]) -> dict[str, Any]:
+    """``engine`` less the :data:`ENGINE_OMITTED_AT_DEFAULT` options that hold their default (a block: every key at
+    its default; a value: the schema's)."""
+    out = dict(engine)
+    scalars = config_defaults("engine")
+    for key in ENGINE_OMITTED_AT_DEFAULT:
+        if key not in out:
+            continue
+        if isinstance(scalars.get(key), dict) or isinstance(out[key], dict) or out[key] is None:
+            defaults = config_defaults(f"engine.{key}")
+            if {**defaults, **(out[key] or {})} == defaults:
+                del out[key]
+        elif out[key] == scalars.get(key):
+            del out[key]
+    return out
+
+
 def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: str | None = None) -> dict[str, Any]:
     """Everything a ``train`` job depends on besides its input files (the split); ``device`` as
     :func:`device_identity` gives it, so that moving a study from ``cuda:0`` to ``cuda:1`` reruns nothing.
@@ -247,7 +271,7 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: st
         variant["participation"] = setting["participation"]
     return {
         "training": training,
-        "engine": engine,
+        "engine": _engine_identity(engine),
         "algorithm": variant,
         "device": device_identity(cfg["device"]),
     }

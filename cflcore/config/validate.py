@@ -29,7 +29,8 @@ import copy
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..config_checks import REFUSE, WARN, check_cross_references, check_data_requests, check_drift_rounds, entry_field
+from ..config_checks import (REFUSE, WARN, check_cross_references, check_data_requests,
+                             check_drift_rounds, entry_field)
 from ..defaults import schema_defaults
 from ..errors import ConfigError
 from ..federation import FEDERATION_KEY
@@ -41,6 +42,7 @@ from ..plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, check_fin
 from ..registry import declared_names
 from ..settings import training_schema
 from ..sweep_expansion import expand_sweeps
+from .run_checks import check_runs
 from .load import BASE_CONFIG, deep_update, load_schema, read_config_file
 from .plan import (DECLARED_INPUTS_KEY, OWN_CLUSTERERS_KEY, SPLIT_STUDY_KEYS, STUDY_KEYS, WHATIF_IMPORT_PATH,
                    data_settings, federation_split, own_clusterer, run_settings, run_training, run_variant, scenarios, split_settings,
@@ -393,55 +395,7 @@ def _check_study(cfg: Mapping[str, Any]) -> None:
         if n not in counts:
             raise ConfigError(f"study.explain.clients[{i}]: {n} is not a client count of the study, so nothing is "
                               f"explained for it; allowed: {', '.join(map(str, counts))}")
-    for scenario, algorithm in runs:
-        _check_participation(cfg, scenario, algorithm)
-        _check_kept_optimizer_state(cfg, scenario, algorithm)
-
-
-def _check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], algorithm: str) -> None:
-    """The engine samples round(participation × clients) clients a round (cflcore.fl.engine.sample_clients): that must
-    be at least one, or the run would silently train one client where the config asks for none."""
-    d, sp, n = scenario["dataset"], scenario["split"], int(scenario["clients"])
-    p = float(run_settings(cfg, d, algorithm, sp)["engine"]["participation"])
-    if p >= 1.0 or round(p * n) >= 1:
-        return
-    override = (cfg["datasets"][d].get("algorithm_params") or {}).get(algorithm) or {}
-    if "participation" in (override.get("engine") or {}):
-        field = f"datasets.{d}.algorithm_params.{algorithm}.engine.participation"
-    elif "participation" in (cfg["algorithms"][algorithm].get("engine") or {}):
-        field = f"{entry_field(cfg, 'algorithms', algorithm)}.engine.participation"
-    elif "participation" in cfg["splits"][sp]:
-        field = f"{entry_field(cfg, 'splits', sp)}.participation"
-    else:
-        field = "engine.participation"
-    raise ConfigError(f"{field}: {p} samples no client of {n} (round({p} × {n}) = 0; run {d}/{sp}/{algorithm}); "
-                      f"allowed: a participation above {0.5 / n:.4g} with {n} clients")
-
-
-def kept_state_trainer(engine: Mapping[str, Any]) -> str | None:
-    """Why a run with ``optimizer_state: kept`` cannot keep its clients' optimiser states, or None where it can: the
-    trainer that would run it (cflcore.fl.run.build_engine) must take them. The loop and vmap trainers do; the
-    personalisation trainer (cflcore.fl.personal) starts every inner problem's optimiser afresh."""
-    kind = (engine.get("personalisation") or {}).get("kind", "none")
-    if kind != "none":
-        return f"engine.personalisation.kind {kind} (its trainer starts every inner problem afresh)"
-    return None
-
-
-def _check_kept_optimizer_state(cfg: Mapping[str, Any], scenario: Mapping[str, Any], algorithm: str) -> None:
-    """A run whose recipe keeps its clients' optimiser states (``optimizer_state: kept``) needs a trainer that takes
-    them (:func:`kept_state_trainer`); refused here, before any job, as the run itself would refuse it."""
-    d, sp = scenario["dataset"], scenario["split"]
-    settings = run_settings(cfg, d, algorithm, sp)
-    if settings["training"].get("optimizer_state") != "kept":
-        return
-    reason = kept_state_trainer(settings["engine"])
-    if reason is None:
-        return
-    own = "optimizer_state" in (run_variant(cfg, d, algorithm).get("training") or {})
-    field = f"{entry_field(cfg, 'algorithms', algorithm)}.training.optimizer_state" if own else f"datasets.{d}.optimizer_state"
-    raise ConfigError(f"{field}: kept cannot run with {reason} (run {d}/{sp}/{algorithm}); allowed: per_round, or "
-                      f"kept with engine.personalisation.kind none")
+    check_runs(cfg, runs)
 
 
 def check_feasible(cfg: Mapping[str, Any], missing_data: str = WARN, external: bool = True) -> None:

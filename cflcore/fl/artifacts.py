@@ -82,8 +82,24 @@ GLOBAL_COLUMNS = ("global_loss", "global_acc", "global_f1", "global_bacc", "glob
 SERVER_COLUMNS = ["round", "n_clusters", "clustered_now", "temperature", "mean_train_loss", "mean_local_f1", "seconds"]
 
 
+MOVING_COLUMNS = [("present", pa.bool_()), ("steps", pa.int32())]
+"""history.parquet's columns where ``engine.availability`` or ``engine.stragglers`` is on (cflcore.fl.participation):
+whether the client was available that round, and the local steps it made (null where it did not train). A run without
+them writes the columns of earlier versions, byte for byte."""
+TRAFFIC_SCHEMA = pa.schema([("round", pa.int32()), ("bytes_down", pa.int64()), ("bytes_up", pa.int64())])
+"""traffic.parquet: per round, the bytes the method sent to the sampled clients and got back (Strategy.traffic)."""
+
+
 def history_table(rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.Table.from_pylist([{k: r.get(k) for k in HISTORY_SCHEMA.names} for r in rows], schema=HISTORY_SCHEMA)
+    schema = HISTORY_SCHEMA
+    if rows and "present" in rows[0]:
+        schema = pa.schema([*HISTORY_SCHEMA, *(pa.field(n, t) for n, t in MOVING_COLUMNS)])
+    return pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
+
+
+def traffic_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """traffic.parquet from the server rows (:data:`TRAFFIC_SCHEMA`)."""
+    return pa.Table.from_pylist([{"round": r["round"], **r["traffic"]} for r in rows], schema=TRAFFIC_SCHEMA)
 
 
 def _diag_column(values: list[Any]) -> pa.Array:
@@ -129,6 +145,7 @@ def write_outputs(engine: Any, state: EngineState, out_dir: Path, last_round: in
     write_parquet(history_table(state.history), out_dir / fn.HISTORY)
     write_parquet(server_table(state.server_rows), out_dir / fn.SERVER)
     write_parquet(matrix_table(state.gram_rows), out_dir / fn.GRAM)
+    write_parquet(traffic_table(state.server_rows), out_dir / fn.TRAFFIC)
     if state.divergence_rows:
         write_parquet(matrix_table(state.divergence_rows), out_dir / fn.DIVERGENCE)
     specs = engine.strategy.personalised(state.models)

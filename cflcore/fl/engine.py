@@ -44,25 +44,18 @@ from .flat_params import ModelLayout, Partition
 from .optim import OptimizerState, round_lr
 from .personal import Personalisation
 from .server import ServerOptimizer, aggregate_cluster, rows_mean, weighted_mean
+from .participation import _STREAM_SAMPLE, ClientAvailability, local_steps, sample_available, sample_clients  # noqa: F401
+from .participation import straggler_steps
 from .streams import train_seed
 from .trainers import derive_seed
 
-_STREAM_SAMPLE, _STREAM_ADAPT = 0x5A, 0xAD  # the round sample, Per-FedAvg adaptation; local training: cflcore.fl.streams
+_STREAM_ADAPT = 0xAD  # Per-FedAvg adaptation; the round sample: cflcore.fl.participation; local training: cflcore.fl.streams
 
 
 
 # ---------------------------------------------------------------------------------------------
 # Small pure helpers
 # ---------------------------------------------------------------------------------------------
-def sample_clients(seed: int, rnd: int, n_clients: int, participation: float) -> np.ndarray:
-    """Sorted ids of the clients taking part in round ``rnd``: depends only on (seed, round)."""
-    if participation >= 1.0:
-        return np.arange(n_clients)
-    m = max(1, int(round(participation * n_clients)))
-    rng = np.random.default_rng([seed, _STREAM_SAMPLE, rnd])
-    return np.sort(rng.choice(n_clients, size=m, replace=False))
-
-
 def gram_temperature(gram: torch.Tensor, p: float = 2.0) -> float | None:
     """Clustering temperature T = ||Gamma||_p / lambda (000 Def. 7, eq. 9) from the round's one Gram product
     (cflcore.clustering.divergence, the single implementation the strategies and the what-if replay use too);
@@ -123,6 +116,19 @@ class Engine:
     log: logging.Logger
     buffer: torch.Tensor | None = None  # the round buffer (round_buffer), reused across rounds
     personal: Personalisation | None = None  # engine.personalisation (None: the method's own local training)
+    availability: ClientAvailability | None = None  # engine.availability (None: everyone, every round)
+
+    @property
+    def moving(self) -> bool:
+        """Whether availability or stragglers are on: history.parquet then records ``present`` and ``steps``."""
+        eng = self.settings.engine
+        return (self.availability is not None and not self.availability.uniform) or eng.stragglers.share is not None
+
+    @property
+    def model_bytes(self) -> int:
+        """The bytes of one model sent over the wire: its shared part and the BN buffers aggregated outside the deltas
+        (a FedBN client's own tensors never leave it), at the run's dtype."""
+        return (len(self.part.shared) + len(self.part.extra)) * (torch.finfo(self.dtype).bits // 8)
 
     def hardware(self) -> dict[str, Any]:
         """status.json's ``hardware``: cflcore.fl.device.device_report plus the resolved ``memory_budget_mb``, the
@@ -238,12 +244,15 @@ class Engine:
         t0 = time.perf_counter()
         self.fed = self.fed.at_round(rnd)  # a drift schedule's round view (cflcore.data.federated); static: itself
         eng, fed = self.settings.engine, self.fed
-        sampled = sample_clients(self.seed, rnd, fed.n_clients, eng.participation)
+        present = None if self.availability is None or self.availability.uniform else self.availability.present(rnd)
+        sampled = (sample_clients(self.seed, rnd, fed.n_clients, eng.participation) if present is None
+                   else sample_available(self.seed, rnd, present, eng.participation))
         sampled = np.asarray(self.strategy.select_clients(rnd, sampled), dtype=np.int64)
         if sampled.size == 0 or np.any(np.diff(sampled) <= 0) or sampled[0] < 0 or sampled[-1] >= fed.n_clients:
             raise CflError(f"strategy {self.strategy.registered_name!r}: select_clients() must return sorted, distinct "
                            f"client ids in 0..{fed.n_clients - 1}; got {sampled.tolist()}")
         evaluate = self.make_evaluate(state)
+        n_offered = len(state.models)  # the models the server holds when the clients are configured
         specs = self.strategy.configure(rnd, sampled, evaluate, {c: m.clone() for c, m in state.models.items()})
         self.check_specs(specs, sampled, state, "configure")
         start_of = self.start_rows(state, [specs[int(c)] for c in sampled], sampled)
@@ -255,6 +264,11 @@ class Engine:
             self.trainer.set_lr(round_lr(training.lr, training.lr_decay, rnd))
         kept = ({"optimizer_states": [state.client_optimizer.setdefault(int(c), OptimizerState()) for c in sampled]}
                 if training.optimizer_state == "kept" else {})  # each client's own, continued in place
+        steps = straggler_steps(eng.stragglers, self.seed, rnd, fed.n_clients, sampled,
+                                [local_steps(fed.clients[int(c)].n_train, training.batch_size, training.local_epochs)
+                                 for c in sampled])
+        if steps is not None:  # engine.stragglers (cflcore.fl.participation): each client's steps this round
+            kept["steps"] = steps
         result = self.trainer.train(buffer, [fed.clients[int(c)] for c in sampled],
                                     [train_seed(self.seed, rnd, int(c)) for c in sampled], buffer, **kept)
         for c, losses in zip(sampled, result.step_losses):
@@ -281,6 +295,7 @@ class Engine:
         updates = RoundUpdates(rnd, sampled, deltas, starts, list(result.step_losses), n_samples, evaluate, previous,
                                shared_gram=gram, materialise=materialise)
         res = self.strategy.aggregate(updates)
+        traffic = self.strategy.traffic(updates, self.model_bytes, n_offered)  # what the round sent (bytes)
         updates.materialise = None  # a strategy that kept ``updates`` cannot turn the buffer into deltas later
         temp = gram_temperature(gram)  # the round's one Gram product (000 eq. 9), as recorded
         del updates, deltas, starts
@@ -304,6 +319,11 @@ class Engine:
         self.record_matrices(state, rnd, sampled, gram, res.divergence)
         do_eval = rnd % eng.eval_every == 0 or rnd == n_rounds - 1
         rows = self.evaluate_round(state, rnd, sampled, result.step_losses, do_eval, labels, absent)
+        if self.moving:  # who was available, and the steps each trained client made (the engine's, not the strategy's)
+            done = {int(c): len(ls) for c, ls in zip(sampled, result.step_losses)}
+            available = np.ones(fed.n_clients, dtype=bool) if present is None else present
+            for r in rows:
+                r["present"], r["steps"] = bool(available[r["client"]]), done.get(r["client"])
         state.history.extend(rows)
         train_losses = [r["train_loss"] for r in rows if r["train_loss"] is not None]
         f1s = [r["local_f1"] for r in rows if r["local_f1"] is not None]
@@ -311,6 +331,7 @@ class Engine:
                "clustered_now": not same_partition(labels, previous.labels), "temperature": temp,
                "mean_train_loss": float(np.mean(train_losses)), "mean_local_f1": float(np.mean(f1s)) if f1s else None,
                "seconds": time.perf_counter() - t0,
+               "traffic": {"bytes_down": int(traffic.down), "bytes_up": int(traffic.up)},
                "diagnostics": {str(k): plain(v) if np.isscalar(v) or v is None else canonical_json(v) for k, v in res.diagnostics.items()}}
         state.server_rows.append(row)
         state.labels = labels

@@ -140,6 +140,7 @@ class PersonalTrainer(LoopTrainer):
     """The loop trainer's module, data and seeded batch stream with pFedMe's or Per-FedAvg's client update."""
 
     keeps_optimizer_state = False  # its inner problems start their optimiser afresh (optimizer_state per_round)
+    stops_early = False  # its steps are pFedMe's / Per-FedAvg's, not the stragglers' (engine.stragglers)
 
     def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device,
                  personal: Personalisation):

@@ -40,6 +40,7 @@ from ..strategies.base import Strategy, StrategyContext
 from .flat_params import ModelLayout, Partition
 from .personal import Personalisation, PersonalTrainer
 from .progress import Monitor, ProgressRecord, round_record
+from .participation import ClientAvailability
 from .server import ServerOptimizer
 from .streams import STREAM_TRAIN as _STREAM_TRAIN, train_seed  # noqa: F401 - the tests' name
 from .spec import resolved_engine, train_spec
@@ -73,6 +74,20 @@ def job_device(settings: RunSettings, device: str | None) -> str:
         raise ConfigError(f"device: {device!r} does not match the run settings' device {identity!r}; allowed: "
                           f"{identity!r} or, for cuda, any cuda:N")
     return str(device)
+
+
+def run_groups(fed: FederatedData) -> np.ndarray:
+    """Each client's ground-truth group (the split's clusters; everyone in group 0 where the split records none): what
+    ``engine.availability``'s group mode reads, the simulation's fact, never a strategy's."""
+    truth = np.asarray(fed.true_clusters, dtype=np.int64)
+    return truth if len(truth) == fed.n_clients else np.zeros(fed.n_clients, dtype=np.int64)
+
+
+def label_share(fed: FederatedData, classes: Sequence[int]) -> np.ndarray:
+    """Each client's share of training samples whose label is in ``classes`` (``engine.availability`` mode label)."""
+    wanted = torch.as_tensor(sorted(int(c) for c in classes), dtype=torch.long)
+    return np.asarray([float(torch.isin(c.y_train.cpu().long(), wanted).double().mean()) if c.n_train else 0.0
+                       for c in fed.clients])
 
 
 def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, seed: int, log: logging.Logger, *,
@@ -115,6 +130,9 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, 
         raise ConfigError(f"datasets.*.optimizer_state: kept needs a trainer that keeps the clients' optimiser states "
                           f"(engine.trainer loop, vmap or auto) and no engine.personalisation; this run trains with "
                           f"{type(trainer).__name__}")
+    if eng.stragglers.share is not None and not trainer.stops_early:
+        raise ConfigError(f"engine.stragglers.share: {eng.stragglers.share} needs engine.trainer loop or vmap and no "
+                          f"engine.personalisation; this run trains with {type(trainer).__name__}")
     evaluator = Evaluator(make(0), model_layout, device, dtype, bf16=spec.precision == "bf16", channels_last=spec.channels_last)
     strategy.setup(StrategyContext(n_clients=fed.n_clients, n_params=len(part.shared), seed=int(seed), device=device,
                                    participation=eng.participation, n_true_clusters=fed.n_true_clusters, dtype=dtype,
@@ -128,10 +146,12 @@ def build_engine(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, 
                         np.asarray(strategy.assignment.labels, dtype=np.int64))
     server = ServerOptimizer(kind=eng.server_optimizer, lr=eng.server_lr, betas=eng.server_betas, eps=eng.server_eps,
                              momentum=eng.server_momentum)
+    availability = None if eng.availability.mode == "uniform" else ClientAvailability(
+        eng.availability, int(seed), run_groups(fed), label_share(fed, eng.availability.classes))
     engine = Engine(fed=fed.to(device), settings=replace(settings, engine=eng), seed=int(seed), device=device,
                     strategy=strategy, model_layout=model_layout, part=part, trainer=trainer, evaluator=evaluator,
                     server=server, model_name=model_name, model_kwargs=model_kwargs, template=template, dtype=dtype,
-                    log=log, personal=personal if personal.active else None)
+                    log=log, personal=personal if personal.active else None, availability=availability)
     return engine, state
 
 
@@ -155,6 +175,10 @@ def train_run(fed: FederatedData, settings: Mapping[str, Any] | RunSettings, see
     chash = config_hash(settings, seed, fed)
     kind = device_kind(engine.device)
     ck = load_latest(out_dir, chash, log, kind)
+    if ck is not None and not all("traffic" in r for r in ck["server_rows"]):
+        # written before traffic.parquet existed (the same settings hash): its rounds' bytes are unknown, start afresh
+        log.info("checkpoint round %d predates traffic.parquet: starting from round 0", int(ck["round"]))
+        ck = None
     if ck is not None:
         state = state_from_checkpoint(ck, engine.device, engine.dtype)
         engine.strategy.load_state_dict(ck["strategy"])

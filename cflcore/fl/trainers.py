@@ -172,6 +172,9 @@ class Trainer(ABC):
 
     keeps_optimizer_state: ClassVar[bool] = False
     """Whether :meth:`train` takes the clients' kept optimiser states (a recipe's ``optimizer_state: kept``)."""
+    stops_early: ClassVar[bool] = False
+    """Whether :meth:`train` takes ``steps``, each client's number of local steps this round (``engine.stragglers``,
+    cflcore.fl.participation): a straggler makes the first of the steps it would have made, then stops."""
 
     def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device):
         self.model = model.to(device=device, dtype=spec.dtype)
@@ -229,6 +232,7 @@ class LoopTrainer(Trainer):
     """
 
     keeps_optimizer_state = True
+    stops_early = True
 
     def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device):
         super().__init__(model, model_layout, spec, device)
@@ -259,10 +263,11 @@ class LoopTrainer(Trainer):
         return vector, host_losses([losses])[0]
 
     def _train_client(self, start: torch.Tensor, client: ClientData, seed: int,
-                      state: OptimizerState | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                      state: OptimizerState | None = None, steps: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """:meth:`train_client` with the losses left on the device (a round fetches them once, :func:`host_losses`);
         what :meth:`train` calls, so a subclass that trains a client its own way overrides this. ``state``: the
-        client's kept optimiser state, continued and updated in place (None: a fresh one)."""
+        client's kept optimiser state, continued and updated in place (None: a fresh one); ``steps``: stop after that
+        many local steps (a straggler; None: all of them)."""
         model, spec = self.model, self.spec
         self.model_layout.load(model, start)
         state = OptimizerState() if state is None else state
@@ -275,20 +280,27 @@ class LoopTrainer(Trainer):
                 grads = proximal_grads(list(torch.autograd.grad(loss, self.params)), self.params, anchors, spec.proximal_mu)
                 optimizer_step(spec.optimizer, self.params, grads, state)
                 losses.append(loss.detach())
+                if len(losses) == steps:
+                    break
+            if len(losses) == steps:
+                break
         for m in self.dropouts:
             m.mask_source = None
         return self.model_layout.flatten(model), torch.stack(losses)
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
-              out: torch.Tensor | None = None, optimizer_states: Sequence[OptimizerState] | None = None) -> TrainResult:
+              out: torch.Tensor | None = None, optimizer_states: Sequence[OptimizerState] | None = None,
+              steps: Sequence[int] | None = None) -> TrainResult:
         self.model.train()
         if out is None:
             out = torch.empty(starts.shape, dtype=self.spec.dtype, device=self.device)
         all_losses: list[torch.Tensor] = []
         for i, (client, seed) in enumerate(zip(clients, client_seeds)):
             # a subclass that trains a client its own way (its _train_client takes no state) keeps no state either
-            out[i], losses = (self._train_client(starts[i], client, seed) if optimizer_states is None
-                              else self._train_client(starts[i], client, seed, optimizer_states[i]))
+            kwargs = {} if optimizer_states is None else {"state": optimizer_states[i]}
+            if steps is not None:  # stragglers (cflcore.fl.participation)
+                kwargs["steps"] = steps[i]
+            out[i], losses = self._train_client(starts[i], client, seed, **kwargs)
             all_losses.append(losses)
         return TrainResult(out, host_losses(all_losses))
 
@@ -319,6 +331,7 @@ class VmapTrainer(Trainer):
     """
 
     keeps_optimizer_state = True
+    stops_early = True
 
     def __init__(self, model: nn.Module, model_layout: ModelLayout, spec: TrainSpec, device: torch.device):
         super().__init__(model, model_layout, spec, device)
@@ -377,7 +390,8 @@ class VmapTrainer(Trainer):
         return self.chunk_plan(n_clients).clients_per_chunk
 
     def train(self, starts: torch.Tensor, clients: Sequence[ClientData], client_seeds: Sequence[int],
-              out: torch.Tensor | None = None, optimizer_states: Sequence[OptimizerState] | None = None) -> TrainResult:
+              out: torch.Tensor | None = None, optimizer_states: Sequence[OptimizerState] | None = None,
+              steps: Sequence[int] | None = None) -> TrainResult:
         if out is None:
             out = starts.to(device=self.device, dtype=self.spec.dtype).clone()
         elif out is not starts:
@@ -385,13 +399,14 @@ class VmapTrainer(Trainer):
         if self._feature_shapes is None:
             self._probe(self.client_tensors(clients[0])[0])
         losses: list[torch.Tensor] = []
-        steps = max(self.spec.local_epochs * -(-c.n_train // self.spec.batch_size) for c in clients)
-        self.last_plan = self.chunk_plan(len(clients), steps)
+        most = max(self.spec.local_epochs * -(-c.n_train // self.spec.batch_size) for c in clients)
+        self.last_plan = self.chunk_plan(len(clients), most)
         size = self.last_chunk_size = self.last_plan.clients_per_chunk
         for lo in range(0, len(clients), size):
             hi = min(lo + size, len(clients))
             kept = None if optimizer_states is None else optimizer_states[lo:hi]
-            losses += self._train_chunk(out[lo:hi], clients[lo:hi], client_seeds[lo:hi], kept)
+            losses += self._train_chunk(out[lo:hi], clients[lo:hi], client_seeds[lo:hi], kept,
+                                        None if steps is None else steps[lo:hi])
         return TrainResult(out, host_losses(losses))
 
     def _schedule(self, client: ClientData, seed: int) -> list[tuple[torch.Generator, torch.Tensor]]:
@@ -404,7 +419,8 @@ class VmapTrainer(Trainer):
         return steps
 
     def _train_chunk(self, mat: torch.Tensor, clients: Sequence[ClientData], seeds: Sequence[int],
-                     kept: Sequence[OptimizerState] | None = None) -> list[torch.Tensor]:
+                     kept: Sequence[OptimizerState] | None = None,
+                     steps: Sequence[int] | None = None) -> list[torch.Tensor]:
         k = len(clients)
         rows, buffers = self.model_layout.split_rows(mat)
         self._rows_on_device: dict[tuple[int, ...], torch.Tensor] = {}
@@ -414,6 +430,8 @@ class VmapTrainer(Trainer):
         names = list(params)
         state = stack_states(self.spec.optimizer, params, kept)
         schedules = [self._schedule(c, s) for c, s in zip(clients, seeds)]
+        if steps is not None:  # stragglers: the first steps of each schedule (its later clients leave the active set)
+            schedules = [sched[:n] for sched, n in zip(schedules, steps)]
         data = [self.client_tensors(c) for c in clients]
         anchors = {n: params[n].clone() for n in names} if self.spec.proximal_mu else {}  # FedProx's w_start
         losses: list[list[torch.Tensor]] = [[] for _ in range(k)]

@@ -165,6 +165,8 @@ OUTPUTS: dict[str, ReportOutput] = {o.kind: o for o in (
     _table("sweep_scores", "figures", "sweeps", "Factor sweeps", "final scores per swept value: mean, std, seeds"),
     _figures("louvain_groups", "figures", "sweeps", "", (*_CLIENTS, "split")),
     _figures("fedgwc", "figures", "fedgwc", "", (*_CLIENTS, "run and figure")),
+    _figures("accuracy_per_megabyte", "figures", "traffic", "Accuracy against cumulative megabytes sent, per method",
+             (*_CLIENTS, "split")),
     # ---- part "whatif" (its folder also holds whatif_delay.csv) ----
     _figures("whatif_heatmap", "whatif", "whatif",
              "What-if clustering: ARI per clusterer and round (trigger vs earliest separable round)", _SCENARIO),

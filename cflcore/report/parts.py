@@ -162,6 +162,12 @@ def _fedgwc(inputs: ReportInputs) -> list[dict[str, Any]]:
     return write_fedgwc_figures(inputs.loaded, inputs.out_dir, inputs.entry)
 
 
+def _traffic(inputs: ReportInputs) -> list[dict[str, Any]]:
+    from .traffic_figures import write_traffic_figures
+
+    return write_traffic_figures(inputs.loaded, inputs.out_dir, inputs.entry)
+
+
 def _whatif(inputs: ReportInputs) -> list[dict[str, Any]]:
     from .build import write_whatif_figures
 
@@ -196,7 +202,7 @@ def _explain(inputs: ReportInputs) -> list[dict[str, Any]]:
 WRITERS: dict[str, Callable[[ReportInputs], list[dict[str, Any]]]] = {
     "tables": _tables, "scl_epsilons": _scl_epsilons, "paper_tables": _paper_tables,
     "cross_paper": _cross_paper, "missing_runs": _missing_runs, "hardware": _hardware, "run_figures": _run_figures, "sweeps": _sweeps,
-    "fedgwc": _fedgwc, "whatif": _whatif, "late_clients": _late_clients, "explain": _explain,
+    "fedgwc": _fedgwc, "traffic": _traffic, "whatif": _whatif, "late_clients": _late_clients, "explain": _explain,
 }
 """writer name (catalogue) -> the function that writes its kinds and returns their index entries. The
 ``benchmarks`` writer is rule ``report``'s own (:func:`gather`, written last)."""

@@ -63,6 +63,7 @@ class LoadedRun:
     manifest: Mapping[str, Any]
     whatif: pd.DataFrame | None = None  # eval/.../whatif.parquet (cflcore.evaluate.whatif), when the run has one
     whatif_meta: Mapping[str, Any] | None = None  # its Parquet metadata (run_clustering_round, ...)
+    traffic: pd.DataFrame | None = None  # runs/.../traffic.parquet (Strategy.traffic), when the run has one
 
 
 @dataclass(frozen=True)
@@ -155,11 +156,13 @@ def load_run(spec: RunSpec) -> LoadedRun | MissingRun:
         personalisation = read_parquet(personalisation_path).to_pandas()
         server_path = Path(spec.run_dir) / fn.SERVER
         server = read_parquet(server_path).to_pandas() if server_path.exists() else None
+        traffic_path = Path(spec.run_dir) / fn.TRAFFIC
+        traffic = read_parquet(traffic_path).to_pandas() if traffic_path.exists() else None
         manifest = read_json(spec.manifest) if Path(spec.manifest).exists() else {}
     except CflError as e:
         return MissingRun(spec, str(e))
     whatif, whatif_meta = load_whatif(Path(spec.eval_dir) / fn.WHATIF)
-    return LoadedRun(spec, clustering, personalisation, server, manifest, whatif, whatif_meta)
+    return LoadedRun(spec, clustering, personalisation, server, manifest, whatif, whatif_meta, traffic)
 
 
 def load_whatif(path: Path) -> tuple[pd.DataFrame | None, dict[str, Any] | None]:

@@ -188,6 +188,19 @@ class StrategyResult:
     models, not only the sampled ones). The cluster's server-optimiser state is kept as the engine left it."""
 
 
+@dataclass(frozen=True)
+class Traffic:
+    """What one round sends over the wire, in bytes: from the server to the sampled clients (``down``) and back
+    (``up``), summed over the clients (:meth:`Strategy.traffic`)."""
+
+    down: int
+    up: int
+
+
+LOSS_BYTES = 4
+"""A training loss a client sends up beside its model (FedGWC's per step, OCFL's late client's per cluster): a float32."""
+
+
 class Strategy(Plugin, ABC):
     """Base class of every CFL method. Constructor holds hyper-parameters (scikit-learn style);
     ``setup`` receives the run's context; everything learned lives in ``state_dict()``.
@@ -280,6 +293,15 @@ class Strategy(Plugin, ABC):
         Methods whose one pre-clustering model is replaced by cluster models (OCFL, BCL, SCL, FedGWC) and
         IFCA (k models from round 0) keep None: a global model that exists in some rounds only is not one."""
         return None
+
+    def traffic(self, updates: RoundUpdates, model_bytes: int, n_models: int) -> Traffic:
+        """What this round sent (docs/architecture.md §12), declared by the method: by default each client of
+        ``updates.clients`` receives one model (its cluster's, or the mix the server makes of several) and sends its
+        trained model back. ``model_bytes``: one model's parameters × their dtype's bytes; ``n_models``: the models the
+        server held when it configured the round. A method whose clients receive more (IFCA's k models) or send more
+        (FedGWC's losses) overrides it; the engine records it in ``traffic.parquet``."""
+        n = len(updates.clients)
+        return Traffic(down=n * model_bytes, up=n * model_bytes)
 
     # ----- checkpointing -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -90,7 +90,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..plugin import Population
-from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
+from .base import (LOSS_BYTES, ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, Traffic,
+                   register_strategy)
 from ._common import as_int_list, labels_tensor
 
 _STREAM_SAMPLE, _STREAM_SPECTRAL = 0x6A5, 0x6C
@@ -526,6 +527,13 @@ class GaussianWeightingClustering(Strategy):
         return {"members": as_int_list(members), "P": interaction.tolist(), "W": affinity.tolist(),
                 "embedding": spectral_embedding_2d(affinity, seed).tolist(), "labels": as_int_list(local),
                 "davies_bouldin": _finite_or_none(scores), "decided": bool(decided)}
+
+    def traffic(self, updates: RoundUpdates, model_bytes: int, n_models: int) -> Traffic:
+        """Each sampled client receives its cluster's model and sends back its trained model and its training loss at
+        every local step (float32), from which the server computes its Gaussian reward (eq. 1)."""
+        n = len(updates.clients)
+        losses = sum(len(ls) for ls in updates.step_losses) * LOSS_BYTES
+        return Traffic(down=n * model_bytes, up=n * model_bytes + losses)
 
     # ----- checkpointing -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

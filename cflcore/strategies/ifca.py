@@ -27,11 +27,15 @@ import numpy as np
 
 from ..plugin import ORACLE
 from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
-                           StrategyResult, register_strategy)
+                           StrategyResult, Traffic, register_strategy)
 from ._common import cluster_count, labels_tensor
 
 if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
     import torch
+
+
+CHOICE_BYTES = 4
+"""A client's choice of model, sent up beside its model: an int32."""
 
 
 def argmin_loss_choice(losses: np.ndarray, model_ids: list[int]) -> np.ndarray:
@@ -78,6 +82,12 @@ class IterativeClustering(Strategy):
         # what decided each sampled client's choice this round: its training loss under every model, by model id
         losses = {str(q): row for q, row in sorted(self.last_losses.items())}
         return StrategyResult(self.assignment, {"cluster_sizes": sizes, "model_losses": losses}, keep_models=keep)
+
+    def traffic(self, updates: RoundUpdates, model_bytes: int, n_models: int) -> Traffic:
+        """Every sampled client receives every model the server holds (Algorithm 1: it scores θ_j for every j) and
+        sends back its trained model and the id of the one it chose (an int32)."""
+        n = len(updates.clients)
+        return Traffic(down=n * n_models * model_bytes, up=n * (model_bytes + CHOICE_BYTES))
 
     def state_dict(self) -> dict[str, Any]:
         return {"labels": labels_tensor(self.assignment.labels), "k": int(self.k)}

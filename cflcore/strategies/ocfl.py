@@ -52,8 +52,8 @@ from ..clustering.clusterers import CLUSTERERS, FEATURES, ClusteringInput, build
 from ..clustering.divergence import temperature
 from ..plugin import Population
 from ..clustering.partition import inherit_by_overlap
-from .base import (ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
-                           StrategyResult, register_strategy)
+from .base import (LOSS_BYTES, ClusterAssignment, EvaluateFn, RoundUpdates, StartSpec, Strategy, StrategyContext,
+                           StrategyResult, Traffic, register_strategy)
 from ._common import LazySchema, labels_tensor
 from ._late import (ATTACH_MODES, check_late_clients_value, choose_late_clients, mean_cosine_distance,
                     mean_unit_updates, nearest, resolve_late_count)
@@ -197,6 +197,15 @@ class OneShotClustering(Strategy):
         if joining.size and self.params["attach"] == "loss":
             self.pending_losses = evaluate({c: models[c] for c in self.found}, joining.tolist())
         return super().configure(rnd, clients, evaluate, models)
+
+    def traffic(self, updates: RoundUpdates, model_bytes: int, n_models: int) -> Traffic:
+        """One model each way per client; with ``attach: loss`` a joining late client also receives every found
+        cluster's model and sends back its training loss under each (:meth:`configure`)."""
+        out = super().traffic(updates, model_bytes, n_models)
+        if self.params["attach"] != "loss":
+            return out
+        offered = self.joining(updates.round).size * len(self.found)
+        return Traffic(down=out.down + offered * model_bytes, up=out.up + offered * LOSS_BYTES)
 
     def record_founders(self, updates: RoundUpdates, local: np.ndarray, base: int) -> None:
         """At the clustering round: the found cluster ids and the mean unit update of each (attach: divergence)."""

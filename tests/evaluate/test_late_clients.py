@@ -277,3 +277,20 @@ def test_kill_between_clustering_and_joining_resumes_exactly(tmp_path, attach):
     assert torch.equal(a["labels"], b["labels"])
     for c in a["cluster_models"]:
         assert all(torch.equal(v, b["cluster_models"][c][k]) for k, v in a["cluster_models"][c].items())
+
+
+def test_a_late_client_attached_by_loss_receives_every_found_model(late_run):
+    """traffic.parquet (Strategy.traffic): one model each way per trained client; in the joining round of ``attach:
+    loss`` each of the 3 late clients also receives every found cluster's model and sends a float32 loss for each."""
+    history = pd.read_parquet(late_run / "history.parquet")
+    server = pd.read_parquet(late_run / "server.parquet")
+    traffic = pd.read_parquet(late_run / "traffic.parquet").set_index("round")
+    trained = history.groupby("round")["sampled"].sum()
+    model_bytes = int(traffic.loc[0, "bytes_down"]) // int(trained[0])
+    join = int(server.loc[server["late_join_round"].notna(), "late_join_round"].iloc[0])
+    k = len(json.loads(server.loc[server["round"] == join, "late_candidates"].iloc[0]))
+    assert k >= 2
+    extra = 3 * k if late_run.name.startswith("late_loss") else 0  # the fixture's folder names its attach
+    for rnd, row in traffic.iterrows():
+        here = extra if rnd == join else 0
+        assert row["bytes_down"] == (trained[rnd] + here) * model_bytes and row["bytes_up"] == trained[rnd] * model_bytes + here * 4

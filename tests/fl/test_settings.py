@@ -72,7 +72,7 @@ def test_bad_settings_are_refused_in_one_line():
 
 
 SETTINGS_READERS = {"cflcore/settings.py", "cflcore/settings_source.py", "cflcore/stages.py", "cflcore/fl/run.py",
-                    "cflcore/fl/engine.py", "cflcore/fl/spec.py", "cflcore/fl/centralised.py", "cflcore/fl/checkpoint.py",
+                    "cflcore/fl/engine.py", "cflcore/fl/participation.py", "cflcore/fl/spec.py", "cflcore/fl/centralised.py", "cflcore/fl/checkpoint.py",
                     "cflcore/config/plan.py", "cflcore/config/validate.py", "cflcore/report/front_page.py",
                     "cflcore/report/front_context.py", "cflcore/report/papers/_ocfl_000_front.py"}
 """The modules that know the typed settings (import cflcore.settings): the train job's entry, the engine (a run and

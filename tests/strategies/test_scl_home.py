@@ -81,7 +81,7 @@ def test_kept_state_and_lr_decay_are_the_authors_client(kept, same):
 
 
 def test_kept_state_on_the_personalisation_trainer_is_refused_in_one_line(tmp_path):
-    """Settings built by hand past the config check (cflcore.config.validate._check_kept_optimizer_state): pFedMe's
+    """Settings built by hand past the config check (cflcore.config.run_checks.check_kept_optimizer_state): pFedMe's
     trainer starts every inner problem afresh, so the run refuses kept states; the vmap trainer keeps them."""
     settings = {"training": {"model": "sattler-convnet", "optimizer": "sgd", "lr": 0.1, "momentum": 0.9,
                              "batch_size": 8, "local_epochs": 1, "rounds": 1, "optimizer_state": "kept"},

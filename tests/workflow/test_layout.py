@@ -29,7 +29,7 @@ def test_paths_are_the_workflows():
     assert layout.dataset_file(r, "d") == "results/data/d.parquet"
     assert layout.split_file(r, scen, "manifest.json") == "results/splits/d/s/n6/s0/manifest.json"
     assert layout.run_outputs(r, run) == {n.split(".")[0]: f"results/runs/d/s/n6/s0/a/{n}" for n in filenames.RUN_OUTPUTS}
-    assert set(layout.run_outputs(r, run)) == {"history", "server", "gram", "divergence", "models", "status"}
+    assert set(layout.run_outputs(r, run)) == {"history", "server", "gram", "divergence", "traffic", "models", "status"}
     assert layout.eval_file(r, run, filenames.WHATIF) == "results/eval/d/s/n6/s0/a/whatif.parquet"
     assert layout.explain_file(r, run, "insdel.parquet") == "results/explain/d/s/n6/s0/a/insdel.parquet"
     assert layout.log_file(r, "train", run) == "results/logs/train/d/s/n6/s0/a.log"
