@@ -182,7 +182,7 @@ SHARED_HELPERS = {
     "strategies/_late.py": {"ocfl"},
     "clustering/clusterers.py": {"ocfl"},
     "clustering/graph.py": {"ocfl", "louvain"},  # clusterers.py imports graph.py
-    "clustering/partition.py": {"ocfl", "louvain", "bcl"},
+    "clustering/partition.py": {"ocfl", "louvain", "bcl", "oracle"},
 }
 
 
