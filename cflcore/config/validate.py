@@ -42,6 +42,7 @@ from ..plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, check_fin
 from ..registry import declared_names
 from ..settings import training_schema
 from ..sweep_expansion import expand_sweeps
+from .calibration import check_calibration
 from .run_checks import check_runs
 from .load import BASE_CONFIG, deep_update, load_schema, read_config_file
 from .plan import (DECLARED_INPUTS_KEY, OWN_CLUSTERERS_KEY, SPLIT_STUDY_KEYS, STUDY_KEYS, WHATIF_IMPORT_PATH,
@@ -79,6 +80,7 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True, missing_data: 
     _fill_defaults(schema, cfg)
     expand_sweeps(cfg, engine_options=list(schema["properties"]["engine"]["properties"]))
     _check_names(cfg)
+    check_calibration(cfg, plugins)  # adds the tuning variants, which pass 3 then checks as any other
     home_check_studies(cfg)  # its files' errors before any plug-in is imported; kept by pass 3 (_plugin_facts)
     if plugins:
         _check_registries(cfg)

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 @register_records("scl")
 class SCLRecords(MethodRecords):
+    thresholds = ("eps1", "eps2", "cooldown")  # the split criterion (000 App. A.2), under epsilon: explicit
+
     @classmethod
     def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
         """No split in the whole run (``n_splits`` 0 every round; cflcore/strategies/scl.py's diagnostics), with the part
