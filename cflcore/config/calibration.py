@@ -25,7 +25,7 @@ from ..calibration_keys import AUTHORS, CALIBRATED_DIR, CALIBRATION_KEY, CHOSEN_
 from ..errors import ConfigError
 from ..plugin import check_finite, schema_check
 from ..sweep_expansion import SWEEP_KEY, expand_entry, sweep_values
-from .plan import study_runs
+from .plan import strategy_params, study_runs
 
 
 def calibrated_file(study_file: str | Path) -> str:
@@ -69,6 +69,8 @@ def check_calibration(cfg: dict[str, Any], plugins: bool = True) -> None:
             sweep_values(values, f"{field}.{param}")  # a non-empty list of distinct, nameable values
             if plugins:
                 _check_threshold(str(entry["method"]), param, values, f"{field}.{param}")
+        if plugins:
+            _check_grid(entry, spec, field)
         expanded = expand_entry(variant, {**entry, SWEEP_KEY: dict(spec)}, field, allow_engine=False)
         for name, item in expanded.items():
             if name in cfg["algorithms"] and name not in previous:
@@ -91,6 +93,15 @@ def _check_threshold(method: str, param: str, values: list[Any], field: str) -> 
     for i, value in enumerate(values):
         check_finite(value, f"{field}[{i}]")
         schema_check({param: value}, schema, prefix=f"{field.rsplit('.', 1)[0]}.")
+
+
+def _check_grid(entry: Mapping[str, Any], grid: Mapping[str, list[Any]], field: str) -> None:
+    """The method's own cross-field checks of the grid (cflcore.strategies.run_records.MethodRecords.check_grid)."""
+    from ..strategies import STRATEGIES
+    from ..strategies.run_records import records
+
+    method = str(entry["method"])
+    records(method).check_grid(STRATEGIES.get(method).with_defaults(strategy_params(entry)), grid, field)
 
 
 def _check_chosen(cfg: Mapping[str, Any], block: Mapping[str, Any]) -> None:

@@ -116,23 +116,23 @@ def tune(plan: Mapping[str, Any], out_path: str | Path) -> dict[str, dict[str, A
     return chosen
 
 
-def calibration_lines(cfg: Mapping[str, Any], algorithms: Sequence[str]) -> list[str]:
-    """The report's words on how the study's thresholds were set: the declared rule and, after ``snakemake tune``,
-    the values chosen (with the metric and the tuning seeds); ``algorithms``: the study's variants."""
-    block = cfg.get(CALIBRATION_KEY) or {}
+def calibration_lines(block: Mapping[str, Any] | None, algorithms: Sequence[str]) -> list[str]:
+    """The report's words on how the study's thresholds were set (``block``: its ``calibration``, None where it
+    declares none: no words): the declared rule and, after ``snakemake tune``, each tuned variant's chosen values
+    with the grid they came from; ``algorithms``: the study's variants, in its order."""
     if not block:
-        return ["Thresholds: as the config writes them (no calibration rule declared)."]
+        return []
     if block["mode"] == AUTHORS:
-        return ["Thresholds: the authors' defaults, or the values the config states, for every method (calibration: "
-                "authors)."]
+        return ["Thresholds: every method's as the config writes them, its authors' defaults or the values the "
+                "config states (calibration: authors)."]
     chosen = block.get(CHOSEN_KEY) or {}
     grid = block["grid"]
-    lines = []
+    state = "tuned" if chosen else "to be tuned (snakemake tune has not run: every variant runs as written)"
+    lines = [f"Thresholds: {state} on seeds {', '.join(map(str, block['tuning_seeds']))} (none of them a study seed), "
+             f"by the highest mean {block['metric']} over the study's settings; a value at which the method acted in "
+             f"no run cannot win; every other variant as written."]
     for variant in [a for a in algorithms if a in grid]:
         values = ", ".join(f"{p} = {v}" for p, v in (chosen.get(variant) or {}).items())
         tried = "; ".join(f"{p} in {list(vs)}" for p, vs in grid[variant].items())
-        lines.append(f"{variant}: {values} (of {tried})" if values else f"{variant}: not tuned yet (grid {tried}); "
-                     f"run snakemake tune")
-    head = (f"Thresholds tuned on seeds {list(block['tuning_seeds'])} (disjoint from the study's) by the highest mean "
-            f"{block['metric']} over the study's settings; every other variant as written.")
-    return [head, *lines]
+        lines.append(f"{variant}: {values} (grid: {tried})" if values else f"{variant}: grid {tried}")
+    return lines

@@ -76,6 +76,12 @@ class MethodRecords:
     def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
         return None
 
+    @classmethod
+    def check_grid(cls, params: Mapping[str, Any], grid: Mapping[str, list[Any]], field: str) -> None:
+        """Cross-field checks of a calibration grid (``grid``: threshold -> values) over a variant's parameters with
+        their defaults (``params``): a threshold its other parameters make the method ignore is a ConfigError naming
+        ``<field>.<threshold>``. Default: none."""
+
 
 RECORDS: Registry[type[MethodRecords]] = Registry("method records", package="cflcore.strategies")
 """Method (its registered strategy name) -> its records class (module docstring)."""
