@@ -42,7 +42,7 @@ def check_calibration(cfg: dict[str, Any], plugins: bool = True) -> None:
     block = cfg.get(CALIBRATION_KEY)
     if not block:
         return
-    previous = block.pop(TUNING_KEY, None) or {}  # a validated config validated again: its own tuning variants
+    block.pop(TUNING_KEY, None)  # derived here, never given
     mode = block["mode"]
     if mode == AUTHORS:
         for key in ("tuning_seeds", "metric", "grid", CHOSEN_KEY):
@@ -73,7 +73,7 @@ def check_calibration(cfg: dict[str, Any], plugins: bool = True) -> None:
             _check_grid(entry, spec, field)
         expanded = expand_entry(variant, {**entry, SWEEP_KEY: dict(spec)}, field, allow_engine=False)
         for name, item in expanded.items():
-            if name in cfg["algorithms"] and name not in previous:
+            if name in cfg["algorithms"]:
                 raise ConfigError(f"{field}: expands to {name!r}, which is also a variant of algorithms:")
             cfg["algorithms"][name] = item["entry"]
             tuning[name] = {"variant": variant, "values": item["record"]["factors"]}
