@@ -5,7 +5,8 @@ different floors. Constants only, importing nothing."""
 CALIBRATION_KEY = "calibration"
 AUTHORS, TUNE = "authors", "tune"
 TUNING_KEY = "tuning_variants"
-"""Derived by validation, never given: ``{tuning variant: {"variant": its study variant, "values": {param: value}}}``,
+"""Derived by validation, never given: ``{tuning variant: {"variant": its study variant, "values": {param: value},
+"cannot_split": {split: why its parameters rule that setting out}}}``,
 in the grid's order (the first value of each list first, the last key varying fastest)."""
 CHOSEN_KEY = "chosen"
 """Written by ``snakemake tune`` into the calibrated file: ``{variant: {param: value}}``."""

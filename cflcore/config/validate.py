@@ -29,6 +29,7 @@ import copy
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..calibration_keys import CALIBRATION_KEY, TUNING_KEY
 from ..config_checks import (REFUSE, WARN, check_cross_references, check_data_requests,
                              check_drift_rounds, entry_field)
 from ..defaults import schema_defaults
@@ -323,6 +324,10 @@ def _check_registries(cfg: dict[str, Any]) -> None:
     cfg["whatif"][OWN_CLUSTERERS_KEY] = _own_clusterers(cfg)
     cfg[DECLARED_INPUTS_KEY] = _declared_inputs_by_run(cfg)
     cfg[PLUGIN_FACTS_KEY] = _plugin_facts(cfg)
+    tuning = (cfg.get(CALIBRATION_KEY) or {}).get(TUNING_KEY) or {}
+    ruled_out = _cannot_split_by_setting({**cfg, "study": {**cfg["study"], "algorithms": list(tuning)}}) if tuning else {}
+    for name, record in tuning.items():  # a combination that rules a setting out cannot win (cflcore.report.calibration)
+        record["cannot_split"] = ruled_out.get(name, {})
 
 
 def _variant_instances(cfg: Mapping[str, Any], name: str) -> list[tuple[dict[str, Any], str]]:

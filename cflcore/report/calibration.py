@@ -5,9 +5,11 @@ The rule, the same for every method:
 
 * a combination's score is the mean of the calibration's ``metric`` (a final-round run-summary score,
   cflcore.report.sweeps.sweep_summary) over all its runs: the study's settings × the tuning seeds;
-* a combination cannot win where the method acted in none of its runs (cflcore.strategies.run_records: its score
-  is then its "did not act", never a 0), where a run failed or is missing, or where the metric is missing; one that
-  acted in some runs and not others is scored on all of them, as a cross table scores such a cell (issue 68 item 1);
+* a combination cannot win where its parameters rule out a setting's groups by construction ("cannot split
+  here", cflcore.plugin.Plugin.cannot_split, derived at validation), where the method acted in none of its runs
+  (cflcore.strategies.run_records: its score is then its "did not act", never a 0), where a run failed or is missing,
+  or where the metric is missing; one that acted in some runs and not others is scored on all of them, as a cross
+  table scores such a cell (issue 68 item 1);
 * the highest score wins; a tie goes to the combination first in the grid's order (each list's first value first,
   the last key varying fastest).
 
@@ -44,7 +46,9 @@ def combination_scores(summary: pd.DataFrame, tuning: Mapping[str, Mapping[str, 
         acted = int(sum(r is None for r in runs[NO_ACTION])) if n and NO_ACTION in runs else n
         values = pd.to_numeric(runs[metric], errors="coerce") if n else pd.Series(dtype=float)
         score = float(values.mean()) if n and values.notna().all() else math.nan
-        if n < want:
+        if record.get("cannot_split"):
+            excluded = "cannot split here: " + "; ".join(f"{split}: {why}" for split, why in record["cannot_split"].items())
+        elif n < want:
             excluded = f"{want - n} of {want} runs failed or missing"
         elif not acted:
             excluded = f"did not act in any of its {n} runs"

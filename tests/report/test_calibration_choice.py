@@ -61,6 +61,15 @@ def test_a_value_at_which_the_method_did_not_act_cannot_win():
         pick(scores_of(never))
 
 
+def test_a_value_that_cannot_split_a_setting_cannot_win():
+    rows = [("scl@eps1=0.05", 0.9, None), ("scl@eps1=0.2", 0.6, None), ("scl@eps1=0.4", 0.5, None),
+            ("bcl@distance_threshold=0.2", 0.5, None), ("bcl@distance_threshold=0.4", 0.5, None)]
+    tuning = {**TUNING, "scl@eps1=0.05": {**TUNING["scl@eps1=0.05"], "cannot_split": {"label-swap": "why"}}}
+    scores = combination_scores(summary(rows), tuning, "local_acc", {a: 1 for a in TUNING})
+    assert scores.set_index("tuning_variant").loc["scl@eps1=0.05", "excluded"] == "cannot split here: label-swap: why"
+    assert pick(scores)["scl"] == {"eps1": 0.2}
+
+
 def test_a_failed_run_or_a_missing_metric_cannot_win():
     rows = [("scl@eps1=0.05", 0.9, None), ("scl@eps1=0.2", float("nan"), None), ("scl@eps1=0.4", 0.5, None),
             ("bcl@distance_threshold=0.2", 0.5, None), ("bcl@distance_threshold=0.4", 0.5, None)]
@@ -102,8 +111,9 @@ def sm(wd: Path, *args: str) -> str:
 
 @pytest.mark.slow
 def test_tune_writes_the_calibrated_file_and_the_study_extending_it_runs_with_the_chosen_values(tmp_path):
-    """min_cluster_fraction 0.9 asks for one cluster of all 6 clients (ARI 0); 0.3 (minimum cluster size 2, not the
-    default 0.2's value) lets HDBSCAN find the groups: the grid lists 0.9 first, so only the scores can make 0.3 win."""
+    """min_cluster_fraction 0.9 asks for one cluster of all 6 clients, which rules out the split's groups of 2 by
+    construction: it cannot win though the grid lists it first; 0.3 (minimum cluster size 2, not the default 0.2's
+    value) can."""
     wd = Path(copy_workflow(tmp_path / "wf"))
     (wd / "config" / "study.yaml").write_text(yaml.safe_dump(STUDY))
     sm(wd, "tune", "--configfile", "config/study.yaml")
@@ -113,7 +123,8 @@ def test_tune_writes_the_calibrated_file_and_the_study_extending_it_runs_with_th
     assert written["calibration"]["chosen"] == {"ocfl-hdb": {"min_cluster_fraction": 0.3}}
     assert written["algorithms"] == {"ocfl-hdb": {"min_cluster_fraction": 0.3}}
     scores = written["calibration"]["record"]["scores"]
-    assert scores["ocfl-hdb@min_cluster_fraction=0.3"] > scores["ocfl-hdb@min_cluster_fraction=0.9"]
+    assert scores["ocfl-hdb@min_cluster_fraction=0.9"].startswith("cannot split here: nonoverlap-balanced: ")
+    assert 0 <= scores["ocfl-hdb@min_cluster_fraction=0.3"] <= 1
     runs = sorted(p.parent.name + "|" + p.parent.parent.name for p in (wd / "results" / "runs").rglob("status.json"))
     assert runs == ["ocfl-hdb@min_cluster_fraction=0.3|s5", "ocfl-hdb@min_cluster_fraction=0.9|s5"]  # tuning seed only
     assert cc.load_config(wd / "config" / "config.yaml", calibrated)["algorithms"]["ocfl-hdb"]["min_cluster_fraction"] == 0.3

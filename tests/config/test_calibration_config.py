@@ -32,7 +32,9 @@ def test_grid_expands_into_tuning_variants_on_the_tuning_seeds_only():
     tuning = cfg["calibration"][TUNING_KEY]
     assert list(tuning) == ["ocfl-hdb@min_cluster_fraction=0.2", "ocfl-hdb@min_cluster_fraction=0.5",
                             "scl@eps1=0.1,eps2=0.5", "scl@eps1=0.2,eps2=0.5"]
-    assert tuning["scl@eps1=0.2,eps2=0.5"] == {"variant": "scl", "values": {"eps1": 0.2, "eps2": 0.5}}
+    assert tuning["scl@eps1=0.2,eps2=0.5"] == {"variant": "scl", "values": {"eps1": 0.2, "eps2": 0.5},
+                                              "cannot_split": {}}
+    assert list(tuning["ocfl-hdb@min_cluster_fraction=0.5"]["cannot_split"]) == ["nonoverlap-balanced"]  # size 3 > 2
     assert cfg["algorithms"]["scl@eps1=0.2,eps2=0.5"]["eps1"] == 0.2
     assert cfg["algorithms"]["scl@eps1=0.2,eps2=0.5"]["cooldown"] == cfg["algorithms"]["scl"]["cooldown"]
     assert cfg["study"]["algorithms"] == ["bnc", "ocfl-hdb", "scl", "louvain"]  # the study itself is unchanged
