@@ -133,10 +133,10 @@ def calibration_lines(block: Mapping[str, Any] | None, algorithms: Sequence[str]
     grid = block["grid"]
     state = "tuned" if chosen else "to be tuned (snakemake tune has not run: every variant runs as written)"
     lines = [f"Thresholds: {state} on seeds {', '.join(map(str, block['tuning_seeds']))} (none of them a study seed), "
-             f"by the highest mean {block['metric']} over the study's settings; a value at which the method acted in "
-             f"no run cannot win; every other variant as written."]
+             f"by the highest mean {block['metric']} over the study's settings; a value that cannot split a setting, or "
+             f"at which the method acted in no run, cannot win; every other variant as written."]
     for variant in [a for a in algorithms if a in grid]:
         values = ", ".join(f"{p} = {v}" for p, v in (chosen.get(variant) or {}).items())
-        tried = "; ".join(f"{p} in {list(vs)}" for p, vs in grid[variant].items())
+        tried = "; ".join(f"{p} in [{', '.join(map(str, vs))}]" for p, vs in grid[variant].items())
         lines.append(f"{variant}: {values} (grid: {tried})" if values else f"{variant}: grid {tried}")
     return lines
