@@ -2,6 +2,7 @@
 #   snakemake --cores all                                   # the default offline study
 #   snakemake --cores all --configfile config/paper.yaml    # the paper's grid (real data in data_root)
 #   snakemake --profile profiles/slurm --configfile config/paper.yaml
+#   snakemake tune --configfile config/<study>.yaml   # a calibration's tuning step (rules/tune.smk)
 # All logic lives in the `cflcore` package; rules only wire files and parameters.
 
 from snakemake.utils import min_version
@@ -29,6 +30,7 @@ include: "rules/train.smk"
 include: "rules/evaluate.smk"
 include: "rules/explain.smk"
 include: "rules/report.smk"
+include: "rules/tune.smk"
 
 
 rule all:

@@ -217,6 +217,11 @@ def _dispatch(cfg: dict[str, Any], a: argparse.Namespace, log) -> int:
         stages.evaluate_late_clients(p["run"], p["manifest"], layout.eval_file(str(p["results"]), run, fn.LATE_CLIENTS))
     elif a.cmd == "report":
         stages.report(cfg, p["report"])
+    elif a.cmd == "tune":  # the tuning runs must be there (snakemake tune makes them); the last --config is the study
+        from .config.calibration import calibrated_file
+
+        study_file = (a.config or [cc.BASE_CONFIG])[-1]
+        print(stages.tune(stages.tune_plan(cfg, study_file), calibrated_file(study_file)))
     else:
         raise CflError(f"cfl {a.cmd}: stage {a.cmd!r} has a record (cflcore.pipeline) but no command here (cflcore.cli)")
     return 0

@@ -34,6 +34,7 @@ JOB_SETS = {
     "explained_runs": "one job per explained run (config.explain_runs)",
     "part": "one job, named after its rule",
     "index": "one job, the report's last (it measures its own time)",
+    "tuning": "one job, the calibration's choice (rule tune, on the tuning runs; no part of the study's report)",
 }
 """Which jobs of a study a rule runs (:attr:`Stage.rules`): the benchmark plan lists each rule's jobs by these."""
 
@@ -97,6 +98,10 @@ STAGES: tuple[Stage, ...] = (
     Stage(name="report", entries=("report_part", "report_index"), rules={"report": "index"}, wildcards=(),
           inputs=None, outputs=None, upstream=("evaluate", "whatif", "evaluate_late_clients", "explain"),
           command="report", help="tables and figures of every run in the config"),
+    Stage(name="tune", entries=("tune",), rules={"tune": "tuning"}, wildcards=(),
+          inputs=("clustering", "personalisation", "server", "status"), outputs=("calibrated",),
+          upstream=("train", "evaluate"), command="tune",
+          help="a calibration: mode tune's choice of thresholds from the tuning runs -> config/calibrated/<config file>"),
 )
 """Every stage, upstream first. The report's part rules join the report stage (:func:`with_report_parts`)."""
 
@@ -154,9 +159,11 @@ def rule_upstream(parts: Mapping[str, str], stages: tuple[Stage, ...] | None = N
 
 
 def aggregating_rules(parts: Mapping[str, str], stages: tuple[Stage, ...] | None = None) -> frozenset[str]:
-    """Rules with one job that reads every job of its upstream rules (the report's parts and index)."""
+    """Rules with one job that reads every job of its upstream rules (the report's parts and index, the tuning's
+    choice)."""
     stages = STAGES if stages is None else stages
-    return frozenset(r for s in with_report_parts(parts, stages) for r, jobs in s.rules.items() if jobs in ("part", "index"))
+    return frozenset(r for s in with_report_parts(parts, stages) for r, jobs in s.rules.items()
+                     if jobs in ("part", "index", "tuning"))
 
 
 def rule_files(parts: Mapping[str, str] = {}, stages: tuple[Stage, ...] | None = None) -> dict[str, tuple[set[str], set[str]] | None]:

@@ -273,7 +273,7 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
             "late_client_runs": lambda rule: late_client_runs(cfg), "explained_runs": lambda rule: explain_runs,
             "part": lambda rule: [rule]}
     return {rule: jobs[kind](rule) for stage in pipeline.with_report_parts(report_parts())
-            for rule, kind in stage.rules.items() if kind != "index" and (kind != "input_files" or rule in inputs)}
+            for rule, kind in stage.rules.items() if kind not in ("index", "tuning") and (kind != "input_files" or rule in inputs)}
 
 
 def report(cfg: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:
@@ -295,3 +295,32 @@ def report_index(plan: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]
     from .report.parts import gather
 
     return gather(plan, out_dir)
+
+
+def tune_plan(cfg: Mapping[str, Any], study_file: str | Path) -> dict[str, Any]:
+    """What rule ``tune`` needs from the config (its param): the tuning runs' ids, the calibration block, the tuning
+    variants' entries and the study's config file, which the calibrated file extends (cflcore/config/calibration.py)."""
+    from . import layout
+    from .calibration_keys import CALIBRATION_KEY, TUNING_KEY
+    from .config.calibration import tuning_runs
+
+    block = cfg.get(CALIBRATION_KEY) or {}
+    return {"results_dir": str(cfg["results_dir"]).rstrip("/"), "study_file": str(study_file),
+            "runs": [layout.run_id(**s, algorithm=a) for s, a in tuning_runs(cfg)], CALIBRATION_KEY: block,
+            "algorithms": {a: cfg["algorithms"][a] for a in block.get(TUNING_KEY) or {}}}
+
+
+def tune(plan: Mapping[str, Any], out_path: str | Path) -> dict[str, Any]:
+    """Rule ``tune``: one combination of thresholds per variant from the tuning runs, written to ``out_path`` as a
+    config that extends the study (cflcore.report.calibration)."""
+    from .calibration_keys import CALIBRATION_KEY, CHOSEN_KEY, TUNE
+    from .errors import ConfigError
+    from .report.calibration import tune as choose
+
+    block = plan.get(CALIBRATION_KEY) or {}
+    if block.get("mode") != TUNE:
+        raise ConfigError("calibration.mode: snakemake tune needs mode: tune (with tuning_seeds, metric and grid)")
+    if block.get(CHOSEN_KEY):
+        raise ConfigError(f"calibration.{CHOSEN_KEY}: this config is already calibrated; run snakemake tune with the "
+                          f"study's own config file")
+    return choose(plan, out_path)

@@ -29,6 +29,7 @@ import copy
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..calibration_keys import CALIBRATION_KEY, TUNING_KEY
 from ..config_checks import (REFUSE, WARN, check_cross_references, check_data_requests,
                              check_drift_rounds, entry_field)
 from ..defaults import schema_defaults
@@ -42,6 +43,7 @@ from ..plugin import CLUSTER_COUNT_KEYS, PLUGIN_FACTS_KEY, Population, check_fin
 from ..registry import declared_names
 from ..settings import training_schema
 from ..sweep_expansion import expand_sweeps
+from .calibration import check_calibration
 from .run_checks import check_runs
 from .load import BASE_CONFIG, deep_update, load_schema, read_config_file
 from .plan import (DECLARED_INPUTS_KEY, OWN_CLUSTERERS_KEY, SPLIT_STUDY_KEYS, STUDY_KEYS, WHATIF_IMPORT_PATH,
@@ -79,6 +81,7 @@ def validate_config(cfg: Mapping[str, Any], plugins: bool = True, missing_data: 
     _fill_defaults(schema, cfg)
     expand_sweeps(cfg, engine_options=list(schema["properties"]["engine"]["properties"]))
     _check_names(cfg)
+    check_calibration(cfg, plugins)  # adds the tuning variants, which pass 3 then checks as any other
     home_check_studies(cfg)  # its files' errors before any plug-in is imported; kept by pass 3 (_plugin_facts)
     if plugins:
         _check_registries(cfg)
@@ -321,6 +324,10 @@ def _check_registries(cfg: dict[str, Any]) -> None:
     cfg["whatif"][OWN_CLUSTERERS_KEY] = _own_clusterers(cfg)
     cfg[DECLARED_INPUTS_KEY] = _declared_inputs_by_run(cfg)
     cfg[PLUGIN_FACTS_KEY] = _plugin_facts(cfg)
+    tuning = (cfg.get(CALIBRATION_KEY) or {}).get(TUNING_KEY) or {}
+    ruled_out = _cannot_split_by_setting({**cfg, "study": {**cfg["study"], "algorithms": list(tuning)}}) if tuning else {}
+    for name, record in tuning.items():  # a combination that rules a setting out cannot win (cflcore.report.calibration)
+        record["cannot_split"] = ruled_out.get(name, {})
 
 
 def _variant_instances(cfg: Mapping[str, Any], name: str) -> list[tuple[dict[str, Any], str]]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .. import layout
+from ..calibration_keys import CALIBRATION_KEY, TUNING_KEY
 from ..plugin import PLUGIN_FACTS_KEY
 from ..settings import EngineSettings
 from . import catalogue
@@ -38,7 +39,9 @@ def front_page_context(cfg: Mapping[str, Any]) -> dict[str, Any]:
     checks = ({"home_checks": home_check_files(cfg)}
               if ((cfg.get("report") or {}).get("cross_paper") or {}).get("home_checks") else {})
     ablations = ablation_claims_files(cfg)
-    return {**checks, **({"ablation_claims": ablations} if ablations else {}),
+    block = cfg.get(CALIBRATION_KEY)  # its rule and chosen values, printed (cflcore.report.calibration)
+    calibration = {CALIBRATION_KEY: {k: v for k, v in block.items() if k != TUNING_KEY}} if block else {}
+    return {**checks, **({"ablation_claims": ablations} if ablations else {}), **calibration,
         "study": {k: study[k] for k in ("datasets", "splits", "clients", "seeds", "algorithms")},
         "datasets": {d: dict(cfg["datasets"][d]) for d in study["datasets"]},
         "splits": {s: dict(cfg["splits"][s]) for s in study["splits"]},

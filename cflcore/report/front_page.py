@@ -27,7 +27,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..calibration_keys import CALIBRATION_KEY
 from . import tables as tb
+from .calibration import calibration_lines
 from ..settings import EngineSettings
 from .front_context import (Departure, engine_departures, format_value, front_page_context,  # noqa: F401
                             metric_departure, split_departures)
@@ -249,6 +251,9 @@ def render_front_page(headline: pd.DataFrame, checks: Sequence[PaperCheck], item
         parts.append(f"Study: datasets {', '.join(study['datasets'])}; splits {', '.join(study['splits'])}; "
                      f"clients {', '.join(map(str, study['clients']))}; seeds {', '.join(map(str, study['seeds']))}; "
                      f"{len(study['algorithms'])} methods.\n\n")
+        calibration = calibration_lines((context or {}).get(CALIBRATION_KEY), study["algorithms"])
+        if calibration:
+            parts.append("\n".join(f"- {_rst_escape(line)}" for line in calibration) + "\n\n")
     parts.append("Each cell is the mean over seeds (± std over seeds when more than one). *final* = the last round; "
                  "*mean* = the mean over the scored rounds, pre-clustering rounds included "
                  f"(as {_published().registered_name} publishes); "

@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 
 @register_records("bcl")
 class BCLRecords(MethodRecords):
+    thresholds = ("distance_threshold",)  # the dendrogram's cut (000 searched 0.05-0.4)
+
     @classmethod
     def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
         """Never clustered (``clustered`` false every round; cflcore/strategies/bcl.py): its clustering round is past the

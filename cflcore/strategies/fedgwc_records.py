@@ -20,6 +20,8 @@ def _json_list(value: Any) -> list:
 
 @register_records("fedgwc")
 class FedGWCRecords(MethodRecords):
+    thresholds = ("epsilon", "participation")  # Alg. 2's MSE threshold and the per-round sample (004 App. F)
+
     @classmethod
     def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
         """Alg. 2 never ran (``db_considered`` empty every round; cflcore/strategies/fedgwc.py's diagnostics): the running

@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 
 @register_records("ocfl")
 class OCFLRecords(MethodRecords):
+    thresholds = ("min_cluster_fraction", "resolution")  # HDBSCAN's minimum cluster size, a Louvain clusterer's resolution
+
     @classmethod
     def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
         """The trigger never fired (``clustered`` false every round; cflcore/strategies/ocfl.py's diagnostics): no round

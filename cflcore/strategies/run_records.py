@@ -7,6 +7,8 @@ run acted at all, and whether the method is a reference band rather than a conte
   :meth:`cflcore.plugin.Plugin.cannot_split` (which needs no run): it takes the run's server.parquet (one row per
   round, the diagnostics its ``aggregate`` returned) and the variant's parameters with their defaults, and returns a
   :class:`NoAction` or None (it acted, or the records cannot tell).
+* A method's thresholds (:attr:`MethodRecords.thresholds`) are the parameters a study's calibration may tune
+  (cflcore/config/calibration.py); every other parameter stays as the study writes it.
 * A reference (:attr:`MethodRecords.reference`) decides no grouping: FedAvg (one model), the oracle (the true groups
   from round 0), local training (no aggregation). A cross table shows it apart, as a band every method is read
   against, and never ranks it.
@@ -66,9 +68,19 @@ class MethodRecords:
     reference: ClassVar[str | None] = None
     """The band this method draws in a cross table ("upper band: ..."), or None for a ranked method."""
 
+    thresholds: ClassVar[tuple[str, ...]] = ()
+    """The method's parameters that are thresholds a study calibrates (issue 68 item 3): the only keys a
+    ``calibration.grid`` entry may tune for a variant of this method (cflcore/config/calibration.py)."""
+
     @classmethod
     def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
         return None
+
+    @classmethod
+    def check_grid(cls, params: Mapping[str, Any], grid: Mapping[str, list[Any]], field: str) -> None:
+        """Cross-field checks of a calibration grid (``grid``: threshold -> values) over a variant's parameters with
+        their defaults (``params``): a threshold its other parameters make the method ignore is a ConfigError naming
+        ``<field>.<threshold>``. Default: none."""
 
 
 RECORDS: Registry[type[MethodRecords]] = Registry("method records", package="cflcore.strategies")
@@ -79,6 +91,12 @@ register_records = RECORDS.register
 def records(method: str) -> type[MethodRecords]:
     """The records of ``method``; :class:`MethodRecords` itself where the method registers none."""
     return RECORDS.get(method) if method in RECORDS else MethodRecords
+
+
+def thresholds(method: str) -> tuple[str, ...]:
+    """The parameters of ``method`` a calibration may tune (:attr:`MethodRecords.thresholds`); none where it
+    registers no records."""
+    return records(method).thresholds
 
 
 def did_not_act(method: str, server: "pd.DataFrame | None", params: Mapping[str, Any]) -> NoAction | None:

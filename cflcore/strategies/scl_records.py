@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..errors import ConfigError
 from .run_records import MethodRecords, NoAction, register_records
 from .scl import split_allowed
 
@@ -12,6 +13,22 @@ if TYPE_CHECKING:
 
 @register_records("scl")
 class SCLRecords(MethodRecords):
+    thresholds = ("epsilon", "eps1", "eps2", "cooldown", "proxy_factor", "proxy_tolerance")
+    """The split criterion (000 App. A.2): ε₁, ε₂ and the cool-down as given (``epsilon: explicit``), or the factor and
+    tolerance that derive them from the centralised proxy (``epsilon: proxy``); ``epsilon`` picks which."""
+    _BY_MODE = {"explicit": ("eps1", "eps2", "cooldown"), "proxy": ("proxy_factor", "proxy_tolerance")}
+
+    @classmethod
+    def check_grid(cls, params: Mapping[str, Any], grid: Mapping[str, list[Any]], field: str) -> None:
+        """A threshold of one ``epsilon`` mode is tuned only where every combination runs in that mode (cflcore/
+        strategies/scl.py ignores ε₁, ε₂ and the cool-down under ``proxy``, the factor and tolerance under ``explicit``)."""
+        modes = set(grid.get("epsilon", [params["epsilon"]]))
+        for mode, keys in cls._BY_MODE.items():
+            for key in (k for k in keys if k in grid):
+                if modes != {mode}:
+                    raise ConfigError(f"{field}.{key}: used only with epsilon: {mode}, but the grid's combinations run "
+                                      f"with epsilon {sorted(modes)}; set epsilon: {mode} in the variant or the grid")
+
     @classmethod
     def did_not_act(cls, server: "pd.DataFrame", params: Mapping[str, Any]) -> NoAction | None:
         """No split in the whole run (``n_splits`` 0 every round; cflcore/strategies/scl.py's diagnostics), with the part

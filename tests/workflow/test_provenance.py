@@ -124,8 +124,10 @@ def test_each_edit_reruns_exactly_the_stages_importing_it(package):
     assert changed_by["fl/run.py"] == {"train"}  # explain loads models.pt (fl/artifacts.py), never the engine
     assert changed_by["strategies/ocfl.py"] >= {"train"} and not changed_by["strategies/ocfl.py"] & {
         "prepare_dataset", "split", "evaluate", "whatif", "evaluate_late_clients", "explain"}
-    assert changed_by["report/figures.py"] == {"report"}
-    assert changed_by["layout.py"] == {"report"}  # the run layout is the rules' and the report's, not a stage's
+    # tune (issue 68's calibration: one job reading the tuning runs' summaries, cflcore/report/sweeps.py, whose module
+    # draws the sweep figures too) reads what the report reads
+    assert changed_by["report/figures.py"] == {"report", "tune"}
+    assert changed_by["layout.py"] == {"report", "tune"}  # the run layout is the rules' and the readers', not a stage's
     assert changed_by["reference/paper_table1_clustering.csv"] == {"report"}
     for loader_module in ("data/loaders/base.py", "data/loaders/idx.py"):  # the contract and one source family
         assert changed_by[loader_module] >= {"prepare_dataset"} and "train" not in changed_by[loader_module]
