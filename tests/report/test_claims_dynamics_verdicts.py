@@ -135,3 +135,28 @@ def test_the_absent_window_is_the_studys():
     assert dyn.QUIET_ROUNDS[1] + dyn.WITHIN_ROUNDS < cfg["datasets"]["mnist5k"]["rounds"]
     assert cfg["splits"][dyn.STRAGGLER_SPLIT]["engine"]["stragglers"]["share"] == 0.5
     assert all(v.get("k") == "oracle" for v in cfg["algorithms"].values() if v.get("method") == "ifca")
+
+
+def test_the_front_table_lists_every_method_per_setting_references_last():
+    """tables/dynamics_table.csv: one row per method, the bands (FedAvg, oracle, local) last and marked; per setting
+    the lag (drift: the switch row's; availability: the absent window's), the ARI with k of n seeds at or above 0.9,
+    the accuracy with the seeds above FedAvg's, the megabytes from traffic.parquet."""
+    data = study(before=1.0, after=1.0, lag=2.0)
+    runs = data.runs.assign(local_acc=np.where(data.runs["algorithm"] == "bnc", 0.5, 0.7))
+    frame = dyn.Dynamics.tables(cl.ClaimData(runs, loaded=data.loaded), True)[dyn.DYNAMICS_TABLE]
+    assert list(frame["method"]) == ["ocfl-km", "bcl", "ifca-oracle", "louvain-1nn", "bnc"]
+    assert frame["reference"].tolist()[:-1] == [""] * 4 and frame["reference"].iloc[-1].startswith("FedAvg")
+    ifca = frame.set_index("method").loc["ifca-oracle"]
+    assert ifca["drift: lag"] == "2.0 ± 0.0 (18 of 18 seeds came back)"
+    # the absent window (5-8): ARI 1 before, 0.5 inside, 1 from the return (round 9): back at once
+    assert ifca["availability: lag"] == "0.0 ± 0.0 (18 of 18 seeds came back)"
+    assert ifca["stragglers: lag"] == "–"
+    assert ifca["drift: ARI"] == "1.00 ± 0.00 (18 of 18 ≥ 0.9)"
+    assert ifca["drift: accuracy"] == "0.70 ± 0.00 (18 of 18 seeds above bnc)"
+    assert ifca["drift: MB"] == f"{ROUNDS * MODEL_BYTES * 16 * (K + 1) / 1e6:.1f} ± 0.0 (18 of 18 seeds with traffic)"
+    assert frame.set_index("method").loc["ocfl-km", "drift: MB"] == "–"  # no traffic record: not invented
+    never = dyn.Dynamics.tables(study(after=0.5, never=True), True)[dyn.DYNAMICS_TABLE].set_index("method")
+    left = ROUNDS - (dyn.QUIET_ROUNDS[1] + 1)  # never: the rounds from the return to the end
+    assert never.loc["ifca-oracle", "availability: lag"] == f"{left:.1f} ± 0.0 (0 of 18 seeds came back)"
+    assert never.loc["ifca-oracle", "drift: lag"] == f"{ROUNDS - 10:.1f} ± 0.0 (0 of 18 seeds came back)"
+    assert dyn.Dynamics.tables(study(), False)[dyn.DYNAMICS_TABLE].empty

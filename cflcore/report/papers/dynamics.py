@@ -32,6 +32,7 @@ import pandas as pd
 from ...evaluate.clustering import PRE_SWITCH_ARI, RECLUSTERING_LAG, SWITCH_KIND, SWITCH_LAST_ROUND
 from ..statistics.seed_stats import FOUND_ARI
 from ..statistics.verdicts import threshold
+from ._dynamics_table import Setting, dynamics_table
 from .base import ClaimData, ClaimResult, Paper, Role, claim, register_paper, select, verdict
 
 PAPER = "dynamics"
@@ -44,7 +45,7 @@ LAG = RECLUSTERING_LAG
 PRE_SWITCH = PRE_SWITCH_ARI
 QUIET_SPLIT = "rotation-quiet"  # a rotation split where one whole group is absent for a stretch of rounds
 QUIET_GROUP = 0
-QUIET_ROUNDS = (5, 8)  # the absent group's window, inclusive (config/dynamics-offline.yaml, engine.availability)
+QUIET_ROUNDS = (3, 5)  # the absent group's window, inclusive (config/dynamics-offline.yaml, engine.availability)
 BEFORE_QUIET, AFTER_RETURN = "ari_before_quiet", "ari_after_return"
 STRAGGLER_SPLIT = "rotation-stragglers"  # half of the sampled clients make only part of their local steps
 IFCA, FEDAVG = ("ifca",), "bnc"
@@ -227,6 +228,12 @@ def per_round_finds_groups_with_stragglers(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "dyn-stragglers-found", WHERE, text, "; ".join(parts), parts)
 
 
+DYNAMICS_TABLE = "dynamics_table"  # the front table's catalogue kind (caption report/captions/dynamics_table.rst)
+ORACLE, LOCAL = "oracle", "local"  # the reference bands beside FedAvg (cflcore.strategies.run_records)
+SETTINGS = (Setting("drift", SUDDEN_SWITCH, "switch"), Setting("availability", QUIET_SPLIT, "window", QUIET_ROUNDS),
+            Setting("stragglers", STRAGGLER_SPLIT))
+
+
 @register_paper("dynamics")
 class Dynamics(Paper):
     """Federations that move: a one-shot against a per-round clustering after a sudden switch, a group absent for a
@@ -239,4 +246,17 @@ class Dynamics(Paper):
                                                         "stretch of rounds"),
              "stragglers": Role("split", STRAGGLER_SPLIT, "a rotation split where half of the sampled clients make "
                                                           "only part of their local steps"),
-             "fedavg": Role("variant", FEDAVG, "FedAvg, the downlink IFCA's is read against")}
+             "fedavg": Role("variant", FEDAVG, "FedAvg: one model for every client (a reference band)"),
+             "oracle": Role("variant", ORACLE, "the oracle: every client with its true group of round 0 (the upper "
+                                               "band)"),
+             "local": Role("variant", LOCAL, "local training: every client alone (the lower band)")}
+    table_titles = {
+        "dynamics_table": "every method on a federation that moves: lag, ARI, accuracy and megabytes per setting",
+    }
+    front_tables = (DYNAMICS_TABLE,)
+
+    @classmethod
+    def tables(cls, data: ClaimData, checked: bool) -> dict[str, pd.DataFrame]:
+        bands = {name: cls.roles[key].what for key, name in (("fedavg", FEDAVG), ("oracle", ORACLE), ("local", LOCAL))}
+        frame = dynamics_table(data if checked else ClaimData(pd.DataFrame()), SETTINGS, bands, FEDAVG)
+        return {DYNAMICS_TABLE: frame}
