@@ -147,9 +147,9 @@ def test_the_front_table_lists_every_method_per_setting_references_last():
     assert list(frame["method"]) == ["ocfl-km", "bcl", "ifca-oracle", "louvain-1nn", "bnc"]
     assert frame["reference"].tolist()[:-1] == [""] * 4 and frame["reference"].iloc[-1].startswith("FedAvg")
     ifca = frame.set_index("method").loc["ifca-oracle"]
-    assert ifca["drift: lag"] == "2.0 ± 0.0 (18 of 18 seeds came back)"
+    assert ifca["drift: lag"] == "2.0 ± 0.0 (18 of 18 seeds back at ARI ≥ 0.9)"
     # the absent window (5-8): ARI 1 before, 0.5 inside, 1 from the return (round 9): back at once
-    assert ifca["availability: lag"] == "0.0 ± 0.0 (18 of 18 seeds came back)"
+    assert ifca["availability: lag"] == "0.0 ± 0.0 (18 of 18 seeds back at ARI ≥ 0.9)"
     assert ifca["stragglers: lag"] == "–"
     assert ifca["drift: ARI"] == "1.00 ± 0.00 (18 of 18 ≥ 0.9)"
     assert ifca["drift: accuracy"] == "0.70 ± 0.00 (18 of 18 seeds above bnc)"
@@ -157,6 +157,9 @@ def test_the_front_table_lists_every_method_per_setting_references_last():
     assert frame.set_index("method").loc["ocfl-km", "drift: MB"] == "–"  # no traffic record: not invented
     never = dyn.Dynamics.tables(study(after=0.5, never=True), True)[dyn.DYNAMICS_TABLE].set_index("method")
     left = ROUNDS - (dyn.QUIET_ROUNDS[1] + 1)  # never: the rounds from the return to the end
-    assert never.loc["ifca-oracle", "availability: lag"] == f"{left:.1f} ± 0.0 (0 of 18 seeds came back)"
-    assert never.loc["ifca-oracle", "drift: lag"] == f"{ROUNDS - 10:.1f} ± 0.0 (0 of 18 seeds came back)"
+    assert never.loc["ifca-oracle", "availability: lag"] == f"{left:.1f} ± 0.0 (0 of 18 seeds back at ARI ≥ 0.9)"
+    assert never.loc["ifca-oracle", "drift: lag"] == f"{ROUNDS - 10:.1f} ± 0.0 (0 of 18 seeds back at ARI ≥ 0.9)"
+    unfound = dyn.Dynamics.tables(study(before=0.0, after=0.0, pre=0.0), True)[dyn.DYNAMICS_TABLE].set_index("method")
+    assert unfound.loc["ifca-oracle", "availability: lag"] == "0.0 ± 0.0 (0 of 18 seeds back at ARI ≥ 0.9)"
+    assert unfound.loc["ifca-oracle", "drift: lag"] == "1.0 ± 0.0 (0 of 18 seeds back at ARI ≥ 0.9)"
     assert dyn.Dynamics.tables(study(), False)[dyn.DYNAMICS_TABLE].empty

@@ -3,11 +3,11 @@ report/captions/dynamics_table.rst): one row per method, per setting (drift, ava
 ARI, final local accuracy and the megabytes it sent, each a mean over the seeds with "k of n seeds" beside it. The
 reference bands (FedAvg, the oracle, local training) come last, marked, never ranked (no rank is drawn at all).
 
-* lag: drift, the re-clustering lag of the switch (clustering.parquet's ``switch`` row, cflcore.metrics.drift), k of
-  n the seeds whose partition came back at all; availability, the same reading of the absent group's window taken as
-  a switch that spans it (the rounds from its return until the ARI is back at the round before the window's,
-  :func:`cflcore.metrics.drift.reclustering_lag`), k of n alike; a "never" counts as the rounds left; stragglers: no
-  event, "–";
+* lag: drift, the re-clustering lag of the switch (clustering.parquet's ``switch`` row, cflcore.metrics.drift);
+  availability, the same reading of the absent group's window taken as a switch that spans it (the rounds from its
+  return until the ARI is back at the round before the window's, :func:`cflcore.metrics.drift.reclustering_lag`); a
+  "never" counts as the rounds left; k of n the seeds that had found the groups before (ARI ≥ 0.9) and came back
+  (a lag from a partition that had found nothing is 0 and says nothing); stragglers: no event, "–";
 * ARI: final round against that round's groups, k of n the seeds at or above 0.9 (cflcore.report.statistics.seed_stats);
 * accuracy: final local accuracy (``local_acc``: each client's model on its own test set), k of n the seeds above
   FedAvg's of the same seed;
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ...metrics.drift import reclustering_lag
-from ..statistics.seed_stats import summarise
+from ..statistics.seed_stats import FOUND_ARI, summarise
 from .base import ClaimData
 
 MEGABYTE = 1e6
@@ -50,7 +50,8 @@ def _mean_k_of_n(values: Sequence[float], hits: int, what: str, digits: int = 2)
 
 
 def _run_lag(run, setting: Setting) -> tuple[float, bool] | None:
-    """(the run's lag, never counted as the rounds left; whether it came back at all), None where not readable."""
+    """(the run's lag, never counted as the rounds left; whether it had found the groups before, ARI ≥ 0.9, and came
+    back), None where not readable."""
     frame = run.clustering
     if frame is None or "kind" not in frame or "ari" not in frame:
         return None
@@ -62,16 +63,19 @@ def _run_lag(run, setting: Setting) -> tuple[float, bool] | None:
             return None
         lag = pd.to_numeric(switches["reclustering_lag"], errors="coerce").iloc[0]
         last = float(switches["switch_last_round"].iloc[0])
+        before = float(pd.to_numeric(switches["pre_switch_ari"], errors="coerce").iloc[0]) \
+            if "pre_switch_ari" in switches else np.nan
     elif setting.lag == "window" and setting.window is not None:
         first, last = setting.window[0], setting.window[1] + 1  # from the round before the window to the return
         if first < 1 or last >= len(aris):
             return None
         found = reclustering_lag(aris, first, last)
         lag = np.nan if found is None else float(found)
+        before = float(aris[first - 1])
     else:
         return None
     left = float(len(aris)) - last
-    return (left, False) if not np.isfinite(lag) else (float(lag), True)
+    return (left, False) if not np.isfinite(lag) else (float(lag), bool(before >= FOUND_ARI))
 
 
 def _cells(data: ClaimData, method: str, setting: Setting, fedavg: str) -> dict[str, str]:
@@ -83,7 +87,7 @@ def _cells(data: ClaimData, method: str, setting: Setting, fedavg: str) -> dict[
         out["lag"] = NO_EVENT
     else:
         lags = [x for x in (_run_lag(r, setting) for r in mine) if x is not None]
-        out["lag"] = _mean_k_of_n([v for v, _ in lags], sum(back for _, back in lags), "came back", 1)
+        out["lag"] = _mean_k_of_n([v for v, _ in lags], sum(back for _, back in lags), f"back at ARI ≥ {FOUND_ARI:g}", 1)
     ari = pd.to_numeric(runs["ari"], errors="coerce").dropna() if "ari" in runs else pd.Series(dtype=float)
     out["ARI"] = summarise(ari).text(2, k_of_n=True) if len(ari) else "–"
     acc = runs.set_index("seed")[ACCURACY] if ACCURACY in runs else pd.Series(dtype=float)
