@@ -126,9 +126,10 @@ def dataset_splits(cfg: Mapping[str, Any]) -> dict[str, list[str]]:
     return {str(d): list(v["splits"]) for d, v in (cfg.get("datasets") or {}).items() if v.get("splits")}
 
 
-SPLIT_STUDY_KEYS = ("clients", "participation")
-"""A split's study-level keys (a setting of its home paper: its client counts and participation), never passed to
-its generator: :func:`split_settings` leaves them out."""
+SPLIT_STUDY_KEYS = ("clients", "participation", "engine")
+"""A split's study-level keys (a setting of its home paper: its client counts and participation; or a setting of a
+study: its own engine options, e.g. the availability or the stragglers of one setting of the dynamics study), never
+passed to its generator: :func:`split_settings` leaves them out."""
 
 
 def split_clients(cfg: Mapping[str, Any]) -> dict[str, list[int]]:
@@ -258,13 +259,15 @@ def run_settings(cfg: Mapping[str, Any], dataset: str, algorithm: str, split: st
 
     A split with its own ``participation`` (a setting of its home paper, :data:`SPLIT_STUDY_KEYS`) sets the engine's
     participation and the method's own ``participation`` parameter where it has one (FedGWC samples per cluster
-    itself); a variant's own ``engine:`` block still overrides the engine's, its own ``training:`` block its dataset's
+    itself); a split's own ``engine:`` block overrides the engine's options for the runs on that split (each key
+    replaced whole); a variant's own ``engine:`` block still overrides both, its own ``training:`` block its dataset's
     recipe (:func:`run_training`)."""
     training = run_training(cfg, dataset, algorithm)
     variant = run_variant(cfg, dataset, algorithm)
     setting = (cfg.get("splits") or {}).get(split, {}) if split is not None else {}
     engine = {**cfg["engine"],
               **({"participation": setting["participation"]} if "participation" in setting else {}),
+              **(setting.get("engine") or {}),  # the split's own engine options
               **(variant.get("engine") or {})}  # the variant's own engine overrides
     variant = {"method": variant["method"], **strategy_params(variant)}  # `splits:` is the study's, not the strategy's
     if "participation" in setting and "participation" in variant:

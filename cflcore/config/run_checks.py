@@ -31,7 +31,9 @@ def check_availability_of_runs(cfg: Mapping[str, Any], runs: list[tuple[dict[str
         if not availability:
             continue
         own = "availability" in (run_variant(cfg, d, algorithm).get("engine") or {})
-        field = (f"{entry_field(cfg, 'algorithms', algorithm)}.engine.availability" if own else "engine.availability")
+        split_own = "availability" in (cfg["splits"][sp].get("engine") or {})
+        field = (f"{entry_field(cfg, 'algorithms', algorithm)}.engine.availability" if own
+                 else f"{entry_field(cfg, 'splits', sp)}.engine.availability" if split_own else "engine.availability")
         generator = SPLIT_GENERATORS.get(cfg["splits"][sp]["generator"])(split_settings(cfg, sp), field=f"splits.{sp}")
         sizes = generator.group_sizes(n)
         check_availability({**config_defaults("engine.availability"), **availability},
@@ -51,6 +53,8 @@ def check_participation(cfg: Mapping[str, Any], scenario: Mapping[str, Any], alg
         field = f"datasets.{d}.algorithm_params.{algorithm}.engine.participation"
     elif "participation" in (cfg["algorithms"][algorithm].get("engine") or {}):
         field = f"{entry_field(cfg, 'algorithms', algorithm)}.engine.participation"
+    elif "participation" in (cfg["splits"][sp].get("engine") or {}):
+        field = f"{entry_field(cfg, 'splits', sp)}.engine.participation"
     elif "participation" in cfg["splits"][sp]:
         field = f"{entry_field(cfg, 'splits', sp)}.participation"
     else:

@@ -306,6 +306,8 @@ def _check_registries(cfg: dict[str, Any]) -> None:
         field = entry_field(cfg, "splits", name)
         generator_params = {k: v for k, v in sp.items() if k not in SPLIT_STUDY_KEYS}  # the study's, not the generator's
         SPLIT_GENERATORS.get(sp["generator"], field=f"{field}.generator").validate_params(generator_params, field=field)
+        if "engine" in sp:  # a split's own engine options (plan.run_settings), checked as a variant's are
+            schema_check(sp["engine"], load_schema()["properties"]["engine"], prefix=f"{field}.engine.")
     for d in cfg["study"]["datasets"]:  # a dataset plug-in's own checks (a federation table's rows), before any job
         split = federation_split(cfg, d)
         check_dataset(data_settings(cfg, d), f"splits.{split}" if split else f"datasets.{d}")

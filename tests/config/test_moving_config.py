@@ -58,3 +58,27 @@ def test_good_settings_pass_and_defaults_leave_the_run_identity_alone(tmp_path):
     scenario, algorithm = cc.study_runs(cfg)[0]
     engine = cc.run_settings(cfg, scenario["dataset"], algorithm, scenario["split"])["engine"]
     assert engine["availability"]["mode"] == "group" and engine["stragglers"]["share"] == 0.3
+
+
+def test_a_splits_own_engine_block_sets_its_runs_only(tmp_path):
+    """`splits.<name>.engine` (a setting of one study, e.g. config/dynamics-offline.yaml's absent group): the engine
+    options of that split's runs only, never a generator parameter; a variant's own engine block still wins; a bad
+    one is refused in one line naming the split's field."""
+    quiet = {"availability": {"mode": "group", "quiet": [{"group": 0, "rounds": [1, 1]}]}}
+    own = {"splits": {"nonoverlap-balanced": {"engine": quiet},
+                      "overlap-imbalanced": {"generator": "ocfl", "overlap": True, "imbalanced": True}},
+           "algorithms": {"bnc-straggle": {"method": "bnc", "engine": {"availability": {"mode": "uniform"},
+                                                                      "stragglers": {"share": 0.5}}}},
+           "study": {"splits": ["nonoverlap-balanced", "overlap-imbalanced"], "algorithms": ["bnc", "bnc-straggle"]}}
+    cfg = cc.validate_config_cached(layered(own, base=TINY), tmp_path / "a")
+    assert "engine" not in cc.split_settings(cfg, "nonoverlap-balanced")
+    engine = cc.run_settings(cfg, "digits", "bnc", "nonoverlap-balanced")["engine"]
+    assert engine["availability"] == quiet["availability"] and "stragglers" not in engine
+    assert "availability" not in cc.run_settings(cfg, "digits", "bnc", "overlap-imbalanced")["engine"]
+    variant = cc.run_settings(cfg, "digits", "bnc-straggle", "nonoverlap-balanced")["engine"]
+    assert "availability" not in variant and variant["stragglers"]["share"] == 0.5  # the variant's block wins
+    bad = {"splits": {"nonoverlap-balanced": {"engine": {"availability": {"mode": "group", "group_rates": [0, 0, 0]}}}}}
+    assert refused(layered(bad, base=TINY), tmp_path).startswith(
+        "splits.nonoverlap-balanced.engine.availability: round 0 leaves no client")
+    bad = {"splits": {"nonoverlap-balanced": {"engine": {"stragglers": {"share": 2}}}}}
+    assert refused(layered(bad, base=TINY), tmp_path).startswith("splits.nonoverlap-balanced.engine.stragglers.share")

@@ -15,23 +15,48 @@ from cflcore.report.statistics import verdicts as vd
 from claim_tables import SEEDS, noise
 
 ROUNDS = 20  # the switch at round 10: 10 rounds left
+SPLITS = (dyn.SUDDEN_SWITCH, dyn.QUIET_SPLIT, dyn.STRAGGLER_SPLIT)
+METHODS = ("ocfl-km", "bcl", "ifca-oracle", "louvain-1nn", "bnc")
+MODEL_BYTES = 4 * 1000  # a model of 1,000 float32 parameters
+K = 4  # the rotation split's true groups
 
 
-def study(one_shot_ari=0.5, pre=1.0, lag=1.0, never=False, jitter=0.0, split=dyn.SUDDEN_SWITCH):
-    """The runs frame (final scores) and the loaded runs (their clustering tables with a switch row)."""
+def study(one_shot_ari=0.5, pre=1.0, lag=1.0, never=False, jitter=0.0, split=dyn.SUDDEN_SWITCH, splits=SPLITS,
+          before=1.0, after=1.0, quiet_jitter=0.0, straggler_ari=1.0, straggler_jitter=0.0, ratio=float(K),
+          ratio_jitter=0.0):
+    """The runs frame (final scores) and the loaded runs (their clustering tables, a switch row on the drift split,
+    and the traffic of IFCA and FedAvg): ``split`` renames the drift split (a study without it); on the quiet split the
+    per-round methods' ARI is ``before`` up to the window and ``after`` from the group's return; IFCA sends ``ratio``
+    times FedAvg's bytes down."""
+    first, last = dyn.QUIET_ROUNDS
     rows, loaded = [], []
     for seed in SEEDS:
-        for i, (name, ari) in enumerate((("ocfl-km", one_shot_ari), ("bcl", one_shot_ari), ("ifca-oracle", 1.0),
-                                         ("louvain-1nn", 1.0))):
-            rows.append({"dataset": "mnist5k", "clients": 16, "seed": seed, "algorithm": name, "algorithm_base": name,
-                         "split": split, "split_base": split, "ari": ari + noise(seed, i, jitter)})
-            run_lag = None if never else lag + round(noise(seed, i, jitter) * 10)
-            clustering = pd.DataFrame(
-                [{"kind": "round", "round": r, "ari": 1.0} for r in range(ROUNDS)]
-                + [{"kind": "switch", "round": 10, "switch_last_round": 10, "pre_switch_ari": pre + noise(seed, i, jitter),
-                    "reclustering_lag": run_lag}])
-            spec = SimpleNamespace(dataset="mnist5k", clients=16, seed=seed, algorithm=name, split=split)
-            loaded.append(SimpleNamespace(spec=spec, clustering=clustering))
+        for s_index, sp in enumerate(splits):
+            name_of_split = split if sp == dyn.SUDDEN_SWITCH else sp
+            for i, name in enumerate(METHODS):
+                per_round = name.startswith(dyn.PER_ROUND)
+                final = {dyn.SUDDEN_SWITCH: one_shot_ari + noise(seed, i, jitter) if not per_round else 1.0,
+                         dyn.STRAGGLER_SPLIT: straggler_ari + noise(seed, i, straggler_jitter) if per_round else 1.0,
+                         }.get(sp, 1.0)
+                rows.append({"dataset": "mnist5k", "clients": 16, "seed": seed, "algorithm": name,
+                             "algorithm_base": name, "split": name_of_split, "split_base": name_of_split, "ari": final})
+                aris = [1.0] * ROUNDS
+                if sp == dyn.QUIET_SPLIT and per_round:
+                    jit = noise(seed, 10 + i, quiet_jitter)
+                    aris = [before + jit if r < first else 0.5 if r <= last else after + jit for r in range(ROUNDS)]
+                table = [{"kind": "round", "round": r, "ari": a} for r, a in enumerate(aris)]
+                if sp == dyn.SUDDEN_SWITCH:
+                    run_lag = None if never else lag + round(noise(seed, i, jitter) * 10)
+                    table.append({"kind": "switch", "round": 10, "switch_last_round": 10,
+                                  "pre_switch_ari": pre + noise(seed, i, jitter), "reclustering_lag": run_lag})
+                down = MODEL_BYTES * 16 * (ratio + noise(seed, 20 + s_index, ratio_jitter) if name == "ifca-oracle"
+                                           else 1.0)
+                traffic = (pd.DataFrame({"round": range(ROUNDS), "bytes_down": [down] * ROUNDS,
+                                         "bytes_up": [MODEL_BYTES * 16] * ROUNDS})
+                           if name in ("ifca-oracle", "bnc") else None)
+                spec = SimpleNamespace(dataset="mnist5k", clients=16, seed=seed, algorithm=name, split=name_of_split)
+                loaded.append(SimpleNamespace(spec=spec, clustering=pd.DataFrame(table), traffic=traffic,
+                                              manifest={"cluster_of_client": [c % K for c in range(16)]}))
     return cl.ClaimData(pd.DataFrame(rows), loaded=loaded)
 
 
@@ -43,6 +68,11 @@ CASES = {  # claim -> (false table, tied table)
     # a level claim on ARI is a share of seeds (issue 67): its tie is a share near 80 % (16 of 18 below 0.9 here)
     "dyn-one-shot-stays": (dict(one_shot_ari=1.0), dict(one_shot_ari=0.86, jitter=0.05)),
     "dyn-per-round-recovers": (dict(never=True), dict(lag=3.0, jitter=0.1)),
+    # 16 of 18 seeds at or above 0.9 (0.94 ± 0.05): a share near 80 %
+    "dyn-absent-rejoins": (dict(after=0.3), dict(after=0.94, quiet_jitter=0.05)),
+    "dyn-stragglers-found": (dict(straggler_ari=0.3), dict(straggler_ari=0.94, straggler_jitter=0.05)),
+    # a t-part (a ratio of counted bytes, not a bounded score): FedAvg's downlink (ratio 1), and a ratio at the bound
+    "dyn-ifca-k-downlink": (dict(ratio=1.0), dict(ratio=K * (1 - dyn.DOWNLINK_TOLERANCE) + 0.0005, ratio_jitter=0.005)),
 }
 
 
@@ -74,4 +104,62 @@ def test_never_counts_as_the_rounds_left():
 
 
 def test_no_setting_gives_na():
-    assert (verdicts(study(split="rotation-4")) == vd.NA).all()
+    """Each claim is n/a in a study without its setting (the drift claims without the switch, the absent group's
+    without the quiet split, the stragglers' without theirs) or without IFCA's and FedAvg's traffic."""
+    assert (verdicts(study(split="rotation-4", splits=(dyn.SUDDEN_SWITCH,)))[["dyn-one-shot-stays",
+                                                                               "dyn-per-round-recovers"]] == vd.NA).all()
+    assert verdicts(study(splits=(dyn.SUDDEN_SWITCH, dyn.STRAGGLER_SPLIT)))["dyn-absent-rejoins"] == vd.NA
+    assert verdicts(study(splits=(dyn.SUDDEN_SWITCH, dyn.QUIET_SPLIT)))["dyn-stragglers-found"] == vd.NA
+    no_traffic = study()
+    no_traffic = cl.ClaimData(no_traffic.runs, loaded=[SimpleNamespace(spec=r.spec, clustering=r.clustering,
+                                                                       manifest=r.manifest)
+                                                       for r in no_traffic.loaded])
+    assert verdicts(no_traffic)["dyn-ifca-k-downlink"] == vd.NA
+
+
+def test_a_rejoin_from_no_groups_is_not_a_rejoin():
+    """A per-round method that had not found the groups before the window (ARI 0.3) is not read as re-joining."""
+    assert verdicts(study(before=0.3))["dyn-absent-rejoins"] == vd.CONTRADICTED
+
+
+def test_the_absent_window_is_the_studys():
+    """The claim reads the window of the study's config (config/dynamics-offline.yaml: its quiet split's
+    engine.availability), and IFCA there is told the true k (the downlink's k is the true groups')."""
+    import yaml
+    from pathlib import Path
+
+    cfg = yaml.safe_load((Path(__file__).parents[2] / "config" / "dynamics-offline.yaml").read_text())
+    availability = cfg["splits"][dyn.QUIET_SPLIT]["engine"]["availability"]
+    assert availability["mode"] == "group"
+    assert [(w["group"], tuple(w["rounds"])) for w in availability["quiet"]] == [(dyn.QUIET_GROUP, dyn.QUIET_ROUNDS)]
+    assert dyn.QUIET_ROUNDS[1] + dyn.WITHIN_ROUNDS < cfg["datasets"]["mnist5k"]["rounds"]
+    assert cfg["splits"][dyn.STRAGGLER_SPLIT]["engine"]["stragglers"]["share"] == 0.5
+    assert all(v.get("k") == "oracle" for v in cfg["algorithms"].values() if v.get("method") == "ifca")
+
+
+def test_the_front_table_lists_every_method_per_setting_references_last():
+    """tables/dynamics_table.csv: one row per method, the bands (FedAvg, oracle, local) last and marked; per setting
+    the lag (drift: the switch row's; availability: the absent window's), the ARI with k of n seeds at or above 0.9,
+    the accuracy with the seeds above FedAvg's, the megabytes from traffic.parquet."""
+    data = study(before=1.0, after=1.0, lag=2.0)
+    runs = data.runs.assign(local_acc=np.where(data.runs["algorithm"] == "bnc", 0.5, 0.7))
+    frame = dyn.Dynamics.tables(cl.ClaimData(runs, loaded=data.loaded), True)[dyn.DYNAMICS_TABLE]
+    assert list(frame["method"]) == ["ocfl-km", "bcl", "ifca-oracle", "louvain-1nn", "bnc"]
+    assert frame["reference"].tolist()[:-1] == [""] * 4 and frame["reference"].iloc[-1].startswith("FedAvg")
+    ifca = frame.set_index("method").loc["ifca-oracle"]
+    assert ifca["drift: lag"] == "2.0 ± 0.0 (18 of 18 seeds back at ARI ≥ 0.9)"
+    # the absent window (5-8): ARI 1 before, 0.5 inside, 1 from the return (round 9): back at once
+    assert ifca["availability: lag"] == "0.0 ± 0.0 (18 of 18 seeds back at ARI ≥ 0.9)"
+    assert ifca["stragglers: lag"] == "–"
+    assert ifca["drift: ARI"] == "1.00 ± 0.00 (18 of 18 ≥ 0.9)"
+    assert ifca["drift: accuracy"] == "0.70 ± 0.00 (18 of 18 seeds above bnc)"
+    assert ifca["drift: MB"] == f"{ROUNDS * MODEL_BYTES * 16 * (K + 1) / 1e6:.1f} ± 0.0 (18 of 18 seeds with traffic)"
+    assert frame.set_index("method").loc["ocfl-km", "drift: MB"] == "–"  # no traffic record: not invented
+    never = dyn.Dynamics.tables(study(after=0.5, never=True), True)[dyn.DYNAMICS_TABLE].set_index("method")
+    left = ROUNDS - (dyn.QUIET_ROUNDS[1] + 1)  # never: the rounds from the return to the end
+    assert never.loc["ifca-oracle", "availability: lag"] == f"{left:.1f} ± 0.0 (0 of 18 seeds back at ARI ≥ 0.9)"
+    assert never.loc["ifca-oracle", "drift: lag"] == f"{ROUNDS - 10:.1f} ± 0.0 (0 of 18 seeds back at ARI ≥ 0.9)"
+    unfound = dyn.Dynamics.tables(study(before=0.0, after=0.0, pre=0.0), True)[dyn.DYNAMICS_TABLE].set_index("method")
+    assert unfound.loc["ifca-oracle", "availability: lag"] == "0.0 ± 0.0 (0 of 18 seeds back at ARI ≥ 0.9)"
+    assert unfound.loc["ifca-oracle", "drift: lag"] == "1.0 ± 0.0 (0 of 18 seeds back at ARI ≥ 0.9)"
+    assert dyn.Dynamics.tables(study(), False)[dyn.DYNAMICS_TABLE].empty

@@ -1,6 +1,8 @@
-"""Claims about federations whose groups drift (``report.paper_checks: [dynamics]``), checked on the dynamics study
+"""Claims about federations that move (``report.paper_checks: [dynamics]``), checked on the dynamics study
 (config/dynamics-offline.yaml): a rotation split where a third of the clients switch group at mid-run
-(cflcore.data.drift). Written before any run of that study (issue 69: the claims are committed before the run).
+(cflcore.data.drift), one where a whole group is absent for a stretch of rounds and one with stragglers
+(cflcore/fl/participation.py), and the bytes each method sends (traffic.parquet, ``Strategy.traffic``). Written
+before any run of that study (issue 69: the claims are committed before the run).
 
 Source of the question: ANDA and Flux (arXiv 2511.22305), Fielding (arXiv 2411.01580) and microsoft/FedDrift study
 groups that drift over rounds, which is where a one-shot clustering (OCFL, BCL: the partition is fixed at its
@@ -9,6 +11,14 @@ ways. Every claim takes the framework's rule in force (:mod:`cflcore.report.stat
 share of seeds (at least 80 %, the exact binomial test), a level on the lag the t-interval of the per-seed values;
 within the seed noise a part is ``inconclusive``, beyond it the other way ``contradicted``, and a study without the
 setting gives ``n/a``.
+
+The absent group (:data:`QUIET_SPLIT`, group :data:`QUIET_GROUP` absent in rounds :data:`QUIET_ROUNDS`, inclusive)
+is read from each run's per-round ARI (clustering.parquet ``round`` rows, every client's current cluster against the
+true groups): the round before the window, and :data:`WITHIN_ROUNDS` rounds after the group's return. The downlink
+is the sum over the rounds of ``bytes_down`` (traffic.parquet), IFCA's against FedAvg's (``bnc``) of the same seed
+and setting: the same clients are sampled in every round (the sample is a draw of seed, round and client,
+cflcore.fl.participation), so the ratio is the models per client IFCA sends, k (the true number of groups: IFCA runs
+``k: oracle`` here).
 
 The ARI of a run is read against each round's ground truth (cflcore.evaluate.clustering): the final ARI is the
 partition of the last round against the groups after the switch. The re-clustering lag (cflcore.metrics.drift) is read
@@ -22,6 +32,7 @@ import pandas as pd
 from ...evaluate.clustering import PRE_SWITCH_ARI, RECLUSTERING_LAG, SWITCH_KIND, SWITCH_LAST_ROUND
 from ..statistics.seed_stats import FOUND_ARI
 from ..statistics.verdicts import threshold
+from ._dynamics_table import Setting, dynamics_table
 from .base import ClaimData, ClaimResult, Paper, Role, claim, register_paper, select, verdict
 
 PAPER = "dynamics"
@@ -32,6 +43,14 @@ FOUND = FOUND_ARI  # "recovers the groups": ARI at or above 0.9 (seed_stats)
 WITHIN_ROUNDS = 3  # R: a per-round method re-clusters within this many rounds after the switch
 LAG = RECLUSTERING_LAG
 PRE_SWITCH = PRE_SWITCH_ARI
+QUIET_SPLIT = "rotation-quiet"  # a rotation split where one whole group is absent for a stretch of rounds
+QUIET_GROUP = 0
+QUIET_ROUNDS = (3, 5)  # the absent group's window, inclusive (config/dynamics-offline.yaml, engine.availability)
+BEFORE_QUIET, AFTER_RETURN = "ari_before_quiet", "ari_after_return"
+STRAGGLER_SPLIT = "rotation-stragglers"  # half of the sampled clients make only part of their local steps
+IFCA, FEDAVG = ("ifca",), "bnc"
+DOWNLINK_RATIO = "downlink_ratio"
+DOWNLINK_TOLERANCE = 0.01  # the ratio within 1 % of k: the bytes are counted, not estimated
 
 
 def _on(runs: pd.DataFrame, split: str) -> pd.DataFrame:
@@ -106,10 +125,138 @@ def per_round_recovers(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "dyn-per-round-recovers", WHERE, text, "; ".join(parts), parts)
 
 
+def quiet_aris(data: ClaimData, split: str) -> pd.DataFrame:
+    """One row per run on ``split``: ``dataset``, ``clients``, ``seed``, ``algorithm_base``, ``split_base``,
+    :data:`BEFORE_QUIET` (the ARI of the round before :data:`QUIET_ROUNDS`) and :data:`AFTER_RETURN` (the ARI
+    :data:`WITHIN_ROUNDS` rounds after the group's return: round last + WITHIN_ROUNDS), from clustering.parquet."""
+    first, last = QUIET_ROUNDS
+    rows = []
+    for run in data.loaded:
+        spec, frame = run.spec, run.clustering
+        if spec.split != split or frame is None or "kind" not in frame or "ari" not in frame:
+            continue
+        per_round = frame[frame["kind"] == "round"]
+        ari = dict(zip(pd.to_numeric(per_round["round"], errors="coerce"), pd.to_numeric(per_round["ari"], errors="coerce")))
+        if first - 1 not in ari or last + WITHIN_ROUNDS not in ari:
+            continue
+        rows.append({"dataset": spec.dataset, "clients": spec.clients, "seed": spec.seed,
+                     "algorithm_base": spec.algorithm, "split_base": spec.split,
+                     BEFORE_QUIET: float(ari[first - 1]), AFTER_RETURN: float(ari[last + WITHIN_ROUNDS])})
+    return pd.DataFrame(rows)
+
+
+def downlink_ratios(data: ClaimData) -> pd.DataFrame:
+    """One row per (setting, seed, IFCA variant) with a FedAvg (``bnc``) run of the same setting and seed: ``dataset``,
+    ``clients``, ``seed``, ``algorithm_base``, ``split_base``, :data:`DOWNLINK_RATIO` (IFCA's bytes down summed over
+    the rounds over FedAvg's) and ``k`` (the true number of groups at round 0, the split's manifest)."""
+    down, groups = {}, {}
+    for run in data.loaded:
+        traffic, spec = getattr(run, "traffic", None), run.spec
+        if traffic is None or not len(traffic) or "bytes_down" not in traffic:
+            continue
+        key = (spec.dataset, spec.clients, spec.split, spec.seed)
+        down[(*key, spec.algorithm)] = float(pd.to_numeric(traffic["bytes_down"]).sum())
+        truth = (getattr(run, "manifest", None) or {}).get("cluster_of_client")
+        if truth is not None:
+            groups[key] = len(set(truth))
+    rows = []
+    for (d, n, sp, seed, algorithm), total in down.items():
+        base = down.get((d, n, sp, seed, FEDAVG))
+        if not algorithm.startswith(IFCA) or not base or (d, n, sp, seed) not in groups:
+            continue
+        rows.append({"dataset": d, "clients": n, "seed": seed, "algorithm_base": algorithm, "split_base": sp,
+                     DOWNLINK_RATIO: total / base, "k": groups[(d, n, sp, seed)]})
+    return pd.DataFrame(rows)
+
+
+
+@claim(PAPER, "dyn-absent-rejoins")
+def absent_group_rejoins(data: ClaimData) -> ClaimResult:
+    text = (f"A group absent for a stretch of rounds (group {QUIET_GROUP} in rounds {QUIET_ROUNDS[0]}-{QUIET_ROUNDS[1]}) "
+            f"is re-joined to its own cluster on return by a per-round method (IFCA, Louvain) that had found the "
+            f"groups before (ARI ≥ {FOUND} the round before the window): ARI ≥ {FOUND} again {WITHIN_ROUNDS} rounds "
+            f"after the return")
+    aris = quiet_aris(data, QUIET_SPLIT)
+    names = _families(aris, PER_ROUND)
+    if not names:
+        return _na("dyn-absent-rejoins", WHERE, text, f"no per-round run on split {QUIET_SPLIT}")
+    parts = {}
+    for m in names:
+        mine = select(aris, m)
+        label, status = threshold(f"{m} ARI before the window", mine.rename(columns={BEFORE_QUIET: "ari"}), "ari",
+                                  lo=FOUND)
+        parts[label] = status
+        label, status = threshold(f"{m} ARI {WITHIN_ROUNDS} rounds after the return",
+                                  mine.rename(columns={AFTER_RETURN: "ari"}), "ari", lo=FOUND)
+        parts[label] = status
+    return verdict(PAPER, "dyn-absent-rejoins", WHERE, text, "; ".join(parts), parts)
+
+
+@claim(PAPER, "dyn-ifca-k-downlink")
+def ifca_costs_k_downlinks(data: ClaimData) -> ClaimResult:
+    text = ("IFCA costs k times FedAvg's downlink: it sends each sampled client all k cluster models a round, so its "
+            f"bytes down over the run are k times FedAvg's (k the number of true groups; within {DOWNLINK_TOLERANCE:.0%})")
+    ratios = downlink_ratios(data)
+    names = _families(ratios, IFCA)
+    if not names:
+        return _na("dyn-ifca-k-downlink", "issue 69 (bytes per round)", text,
+                   "no IFCA run with a FedAvg (bnc) run of the same setting and seed")
+    parts = {}
+    for m in names:
+        for sp in dict.fromkeys(ratios["split_base"]):
+            mine = select(ratios, m, split_base=sp)
+            if not len(mine):
+                continue
+            k = float(mine["k"].iloc[0])
+            label, status = threshold(f"{m} / {FEDAVG} bytes down on {sp} (k = {k:g})", mine, DOWNLINK_RATIO,
+                                      lo=k * (1 - DOWNLINK_TOLERANCE), hi=k * (1 + DOWNLINK_TOLERANCE), share=None)
+            parts[label] = status
+    return verdict(PAPER, "dyn-ifca-k-downlink", "issue 69 (bytes per round)", text, "; ".join(parts), parts)
+
+
+@claim(PAPER, "dyn-stragglers-found")
+def per_round_finds_groups_with_stragglers(data: ClaimData) -> ClaimResult:
+    text = (f"With stragglers (each sampled client, with chance one half, makes only part of its local steps, at least "
+            f"one), a per-round method (IFCA, Louvain) still finds the groups: its final ARI ≥ {FOUND}. IFCA assigns "
+            f"a client by the loss of each cluster model before training, which local work does not change; "
+            f"Louvain compares update directions, which a shorter update keeps")
+    runs = _on(data.runs, STRAGGLER_SPLIT)
+    names = _families(runs, PER_ROUND)
+    if not names:
+        return _na("dyn-stragglers-found", WHERE, text, f"no per-round run on split {STRAGGLER_SPLIT}")
+    parts = dict(threshold(f"{m} final ARI", select(runs, m), "ari", lo=FOUND) for m in names)
+    return verdict(PAPER, "dyn-stragglers-found", WHERE, text, "; ".join(parts), parts)
+
+
+DYNAMICS_TABLE = "dynamics_table"  # the front table's catalogue kind (caption report/captions/dynamics_table.rst)
+ORACLE, LOCAL = "oracle", "local"  # the reference bands beside FedAvg (cflcore.strategies.run_records)
+SETTINGS = (Setting("drift", SUDDEN_SWITCH, "switch"), Setting("availability", QUIET_SPLIT, "window", QUIET_ROUNDS),
+            Setting("stragglers", STRAGGLER_SPLIT))
+
+
 @register_paper("dynamics")
 class Dynamics(Paper):
-    """Federations whose groups drift: a one-shot against a per-round clustering after a sudden switch."""
+    """Federations that move: a one-shot against a per-round clustering after a sudden switch, a group absent for a
+    stretch of rounds, stragglers, and IFCA's downlink against FedAvg's."""
 
-    title = "Federations whose groups drift (issue 69)"
+    title = "Federations that move (issue 69)"
     roles = {"sudden_switch": Role("split", SUDDEN_SWITCH, "a rotation split where a third of the clients switch "
-                                                           "group at mid-run")}
+                                                           "group at mid-run"),
+             "absent_group": Role("split", QUIET_SPLIT, "a rotation split where one whole group is absent for a "
+                                                        "stretch of rounds"),
+             "stragglers": Role("split", STRAGGLER_SPLIT, "a rotation split where half of the sampled clients make "
+                                                          "only part of their local steps"),
+             "fedavg": Role("variant", FEDAVG, "FedAvg: one model for every client (a reference band)"),
+             "oracle": Role("variant", ORACLE, "the oracle: every client with its true group of round 0 (the upper "
+                                               "band)"),
+             "local": Role("variant", LOCAL, "local training: every client alone (the lower band)")}
+    table_titles = {
+        "dynamics_table": "every method on a federation that moves: lag, ARI, accuracy and megabytes per setting",
+    }
+    front_tables = (DYNAMICS_TABLE,)
+
+    @classmethod
+    def tables(cls, data: ClaimData, checked: bool) -> dict[str, pd.DataFrame]:
+        bands = {name: cls.roles[key].what for key, name in (("fedavg", FEDAVG), ("oracle", ORACLE), ("local", LOCAL))}
+        frame = dynamics_table(data if checked else ClaimData(pd.DataFrame()), SETTINGS, bands, FEDAVG)
+        return {DYNAMICS_TABLE: frame}

@@ -460,16 +460,17 @@ def comparable(label: str, a: pd.DataFrame, b: pd.DataFrame, metric: str, margin
 
 
 def threshold(label: str, runs: pd.DataFrame, metric: str, lo: float = -np.inf, hi: float = np.inf,
-              share: float = SHARE) -> tuple[str, Part]:
+              share: float | None = SHARE) -> tuple[str, Part]:
     """A level claim on ``metric``: a seed's value within [lo, hi] in at least ``share`` of the seeds (:func:`assess`:
     the exact binomial test of the seeds in range; the earlier rule tested the cell's mean, its t-interval). The label
-    says k of n seeds in range, and the claimed share."""
+    says k of n seeds in range, and the claimed share. ``share`` None: a claim on the mean (a count, not a bounded
+    score), its t-interval against [lo, hi]."""
     values = per_seed(runs, metric).to_numpy()
     v = t_interval(values, resolution=resolution_of(metric), step=step_of(runs, metric))
     v = Interval(v.mean, v.lo, v.hi, v.n, v.how, v.values, bounded=at_bound(values, metric), resolution=v.resolution,
                  step=v.step)
     part = Part(v, lo, hi, share=share)
-    if rules.current() == DIGIT_FLOOR:
+    if rules.current() == DIGIT_FLOOR or share is None:
         return f"{label}: {v.text(2, signed=False)}", part
     k = int(in_range(part, np.asarray(v.values, dtype=np.float64)).sum())
     return f"{label} in ≥ {share:.0%} of seeds: {k} of {v.n} seeds; mean {v.text(2, signed=False)}", part
