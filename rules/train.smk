@@ -72,7 +72,7 @@ use rule train as train_kernels with:
     log:
         lay.log_file(lay.kernel_results(RESULTS, "{kernels}"), "train", RUN),
     benchmark:
-        lay.benchmark_file(lay.kernel_results(RESULTS, "{kernels}"), "train_evaluate", RUN)
+        lay.benchmark_file(RESULTS, "train_kernels", f"{{kernels}}/{RUN}")
     wildcard_constraints:
         algorithm=SWEPT_NAME,
         kernels=KERNEL_NAME_PATTERN,
