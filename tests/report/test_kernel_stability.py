@@ -58,6 +58,13 @@ def test_a_flip_away_from_the_native_verdict_either_way():
     assert (got["holds"], got["kernels"]) == (vd.INCONCLUSIVE, "flips under avx2 (holds, lean toward)")
 
 
+def test_a_flip_between_leaning_verdicts_keeps_their_common_lean():
+    """SCL's home check here: native 3 of 6 (inconclusive, against), a path 2 of 6 (contradicted, against)."""
+    got = checked([1, 1, 1, 0, 0, 0.72], avx2=[0, 1, 1, 0.72, 0.82, 0]).set_index("claim_id").loc[CLAIM]
+    assert (got["holds"], got["lean"]) == (vd.INCONCLUSIVE, vd.AGAINST)
+    assert got["kernels"] == "flips under avx2 (contradicted, lean against)"
+
+
 def test_a_path_with_missing_runs_says_so():
     got = checked(HOLDING, avx2=HOLDING[:17]).set_index("claim_id").loc[CLAIM]
     assert got["kernels"].startswith("same under avx2; avx2 has 17 of 18 runs") or "flips under avx2" in got["kernels"]

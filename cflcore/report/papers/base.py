@@ -229,8 +229,9 @@ def _kernel_stability(res: ClaimResult, others: Mapping[str, tuple[ClaimResult, 
                       n_runs: int) -> tuple[ClaimResult, str]:
     """The row and its ``kernels`` cell, from the claim decided on the native runs (``res``) and on each kernel path
     (``others``: {path: (its row, its loaded runs)}; ``n_runs``: the native runs loaded). The same verdict
-    everywhere: "same under avx2, default". A verdict that differs on a path flips: the row is inconclusive, its
-    reason names each path's verdict, the native verdict kept in the note (issue 67, item 4)."""
+    everywhere: "same under avx2, default". A verdict that differs on a path flips: the row is inconclusive, leaning
+    where every path leans (else none), its reason names each path's verdict, the native verdict kept in the note
+    (issue 67, item 4)."""
     missing = {name: n for name, (_, n) in others.items() if n < n_runs}
     short = "".join(f"; {name} has {n} of {n_runs} runs" for name, n in missing.items())
     flips = {name: other for name, (other, _) in others.items() if other.holds != res.holds}
@@ -241,7 +242,8 @@ def _kernel_stability(res: ClaimResult, others: Mapping[str, tuple[ClaimResult, 
     why = f"inconclusive: the verdict flips under the CPU's kernels ({verdicts})"
     note = "; ".join(x for x in (f"the verdict on the native kernels: {res.holds} (lean {res.lean}, {res.reason})",
                                  res.note) if x)
-    return replace(res, holds=INCONCLUSIVE, lean=NONE, reason=why, note=note), cell + short
+    lean = res.lean if all(other.lean == res.lean for other, _ in others.values()) else NONE  # kept where all agree
+    return replace(res, holds=INCONCLUSIVE, lean=lean, reason=why, note=note), cell + short
 
 
 def _run_claim(fn: ClaimFn, paper: str, data: ClaimData) -> ClaimResult:
