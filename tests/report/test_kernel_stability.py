@@ -65,6 +65,14 @@ def test_a_flip_between_leaning_verdicts_keeps_their_common_lean():
     assert got["kernels"] == "flips under avx2 (contradicted, lean against)"
 
 
+def test_the_same_verdict_leaning_the_other_way_is_named_and_leans_nowhere():
+    """SCL's steps ablation here: native 6 of 6 (inconclusive, toward), avx2 4 of 6 (inconclusive, against)."""
+    got = checked([1.0] * 6, avx2=[1, 1, 0.72, 0.72, 1, 1]).set_index("claim_id").loc[CLAIM]
+    assert (got["holds"], got["lean"]) == (vd.INCONCLUSIVE, vd.NONE)
+    assert got["kernels"] == "same under avx2, but leans against under avx2"
+    assert got["reason"].endswith("where it leans differs under the CPU's kernels (native toward, avx2 against)")
+
+
 def test_a_path_with_missing_runs_says_so():
     got = checked(HOLDING, avx2=HOLDING[:17]).set_index("claim_id").loc[CLAIM]
     assert got["kernels"].startswith("same under avx2; avx2 has 17 of 18 runs") or "flips under avx2" in got["kernels"]

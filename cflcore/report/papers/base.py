@@ -229,14 +229,21 @@ def _kernel_stability(res: ClaimResult, others: Mapping[str, tuple[ClaimResult, 
                       n_runs: int) -> tuple[ClaimResult, str]:
     """The row and its ``kernels`` cell, from the claim decided on the native runs (``res``) and on each kernel path
     (``others``: {path: (its row, its loaded runs)}; ``n_runs``: the native runs loaded). The same verdict
-    everywhere: "same under avx2, default". A verdict that differs on a path flips: the row is inconclusive, leaning
+    everywhere: "same under avx2, default" (its lean none, and the paths' leans named, where they differ). A verdict
+    that differs on a path flips: the row is inconclusive, leaning
     where every path leans (else none), its reason names each path's verdict, the native verdict kept in the note
     (issue 67, item 4)."""
     missing = {name: n for name, (_, n) in others.items() if n < n_runs}
     short = "".join(f"; {name} has {n} of {n_runs} runs" for name, n in missing.items())
     flips = {name: other for name, (other, _) in others.items() if other.holds != res.holds}
     if not flips:
-        return res, f"same under {', '.join(others)}{short}"
+        leans = {name: other.lean for name, (other, _) in others.items() if other.lean != res.lean}
+        if not leans:
+            return res, f"same under {', '.join(others)}{short}"
+        moved = "; ".join(f"leans {lean} under {name}" for name, lean in leans.items())
+        why = (f"{res.reason}; where it leans differs under the CPU's kernels ({NATIVE} {res.lean}, "
+               + ", ".join(f"{name} {other.lean}" for name, (other, _) in others.items()) + ")")
+        return replace(res, lean=NONE, reason=why), f"same under {', '.join(others)}, but {moved}{short}"
     cell = "; ".join(f"flips under {name} ({other.holds}, lean {other.lean})" for name, other in flips.items())
     verdicts = ", ".join([f"{NATIVE} {res.holds}", *(f"{name} {other.holds}" for name, (other, _) in others.items())])
     why = f"inconclusive: the verdict flips under the CPU's kernels ({verdicts})"
