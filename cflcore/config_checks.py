@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .errors import ConfigError
+from .kernel_paths import KERNEL_PATHS
 from .layout import dataset_file
 from .paper_sources import declared_claims, declared_homes, declared_papers, declared_roles
 from .registry import declared_names
@@ -310,6 +311,7 @@ def naming_fields() -> dict[str, str]:
                                           f"import path `sklearn.cluster.<Class>` or `hdbscan.HDBSCAN`"),
         "explain.grid_clients": "Names clients of the explained runs: indices below their largest client count",
         "report.paper_checks": "Names papers: " + ", ".join(declared_papers()),
+        "report.kernel_paths": "Names kernel paths: " + ", ".join(KERNEL_PATHS),
         "report.claim_notes": f"Its keys name claims of the papers in `report.paper_checks` ({claims})",
         "report.claims_not_carried": f"Its keys name claims of the papers in `report.paper_checks` ({claims})",
         "report.roles": ("Its keys name papers of `report.paper_checks`; under each, its keys name roles the paper declares "

@@ -101,6 +101,12 @@ def input_file(results: str, scenario: str, kind: str) -> str:
     return split_file(results, scenario, input_file_name(kind))
 
 
+def kernel_results(results: str, kernels: str) -> str:
+    """The results folder of the study's runs trained again on kernel path ``kernels`` (cflcore.kernel_paths): its
+    ``runs/``, ``eval/``, ``logs/`` and ``benchmarks/`` as a study's; the data and splits stay the study's own."""
+    return f"{results}/kernels/{kernels}"
+
+
 def runs_root(results: str) -> str:
     return f"{results}/runs"
 

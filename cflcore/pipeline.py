@@ -30,6 +30,7 @@ JOB_SETS = {
     "runs": "one job per run",
     "replayed_runs": "one job per run with a what-if replay (config.whatif_runs)",
     "unreplayed_runs": "one job per run without a what-if replay",
+    "kernel_runs": "one job per run and kernel path of report.kernel_paths (none where it is unset)",
     "late_client_runs": "one job per run with late clients (config.late_client_runs)",
     "explained_runs": "one job per explained run (config.explain_runs)",
     "part": "one job, named after its rule",
@@ -61,6 +62,8 @@ class Stage:
     help: str
     options: tuple[str, ...] = field(default=())
     """Extra ``cfl`` options of its command (beyond its wildcards), e.g. ``--summary`` of ``cfl split``."""
+    rule_wildcards: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Wildcards a rule of the stage has beyond the stage's: rule ``train_kernels``'s kernel path."""
 
 
 STAGES: tuple[Stage, ...] = (
@@ -75,12 +78,14 @@ STAGES: tuple[Stage, ...] = (
           inputs=("dataset", "assignments", "manifest"), outputs=("norms",), upstream=("split",),
           command="centralised_update_norms",
           help="a centralised training's update norm per round, beside the split (a strategy input: SCL's proxy)"),
-    Stage(name="train", entries=("train",), rules={"train": "replayed_runs", "train_evaluate": "unreplayed_runs"},
-          wildcards=_RUN,
+    Stage(name="train", entries=("train",), rules={"train": "replayed_runs", "train_evaluate": "unreplayed_runs",
+                                                   "train_kernels": "kernel_runs"},
+          wildcards=_RUN, rule_wildcards={"train_kernels": ("kernels",)},
           inputs=("dataset", "assignments", "manifest"), outputs=_RUN_FILES, upstream=("split", "centralised_update_norms"),
           command="train", help="federated training of one run"),
-    Stage(name="evaluate", entries=("evaluate",), rules={"evaluate": "replayed_runs", "train_evaluate": "unreplayed_runs"},
-          wildcards=_RUN, inputs=("history", "server", "gram", "status", "manifest"),
+    Stage(name="evaluate", entries=("evaluate",), rules={"evaluate": "replayed_runs", "train_evaluate": "unreplayed_runs",
+                                                         "train_kernels": "kernel_runs"},
+          wildcards=_RUN, rule_wildcards={"train_kernels": ("kernels",)}, inputs=("history", "server", "gram", "status", "manifest"),
           outputs=("clustering", "personalisation"), upstream=("train",), command="evaluate",
           help="clustering and personalisation scores of one run"),
     Stage(name="whatif", entries=("whatif",), rules={"evaluate": "replayed_runs"}, wildcards=_RUN,

@@ -260,6 +260,7 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
     runs = study_run_ids(cfg)
     scenarios = sorted({layout.parse_run_id(r).scenario for r in runs})
     replayed = set(whatif_runs(cfg))  # rules train and evaluate; the others one job each, train_evaluate
+    kernels = (cfg.get("report") or {}).get("kernel_paths") or []  # rule train_kernels: one job per run and path
     inputs: dict[str, set[str]] = {}  # a strategy input's kind is its rule's name; the option its last wildcard
     for r in runs:
         run = layout.parse_run_id(r)
@@ -269,11 +270,13 @@ def benchmark_jobs(cfg: Mapping[str, Any], explain_runs: list[str]) -> dict[str,
     jobs = {"datasets": lambda rule: sorted({layout.parse_scenario_id(s).dataset for s in scenarios}),
             "scenarios": lambda rule: scenarios, "input_files": lambda rule: sorted(inputs.get(rule, ())),
             "runs": lambda rule: runs, "replayed_runs": lambda rule: [r for r in runs if r in replayed],
+            "kernel_runs": lambda rule: [f"{k}/{r}" for k in kernels for r in runs],
             "unreplayed_runs": lambda rule: [r for r in runs if r not in replayed],
             "late_client_runs": lambda rule: late_client_runs(cfg), "explained_runs": lambda rule: explain_runs,
             "part": lambda rule: [rule]}
     return {rule: jobs[kind](rule) for stage in pipeline.with_report_parts(report_parts())
-            for rule, kind in stage.rules.items() if kind not in ("index", "tuning") and (kind != "input_files" or rule in inputs)}
+            for rule, kind in stage.rules.items() if kind not in ("index", "tuning")
+            and (kind != "input_files" or rule in inputs) and (kind != "kernel_runs" or kernels)}
 
 
 def report(cfg: Mapping[str, Any], out_dir: str | Path) -> dict[str, Any]:

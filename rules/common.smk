@@ -15,6 +15,7 @@ import cflcore.layout as lay
 from cflcore.defaults import device_identity
 from cflcore.external import external_only
 from cflcore.io import canonical_json
+from cflcore.kernel_paths import NAME_PATTERN as KERNEL_NAME_PATTERN
 from cflcore.provenance import code_version
 from cflcore.stages import failed_attempts, report_plan, strategy_input_paths
 from cflcore.sweep_expansion import NAME_PATTERN as SWEPT_NAME
@@ -134,6 +135,12 @@ def p_attempt(w):
     return failed_attempts(lay.run_dir(RESULTS, lay.run_id(w.dataset, w.split, w.clients, w.seed, w.algorithm)))
 
 
+def p_kernel_attempt(w):
+    """p_attempt for a run trained again on kernel path ``w.kernels`` (rule train_kernels), in its own folder."""
+    run = lay.run_id(w.dataset, w.split, w.clients, w.seed, w.algorithm)
+    return failed_attempts(lay.run_dir(lay.kernel_results(RESULTS, w.kernels), run))
+
+
 def p_train_code(w):
     """The hash of the code a train job runs: the engine, its own method and model (cflcore.provenance)."""
     return code_version("train", cc.run_plugins(config, w.dataset, w.algorithm))  # an external clusterer too
@@ -149,6 +156,17 @@ TRAIN_PARAMS = dict(
     attempt=p_attempt,
     code=p_train_code,
 )
+
+
+# report.kernel_paths (cflcore/kernel_paths.py): the kernel paths the study's runs are trained again on (rule
+# train_kernels), and those runs' scores, which the paper check reads (rules/report_common.smk)
+KERNEL_PATHS = tuple(config["report"].get("kernel_paths") or ())
+
+
+def kernel_runs_scores(w):
+    """The scores of every run of the study trained again on each kernel path (none when report.kernel_paths is unset)."""
+    return [lay.eval_file(lay.kernel_results(RESULTS, k), r, name) for k in KERNEL_PATHS for r in run_list()
+            for name in fn.EVAL_OUTPUTS]
 
 
 def strategy_input_files(w):

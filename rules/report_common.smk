@@ -103,9 +103,13 @@ PART_INPUTS = {
 
 
 def part_inputs(part):
-    """The input function of the part's rule: what it reads (PART_INPUTS), and the files of other studies it reads
+    """The input function of the part's rule: what it reads (PART_INPUTS), the scores of the runs trained again on
+    the kernel paths (the paper check's part), and the files of other studies it reads
     (catalogue.STUDY_INPUTS) that exist now, when the Snakefile is parsed: a re-made one re-makes the part; one made
     later is read all the same, and a later start reruns the part."""
     reads = PART_INPUTS[part.reads]
     others = [p for p in (REPORT_PLAN.get(catalogue.STUDY_INPUTS) or {}).get(part.name, []) if Path(p).is_file()]
-    return lambda w: {**reads(w), **({catalogue.STUDY_INPUTS: others} if others else {})}
+    # the paper check's part also reads the runs trained again on each kernel path (report.kernel_paths)
+    again = part.name == catalogue.OUTPUTS["paper_claims"].part and KERNEL_PATHS
+    return lambda w: {**reads(w), **({catalogue.STUDY_INPUTS: others} if others else {}),
+                      **({"kernel_runs": kernel_runs_scores(w)} if again else {})}

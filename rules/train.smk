@@ -60,6 +60,29 @@ use rule train as train_evaluate with:
         evaluate_code=code_version("evaluate"),
 
 
+# Issue 67, item 4: a run of the study trained and scored again on a CPU kernel path of report.kernel_paths
+# (cflcore/kernel_paths.py), into <results_dir>/kernels/<path>/ (cflcore.layout.kernel_results), as rule train_evaluate
+# does (no what-if replay). Its data, split and strategy inputs are the study's own and its settings and code the
+# same: only the kernels differ. The job sets its path's environment before it imports torch (workflow_scripts/train.py).
+use rule train as train_kernels with:
+    output:
+        **lay.run_outputs(lay.kernel_results(RESULTS, "{kernels}"), RUN),
+        clustering=lay.eval_file(lay.kernel_results(RESULTS, "{kernels}"), RUN, fn.CLUSTERING),
+        personalisation=lay.eval_file(lay.kernel_results(RESULTS, "{kernels}"), RUN, fn.PERSONALISATION),
+    log:
+        lay.log_file(lay.kernel_results(RESULTS, "{kernels}"), "train", RUN),
+    benchmark:
+        lay.benchmark_file(RESULTS, "train_kernels", f"{{kernels}}/{RUN}")
+    wildcard_constraints:
+        algorithm=SWEPT_NAME,
+        kernels=KERNEL_NAME_PATTERN,
+    params:
+        **{**TRAIN_PARAMS, "attempt": p_kernel_attempt},
+        settings=p_evaluate_settings,
+        evaluate_code=code_version("evaluate"),
+        kernels=lambda w: w.kernels,
+
+
 # A strategy input of file kind `centralised_update_norms/<round size>` (cflcore/fl/centralised.py): the update norm
 # per round of a centralised training on the scenario's pooled client data, beside the split. Only scenarios with a
 # variant whose strategy declares it get one (its train jobs ask for it).

@@ -1,21 +1,29 @@
-"""Snakemake adapter: rule train -> cflcore.stages.train; rule train_evaluate -> cflcore.stages.train, then
-cflcore.stages.evaluate in the same process (its job declares the scores among its outputs)."""
+"""Snakemake adapter: rule train -> cflcore.stages.train; rules train_evaluate and train_kernels ->
+cflcore.stages.train, then cflcore.stages.evaluate in the same process (its job declares the scores among its
+outputs); rule train_kernels first holds the CPU's kernels to its path, before torch is imported."""
 import json
 from pathlib import Path
 
-from cflcore import layout as lay
-from cflcore import stages
-from cflcore.external import activate
-from cflcore.logutil import run_job
+from cflcore.kernel_paths import hold_kernels
 
 sm = snakemake  # noqa: F821
+if "kernels" in sm.params.keys():  # rule train_kernels (report.kernel_paths): before anything imports torch
+    hold_kernels(sm.params.kernels)
+
+from cflcore import layout as lay  # noqa: E402
+from cflcore import stages  # noqa: E402
+from cflcore.external import activate  # noqa: E402
+from cflcore.logutil import run_job  # noqa: E402
+
 # config monitor.tensorboard is read here, not passed as a param: switching it reruns no training (its schema entry);
 # so is the concrete device (cuda:1): the params hold its identity only (cflcore.defaults.device_identity)
 w = sm.wildcards
 run = lay.run_id(w.dataset, w.split, w.clients, w.seed, w.algorithm)
 tensorboard = None
 if sm.config["monitor"]["tensorboard"]:
-    tensorboard = lay.tensorboard_dir(str(sm.config["results_dir"]).rstrip("/"), run)
+    results = str(sm.config["results_dir"]).rstrip("/")
+    tensorboard = lay.tensorboard_dir(lay.kernel_results(results, sm.params.kernels) if "kernels" in sm.params.keys()
+                                      else results, run)
 run_dir = Path(sm.output.status).parent
 
 

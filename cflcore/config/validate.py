@@ -35,6 +35,7 @@ from ..config_checks import (REFUSE, WARN, check_cross_references, check_data_re
 from ..defaults import schema_defaults
 from ..errors import ConfigError
 from ..federation import FEDERATION_KEY
+from ..kernel_paths import KERNEL_PATHS
 from ..external import (activate, check_dataset, check_installed, check_name, config_plugins, config_records,
                         fingerprint)
 from ..external import installed as installed_plugins
@@ -277,6 +278,9 @@ def _check_names(cfg: dict[str, Any]) -> None:
     for i, paper in enumerate((cfg.get("report") or {}).get("paper_checks") or []):
         if str(paper) not in installed_plugins("paper"):  # an external paper (cflcore.external) or a built-in one
             check_paper(str(paper), field=f"report.paper_checks[{i}]")
+    for i, kernels in enumerate((cfg.get("report") or {}).get("kernel_paths") or []):
+        if kernels not in KERNEL_PATHS:
+            raise ConfigError(f"report.kernel_paths[{i}]: {kernels!r}; allowed: {', '.join(KERNEL_PATHS)}")
     for split, setting in (((cfg.get("report") or {}).get("cross_paper") or {}).get("settings") or {}).items():
         check_home(str(setting["home"]), field=f"report.cross_paper.settings.{split}.home")
     _check_whatif_names(cfg.get("whatif") or {})

@@ -63,10 +63,13 @@ def comparison_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun]) -> 
 
 
 def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir: Path,
-                 context: Mapping[str, Any] | None = None, sweep_index: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+                 context: Mapping[str, Any] | None = None, sweep_index: Mapping[str, Any] | None = None,
+                 kernel_sets: Mapping[str, Sequence[LoadedRun]] | None = None) -> list[dict[str, Any]]:
     """Tables 1–2, personalisation, headline, the paper check and Kendall's τ, ``run_scores.csv``, and the
     front page built from the same frames (``front_page.rst``, ``tables/departures.csv``; ``context`` =
-    :func:`front_page.front_page_context` of the config, None: only the departures the results show)."""
+    :func:`front_page.front_page_context` of the config, None: only the departures the results show).
+    ``kernel_sets``: {kernel path: the runs trained again on it} (report.kernel_paths), each claim decided again on
+    each (:func:`check_claims`)."""
     summary, groups = tb.run_summaries(loaded), tb.expected_groups(specs)
     table_dir = out_dir / "tables"
     entries: list[dict[str, Any]] = []
@@ -100,9 +103,12 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     report_cfg = (context or {}).get("report") or {}
     told_true_k = list((context or {}).get("told_true_k") or ())
     swept, rounds = sweep_summary(loaded, sweep_index or {}), round_frame(loaded)  # once: every reader below shares them
+    again = {name: ClaimData(sweep_summary(runs, sweep_index or {}), round_frame(runs), tb.run_summaries(runs), runs,
+                             told_true_k=frozenset(told_true_k)) for name, runs in (kernel_sets or {}).items()}
     claims = check_claims(report_cfg.get("paper_checks") or [],
                           ClaimData(swept, rounds, summary, loaded, told_true_k=frozenset(told_true_k)),
-                          report_cfg.get("claim_notes"), report_cfg.get("claims_not_carried"), report_cfg.get("roles"))
+                          report_cfg.get("claim_notes"), report_cfg.get("claims_not_carried"), report_cfg.get("roles"),
+                          again)
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))
     cross = (report_cfg.get("cross_paper") or {})

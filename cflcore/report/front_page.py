@@ -199,7 +199,11 @@ def claims_checks(claims: pd.DataFrame | None) -> list[PaperCheck]:
                 "reason in words and the seeds that would decide it, the version of its reading (fixed before the data; "
                 "*Earlier*: an earlier reading's verdict on the same runs, with the commit that changed it); *Note* "
                 "gives every part with its numbers.\n\n")
-        columns = [c for c in ("where", "claim", "ours", "holds", "lean", "reason", "seeds_to_decide", "kind", "version",
+        if "kernels" in rows:
+            text += ("*Kernels*: each claim decided again on the same runs trained with the CPU's kernels held to "
+                     "each path of ``report.kernel_paths``; a verdict that flips on one is inconclusive, its reason "
+                     "naming each path's verdict.\n\n")
+        columns = [c for c in ("where", "claim", "ours", "holds", "lean", "kernels", "reason", "seeds_to_decide", "kind", "version",
                                "earlier", "note")
                    if c in rows and (c != "earlier" or rows[c].fillna("").astype(str).str.len().gt(0).any())]
         frame = rows[columns].rename(columns=lambda c: c.replace("_", " ").capitalize())

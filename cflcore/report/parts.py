@@ -73,9 +73,14 @@ class ReportInputs:
 # ---- the writers the catalogue names (catalogue.ReportOutput.writer): ReportInputs -> index entries ----------
 def _tables(inputs: ReportInputs) -> list[dict[str, Any]]:
     from .build import write_tables
+    from .runs import load_runs, run_specs
 
-    return write_tables(inputs.specs, inputs.loaded, inputs.out_dir, inputs.plan.get("front_page"),
-                        inputs.plan.get("sweep_index"))
+    context = inputs.plan.get("front_page")
+    kernels = ((context or {}).get("report") or {}).get("kernel_paths") or []  # the runs trained again on each
+    runs = [spec.run_id for spec in inputs.specs]
+    kernel_sets = {name: load_runs(run_specs(inputs.plan["results_dir"], runs, name))[0] for name in kernels}
+    return write_tables(inputs.specs, inputs.loaded, inputs.out_dir, context, inputs.plan.get("sweep_index"),
+                        kernel_sets)
 
 
 def _scl_epsilons(inputs: ReportInputs) -> list[dict[str, Any]]:

@@ -72,18 +72,20 @@ class MissingRun:
     reason: str
 
 
-def run_specs(results_dir: str | Path, runs: Sequence[str]) -> list[RunSpec]:
+def run_specs(results_dir: str | Path, runs: Sequence[str], kernels: str | None = None) -> list[RunSpec]:
     """The runs ``runs`` (run ids, e.g. a report plan's, cflcore.stages.report_plan) with the standard paths of
-    docs/architecture.md §2 under ``results_dir`` (cflcore.layout)."""
+    docs/architecture.md §2 under ``results_dir`` (cflcore.layout); ``kernels``: the same runs trained again on
+    that kernel path (report.kernel_paths), under its folder, their splits the study's own."""
     results = str(results_dir).rstrip("/")
+    trained = layout.kernel_results(results, kernels) if kernels else results
     specs = []
     for run in runs:
         ref = layout.parse_run_id(run)
         specs.append(RunSpec(
             ref.dataset, ref.split, ref.clients, ref.seed, str(ref.algorithm),
-            eval_dir=Path(layout.eval_dir(results, run)), run_dir=Path(layout.run_dir(results, run)),
+            eval_dir=Path(layout.eval_dir(trained, run)), run_dir=Path(layout.run_dir(trained, run)),
             manifest=Path(layout.split_file(results, ref.scenario, fn.MANIFEST)),
-            log=Path(layout.log_file(results, "train", run)), status=Path(layout.run_file(results, run, fn.STATUS)),
+            log=Path(layout.log_file(trained, "train", run)), status=Path(layout.run_file(trained, run, fn.STATUS)),
         ))
     return specs
 

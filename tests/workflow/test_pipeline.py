@@ -52,7 +52,7 @@ def mismatches(parsed: dict, stages: tuple) -> list[str]:
     wildcards: dict[str, set[str]] = {}
     for stage in pipeline.with_report_parts(parts, stages):
         for rule in stage.rules:
-            wildcards.setdefault(rule, set()).update(stage.wildcards)
+            wildcards.setdefault(rule, set()).update(stage.wildcards, stage.rule_wildcards.get(rule, ()))
     for rule, declared in files.items():
         got = parsed.get(rule)
         if got is None:
@@ -88,7 +88,7 @@ def test_every_stage_runs_functions_of_stages_through_adapters_and_a_command():
         assert stage.command in commands and f'a.cmd == "{stage.command}"' in dispatch, stage.name
         for rule, jobs in stage.rules.items():
             assert jobs in pipeline.JOB_SETS, (rule, jobs)
-            adapter = {"part": "report_part", "index": "report"}.get(jobs, {"train_evaluate": "train"}.get(rule, rule))
+            adapter = {"part": "report_part", "index": "report"}.get(jobs, {"train_evaluate": "train", "train_kernels": "train"}.get(rule, rule))
             assert (Path(REPO) / "workflow_scripts" / f"{adapter}.py").is_file(), rule
         for up in stage.upstream:
             pipeline.stage(up)  # a known stage
@@ -120,7 +120,7 @@ def test_a_stage_added_as_one_record_is_seen_everywhere(monkeypatch):
     assert "toy_stage" in graph["entries"]
     assert provenance.modules_in(graph, "toy_stage", {}) == provenance.modules_in(graph, "whatif", {})
     # the report's benchmark view: the rule and where it sits in the DAG
-    assert bm.workflow_upstream()["toy_rule"] == ("train", "train_evaluate")  # the train stage's rules
+    assert bm.workflow_upstream()["toy_rule"] == ("train", "train_evaluate", "train_kernels")  # the train stage's rules
     assert bm.rule_order(["report", "toy_rule", "train", "split"]) == ["split", "train", "toy_rule", "report"]
     # cfl: a command with the stage's wildcards as options
     assert "toy_command" in cli.build_parser().format_help() and "a toy stage added as one record" in \

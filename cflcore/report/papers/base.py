@@ -38,10 +38,11 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ConfigError
+from ...kernel_paths import NATIVE
 from ...registry import Registry
 from ..front_context import Departure
 from ..statistics.rules import CURRENT, DIGIT_FLOOR, current, using
-from ..statistics.verdicts import CONTRADICTED, EVIDENCE, HOLDS, NA, NONE, VERDICTS, Part, combine
+from ..statistics.verdicts import CONTRADICTED, EVIDENCE, HOLDS, INCONCLUSIVE, NA, NONE, VERDICTS, Part, combine
 
 
 @dataclass(frozen=True)
@@ -188,11 +189,14 @@ def verdict(paper: str, fn_id: str, where: str, text: str, ours: str, parts: Map
 # ---- running the checks ---------------------------------------------------------------------
 def check_claims(papers: Sequence[str], data: ClaimData, notes: Mapping[str, str] | None = None,
                  not_carried: Mapping[str, str] | None = None,
-                 roles: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
+                 roles: Mapping[str, Mapping[str, str]] | None = None,
+                 kernel_sets: Mapping[str, ClaimData] | None = None) -> pd.DataFrame:
     """One row per claim of each of ``papers``; ``notes`` (report.claim_notes) are appended to a claim's own note;
     a claim of ``not_carried`` (report.claims_not_carried: {claim id: why the study's proxy cannot carry it}) is
     n/a with that reason, its measured values and the check's own verdict on them kept in the row. Each paper reads
-    ``data`` cast to the roles the study maps for it (``roles``, report.roles: :func:`paper_data`)."""
+    ``data`` cast to the roles the study maps for it (``roles``, report.roles: :func:`paper_data`). ``kernel_sets``
+    (report.kernel_paths): {kernel path: the same runs trained again on it}; each claim is decided again on each,
+    and a column ``kernels`` says beside the verdict whether it is the same (:func:`_kernel_stability`)."""
     rows = []
     for paper in papers:
         cast = paper_data(paper, data, roles)
@@ -202,11 +206,51 @@ def check_claims(papers: Sequence[str], data: ClaimData, notes: Mapping[str, str
                 res = ClaimResult(res.claim_id, res.paper, res.where, res.claim, res.ours, NA,
                                   f"the check's own verdict on these runs: {res.holds} (lean {res.lean}): {res.note}",
                                   NONE, f"n/a: the proxy cannot carry this claim: {not_carried[res.claim_id]}")
-            row = {**asdict(res), **_versions(fn, paper, cast)}
+            stability = ""
+            if kernel_sets and res.holds != NA:
+                res, stability = _kernel_stability(res, {
+                    name: (_run_claim(fn, paper, paper_data(paper, other, roles)), len(other.loaded))
+                    for name, other in kernel_sets.items()}, len(data.loaded))
+            row = {**asdict(res), **_versions(fn, paper, cast), **({KERNELS_COLUMN: stability} if kernel_sets else {})}
             if notes and res.claim_id in notes:  # the study's explanation, after the check's own reason
                 row["note"] = " | ".join(x for x in (res.note, str(notes[res.claim_id])) if x)
             rows.append(row)
-    return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
+    columns = list(CLAIM_COLUMNS)
+    if kernel_sets:  # beside the verdict and its lean
+        columns.insert(columns.index("lean") + 1, KERNELS_COLUMN)
+    return pd.DataFrame(rows, columns=columns)
+
+
+KERNELS_COLUMN = "kernels"
+"""paper_claims.csv's column, with ``report.kernel_paths`` set: is the verdict the same on every kernel path."""
+
+
+def _kernel_stability(res: ClaimResult, others: Mapping[str, tuple[ClaimResult, int]],
+                      n_runs: int) -> tuple[ClaimResult, str]:
+    """The row and its ``kernels`` cell, from the claim decided on the native runs (``res``) and on each kernel path
+    (``others``: {path: (its row, its loaded runs)}; ``n_runs``: the native runs loaded). The same verdict
+    everywhere: "same under avx2, default" (its lean none, and the paths' leans named, where they differ). A verdict
+    that differs on a path flips: the row is inconclusive, leaning
+    where every path leans (else none), its reason names each path's verdict, the native verdict kept in the note
+    (issue 67, item 4)."""
+    missing = {name: n for name, (_, n) in others.items() if n < n_runs}
+    short = "".join(f"; {name} has {n} of {n_runs} runs" for name, n in missing.items())
+    flips = {name: other for name, (other, _) in others.items() if other.holds != res.holds}
+    if not flips:
+        leans = {name: other.lean for name, (other, _) in others.items() if other.lean != res.lean}
+        if not leans:
+            return res, f"same under {', '.join(others)}{short}"
+        moved = "; ".join(f"leans {lean} under {name}" for name, lean in leans.items())
+        why = (f"{res.reason}; where it leans differs under the CPU's kernels ({NATIVE} {res.lean}, "
+               + ", ".join(f"{name} {other.lean}" for name, (other, _) in others.items()) + ")")
+        return replace(res, lean=NONE, reason=why), f"same under {', '.join(others)}, but {moved}{short}"
+    cell = "; ".join(f"flips under {name} ({other.holds}, lean {other.lean})" for name, other in flips.items())
+    verdicts = ", ".join([f"{NATIVE} {res.holds}", *(f"{name} {other.holds}" for name, (other, _) in others.items())])
+    why = f"inconclusive: the verdict flips under the CPU's kernels ({verdicts})"
+    note = "; ".join(x for x in (f"the verdict on the native kernels: {res.holds} (lean {res.lean}, {res.reason})",
+                                 res.note) if x)
+    lean = res.lean if all(other.lean == res.lean for other, _ in others.values()) else NONE  # kept where all agree
+    return replace(res, holds=INCONCLUSIVE, lean=lean, reason=why, note=note), cell + short
 
 
 def _run_claim(fn: ClaimFn, paper: str, data: ClaimData) -> ClaimResult:
