@@ -67,7 +67,7 @@ def kept_state_trainer(engine: Mapping[str, Any]) -> str | None:
     """Why a run with ``optimizer_state: kept`` cannot keep its clients' optimiser states, or None where it can: the
     trainer that would run it (cflcore.fl.run.build_engine) must take them. The loop and vmap trainers do; the
     personalisation trainer (cflcore.fl.personal) starts every inner problem's optimiser afresh."""
-    kind = (engine.get("personalisation") or {}).get("kind", "none")
+    kind = {**config_defaults("engine.personalisation"), **(engine.get("personalisation") or {})}["kind"]
     if kind != "none":
         return f"engine.personalisation.kind {kind} (its trainer starts every inner problem afresh)"
     return None

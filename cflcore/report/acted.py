@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import pandas as pd
 
 from ..defaults import schema_defaults
-from ..strategies.run_records import NoAction, no_action_text
+from ..plugin import NoAction, no_action_text
 
 if TYPE_CHECKING:
     from .runs import LoadedRun

@@ -21,45 +21,13 @@ run; no shipped method's train job imports this module (tests/report/test_acted.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
+from ..plugin import NoAction, no_action_text  # noqa: F401 (the records' result type, re-exported)
 from ..registry import Registry
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-@dataclass(frozen=True)
-class NoAction:
-    """Why a run's method never acted: ``reason`` is one clause with ``{name}`` fields, ``figures`` the numbers
-    that fill them; a cross table joins the seeds of a cell into ranges (:func:`no_action_text`)."""
-
-    reason: str
-    figures: Mapping[str, float] = field(default_factory=dict)
-
-    def text(self) -> str:
-        return no_action_text([self])
-
-
-def _figure_text(values: list[float]) -> str:
-    """"0.15" for one value (or several equal), "0.15–0.18" for a range; whole numbers printed whole, others to 2
-    significant digits."""
-    def one(v: float) -> str:
-        return str(int(v)) if float(v).is_integer() and abs(v) < 1e6 else f"{v:.2g}"
-
-    lo, hi = one(min(values)), one(max(values))
-    return lo if lo == hi else f"{lo}–{hi}"
-
-
-def no_action_text(reasons: list[NoAction]) -> str:
-    """The seeds' reasons as one clause per distinct ``reason``, each figure the range over those seeds
-    ("smallest mean update norm 0.15–0.18 (round 17–19) against ε₁ 0.03–0.06"); clauses joined by "; "."""
-    by_reason: dict[str, list[NoAction]] = {}
-    for r in reasons:
-        by_reason.setdefault(r.reason, []).append(r)
-    return "; ".join(reason.format(**{k: _figure_text([float(r.figures[k]) for r in rs]) for k in rs[0].figures})
-                     for reason, rs in by_reason.items())
 
 
 class MethodRecords:

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 import cflcore.config as cc
+from cflcore.config.plan import ENGINE_OMITTED_AT_DEFAULT
 from cflcore.errors import ConfigError
 from conftest import copy_workflow, snakemake_cmd
 from test_rerun import planned
@@ -53,7 +54,9 @@ def test_swept_values_reach_the_jobs_settings_and_nothing_else():
     assert other["engine"]["participation"] == 1.0
     # the variant's engine override leaves the global engine block (and every other variant) alone
     assert cfg["engine"]["participation"] == 1.0
-    assert cc.run_settings(cfg, "mnist5k", "bnc")["engine"] == cfg["engine"]
+    # (less the options a run leaves out while they hold their default, cflcore.config.plan.ENGINE_OMITTED_AT_DEFAULT)
+    assert cc.run_settings(cfg, "mnist5k", "bnc")["engine"] == {k: v for k, v in cfg["engine"].items()
+                                                                 if k not in ENGINE_OMITTED_AT_DEFAULT}
     # a split's settings are its generator's parameters only (no name, no factor record)
     assert cc.split_settings(cfg, "maj@majority_share=0.4") == {**cfg["splits"]["maj@majority_share=0.4"]}
     assert "sweep" not in cc.split_settings(cfg, "maj@majority_share=0.4")
