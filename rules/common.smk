@@ -165,8 +165,12 @@ KERNEL_PATHS = tuple(config["report"].get("kernel_paths") or ())
 
 def kernel_runs_scores(w):
     """The scores of every run of the study trained again on each kernel path (none when report.kernel_paths is unset)."""
-    return [lay.eval_file(lay.kernel_results(RESULTS, k), r, name) for k in KERNEL_PATHS for r in run_list()
-            for name in fn.EVAL_OUTPUTS]
+    return [
+        lay.eval_file(lay.kernel_results(RESULTS, k), r, name)
+        for k in KERNEL_PATHS
+        for r in run_list()
+        for name in fn.EVAL_OUTPUTS
+    ]
 
 
 def strategy_input_files(w):

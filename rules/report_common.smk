@@ -111,5 +111,8 @@ def part_inputs(part):
     others = [p for p in (REPORT_PLAN.get(catalogue.STUDY_INPUTS) or {}).get(part.name, []) if Path(p).is_file()]
     # the paper check's part also reads the runs trained again on each kernel path (report.kernel_paths)
     again = part.name == catalogue.OUTPUTS["paper_claims"].part and KERNEL_PATHS
-    return lambda w: {**reads(w), **({catalogue.STUDY_INPUTS: others} if others else {}),
-                      **({"kernel_runs": kernel_runs_scores(w)} if again else {})}
+    return lambda w: {
+        **reads(w),
+        **({catalogue.STUDY_INPUTS: others} if others else {}),
+        **({"kernel_runs": kernel_runs_scores(w)} if again else {}),
+    }
