@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from .base import ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, register_strategy
+from .base import (ClusterAssignment, RoundUpdates, Strategy, StrategyContext, StrategyResult, Traffic,
+                   register_strategy)
 
 if TYPE_CHECKING:  # torch is imported where it runs: validating a config imports no torch
     import torch
@@ -32,3 +33,8 @@ class LocalOnly(Strategy):
 
     def aggregate(self, updates: RoundUpdates) -> StrategyResult:
         return StrategyResult(self.assignment)
+
+    def traffic(self, updates: RoundUpdates, model_bytes: int, n_models: int) -> Traffic:
+        """Nothing goes over the wire: each client keeps its model where it trains (the engine's one
+        initialisation stands for a seed every client draws alike, as the other methods' round-0 model does)."""
+        return Traffic(down=0, up=0)

@@ -200,6 +200,17 @@ def test_fedgwc_sends_its_step_losses_up_beside_its_model():
     assert fedgwc.traffic(updates, 1000, 1).up == 3000 + 6 * 4 and bnc.traffic(updates, 1000, 1).up == 3000
 
 
+def test_local_training_sends_nothing():
+    """The lower band aggregates nothing, so its clients exchange no model (issue 69: its bytes are 0, not FedAvg's)."""
+    from cflcore.strategies.base import ClusterAssignment, RoundUpdates, build_strategy
+
+    updates = RoundUpdates(0, np.array([0, 2, 5]), None, None, [np.zeros(3)] * 3, np.array([24, 24, 16]), None,
+                           ClusterAssignment.single(6))
+    local, bnc = build_strategy({"method": "local"}), build_strategy({"method": "bnc"})
+    assert (local.traffic(updates, 1000, 6).down, local.traffic(updates, 1000, 6).up) == (0, 0)
+    assert bnc.traffic(updates, 1000, 1).down == 3000
+
+
 def test_a_checkpoint_written_before_traffic_parquet_is_not_resumed(tmp_path, caplog):
     """A run's checkpoints outlive it, and a static run's settings hash did not change with this feature: a checkpoint
     of an earlier version (server rows without their bytes) would resume into a traffic.parquet with holes, so the run
