@@ -26,8 +26,11 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def sample_flops(model: str, shape: tuple[int, int, int], n_classes: int, batch: int) -> tuple[float, float]:
-    """(forward + backward, forward) FLOPs of one sample of a registered model (a batch of ``batch`` on the CPU)."""
+def _counted_passes(model: str, shape: tuple[int, int, int], n_classes: int,
+                    batch: int) -> tuple[torch.nn.Module, FlopCounterMode, FlopCounterMode]:
+    """A registered model built for ``shape`` and ``n_classes``, and the FLOP counters of its training pass (forward,
+    cross-entropy, backward) and of its forward pass (no grad) on one random CPU batch of ``batch``: what
+    :func:`sample_flops` and :func:`layer_costs` read."""
     from ..models import build_model
 
     net = build_model(model, shape[0], shape[1:], n_classes)
@@ -36,6 +39,12 @@ def sample_flops(model: str, shape: tuple[int, int, int], n_classes: int, batch:
         F.cross_entropy(net(x), y).backward()
     with torch.no_grad(), FlopCounterMode(display=False) as fwd:
         net(x)
+    return net, train, fwd
+
+
+def sample_flops(model: str, shape: tuple[int, int, int], n_classes: int, batch: int) -> tuple[float, float]:
+    """(forward + backward, forward) FLOPs of one sample of a registered model (a batch of ``batch`` on the CPU)."""
+    _, train, fwd = _counted_passes(model, shape, n_classes, batch)
     return train.get_total_flops() / batch, fwd.get_total_flops() / batch
 
 
@@ -155,14 +164,7 @@ def layer_costs(model: str, shape: tuple[int, int, int], n_classes: int, batch: 
     """:class:`LayerCosts` of a registered model (``torch.utils.flop_counter`` on a CPU batch of ``batch``): the
     convolutions' FLOPs (``aten.convolution`` and its backward) apart from every other counted product (the Linear
     layers' ``mm`` / ``addmm``)."""
-    from ..models import build_model
-
-    net = build_model(model, shape[0], shape[1:], n_classes)
-    x, y = torch.randn(batch, *shape), torch.randint(0, n_classes, (batch,))
-    with FlopCounterMode(display=False) as train:
-        F.cross_entropy(net(x), y).backward()
-    with torch.no_grad(), FlopCounterMode(display=False) as fwd:
-        net(x)
+    net, train, fwd = _counted_passes(model, shape, n_classes, batch)
 
     def split(counter: FlopCounterMode) -> tuple[float, float]:
         ops = counter.get_flop_counts().get("Global", {})
