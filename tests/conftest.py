@@ -175,3 +175,18 @@ def digits(tmp_path_factory):
     path = tmp_path_factory.mktemp("data") / "digits.parquet"
     prepare_dataset("digits", {"loader": "digits", "test_fraction": 0.2, "data_root": "data", "download": False}, path)
     return path
+
+
+@pytest.fixture(scope="module")
+def digits_table(digits):
+    """:func:`digits` loaded (cflcore.data.load_dataset): its images, labels and parts, once per test module."""
+    from cflcore.data import load_dataset
+
+    return load_dataset(digits)
+
+
+def raw_images(table, idx):
+    """Rows ``idx`` of a dataset table's images as float32 in [0, 1], before any shift a split applies."""
+    import numpy as np
+
+    return table.images[idx].astype(np.float32) / np.float32(255.0)

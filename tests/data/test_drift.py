@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from cflcore.config import load_config
-from cflcore.data import load_dataset, load_federated, make_split
+from cflcore.data import load_federated, make_split
 from cflcore.data.drift import groups_at_round, realise_schedule, switch_spans
 from cflcore.errors import ConfigError
 from cflcore.evaluate.clustering import load_ground_truth
 from cflcore.io import read_json
-from conftest import REPO
+from conftest import REPO, raw_images
 
 SCHEDULE = [{"kind": "sudden", "round": 2, "share": 0.34},
             {"kind": "recurrent", "round": 4, "until": 6, "share": 0.5, "from_group": 0, "to_group": 2},
@@ -24,16 +24,7 @@ SCHEDULE = [{"kind": "sudden", "round": 2, "share": 0.34},
 N_ROUNDS = 11
 
 
-@pytest.fixture(scope="module")
-def table(digits):
-    return load_dataset(digits)
-
-
-def raw_images(table, idx):
-    return table.images[idx].astype(np.float32) / np.float32(255.0)
-
-
-def test_the_truth_of_every_round_is_the_rotation_each_client_holds(digits, table, tmp_path):
+def test_the_truth_of_every_round_is_the_rotation_each_client_holds(digits, digits_table, tmp_path):
     manifest = make_split(digits, {"generator": "rotation", "drift": SCHEDULE}, 12, 0, tmp_path)
     angles = [0, 90, 180, 270]
     changes = manifest["drift"]["changes"]
@@ -47,7 +38,7 @@ def test_the_truth_of_every_round_is_the_rotation_each_client_holds(digits, tabl
         np.testing.assert_array_equal(view.true_clusters, truth)
         for k, c in enumerate(view.clients):
             for x, idx in ((c.x_train, c.idx_train), (c.x_test, c.idx_test)):  # its own samples, the group's angle
-                expected = np.rot90(raw_images(table, idx), k=angles[truth[k]] // 90, axes=(2, 3))
+                expected = np.rot90(raw_images(digits_table, idx), k=angles[truth[k]] // 90, axes=(2, 3))
                 np.testing.assert_array_equal(x.numpy(), expected)
             seen.add((k, int(truth[k])))
     assert len(seen) > 12  # some clients held data of two or more groups
@@ -57,12 +48,12 @@ def test_the_truth_of_every_round_is_the_rotation_each_client_holds(digits, tabl
     home = manifest["cluster_of_client"][client]
     assert group != home
     before, after = fed.at_round(1).clients[client], fed.at_round(2).clients[client]
-    raw = raw_images(table, before.idx_train)
+    raw = raw_images(digits_table, before.idx_train)
     np.testing.assert_array_equal(before.x_train.numpy(), np.rot90(raw, k=angles[home] // 90, axes=(2, 3)))
     np.testing.assert_array_equal(after.x_train.numpy(), np.rot90(raw, k=angles[group] // 90, axes=(2, 3)))
 
 
-def test_label_swap_drift_swaps_the_new_groups_labels(digits, table, tmp_path):
+def test_label_swap_drift_swaps_the_new_groups_labels(digits, digits_table, tmp_path):
     swaps = [[1, 7], [3, 8]]
     manifest = make_split(digits, {"generator": "label-swap", "swaps": swaps,
                                    "drift": [{"kind": "sudden", "round": 1, "share": 1.0}]}, 6, 3, tmp_path)
@@ -71,7 +62,7 @@ def test_label_swap_drift_swaps_the_new_groups_labels(digits, table, tmp_path):
     assert view.true_clusters.tolist() == [1 - g for g in manifest["cluster_of_client"]]  # two groups: all switch
     for c, g in zip(view.clients, view.true_clusters):
         a, b = swaps[g]
-        true = table.labels[c.idx_train]
+        true = digits_table.labels[c.idx_train]
         np.testing.assert_array_equal(c.y_train.numpy(), np.where(true == a, b, np.where(true == b, a, true)))
     truth = load_ground_truth(tmp_path / "manifest.json")  # the evaluation's histograms (WAS) count what they hold
     for rnd in (0, 1):

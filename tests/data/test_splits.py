@@ -8,7 +8,7 @@ import pytest
 import torch
 from hypothesis import given, settings as hyp_settings, strategies as st
 
-from cflcore.data import load_dataset, load_federated, make_split, prepare_dataset, split_summary
+from cflcore.data import load_federated, make_split, prepare_dataset, split_summary
 from cflcore.data.splits import SPLIT_GENERATORS
 from cflcore.data.splits.base import apportion
 from cflcore.data.splits.label_skew import DEFAULT_CLASS_SETS
@@ -27,11 +27,6 @@ FAMILIES = {
     "dirichlet-mix": {"generator": "dirichlet-mix", "cluster_shares": [0.4, 0.3, 0.3], "alphas": [1000, 0.05, 0]},
     "domains": {"generator": "domains", "domains": ["clean", "noise", "blur"], "noise_std": 0.3, "blur_sigma": 1.0},
 }
-
-
-@pytest.fixture(scope="module")
-def digits_table(digits):
-    return load_dataset(digits)
 
 
 def read_split(split_dir: Path) -> tuple[dict, dict]:

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from scipy.ndimage import grey_dilation, grey_erosion
 
-from cflcore.data import load_dataset, load_federated, make_split
+from cflcore.data import load_federated, make_split
 from cflcore.errors import ConfigError
 from cflcore.io import read_json, read_parquet
+from conftest import raw_images
 
 SHIFTS = {
     "rotation": {"generator": "rotation"},
@@ -23,16 +24,7 @@ SHIFTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def table(digits):
-    return load_dataset(digits)
-
-
-def raw_images(table, idx):
-    return table.images[idx].astype(np.float32) / np.float32(255.0)
-
-
-def test_rotation_groups_are_the_rotations_the_images_show(digits, table, tmp_path):
+def test_rotation_groups_are_the_rotations_the_images_show(digits, digits_table, tmp_path):
     manifest = make_split(digits, SHIFTS["rotation"], 8, 0, tmp_path)
     assert manifest["cluster_of_client"] == [0, 0, 1, 1, 2, 2, 3, 3]
     assert manifest["angle_of_client"] == [0, 0, 90, 90, 180, 180, 270, 270]
@@ -40,11 +32,12 @@ def test_rotation_groups_are_the_rotations_the_images_show(digits, table, tmp_pa
     for k, c in enumerate(fed.clients):
         k90 = manifest["angle_of_client"][k] // 90
         for x, idx in ((c.x_train, c.idx_train), (c.x_test, c.idx_test)):  # the local test set gets its rotation too
-            np.testing.assert_array_equal(x.numpy(), np.rot90(raw_images(table, idx), k=k90, axes=(2, 3)))
-    np.testing.assert_array_equal(fed.x_orch.numpy(), raw_images(table, np.flatnonzero(table.part == "test")))
+            np.testing.assert_array_equal(x.numpy(), np.rot90(raw_images(digits_table, idx), k=k90, axes=(2, 3)))
+    orchestrator = np.flatnonzero(digits_table.part == "test")
+    np.testing.assert_array_equal(fed.x_orch.numpy(), raw_images(digits_table, orchestrator))
 
 
-def test_rotation_by_other_angles_and_felisats_half(digits, table, tmp_path):
+def test_rotation_by_other_angles_and_felisats_half(digits, digits_table, tmp_path):
     manifest = make_split(digits, {"generator": "rotation", "angles": [180, 0], "cluster_shares": [0.5, 0.5],
                                    "alpha": 1.0}, 10, 0, tmp_path / "felisat")
     assert manifest["angle_of_client"] == [180] * 5 + [0] * 5
@@ -53,30 +46,30 @@ def test_rotation_by_other_angles_and_felisats_half(digits, table, tmp_path):
     make_split(digits, {"generator": "rotation", "angles": [0, 45]}, 4, 0, tmp_path / "45")
     fed = load_federated(digits, tmp_path / "45")
     from scipy.ndimage import rotate
-    x = raw_images(table, fed.clients[3].idx_train)
+    x = raw_images(digits_table, fed.clients[3].idx_train)
     expected = np.clip(rotate(x, 45, axes=(3, 2), reshape=False, order=1), 0, 1)
     np.testing.assert_allclose(fed.clients[3].x_train.numpy(), expected, atol=1e-6)
 
 
-def test_label_swap_swaps_train_and_test_labels_of_its_group_only(digits, table, tmp_path):
+def test_label_swap_swaps_train_and_test_labels_of_its_group_only(digits, digits_table, tmp_path):
     manifest = make_split(digits, SHIFTS["label-swap"], 9, 1, tmp_path)
     assert manifest["swap_of_client"] == [[1, 7]] * 3 + [[3, 8]] * 3 + [[5, 6]] * 3
     fed = load_federated(digits, tmp_path)
     for k, c in enumerate(fed.clients):
         a, b = manifest["swap_of_client"][k]
         for y, idx in ((c.y_train, c.idx_train), (c.y_test, c.idx_test)):
-            true = table.labels[idx]
+            true = digits_table.labels[idx]
             expected = np.where(true == a, b, np.where(true == b, a, true))
             np.testing.assert_array_equal(y.numpy(), expected)
             assert (true == a).any() and (y.numpy() != true).any()  # the swap shows in the data
-    np.testing.assert_array_equal(fed.y_orch.numpy(), table.labels[table.part == "test"])
+    np.testing.assert_array_equal(fed.y_orch.numpy(), digits_table.labels[digits_table.part == "test"])
     for k, c in enumerate(fed.clients):  # the manifest's histograms count the labels the client holds
         assert manifest["label_histograms_train"][k] == np.bincount(c.y_train.numpy(), minlength=10).tolist()
         assert manifest["label_histograms_test"][k] == np.bincount(c.y_test.numpy(), minlength=10).tolist()
 
 
 @pytest.mark.parametrize("size", [2, 3])
-def test_feature_skew_is_scipys_erosion_and_dilation(digits, table, tmp_path, size):
+def test_feature_skew_is_scipys_erosion_and_dilation(digits, digits_table, tmp_path, size):
     manifest = make_split(digits, {"generator": "feature-skew", "morphology_size": size}, 6, 2, tmp_path)
     assert manifest["cluster_domains"] == ["none", "erode", "dilate"]
     fed = load_federated(digits, tmp_path)
@@ -85,7 +78,7 @@ def test_feature_skew_is_scipys_erosion_and_dilation(digits, table, tmp_path, si
     for k, c in enumerate(fed.clients):
         g = manifest["cluster_of_client"][k]
         for x, idx in ((c.x_train, c.idx_train), (c.x_test, c.idx_test)):
-            np.testing.assert_array_equal(x.numpy(), ops[g](raw_images(table, idx)))
+            np.testing.assert_array_equal(x.numpy(), ops[g](raw_images(digits_table, idx)))
     thin = fed.clients[2].x_train.mean(), fed.clients[4].x_train.mean()
     assert thin[0] < thin[1]  # eroded digits are thinner than dilated ones
 
@@ -101,14 +94,14 @@ def test_quantity_skew_fractions_hold(digits, tmp_path):
     np.testing.assert_allclose(np.asarray(manifest["class_weights"]), 0.1)  # one distribution for every group
 
 
-def test_standard_partitions_have_no_groups(digits, table, tmp_path):
+def test_standard_partitions_have_no_groups(digits, digits_table, tmp_path):
     manifest = make_split(digits, SHIFTS["shards"], 10, 0, tmp_path / "shards")
     assert manifest["ground_truth"] is False and manifest["n_clusters"] == 1
     t = read_parquet(tmp_path / "shards" / "assignments.parquet")
     client, idx = t.column("client").to_numpy(), t.column("idx").to_numpy()
     held = idx[client >= 0]
-    assert len(held) == len(set(held)) == (table.part == "train").sum()  # a partition: every sample once
-    classes = [len(np.unique(table.labels[idx[client == k]])) for k in range(10)]
+    assert len(held) == len(set(held)) == (digits_table.part == "train").sum()  # a partition: every sample once
+    classes = [len(np.unique(digits_table.labels[idx[client == k]])) for k in range(10)]
     assert max(classes) <= 4  # two label-sorted shards: at most two classes each, plus a shard's boundary
     manifest = make_split(digits, SHIFTS["dirichlet"], 10, 0, tmp_path / "dir")
     assert manifest["ground_truth"] is False and set(manifest["cluster_of_client"]) == {0}
@@ -182,7 +175,7 @@ def test_existing_splits_unchanged(digits, tmp_path, name):
     {"generator": "label-swap", "swaps": [[1, 7], [3, 8]], "samples_per_client": 50, "alpha": 1.0},
     {"generator": "ocfl", "samples_per_client": 50},
 ])
-def test_without_replacement_no_train_image_is_in_two_clients(digits, table, tmp_path, settings):
+def test_without_replacement_no_train_image_is_in_two_clients(digits, digits_table, tmp_path, settings):
     """``replace: false``: the clients' train and test images are disjoint, each client's class counts are its class
     vector's largest-remainder share of its draws, a rebuild is bit-identical, and ``replace: true`` (the default)
     is the split as it was: its manifest does not name the parameter."""
@@ -200,7 +193,7 @@ def test_without_replacement_no_train_image_is_in_two_clients(digits, table, tmp
     assert len(np.unique(with_replacement[out["with"][0].column("client").to_numpy() >= 0])) < len(with_replacement[
         out["with"][0].column("client").to_numpy() >= 0])  # the default draws with replacement: images repeat
     if settings["generator"] == "rotation":  # uniform classes: 50 draws give exactly 5 images of each digit
-        counts = np.bincount(table.labels[idx[clients == 0]], minlength=10)
+        counts = np.bincount(digits_table.labels[idx[clients == 0]], minlength=10)
         assert counts.tolist() == [5] * 10
 
 
@@ -219,7 +212,7 @@ FELISAT_HALF = {"generator": "rotation", "angles": [180, 0], "cluster_shares": [
 data_utils.py:4-23) with clients 0-4 rotated by 180°."""
 
 
-def test_dirichlet_over_clients_partitions_every_train_image(digits, table, tmp_path):
+def test_dirichlet_over_clients_partitions_every_train_image(digits, digits_table, tmp_path):
     """Every train image in exactly one client; each class's images spread over the clients by one Dirichlet draw
     (client sizes differ, unlike a fixed samples_per_client); the default ``classes`` stays out of the manifest's
     params, so every rotation split written before the option keeps its streams and its files."""
@@ -229,7 +222,7 @@ def test_dirichlet_over_clients_partitions_every_train_image(digits, table, tmp_
     t = read_parquet(tmp_path / "a" / "assignments.parquet")
     clients, idx = (t.column(k).to_numpy() for k in ("client", "idx"))
     mine = np.sort(idx[clients >= 0])
-    np.testing.assert_array_equal(mine, np.flatnonzero(table.part == "train"))  # all of them, each once
+    np.testing.assert_array_equal(mine, np.flatnonzero(digits_table.part == "train"))  # all of them, each once
     assert manifest["angle_of_client"] == [180] * 5 + [0] * 5 and manifest["params"]["dirichlet_over"] == "clients"
     sizes = np.asarray(manifest["n_train"]) + np.asarray(manifest["n_test"])
     assert len(set(sizes.tolist())) > 1
