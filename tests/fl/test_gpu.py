@@ -129,6 +129,25 @@ def test_kill_and_resume_is_bit_identical_on_cuda(tmp_path, kill_after):
     _assert_same_outputs(tmp_path / "ref", tmp_path / "run")
 
 
+def _parity_setup(name, kw, sizes, shape):
+    """What the vmap-against-loop tests on ``DEVICE`` share: the device, a synthetic federation of ``sizes`` clients
+    on it, a maker of the seeded model (test_trainers), its layout, each client's float64 start (the same start moved
+    by 0.01 a client) and each client's seed."""
+    from cflcore.fl.device import prepare_device
+    from cflcore.fl.flat_params import ModelLayout
+    from cflcore.fl.trainers import derive_seed
+    from test_trainers import _seeded_model
+
+    device = prepare_device(DEVICE, True)
+    fed = synthetic_federated(n_clients=len(sizes), n_train=sizes, shape=shape).to(device)
+    make = lambda: _seeded_model(name, shape, fed.n_classes, kw)  # noqa: E731
+    layout = ModelLayout.of(make())
+    start = layout.flatten(make()).double().to(device)
+    starts = torch.stack([start + 0.01 * i for i in range(len(sizes))])
+    seeds = [derive_seed(1, i) for i in range(len(sizes))]
+    return device, fed, make, layout, starts, seeds
+
+
 @pytest.mark.parametrize("name,kw,sizes,shape", [
     ("tinyvgg", {}, [40, 33, 17, 50], (1, 8, 8)),                                  # unequal sizes, short last batches
     ("resnet34", {"width": 4}, [20, 13, 28], (1, 16, 16)),                          # BatchNorm, global pool
@@ -139,21 +158,12 @@ def test_kill_and_resume_is_bit_identical_on_cuda(tmp_path, kill_after):
 def test_vmap_equals_loop_on_cuda(name, kw, sizes, shape, ragged):
     """tests/fl/test_trainers.py's stated tolerance, float64 parameters within 1e-10, holds on CUDA too, for both ways
     of training unequal batches (BatchNorm models always split)."""
-    from cflcore.fl.device import prepare_device
-    from cflcore.fl.flat_params import ModelLayout
     from cflcore.fl.optim import ClientOptimizer
-    from cflcore.fl.trainers import LoopTrainer, VmapTrainer, derive_seed
+    from cflcore.fl.trainers import LoopTrainer, VmapTrainer
     from engine_runs import cpu_train_spec
-    from test_trainers import _seeded_model
 
-    device = prepare_device(DEVICE, True)
-    fed = synthetic_federated(n_clients=len(sizes), n_train=sizes, shape=shape).to(device)
-    make = lambda: _seeded_model(name, shape, fed.n_classes, kw)  # noqa: E731
-    layout = ModelLayout.of(make())
-    start = layout.flatten(make()).double().to(device)
-    starts = torch.stack([start + 0.01 * i for i in range(len(sizes))])
+    device, fed, make, layout, starts, seeds = _parity_setup(name, kw, sizes, shape)
     spec = cpu_train_spec(optimizer=ClientOptimizer("sgd", 0.01), batch_size=8, local_epochs=2, precision="fp64", ragged_batches=ragged)
-    seeds = [derive_seed(1, i) for i in range(len(sizes))]
     a = LoopTrainer(make(), layout, spec, device).train(starts, fed.clients, seeds)
     vmap = VmapTrainer(make(), layout, spec, device)
     b = vmap.train(starts, fed.clients, seeds)
@@ -171,21 +181,12 @@ def test_vmap_equals_loop_on_cuda(name, kw, sizes, shape, ragged):
 def test_conv_forms_equal_loop_on_cuda(name, kw, sizes, shape, form):
     """engine.conv_form (cflcore/fl/client_conv.py) on CUDA: the vmap trainer equals the loop trainer within
     tests/fl/test_client_conv.py's CPU tolerance, float64 parameters within 1e-10."""
-    from cflcore.fl.device import prepare_device
-    from cflcore.fl.flat_params import ModelLayout
     from cflcore.fl.optim import ClientOptimizer
-    from cflcore.fl.trainers import LoopTrainer, VmapTrainer, derive_seed
+    from cflcore.fl.trainers import LoopTrainer, VmapTrainer
     from engine_runs import cpu_train_spec
-    from test_trainers import _seeded_model
 
-    device = prepare_device(DEVICE, True)
-    fed = synthetic_federated(n_clients=len(sizes), n_train=sizes, shape=shape).to(device)
-    make = lambda: _seeded_model(name, shape, fed.n_classes, kw)  # noqa: E731
-    layout = ModelLayout.of(make())
-    start = layout.flatten(make()).double().to(device)
-    starts = torch.stack([start + 0.01 * i for i in range(len(sizes))])
+    device, fed, make, layout, starts, seeds = _parity_setup(name, kw, sizes, shape)
     opt = ClientOptimizer("sgd", 0.01)
-    seeds = [derive_seed(1, i) for i in range(len(sizes))]
     a = LoopTrainer(make(), layout, cpu_train_spec(optimizer=opt, batch_size=8, local_epochs=2, precision="fp64"),
                     device).train(starts, fed.clients, seeds)
     spec = cpu_train_spec(optimizer=opt, batch_size=8, local_epochs=2, precision="fp64", conv_form=form)
