@@ -18,6 +18,29 @@ client belongs to the group. With ``cluster_of_client`` (the groups at round 0) 
 round 1 or later, so every switch has a pre-switch partition to be scored against (the re-clustering lag,
 cflcore.metrics.drift).
 
+Two kinds of group take a schedule (the generator's ``drift_draws``, cflcore.data.splits.base.SplitGenerator):
+
+* a *transform* of a client's own samples (``rotation``, ``label-swap``, ``feature-skew``): the manifest records each
+  group's transform (``group_transforms``), and a client in group g holds its own train and test samples under g's;
+* a *class distribution* (label skew: ``majority``, ``ocfl``, ``dirichlet-mix``): a client in another group than its
+  own holds a sample of that group's class distribution, drawn at split time. For every pair (client, group) that
+  the ``changes`` bring together, the group not the client's own, in (client, group) order, after the schedule from
+  the same stream: the generator gives the class vector of a client of the group (``drift_plan``: ``ocfl`` the
+  group's vector, ``majority`` a majority class drawn uniformly among the group's classes, ``dirichlet-mix`` a
+  vector ~ Dir(α_g)), and as many distinct train images as the client held (train and test part together) are drawn
+  by it, then split by ``local_test_fraction`` as the split splits (so its train and test sizes are the client's, and
+  its test set follows its group, as a transform's does). With ``replace: true`` the class counts are the split's
+  sampler's (a multinomial by the class vector, 000 §4.1) and the images may be held by other clients (distinct
+  within the client, so the size is the client's exactly: the split's with-replacement draws would lose its
+  duplicates); with ``replace: false`` they are the split's disjoint sampler's (largest remainder), taken from what
+  no client holds, the clients' own and the earlier pairs' draws (cflcore.data.splits.build.DisjointDraws), so no
+  image is in two clients at any round. Too few images left is refused before any job on the totals
+  (:func:`most_drawn_pairs`, cflcore.config_checks) and at split time per class, in one line naming the field. The
+  manifest's ``drift.samples`` holds each pair's images (``train_idx``, ``test_idx``), class vector and label
+  histograms; a client keeps one sample per group (a recurrent event brings it back to its own samples, a second
+  visit to a group to the same draw). The clients' own samples and the ``changes`` are those of the split without
+  the drawing, so a static split, and every client that does not move, keeps its bytes.
+
 No torch here: the split job realises the schedule.
 """
 from __future__ import annotations
@@ -178,6 +201,19 @@ def groups_at_round(cluster_of_client: Sequence[int], changes: Sequence[Sequence
         if at <= rnd:
             groups[int(client)] = int(group)
     return groups
+
+
+def drawn_pairs(changes: Sequence[Sequence[int]], home: Sequence[int]) -> list[tuple[int, int]]:
+    """The (client, group) pairs the ``changes`` bring together, the group not the client's own, in (client, group)
+    order: the samples a class-distribution split draws for its schedule (module doc)."""
+    return sorted({(int(c), int(g)) for _, c, g in changes if int(g) != int(home[int(c)])})
+
+
+def most_drawn_pairs(schedule: Sequence[Mapping[str, Any]] | None, n_clients: int) -> int:
+    """An upper bound on the pairs :func:`drawn_pairs` gives before the schedule is realised: every event moves at
+    most ``max(1, round(share · n_clients))`` clients (:func:`realise_schedule`, eligible <= n_clients), each into one
+    group (a recurrent event's way back is home, no draw)."""
+    return sum(max(1, _half_up(e["share"] * n_clients)) for e in drift_events(schedule))
 
 
 def manifest_changes(manifest: Mapping[str, Any]) -> list[list[int]]:
