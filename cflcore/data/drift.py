@@ -32,10 +32,11 @@ Two kinds of group take a schedule (the generator's ``drift_draws``, cflcore.dat
   its test set follows its group, as a transform's does). With ``replace: true`` the class counts are the split's
   sampler's (a multinomial by the class vector, 000 §4.1) and the images may be held by other clients (distinct
   within the client, so the size is the client's exactly: the split's with-replacement draws would lose its
-  duplicates); with ``replace: false`` they are the split's disjoint sampler's (largest remainder), taken from what
-  no client holds, the clients' own and the earlier pairs' draws (cflcore.data.splits.build.DisjointDraws), so no
-  image is in two clients at any round. Too few images left is refused before any job on the totals
-  (:func:`most_drawn_pairs`, cflcore.config_checks) and at split time per class, in one line naming the field. The
+  duplicates); with ``replace: false`` they are the split's disjoint sampler's (largest remainder), taken from the
+  images the clients' own draws and the earlier pairs' left (cflcore.data.splits.build.DisjointDraws), so no image is
+  in two samples, and no client shares one with another at any round. Too few images is refused in one line naming
+  the field: before any job where the train part cannot hold the clients' draws and the first event's movers'
+  (:func:`fewest_drawn_pairs`, cflcore.config_checks), and exactly, per class, by the split job. The
   manifest's ``drift.samples`` holds each pair's images (``train_idx``, ``test_idx``), class vector and label
   histograms; a client keeps one sample per group (a recurrent event brings it back to its own samples, a second
   visit to a group to the same draw). The clients' own samples and the ``changes`` are those of the split without
@@ -209,11 +210,23 @@ def drawn_pairs(changes: Sequence[Sequence[int]], home: Sequence[int]) -> list[t
     return sorted({(int(c), int(g)) for _, c, g in changes if int(g) != int(home[int(c)])})
 
 
-def most_drawn_pairs(schedule: Sequence[Mapping[str, Any]] | None, n_clients: int) -> int:
-    """An upper bound on the pairs :func:`drawn_pairs` gives before the schedule is realised: every event moves at
-    most ``max(1, round(share · n_clients))`` clients (:func:`realise_schedule`, eligible <= n_clients), each into one
-    group (a recurrent event's way back is home, no draw)."""
-    return sum(max(1, _half_up(e["share"] * n_clients)) for e in drift_events(schedule))
+def fewest_drawn_pairs(schedule: Sequence[Mapping[str, Any]] | None, group_sizes: Sequence[int] | None,
+                       n_clients: int) -> int:
+    """The fewest pairs :func:`drawn_pairs` can give, known before the schedule is realised: the first event's
+    movers (:func:`realise_schedule`: ``max(1, round(share · eligible))``), each a client in a group not its own;
+    later events may bring a client back home or to a group it has seen. ``group_sizes`` (None where the dataset
+    decides them) give the first event's eligible clients of a ``from_group`` / ``to_group``; without them, 1."""
+    events = drift_events(schedule)
+    if not events:
+        return 0
+    e = events[0]
+    if e["from_group"] is not None:
+        eligible = None if group_sizes is None else int(group_sizes[int(e["from_group"])])
+    elif e["to_group"] is not None:
+        eligible = None if group_sizes is None else n_clients - int(group_sizes[int(e["to_group"])])
+    else:
+        eligible = n_clients
+    return 1 if eligible is None else max(1, _half_up(e["share"] * eligible))
 
 
 def manifest_changes(manifest: Mapping[str, Any]) -> list[list[int]]:
