@@ -164,7 +164,9 @@ def load_federated(dataset_path: str | os.PathLike, split_dir: str | os.PathLike
     domains = manifest.get("domains")
     swaps = manifest.get("label_swaps")
     changes = manifest_changes(manifest)
-    movers = {int(client) for _, client, _ in changes}
+    drawn_pairs = {(int(s["client"]), int(s["group"])) for s in (manifest.get("drift") or {}).get("samples", ())}
+    movers = {int(client) for _, client, group in changes  # whose own samples a group transforms
+              if int(group) != int(cluster_of_client[int(client)]) and (int(client), int(group)) not in drawn_pairs}
     clients: list[ClientData] = []
     raw_of_movers: dict[int, ClientData] = {}
 
