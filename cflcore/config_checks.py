@@ -206,6 +206,7 @@ def check_data_requests(cfg: Mapping[str, Any], scenarios: Iterable[Mapping[str,
         generators[split].check_classes(params[split], facts[d].classes, str(data_settings[d]["loader"]),
                                         entry_field(cfg, "splits", split))
         _check_shares(cfg, s, data_settings[d], params[split], batch_sizes.get((d, split)) or {})
+        _check_drift_draws(cfg, s, data_settings[d], params[split], generators[split])
 
 
 def _check_on_disk(cfg: Mapping[str, Any], dataset: str, settings: Mapping[str, Any], facts: Any,
@@ -263,6 +264,29 @@ def _check_shares(cfg: Mapping[str, Any], scenario: Mapping[str, Any], settings:
                         "client's whole train part (full-batch, as IFCA's authors' recipe does)",
                         batch_field, batch, local, split, n, draws)
 
+
+
+def _check_drift_draws(cfg: Mapping[str, Any], scenario: Mapping[str, Any], settings: Mapping[str, Any],
+                       params: Mapping[str, Any], generator: Any) -> None:
+    """A class-distribution split's drift schedule without replacement (cflcore.data.drift): each client that moves
+    draws a new sample from the images no client holds; the train part must hold the clients' draws and those of the
+    first event's movers (the fewest the schedule can draw; the split job checks the exact count, per class)."""
+    from .data.drift import DRIFT_KEY, fewest_drawn_pairs
+    from .data.loaders import train_size
+
+    n_train = train_size(settings)
+    schedule = params.get(DRIFT_KEY)
+    if n_train is None or not schedule or params.get("replace") is not False or not generator.drift_draws:
+        return
+    n = int(scenario["clients"])
+    draws = params.get("samples_per_client") or n_train // n
+    movers = fewest_drawn_pairs(schedule, generator(params).group_sizes(n), n)
+    if (n + movers) * draws > n_train:
+        raise ConfigError(f"{entry_field(cfg, 'splits', scenario['split'])}.{DRIFT_KEY}: with replace: false, {n} "
+                          f"clients × {draws} draws and at least {movers} moving clients × {draws} new draws need "
+                          f"{(n + movers) * draws} distinct images, dataset {scenario['dataset']} has {n_train} train "
+                          f"samples; allowed: a smaller first event, fewer samples_per_client or clients, or replace: "
+                          "true")
 
 
 # ---------------------------------------------------------------------------------------------- the reference

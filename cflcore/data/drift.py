@@ -18,6 +18,30 @@ client belongs to the group. With ``cluster_of_client`` (the groups at round 0) 
 round 1 or later, so every switch has a pre-switch partition to be scored against (the re-clustering lag,
 cflcore.metrics.drift).
 
+Two kinds of group take a schedule (the generator's ``drift_draws``, cflcore.data.splits.base.SplitGenerator):
+
+* a *transform* of a client's own samples (``rotation``, ``label-swap``, ``feature-skew``): the manifest records each
+  group's transform (``group_transforms``), and a client in group g holds its own train and test samples under g's;
+* a *class distribution* (label skew: ``majority``, ``ocfl``, ``dirichlet-mix``): a client in another group than its
+  own holds a sample of that group's class distribution, drawn at split time. For every pair (client, group) that
+  the ``changes`` bring together, the group not the client's own, in (client, group) order, after the schedule from
+  the same stream: the generator gives the class vector of a client of the group (``drift_plan``: ``ocfl`` the
+  group's vector, ``majority`` a majority class drawn uniformly among the group's classes, ``dirichlet-mix`` a
+  vector ~ Dir(α_g)), and as many distinct train images as the client held (train and test part together) are drawn
+  by it, then split by ``local_test_fraction`` as the split splits (so its train and test sizes are the client's, and
+  its test set follows its group, as a transform's does). With ``replace: true`` the class counts are the split's
+  sampler's (a multinomial by the class vector, 000 §4.1) and the images may be held by other clients (distinct
+  within the client, so the size is the client's exactly: the split's with-replacement draws would lose its
+  duplicates); with ``replace: false`` they are the split's disjoint sampler's (largest remainder), taken from the
+  images the clients' own draws and the earlier pairs' left (cflcore.data.splits.build.DisjointDraws), so no image is
+  in two samples, and no client shares one with another at any round. Too few images is refused in one line naming
+  the field: before any job where the train part cannot hold the clients' draws and the first event's movers'
+  (:func:`fewest_drawn_pairs`, cflcore.config_checks), and exactly, per class, by the split job. The
+  manifest's ``drift.samples`` holds each pair's images (``train_idx``, ``test_idx``), class vector and label
+  histograms; a client keeps one sample per group (a recurrent event brings it back to its own samples, a second
+  visit to a group to the same draw). The clients' own samples and the ``changes`` are those of the split without
+  the drawing, so a static split, and every client that does not move, keeps its bytes.
+
 No torch here: the split job realises the schedule.
 """
 from __future__ import annotations
@@ -178,6 +202,31 @@ def groups_at_round(cluster_of_client: Sequence[int], changes: Sequence[Sequence
         if at <= rnd:
             groups[int(client)] = int(group)
     return groups
+
+
+def drawn_pairs(changes: Sequence[Sequence[int]], home: Sequence[int]) -> list[tuple[int, int]]:
+    """The (client, group) pairs the ``changes`` bring together, the group not the client's own, in (client, group)
+    order: the samples a class-distribution split draws for its schedule (module doc)."""
+    return sorted({(int(c), int(g)) for _, c, g in changes if int(g) != int(home[int(c)])})
+
+
+def fewest_drawn_pairs(schedule: Sequence[Mapping[str, Any]] | None, group_sizes: Sequence[int] | None,
+                       n_clients: int) -> int:
+    """The fewest pairs :func:`drawn_pairs` can give, known before the schedule is realised: the first event's
+    movers (:func:`realise_schedule`: ``max(1, round(share · eligible))``), each a client in a group not its own;
+    later events may bring a client back home or to a group it has seen. ``group_sizes`` (None where the dataset
+    decides them) give the first event's eligible clients of a ``from_group`` / ``to_group``; without them, 1."""
+    events = drift_events(schedule)
+    if not events:
+        return 0
+    e = events[0]
+    if e["from_group"] is not None:
+        eligible = None if group_sizes is None else int(group_sizes[int(e["from_group"])])
+    elif e["to_group"] is not None:
+        eligible = None if group_sizes is None else n_clients - int(group_sizes[int(e["to_group"])])
+    else:
+        eligible = n_clients
+    return 1 if eligible is None else max(1, _half_up(e["share"] * eligible))
 
 
 def manifest_changes(manifest: Mapping[str, Any]) -> list[list[int]]:

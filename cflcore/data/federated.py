@@ -3,7 +3,8 @@
 This is the only thing the engine and the explain stage need from ``cflcore.data``; build it with
 ``cflcore.data.store.load_federated(dataset_parquet, split_dir)``. A split with a drift schedule
 (cflcore.data.drift) gives a view per round, :meth:`FederatedData.at_round`: a client that drifted into
-another group holds its own samples under that group's transform (:func:`with_transform`).
+another group holds its own samples under that group's transform (:func:`with_transform`), or, where a group is a
+class distribution (label skew), the sample of that group the split drew for it (manifest ``drift.samples``).
 """
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def with_transform(raw: ClientData, domain: Mapping[str, Any] | None,
 @dataclass
 class Drift:
     """What a drift schedule needs beyond the round-0 clients: the round-0 groups, the ``changes`` (manifest
-    ``drift``), each group's transform, and the untransformed samples (on the CPU) of every client that moves. A
+    ``drift``), each group's transform, the untransformed samples (on the CPU) of every client that moves, and the
+    samples a class-distribution split drew for (client, group) pairs (``drawn``, manifest ``drift.samples``). A
     client's data in a group is built once per device and kept (the trainers cache a client's tensors by object)."""
 
     home: np.ndarray  # the round-0 group of every client (manifest cluster_of_client)
@@ -70,12 +72,13 @@ class Drift:
     raw: dict[int, ClientData]
     device: Any = "cpu"
     built: dict[tuple[int, int], ClientData] = field(default_factory=dict)
+    drawn: dict[tuple[int, int], ClientData] = field(default_factory=dict)
 
     def client_in_group(self, client: int, group: int) -> ClientData:
         key = (int(client), int(group))
         if key not in self.built:
             t = self.group_transforms[int(group)]
-            data = with_transform(self.raw[int(client)], t.get("domain"), t.get("label_swaps"))
+            data = with_transform(self.drawn.get(key) or self.raw[int(client)], t.get("domain"), t.get("label_swaps"))
             self.built[key] = data if str(self.device) == "cpu" else move_client(data, self.device)
         return self.built[key]
 

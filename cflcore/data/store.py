@@ -154,7 +154,8 @@ def load_federated(dataset_path: str | os.PathLike, split_dir: str | os.PathLike
     A client's visual domain (``manifest["domains"]``) applies to its train and test images (noise drawn from
     ``torch.Generator().manual_seed(noise_seed)``, train first), its label swaps (``manifest["label_swaps"]``) to its
     train and test labels; the orchestrator set stays clean, with its true labels. A split with a drift schedule
-    (manifest ``drift``) keeps the untransformed samples of the clients it moves: :meth:`FederatedData.at_round`."""
+    (manifest ``drift``) keeps the untransformed samples of the clients it moves and the samples drawn for them
+    (``drift.samples``): :meth:`FederatedData.at_round`."""
     import torch
 
     data = load_dataset(dataset_path)
@@ -163,24 +164,36 @@ def load_federated(dataset_path: str | os.PathLike, split_dir: str | os.PathLike
     domains = manifest.get("domains")
     swaps = manifest.get("label_swaps")
     changes = manifest_changes(manifest)
-    movers = {int(client) for _, client, _ in changes}
+    drawn_pairs = {(int(s["client"]), int(s["group"])) for s in (manifest.get("drift") or {}).get("samples", ())}
+    movers = {int(client) for _, client, group in changes  # whose own samples a group transforms
+              if int(group) != int(cluster_of_client[int(client)]) and (int(client), int(group)) not in drawn_pairs}
     clients: list[ClientData] = []
     raw_of_movers: dict[int, ClientData] = {}
+
+    def samples_of(idx_train: np.ndarray, idx_test: np.ndarray) -> ClientData:
+        return ClientData(x_train=to_float_images(data.images[data.rows_of(idx_train)]),
+                          y_train=torch.from_numpy(data.labels[idx_train]),
+                          x_test=to_float_images(data.images[data.rows_of(idx_test)]),
+                          y_test=torch.from_numpy(data.labels[idx_test]), idx_train=idx_train, idx_test=idx_test)
+
     for client in range(len(cluster_of_client)):
         mine = cols["client"] == client
-        idx_train = np.sort(cols["idx"][mine & (cols["role"] == "train")]).astype(np.int64)
-        idx_test = np.sort(cols["idx"][mine & (cols["role"] == "test")]).astype(np.int64)
-        raw = ClientData(x_train=to_float_images(data.images[data.rows_of(idx_train)]),
-                         y_train=torch.from_numpy(data.labels[idx_train]),
-                         x_test=to_float_images(data.images[data.rows_of(idx_test)]),
-                         y_test=torch.from_numpy(data.labels[idx_test]), idx_train=idx_train, idx_test=idx_test)
+        raw = samples_of(np.sort(cols["idx"][mine & (cols["role"] == "train")]).astype(np.int64),
+                         np.sort(cols["idx"][mine & (cols["role"] == "test")]).astype(np.int64))
         if client in movers:
             raw_of_movers[client] = raw
         clients.append(with_transform(raw, domains[client] if domains is not None else None,
                                       swaps[client] if swaps is not None else None))
-    drift = (Drift(cluster_of_client, changes, list(manifest["drift"]["group_transforms"]), raw_of_movers,
-                   built={(k, int(cluster_of_client[k])): c for k, c in enumerate(clients)})
-             if changes else None)
+    drift = None
+    if changes:  # a transform split's groups carry their transforms; a class-distribution split's, its draws
+        spec = manifest["drift"]
+        drawn = {(int(s["client"]), int(s["group"])): samples_of(np.asarray(s["train_idx"], dtype=np.int64),
+                                                                 np.asarray(s["test_idx"], dtype=np.int64))
+                 for s in spec.get("samples", ())}
+        drift = Drift(cluster_of_client, changes,
+                      list(spec.get("group_transforms") or [{} for _ in range(int(manifest["n_clusters"]))]),
+                      raw_of_movers, built={(k, int(cluster_of_client[k])): c for k, c in enumerate(clients)},
+                      drawn=drawn)
     idx_orch = np.sort(cols["idx"][cols["role"] == "orchestrator"]).astype(np.int64)
     fed = FederatedData(
         clients=clients,

@@ -39,7 +39,7 @@ manifest's ``n_test``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -97,6 +97,9 @@ class GroundTruth:
     changes: tuple[tuple[int, int, int], ...] = ()  # a drift schedule's [round, client, group] (cflcore.data.drift)
     schedule: tuple[dict[str, Any], ...] = ()  # its events
     group_swaps: tuple[tuple[tuple[int, int], ...], ...] = ()  # each group's label swaps (a label-swap split's)
+    drawn_histograms: Mapping[tuple[int, int], np.ndarray] = dataclass_field(default_factory=dict)
+    """(client, group) -> the train label histogram of the sample a class-distribution split drew for the client in
+    that group (manifest ``drift.samples``, cflcore.data.drift)."""
 
     @property
     def n_clients(self) -> int:
@@ -108,12 +111,16 @@ class GroundTruth:
 
     def histograms_at(self, rnd: int) -> np.ndarray:
         """Every client's label histogram in round ``rnd``: a client that drifted into a group that swaps labels
-        counts its labels under that group's swaps, not its home group's (static splits: ``label_histograms``)."""
-        if not self.changes or not any(self.group_swaps):
+        counts its labels under that group's swaps, not its home group's; one that drifted into a class distribution
+        counts the sample drawn for it there (static splits: ``label_histograms``)."""
+        if not self.changes or not (any(self.group_swaps) or self.drawn_histograms):
             return self.label_histograms
         out = self.label_histograms.copy()
         groups = self.clusters_at(rnd)
         for k in np.flatnonzero(groups != self.cluster_of_client):
+            if (int(k), int(groups[k])) in self.drawn_histograms:
+                out[k] = self.drawn_histograms[(int(k), int(groups[k]))]
+                continue
             own = reversed(self.group_swaps[int(self.cluster_of_client[k])])  # undo the home group's swaps
             unswapped = swapped_histogram(out[k].tolist(), [tuple(p) for p in own])
             out[k] = swapped_histogram(unswapped, self.group_swaps[int(groups[k])])
@@ -151,7 +158,9 @@ def load_ground_truth(manifest_path: str | Path) -> GroundTruth:
                         changes=tuple(tuple(int(v) for v in c) for c in drift.get("changes", ())),
                         schedule=tuple(drift.get("schedule", ())),
                         group_swaps=tuple(tuple(tuple(int(c) for c in pair) for pair in t.get("label_swaps") or ())
-                                          for t in drift.get("group_transforms", ())))
+                                          for t in drift.get("group_transforms", ())),
+                        drawn_histograms={(int(s["client"]), int(s["group"])): np.asarray(
+                            s["label_histogram_train"], dtype=np.float64) for s in drift.get("samples", ())})
     if truth.label_histograms.shape[0] != truth.n_clients:
         raise DataError(
             f"{manifest_path}: label_histograms has {truth.label_histograms.shape[0]} clients, "

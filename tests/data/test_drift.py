@@ -133,8 +133,8 @@ def test_a_bad_schedule_is_refused_before_any_job(tmp_path, event, message):
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
-def test_a_schedule_on_a_label_skew_split_is_refused(tmp_path):
-    overrides = {"results_dir": str(tmp_path), "splits": {"nonoverlap-balanced": {
-        "drift": [{"kind": "sudden", "round": 1, "share": 0.5}]}}}
-    with pytest.raises(ConfigError, match=r"splits.nonoverlap-balanced: unknown key 'drift' for generator ocfl"):
+def test_a_schedule_on_a_split_whose_groups_are_sizes_is_refused(tmp_path):
+    overrides = {"study": {"splits": ["qs"], "datasets": ["digits"]}, "results_dir": str(tmp_path),
+                 "splits": {"qs": {"generator": "quantity-skew", "drift": [{"kind": "sudden", "round": 1, "share": 0.5}]}}}
+    with pytest.raises(ConfigError, match=r"splits.qs: unknown key 'drift' for generator quantity-skew"):
         load_config(Path(REPO) / "config" / "tiny.yaml", overrides=overrides)

@@ -1,6 +1,6 @@
 """A run on a split with a drift schedule (cflcore.data.drift): each round the engine trains and evaluates every
-client on its data of that round (its own samples under its group-of-the-round's transform), and a run killed
-after a round resumes bit-identical."""
+client on its data of that round (its own samples under its group-of-the-round's transform, or on a label-skew split
+the sample of its group-of-the-round's class distribution), and a run killed after a round resumes bit-identical."""
 from __future__ import annotations
 
 import logging
@@ -28,8 +28,9 @@ def split(digits, tmp_path_factory):
     return out
 
 
-def test_the_engine_trains_each_round_on_that_rounds_data(digits, split):
-    fed = load_federated(digits, split)
+@pytest.mark.parametrize("which", ["split", "label_skew_split"])
+def test_the_engine_trains_each_round_on_that_rounds_data(digits, request, which):
+    fed = load_federated(digits, request.getfixturevalue(which))
     engine, state = build_engine(fed, SETTINGS, 0, logging.getLogger("drift"))
     trained: dict[int, list] = {}
     train = engine.trainer.train
@@ -48,7 +49,7 @@ def test_the_engine_trains_each_round_on_that_rounds_data(digits, split):
         np.testing.assert_array_equal(engine.fed.true_clusters, view.true_clusters)
     moved = [c for r, c, _ in fed.drift.changes if r == 2]
     assert moved and any(not np.array_equal(trained[1][c].x_train.numpy(), trained[2][c].x_train.numpy())
-                         for c in moved)  # a switching client's images turned by 180° at the switch
+                         for c in moved)  # a switching client's images changed at the switch (turned, or drawn anew)
 
 
 def test_kill_and_resume_with_a_drift_schedule_is_bit_identical(digits, split, tmp_path):
@@ -57,4 +58,25 @@ def test_kill_and_resume_with_a_drift_schedule_is_bit_identical(digits, split, t
 
     run(tmp_path / "reference")()
     kill_and_resume(run(tmp_path / "resumed"), tmp_path / "resumed", 1)  # killed before the switch at round 2
+    _assert_same_outputs(tmp_path / "reference", tmp_path / "resumed")
+
+
+@pytest.fixture(scope="module")
+def label_skew_split(digits, tmp_path_factory):
+    out = tmp_path_factory.mktemp("drift-label-skew-split")
+    make_split(digits, {"generator": "majority", "class_sets": [[0, 1, 2], [3, 4, 5]], "samples_per_client": 40,
+                        "replace": False, "drift": SCHEDULE}, 6, 0, out)
+    return out
+
+
+def test_kill_and_resume_with_a_label_skew_drift_schedule_is_bit_identical(digits, label_skew_split, tmp_path):
+    fed = load_federated(digits, label_skew_split)
+    assert fed.drift.drawn and any(r == 2 for r, _, _ in fed.drift.changes)  # movers hold drawn samples from round 2
+
+    def run(out):
+        return lambda: train_run(load_federated(digits, label_skew_split), SETTINGS, 0, out,
+                                 logging.getLogger("drift"))
+
+    run(tmp_path / "reference")()
+    kill_and_resume(run(tmp_path / "resumed"), tmp_path / "resumed", 3)  # after the switches, before the return
     _assert_same_outputs(tmp_path / "reference", tmp_path / "resumed")

@@ -225,6 +225,10 @@ class SplitGenerator(Plugin):
     count too small for its groups; "" where the generator has none."""
     class_keys: ClassVar[tuple[str, ...]] = ()
     """Parameters that name classes of the dataset: lists of class indices (``class_sets``, ``swaps``)."""
+    drift_draws: ClassVar[bool] = False
+    """With a ``drift`` schedule (cflcore.data.drift): True where a group is a class distribution, so a client that
+    moves into it holds a new sample drawn by :meth:`drift_plan`; False where a group is a transform of a client's
+    own samples (cflcore.data.splits.grouped.GroupedShiftSplit.group_transforms)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -274,4 +278,9 @@ class SplitGenerator(Plugin):
 
     def generate(self, ctx: SplitContext, n_clients: int, cluster_rng: np.random.Generator,
                  client_rngs: list[np.random.Generator]) -> SplitPlan:
+        raise NotImplementedError
+
+    def drift_plan(self, group: int, plan: SplitPlan, ctx: SplitContext, rng: np.random.Generator) -> ClientPlan:
+        """A :data:`drift_draws` generator's plan of a client that a drift schedule moves into ``group``: the class
+        vector its new sample is drawn by, from the schedule's stream ``rng`` (cflcore.data.drift)."""
         raise NotImplementedError

@@ -28,7 +28,7 @@ from ...io import read_json, read_parquet, stable_hash, write_json, write_parque
 from ..store import read_dataset_labels
 from ..transforms import swapped_histogram
 from .base import COMMON_KEY_NEUTRAL, SPLIT_GENERATORS, ClientPlan, SplitContext, apportion_counts
-from ..drift import DRIFT_KEY, DRIFT_STREAM, drift_events, realise_schedule
+from ..drift import DRIFT_KEY, DRIFT_STREAM, check_schedule, drawn_pairs, drift_events, realise_schedule
 
 if TYPE_CHECKING:  # pandas only for split_summary (the split job does not import it)
     import pandas as pd
@@ -75,13 +75,20 @@ class DisjointDraws:
         self.field = field
 
     def __call__(self, class_weights: np.ndarray, pools: list[np.ndarray], n_draws: int, local_test_fraction: float,
-                 rng: np.random.Generator, client: int) -> ClientSamples:
+                 rng: np.random.Generator, client: int, drift_group: int | None = None) -> ClientSamples:
+        """``drift_group``: the draws are the client's sample of that group under a drift schedule (cflcore.data.drift),
+        named so in a shortage's error."""
         weights = np.asarray(class_weights, dtype=np.float64)
         counts = np.zeros(len(weights), dtype=np.int64)
         classes = np.flatnonzero(weights > 0)
         counts[classes] = apportion_counts(n_draws, weights[classes])
         drawn = []
         for c in np.flatnonzero(counts):
+            if counts[c] > len(self.left[c]) and drift_group is not None:
+                raise DataError(f"{self.field}.{DRIFT_KEY}: client {client}'s sample of group {drift_group} needs "
+                                f"{int(counts[c])} images of class {c}, {len(self.left[c])} are left after the clients' "
+                                "own and the earlier moves' (replace: false); allowed: fewer or smaller events, fewer "
+                                "samples_per_client or clients, or replace: true")
             if counts[c] > len(self.left[c]):
                 raise DataError(f"{self.field}.replace: false: client {client} needs {int(counts[c])} images of class "
                                 f"{c}, {len(self.left[c])} are left; allowed: fewer samples_per_client or clients, or "
@@ -225,8 +232,12 @@ def build_split(ctx: SplitContext, settings: Mapping[str, Any], n_clients: int, 
     if not plan.ground_truth:
         manifest["ground_truth"] = False
     if params.get(DRIFT_KEY):
-        manifest[DRIFT_KEY] = drift_manifest(generator, params[DRIFT_KEY], clusters, plan.n_clusters,
-                                             drift_stream(seed, key_params, n_clients, ctx), field)
+        drift_rng = drift_stream(seed, key_params, n_clients, ctx)
+        manifest[DRIFT_KEY] = drift_manifest(generator, params[DRIFT_KEY], plan, drift_rng, field)
+        if generator.drift_draws:
+            manifest[DRIFT_KEY]["samples"] = drift_samples(
+                generator, plan, samples, manifest[DRIFT_KEY]["changes"], ctx, labels_by_idx, test_fraction,
+                None if params["replace"] else draw, drift_rng, field)
     return table, manifest
 
 
@@ -236,13 +247,59 @@ def drift_stream(seed: int, key_params: Mapping[str, Any], n_clients: int, ctx: 
     return np.random.default_rng(np.random.SeedSequence([int(seed), split_key(key_params, n_clients, ctx), DRIFT_STREAM]))
 
 
-def drift_manifest(generator: Any, schedule: Sequence[Mapping[str, Any]], clusters: Sequence[int], n_groups: int,
-                   rng: np.random.Generator, field: str) -> dict[str, Any]:
-    """The manifest's ``drift``: the schedule (defaults filled), its ``changes`` (``[round, client, group]``) and each
-    group's transform (``group_transforms``), which a client that drifts into the group carries."""
-    return {"schedule": drift_events(schedule),
-            "changes": realise_schedule(schedule, clusters, n_groups, rng, f"{field}.{DRIFT_KEY}"),
-            "group_transforms": generator.group_transforms()}
+def drift_manifest(generator: Any, schedule: Sequence[Mapping[str, Any]], plan: Any, rng: np.random.Generator,
+                   field: str) -> dict[str, Any]:
+    """The manifest's ``drift``: the schedule (defaults filled), its ``changes`` (``[round, client, group]``) and, for
+    a generator whose groups are transforms, each group's (``group_transforms``), which a client that drifts into the
+    group carries (a class-distribution generator's draws: :func:`drift_samples`)."""
+    check_schedule(schedule, plan.n_clusters, f"{field}.{DRIFT_KEY}")  # the groups a loader's defaults gave
+    clusters = [p.cluster for p in plan.clients]
+    out = {"schedule": drift_events(schedule),
+           "changes": realise_schedule(schedule, clusters, plan.n_clusters, rng, f"{field}.{DRIFT_KEY}")}
+    if not generator.drift_draws:
+        out["group_transforms"] = generator.group_transforms()
+    return out
+
+
+def drift_samples(generator: Any, plan: Any, samples: Sequence[ClientSamples], changes: Sequence[Sequence[int]],
+                  ctx: SplitContext, labels_by_idx: np.ndarray, test_fraction: float, disjoint: DisjointDraws | None,
+                  rng: np.random.Generator, field: str) -> list[dict[str, Any]]:
+    """The manifest's ``drift.samples`` of a class-distribution split (cflcore.data.drift, module doc): for every
+    (client, group) pair of the ``changes``, the group not the client's own, in (client, group) order, as many
+    distinct train images as the client holds, drawn by the class vector of the generator's ``drift_plan`` (the
+    split's ``disjoint`` sampler with ``replace: false``, continuing from what the clients left; else
+    :func:`draw_distinct`), split train / test as the split splits."""
+    pools = ctx.class_pools()
+    out = []
+    for client, group in drawn_pairs(changes, [p.cluster for p in plan.clients]):
+        own = samples[client]
+        n = len(own.train_idx) + len(own.test_idx)
+        mover = generator.drift_plan(group, plan, ctx, rng)
+        drawn = (disjoint(mover.class_weights, pools, n, test_fraction, rng, client, drift_group=group)
+                 if disjoint is not None else
+                 draw_distinct(mover.class_weights, pools, n, test_fraction, rng, client, group, field))
+        out.append({"client": client, "group": group, **mover.info,
+                    "class_weights": np.round(mover.class_weights, 12).tolist(),
+                    "label_histogram_train": label_histogram(drawn.train_idx, labels_by_idx, ctx.n_classes),
+                    "label_histogram_test": label_histogram(drawn.test_idx, labels_by_idx, ctx.n_classes),
+                    "train_idx": drawn.train_idx.tolist(), "test_idx": drawn.test_idx.tolist()})
+    return out
+
+
+def draw_distinct(class_weights: np.ndarray, pools: list[np.ndarray], n: int, local_test_fraction: float,
+                  rng: np.random.Generator, client: int, group: int, field: str) -> ClientSamples:
+    """``n`` distinct train images by class vector: class counts a multinomial (the split's sampler,
+    :func:`draw_client_samples`, 000 §4.1), each class's images uniformly without repeat from the whole class (other
+    clients may hold them), so the client holds exactly ``n``; split train / test by :func:`local_split`."""
+    counts = rng.multinomial(n, np.asarray(class_weights, dtype=np.float64))
+    drawn = []
+    for c in np.flatnonzero(counts):
+        if counts[c] > len(pools[c]):
+            raise DataError(f"{field}.{DRIFT_KEY}: client {client}'s sample of group {group} needs {int(counts[c])} "
+                            f"distinct images of class {c}, the train part has {len(pools[c])}; allowed: fewer "
+                            "samples_per_client, or a larger train part")
+        drawn.append(rng.choice(pools[c], size=int(counts[c]), replace=False))
+    return local_split(np.unique(np.concatenate(drawn)), local_test_fraction, rng, client)
 
 
 def client_draws(plan: ClientPlan, n_draws: int) -> int:

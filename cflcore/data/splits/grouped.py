@@ -38,9 +38,10 @@ class GroupedShiftSplit(SplitGenerator):
 
     def group_transforms(self) -> list[dict[str, Any]]:
         """Per group, the transform its clients' data carries (``domain`` and / or ``label_swaps``, as a client's
-        :meth:`group_plan` gives them): what a client that drifts into the group sees (cflcore.data.drift). Only
-        generators whose groups differ by a transform of a client's own samples take a ``drift`` schedule (their
-        ``group_plan`` draws nothing)."""
+        :meth:`group_plan` gives them): what a client that drifts into the group sees (cflcore.data.drift). The
+        generators that take a ``drift`` schedule here are those whose groups differ by a transform of a client's
+        own samples (their ``group_plan`` draws nothing); a label-skew generator draws new samples instead
+        (``drift_draws``, cflcore.data.splits.base.SplitGenerator.drift_plan)."""
         plans = [self.group_plan(g, None) for g in range(len(self.params[self.group_key]))]  # type: ignore[arg-type]
         return [{k: p[k] for k in ("domain", "label_swaps") if k in p} for p in plans]
 

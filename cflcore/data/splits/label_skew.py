@@ -10,6 +10,9 @@
   first class, …, group 0's second class, …), so 10 clients on CIFAR-10 own the 10 classes once each, as in 002.
 * ``dirichlet-mix`` (004 §7.3, App. H): client groups (``cluster_shares``) with different Dirichlet
   concentrations (``alphas``), each client its own class vector ~ Dir(α·1); α = 0 is one class per client.
+
+Each takes a ``drift`` schedule (cflcore.data.drift): a client that moves into group g holds a new sample of g's class
+distribution (``drift_plan``: the class vector of a client of g, drawn from the schedule's stream).
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ...errors import ConfigError
+from ..drift import DRIFT_KEY, DRIFT_PARAM, check_schedule
 from .base import (SPLIT_GENERATORS, ClientPlan, SplitContext, SplitGenerator, SplitPlan, apportion,
                    check_class_sets_in_dataset, check_enough_clients, check_group_shares, check_shares,
                    class_sets_param, clusters_of, dirichlet_weights, equal_sizes, shares_param, uniform_weights)
@@ -61,9 +65,11 @@ class OcflSplit(SplitGenerator):
         "class_sets": class_sets_param("the classes of each ground-truth cluster (default: 000's sets for the class "
                                        "count)"),
         "cluster_shares": shares_param(None, "share of clients per cluster (default: equal, or 20/47/33 % imbalanced)"),
+        DRIFT_KEY: DRIFT_PARAM,
     }
     group_key = "class_sets"
     class_keys = ("class_sets",)
+    drift_draws = True
 
     @classmethod
     def check_classes(cls, p: Mapping[str, Any], n_classes: int, loader: str, field: str) -> None:
@@ -75,9 +81,10 @@ class OcflSplit(SplitGenerator):
 
     @classmethod
     def check_params(cls, p: Mapping[str, Any], field: str) -> None:
+        n_sets = len(p["class_sets"]) if p["class_sets"] is not None else DEFAULT_SET_COUNT
+        check_schedule(p.get(DRIFT_KEY), n_sets, f"{field}.{DRIFT_KEY}")
         if p["cluster_shares"] is not None:
             check_shares(p["cluster_shares"], f"{field}.cluster_shares")
-            n_sets = len(p["class_sets"]) if p["class_sets"] is not None else DEFAULT_SET_COUNT
             if len(p["cluster_shares"]) != n_sets:
                 raise ConfigError(f"{field}.cluster_shares: {len(p['cluster_shares'])} entries for {n_sets} clusters; "
                                   "allowed: one share per class set")
@@ -121,12 +128,25 @@ class OcflSplit(SplitGenerator):
         clients = [ClientPlan(cluster=c, class_weights=weights[c]) for c in clusters]
         return SplitPlan(len(sets), sets, clients, {"cluster_class_weights": [w.tolist() for w in weights]})
 
+    def drift_plan(self, group: int, plan: SplitPlan, ctx: SplitContext, rng: np.random.Generator) -> ClientPlan:
+        """The group's class vector, as its clients have it (nothing drawn)."""
+        return ClientPlan(cluster=group, class_weights=np.asarray(plan.cluster_info["cluster_class_weights"][group],
+                                                                  dtype=np.float64))
+
 
 def majority_order(sets: list[list[int]]) -> list[tuple[int, int]]:
     """(group, majority class) of clients 0, 1, …, repeating: round-robin over the groups (group 0's first class,
     group 1's first class, …, group 0's second class, …)."""
     depth = max(len(s) for s in sets)
     return [(g, s[i]) for i in range(depth) for g, s in enumerate(sets) if i < len(s)]
+
+
+def default_majority_sets(loader: str, n_classes: int) -> list[list[int]] | None:
+    """A ``majority`` split's class groups without ``class_sets``: the loader's (:data:`LOADER_CLASS_GROUPS`), else the
+    non-overlapping sets for the class count; None where there are none."""
+    if loader in LOADER_CLASS_GROUPS:
+        return LOADER_CLASS_GROUPS[loader]
+    return DEFAULT_CLASS_SETS[n_classes][False] if n_classes in DEFAULT_CLASS_SETS else None
 
 
 @SPLIT_GENERATORS.register("majority")
@@ -141,10 +161,12 @@ class MajoritySplit(SplitGenerator):
         "group_spread": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.0,
                          "description": "a share of the majority mass moved to the other classes of its group (a "
                                         "declared departure for proxies; 0: 002's split)"},
+        DRIFT_KEY: DRIFT_PARAM,
     }
     key_neutral = {"group_spread": 0.0}  # added after the first studies: 0 draws as before it
     group_key = "class_sets"
     class_keys = ("class_sets",)
+    drift_draws = True
 
     @classmethod
     def check_classes(cls, p: Mapping[str, Any], n_classes: int, loader: str, field: str) -> None:
@@ -153,6 +175,9 @@ class MajoritySplit(SplitGenerator):
             raise ConfigError(f"{field}.class_sets: null has no default class grouping for loader {loader} "
                               f"({n_classes} classes); allowed: class_sets, or a loader with "
                               f"{', '.join(map(str, sorted(DEFAULT_CLASS_SETS)))} classes")
+        if p.get("class_sets") is None:  # the default groups are the loader's: their count is known here
+            check_schedule(p.get(DRIFT_KEY), len(default_majority_sets(loader, n_classes) or ()),
+                           f"{field}.{DRIFT_KEY}")
 
     @classmethod
     def check_params(cls, p: Mapping[str, Any], field: str) -> None:
@@ -160,15 +185,12 @@ class MajoritySplit(SplitGenerator):
             flat = [c for s in p["class_sets"] for c in s]
             if len(flat) != len(set(flat)):
                 raise ConfigError(f"{field}.class_sets: the class groups of a majority split must be disjoint")
+            check_schedule(p.get(DRIFT_KEY), len(p["class_sets"]), f"{field}.{DRIFT_KEY}")
 
     def class_sets(self, ctx: SplitContext) -> list[list[int]]:
-        if self.params["class_sets"] is not None:
-            sets = [list(map(int, s)) for s in self.params["class_sets"]]
-        elif ctx.loader in LOADER_CLASS_GROUPS:
-            sets = LOADER_CLASS_GROUPS[ctx.loader]
-        elif ctx.n_classes in DEFAULT_CLASS_SETS:
-            sets = DEFAULT_CLASS_SETS[ctx.n_classes][False]
-        else:
+        sets = ([list(map(int, s)) for s in self.params["class_sets"]] if self.params["class_sets"] is not None
+                else default_majority_sets(ctx.loader, ctx.n_classes))
+        if sets is None:
             raise ConfigError(f"{self.field}.class_sets: no default class grouping for {ctx.n_classes} classes; set class_sets")
         check_class_sets_in_dataset(sets, ctx, self.field)
         return sets
@@ -195,17 +217,27 @@ class MajoritySplit(SplitGenerator):
         sets = self.class_sets(ctx)
         check_enough_clients(n_clients, len(sets), self.field)
         order = majority_order(sets)
-        m = float(self.params["majority_share"])
         clients = []
         for k in range(n_clients):
             group, majority = order[k % len(order)]
-            w = np.full(ctx.n_classes, (1.0 - m) / (ctx.n_classes - 1) if ctx.n_classes > 1 else 0.0)
-            mates = [c for c in sets[group] if c != majority]
-            spread = float(self.params["group_spread"]) if mates else 0.0
-            w[mates] += m * spread / max(len(mates), 1)
-            w[majority] = m * (1.0 - spread)
-            clients.append(ClientPlan(cluster=group, class_weights=w / w.sum(), info={"majority_class": majority}))
+            clients.append(self.client_plan(sets, group, majority, ctx.n_classes))
         return SplitPlan(len(sets), sets, clients)
+
+    def client_plan(self, sets: list[list[int]], group: int, majority: int, n_classes: int) -> ClientPlan:
+        """A client of ``group`` with majority class ``majority``: :meth:`generate`'s class vector."""
+        m = float(self.params["majority_share"])
+        w = np.full(n_classes, (1.0 - m) / (n_classes - 1) if n_classes > 1 else 0.0)
+        mates = [c for c in sets[group] if c != majority]
+        spread = float(self.params["group_spread"]) if mates else 0.0
+        w[mates] += m * spread / max(len(mates), 1)
+        w[majority] = m * (1.0 - spread)
+        return ClientPlan(cluster=group, class_weights=w / w.sum(), info={"majority_class": majority})
+
+    def drift_plan(self, group: int, plan: SplitPlan, ctx: SplitContext, rng: np.random.Generator) -> ClientPlan:
+        """A client of ``group`` whose majority class is drawn uniformly among the group's classes (the round-robin
+        gives each of them an equal share of the group's clients)."""
+        classes = plan.class_sets[group]
+        return self.client_plan(plan.class_sets, group, int(classes[int(rng.integers(len(classes)))]), ctx.n_classes)
 
 
 @SPLIT_GENERATORS.register("dirichlet-mix")
@@ -216,12 +248,15 @@ class DirichletMixSplit(SplitGenerator):
         "cluster_shares": shares_param([0.4, 0.3, 0.3]),
         "alphas": {"type": "array", "minItems": 1, "items": {"type": "number", "minimum": 0},
                    "default": [1000.0, 0.05, 0.0], "description": "one heterogeneity α per group (004 §7.3)"},
+        DRIFT_KEY: DRIFT_PARAM,
     }
     group_key = "alphas"
+    drift_draws = True
 
     @classmethod
     def check_params(cls, p: Mapping[str, Any], field: str) -> None:
         check_group_shares(p, field, "alphas")
+        check_schedule(p.get(DRIFT_KEY), len(p["alphas"]), f"{field}.{DRIFT_KEY}")
 
     def group_sizes(self, n_clients: int) -> tuple[int, ...]:
         return tuple(apportion(n_clients, self.params["cluster_shares"]))
@@ -236,3 +271,9 @@ class DirichletMixSplit(SplitGenerator):
         clients = [ClientPlan(cluster=c, class_weights=dirichlet_weights(alphas[c], all_classes, ctx.n_classes, client_rngs[k]),
                               info={"alpha": alphas[c]}) for k, c in enumerate(clusters)]
         return SplitPlan(len(alphas), [all_classes for _ in alphas], clients)
+
+    def drift_plan(self, group: int, plan: SplitPlan, ctx: SplitContext, rng: np.random.Generator) -> ClientPlan:
+        """A class vector ~ Dir(α_g·1) of the group's α, as its clients draw theirs."""
+        alpha = float(self.params["alphas"][group])
+        return ClientPlan(cluster=group, class_weights=dirichlet_weights(alpha, list(range(ctx.n_classes)),
+                                                                         ctx.n_classes, rng), info={"alpha": alpha})
