@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cflcore.config import load_config
-from cflcore.data import load_dataset, load_federated, make_split
+from cflcore.data import load_federated, make_split
 from cflcore.data.drift import groups_at_round
 from cflcore.errors import ConfigError, DataError
 from cflcore.evaluate.clustering import load_ground_truth
@@ -26,11 +26,6 @@ N_ROUNDS = 11
 OCFL_SETS = [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]  # 000's non-overlapping sets for 10 classes (digits)
 
 
-@pytest.fixture(scope="module")
-def table(digits):
-    return load_dataset(digits)
-
-
 def own_samples(split_dir: Path, client: int) -> tuple[np.ndarray, np.ndarray]:
     t = read_parquet(split_dir / "assignments.parquet").to_pandas()
     mine = t[t.client == client]
@@ -38,7 +33,7 @@ def own_samples(split_dir: Path, client: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("replace", [True, False])
-def test_the_truth_of_every_round_is_the_class_set_each_client_holds(digits, table, tmp_path, replace):
+def test_the_truth_of_every_round_is_the_class_set_each_client_holds(digits, digits_table, tmp_path, replace):
     """ocfl groups are class sets: at every round each client's train and test labels lie in its group-of-the-round's
     set, its samples are its own at home and the drawn ones elsewhere, its sizes never change, and the evaluation's
     histograms count what it holds."""
@@ -59,7 +54,7 @@ def test_the_truth_of_every_round_is_the_class_set_each_client_holds(digits, tab
         for k, c in enumerate(view.clients):
             g = int(groups[k])
             assert set(c.y_train.tolist()) | set(c.y_test.tolist()) <= set(OCFL_SETS[g])  # g's classes only
-            np.testing.assert_array_equal(c.y_train.numpy(), table.labels[c.idx_train])
+            np.testing.assert_array_equal(c.y_train.numpy(), digits_table.labels[c.idx_train])
             assert (c.n_train, c.n_test) == (manifest["n_train"][k], manifest["n_test"][k])
             want = own_samples(tmp_path, k) if g == home[k] else (drawn[(k, g)]["train_idx"], drawn[(k, g)]["test_idx"])
             np.testing.assert_array_equal(c.idx_train, want[0])
@@ -72,7 +67,7 @@ def test_the_truth_of_every_round_is_the_class_set_each_client_holds(digits, tab
     assert recurrent and all(fed.at_round(6).clients[c] is fed.clients[c] for c in recurrent)
 
 
-def test_a_majority_client_follows_its_new_groups_majority_and_back(digits, table, tmp_path):
+def test_a_majority_client_follows_its_new_groups_majority_and_back(digits, digits_table, tmp_path):
     """majority: a client's most frequent label is a class of its group-of-the-round, the drawn one the majority class
     the manifest records for it; a recurrent event brings every client back to its own samples."""
     sets = [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
