@@ -108,7 +108,7 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     claims = check_claims(report_cfg.get("paper_checks") or [],
                           ClaimData(swept, rounds, summary, loaded, told_true_k=frozenset(told_true_k)),
                           report_cfg.get("claim_notes"), report_cfg.get("claims_not_carried"), report_cfg.get("roles"),
-                          again)
+                          again, report_cfg.get("seed_stages"), ((context or {}).get("study") or {}).get("seeds") or ())
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))
     cross = (report_cfg.get("cross_paper") or {})

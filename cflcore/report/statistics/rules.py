@@ -15,6 +15,11 @@ kept callable so the report shows a claim's earlier verdict beside the new one (
   paired difference keeps the t-test, its standard error floored at the metric's real step in the setting
   (:func:`ari_step`, :func:`accuracy_step`), and it needs :data:`MIN_T_SEEDS` seeds: with two, an equal difference on
   both (zero spread, likely on a discrete score) decides at any floor below it, which the calibration test measures.
+* :data:`SEED_STAGES` (issue 67, item 2): a claim a study reads again after adding seeds, the stages stated before the
+  second look (``report.seed_stages``, :mod:`.stages`): stage 1 on the first n1 seeds at one-sided 1.25 %, and only
+  if it is inconclusive, stage 2 on all the seeds at 1.25 %, each stage tested as under :data:`SHARE_AND_STEP`. The
+  levels add up to 2.5 % per side (Bonferroni, :data:`STAGES`); a study that states no stages reads the claim in one
+  stage at 2.5 %, as :data:`SHARE_AND_STEP`.
 """
 from __future__ import annotations
 
@@ -26,9 +31,22 @@ import numpy as np
 
 DIGIT_FLOOR = "t, se floored at the printed digit (86306b5)"
 SHARE_AND_STEP = "share of seeds by exact binomial; t with the per-seed spread floored at the metric's step (issue 67)"
-RULES = (DIGIT_FLOOR, SHARE_AND_STEP)
+SEED_STAGES = ("share and step in the two stages a study states before its second look (report.seed_stages), the "
+               "one-sided level split equally between them (Bonferroni); one stage where none is stated (issue 67)")
+RULES = (DIGIT_FLOOR, SHARE_AND_STEP, SEED_STAGES)
 CURRENT = SHARE_AND_STEP
-"""The rule claims are read under today; a claim's current version in versions.json records it."""
+"""The rule claims are read under today unless a claim's reading is in stages; a claim's current version in
+versions.json records it (:data:`IN_FORCE`)."""
+IN_FORCE = (SHARE_AND_STEP, SEED_STAGES)
+"""The rules a claim's current version may record: :data:`SEED_STAGES` reads as :data:`SHARE_AND_STEP` within a stage
+and, where its study states no stages, in one stage."""
+STAGES = 2
+"""The looks of :data:`SEED_STAGES`: the seeds a study first ran, then all of them after it added seeds. Each look is
+tested at the one-sided level / :data:`STAGES` per side (:func:`.stages.stage_levels`): Bonferroni's split, valid
+whatever the seeds the looks share (a wrong verdict at either look is at most the sum of the looks' levels). A Pocock
+or O'Brien–Fleming split would need the joint law of the two looks' statistics, which differs between the binomial and
+the t-parts and, for the t, depends on the unknown spread; tests/report/test_verdict_calibration.py measures this
+split's rates on the null shapes of the other rules."""
 SHARE = 0.8
 """The share of seeds a level claim states ("ARI ≥ 0.9 in at least 80 % of seeds"), fixed before the data: a method
 that recovers the groups does so in most seeds, not in one. With every seed succeeding, the exact test holds from
@@ -62,6 +80,27 @@ def using(rule: str) -> Iterator[None]:
         yield
     finally:
         _RULE.reset(token)
+
+
+_LEVEL: contextvars.ContextVar[float | None] = contextvars.ContextVar("stage_level", default=None)
+
+
+def level(default: float) -> float:
+    """The one-sided level a part is tested at: a stage's (inside :func:`at_level`), else ``default``."""
+    stage = _LEVEL.get()
+    return default if stage is None else stage
+
+
+@contextlib.contextmanager
+def at_level(alpha: float) -> Iterator[None]:
+    """Test the parts inside at one-sided ``alpha`` per side (a stage of :data:`SEED_STAGES`)."""
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"a stage's one-sided level {alpha!r}; allowed: 0 < level < 0.5")
+    token = _LEVEL.set(float(alpha))
+    try:
+        yield
+    finally:
+        _LEVEL.reset(token)
 
 
 def share_test(k: int, n: int, share: float) -> tuple[float, float]:
