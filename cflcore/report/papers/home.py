@@ -68,7 +68,7 @@ FEDAVG_VARIANT = "fedavg-home"  # config/home-fesem-offline.yaml: one model (bnc
 FESEM_SPLIT = "fesem-rotations"  # config/home-fesem-offline.yaml: 30 clients in 3 rotation groups, disjoint images
 
 
-@claim(PAPER, "home-ifca-rotations", version=2)
+@claim(PAPER, "home-ifca-rotations", version=3)
 def ifca_recovers_rotations_at_home(data: ClaimData) -> ClaimResult:
     where = ("jichan3751/ifca mnist/config.json lines 2-13 (m 2400, p 4, n 100, h1 200, num_epochs 300, tau 10, "
              "lr 0.1), mnist/train_cluster_mnist.py lines 315-327 (tau full-batch steps) and 385-402 (least-loss "

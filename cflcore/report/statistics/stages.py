@@ -48,12 +48,11 @@ class SeedStages:
         return self.seeds[:self.sizes[stage]]
 
     def describe(self, stage: int) -> str:
-        """Stage ``stage`` (0-based) in words: "stage 1 of 2 (6 seeds: 0–5, one-sided 1.25 %)"."""
+        """Stage ``stage`` (0-based) in words: "stage 1 (6 seeds: 0–5, one-sided 1.25%)"."""
         seeds = self.seeds_at(stage)
         span = (f"{seeds[0]}–{seeds[-1]}" if list(seeds) == list(range(seeds[0], seeds[0] + len(seeds)))
                 else ", ".join(map(str, seeds)))
-        return (f"stage {stage + 1} of {len(self.sizes)} ({len(seeds)} seeds: {span}, one-sided "
-                f"{self.levels[stage]:.2%})")
+        return f"stage {stage + 1} ({len(seeds)} seeds: {span}, one-sided {self.levels[stage]:.2%})"
 
 
 def read_in_stages(read: Callable[[Sequence[int]], T], word: Callable[[T], str], stages: SeedStages) -> list[T]:
@@ -70,16 +69,13 @@ def read_in_stages(read: Callable[[Sequence[int]], T], word: Callable[[T], str],
 
 
 def stage_note(stages: SeedStages, words: Sequence[str], leans: Sequence[str]) -> str:
-    """Which stage decided, in words, from each stage's verdict and lean (as :func:`read_in_stages` made them): the
-    deciding stage, or "inconclusive at every stage", with the earlier stages' verdicts."""
+    """Which stage decided, in words, from each stage's verdict and lean as :func:`read_in_stages` made them: "decided
+    at stage 1 of 2" or "inconclusive at both stages", then every stage read with its verdict."""
     last = len(words) - 1
-    earlier = "; ".join(f"{stages.describe(i)}: {w} (lean {l})" for i, (w, l) in enumerate(zip(words, leans))
-                        if i < last)
-    if words[last] in DECIDED:
-        head = f"decided at {stages.describe(last)}"
-    else:
-        head = f"{words[last]} at every stage (the verdict is {stages.describe(last)}'s)"
-    return head + (f"; earlier: {earlier}" if earlier else "")
+    head = (f"decided at stage {last + 1} of {len(stages.sizes)}" if words[last] in DECIDED
+            else f"{words[last]} at {'both stages' if len(words) == 2 else 'every stage'}" if last == len(stages.sizes) - 1
+            else f"{words[last]} at stage {last + 1} of {len(stages.sizes)}")
+    return head + ": " + "; ".join(f"{stages.describe(i)}: {w} (lean {l})" for i, (w, l) in enumerate(zip(words, leans)))
 
 
 def staged_words(first: np.ndarray, last: np.ndarray) -> np.ndarray:
