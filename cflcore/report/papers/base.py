@@ -257,8 +257,10 @@ def _read(fn: ClaimFn, paper: str, data: ClaimData, plan: SeedStages | None,
         with using(rule or current()):
             return _run_claim(fn, paper, data), "one stage"
     readings = read_in_stages(lambda seeds: _run_claim(fn, paper, data.of_seeds(seeds)), lambda r: r.holds, plan)
-    stage = stage_note(plan, [r.holds for r in readings], [r.lean for r in readings])
-    return replace(readings[-1], reason="; ".join(x for x in (readings[-1].reason, stage) if x)), stage
+    res, stage = readings[-1], stage_note(plan, [r.holds for r in readings], [r.lean for r in readings])
+    need = (f"{res.seeds_to_decide} at one-sided {plan.levels[-1]:.2%}; more seeds would be a look no stated stage covers"
+            if res.seeds_to_decide and len(readings) == len(plan.sizes) else res.seeds_to_decide)
+    return replace(res, reason="; ".join(x for x in (res.reason, stage.split(":")[0]) if x), seeds_to_decide=need), stage
 
 
 def _kernel_stability(res: ClaimResult, others: Mapping[str, tuple[ClaimResult, int]],

@@ -265,8 +265,8 @@ class Assessment:
 
 REASONS = {"noise": "within the seed noise", "exact": "no difference (every seed within the metric's resolution: more "
            "seeds cannot change it)", "saturated": "saturated (every seed at the metric's bound: the metric cannot order them)",
-           "one seed": "one seed (no noise estimate)", "few seeds": f"fewer than {MIN_T_SEEDS} seeds (a t decision "
-           f"needs {MIN_T_SEEDS})", "missing": "a part not measured"}
+           "one seed": "one seed (no noise estimate)", "few seeds": f"too few seeds for a t decision ({MIN_T_SEEDS} "
+           "at one-sided 2.5 %, 4 at a stage's 1.25 %: rules.min_t_seeds)", "missing": "a part not measured"}
 
 
 BLOCKERS = {"exact": "an exact tie (no difference at the metric's resolution)", "saturated": "a part saturated at the bound",
@@ -340,7 +340,7 @@ def assess(part: Part) -> Assessment:
     score) is the exact binomial test of the seeds in range (:func:`.rules.share_test`), whatever their values; any
     other part keeps the t-test, its per-seed spread floored at the metric's real step in the setting (standard error
     at least step / √n, :attr:`Interval.floor`), and
-    decides from :data:`.rules.MIN_T_SEEDS` seeds on ("few seeds" below)."""
+    decides from :data:`.rules.MIN_T_SEEDS` seeds on (:func:`.rules.min_t_seeds` at a stage's level; "few seeds")."""
     from scipy.stats import t
 
     d = part.d
@@ -368,7 +368,7 @@ def assess(part: Part) -> Assessment:
     if within_resolution(part):  # an exact tie at the resolution: |t| < 1, and more seeds cannot change it
         why = "saturated" if d.bounded else "exact"
         return Assessment(p_toward, p_against, "t", NONE, why, len(v), mean, sd)
-    if len(v) < MIN_T_SEEDS and rules.current() != DIGIT_FLOOR:
+    if len(v) < rules.min_t_seeds(rules.level(SIDE_ALPHA)) and rules.current() != DIGIT_FLOOR:
         return Assessment(1.0, 1.0, "t", lean, "few seeds", len(v), mean, sd)
     return Assessment(p_toward, p_against, "t", lean, "", len(v), mean, sd)
 
@@ -399,7 +399,8 @@ def seeds_needed(a: Assessment, part: Part, alpha: float) -> int | None:
         return None
     if not (a.sd > 0) and rules.current() != DIGIT_FLOOR:
         return None  # a zero spread is not extrapolated (issue 67: [0.91, 0.91] said "3 (to hold)")
-    for n in range(max(a.n, MIN_T_SEEDS if rules.current() != DIGIT_FLOOR else 2), MAX_SEEDS + 1):
+    for n in range(max(a.n, rules.min_t_seeds(rules.level(SIDE_ALPHA)) if rules.current() != DIGIT_FLOOR else 2),
+                   MAX_SEEDS + 1):
         p_toward, p_against = _t_p(a.mean, standard_error(a.sd, n, part.d.floor), n - 1, part.lo, part.hi)
         if (p_toward if a.lean == TOWARD else p_against) < alpha:
             return n
