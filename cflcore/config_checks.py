@@ -114,11 +114,11 @@ def _check_seed_stages(cfg: Mapping[str, Any], report: Mapping[str, Any]) -> Non
     """Each claim's stages (``report.seed_stages``, cflcore/report/statistics/stages.py: [n1, n]) read more seeds at
     the second look than at the first, and the second reads all of ``study.seeds``."""
     seeds = len(cfg["study"]["seeds"])
-    for claim_id, (first, last) in (report.get("seed_stages") or {}).items():
-        if not first < last == seeds:
+    for claim_id, sizes in (report.get("seed_stages") or {}).items():
+        if not (len(sizes) == 2 and 2 <= sizes[0] < sizes[1] == seeds):
             allowed = (f"[n1, {seeds}] with 2 <= n1 < {seeds} (the first n1 of study.seeds, then all of them)"
                        if seeds > 2 else "none: two stages need at least 3 study seeds")
-            raise ConfigError(f"report.seed_stages.{claim_id}: [{first}, {last}] with {seeds} study seeds; "
+            raise ConfigError(f"report.seed_stages.{claim_id}: {list(sizes)} with {seeds} study seeds; "
                               f"allowed: {allowed}")
 
 
