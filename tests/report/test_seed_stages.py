@@ -105,3 +105,14 @@ def test_the_vectorised_stages_are_the_reports_reading():
     for f, l, got in zip(first, last, stages.staged_words(first, last)):
         readings = stages.read_in_stages(lambda seeds, f=f, l=l: f if len(seeds) == 2 else l, lambda w: w, plan)
         assert readings[-1] == got
+
+
+def test_the_front_page_prints_the_stage_and_the_family_counts_the_staged_claim():
+    from cflcore.report.front_page import claims_checks
+
+    claims = cl.check_claims([home.PAPER], cl.ClaimData(runs([1.0] * 18)), seed_stages={CLAIM: [6, 18]},
+                             seeds=list(range(18)))
+    check = claims_checks(claims)[0]
+    frame = check.tables[0][1]
+    assert "Stage" in frame.columns and list(frame.columns).index("Stage") == list(frame.columns).index("Reason") - 1
+    assert "*Stage*" in check.text and "1 of them read in 2 stages after seeds were added" in check.text
