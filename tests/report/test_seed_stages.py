@@ -116,3 +116,14 @@ def test_the_front_page_prints_the_stage_and_the_family_counts_the_staged_claim(
     frame = check.tables[0][1]
     assert "Stage" in frame.columns and list(frame.columns).index("Stage") == list(frame.columns).index("Reason") - 1
     assert "*Stage*" in check.text and "1 of them read in 2 stages after seeds were added" in check.text
+
+
+def test_the_home_table_reads_the_claim_in_the_studys_stages():
+    """The home table's verdict of IFCA's claim is paper_claims.csv's: in stages where the study states them."""
+    staged = cl.ClaimData(runs([1.0] * 18), seed_stages={CLAIM: (6, 18)}, seeds=tuple(range(18)))
+    row_of = {r["method"]: r for _, r in home.home_table(staged).iterrows()}
+    ifca = next(r for method, r in row_of.items() if method.startswith("IFCA"))
+    assert ifca["verdict"].startswith(f"{vd.INCONCLUSIVE} (lean toward; {CLAIM})")
+    one = home.home_table(cl.ClaimData(runs([1.0] * 18)))
+    assert one.loc[one["method"] == ifca["method"], "verdict"].iloc[0].startswith(f"{vd.HOLDS} (lean toward")
+    assert cl.check_claims([home.PAPER], staged).set_index("claim_id").loc[CLAIM, "holds"] == vd.INCONCLUSIVE

@@ -80,6 +80,10 @@ class ClaimData:
     """Claim id -> (ablation study, its ``paper_claims.csv``) of each ablation study that decides the claim again
     (:attr:`Paper.ablations`; cflcore.report.front_context.ablation_claims_files), for the table that prints each
     ablation's verdict beside the claim's own."""
+    seed_stages: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    """Claim id -> the seeds each of its looks reads (report.seed_stages), of :attr:`seeds` (study.seeds, in order):
+    the claims read in stages (:func:`read_claim`)."""
+    seeds: Sequence[int] = ()
 
     def of_seeds(self, seeds: Sequence[int]) -> "ClaimData":
         """The same data, the runs of ``seeds`` only (a stage of a claim read in stages, cflcore.report.statistics.stages)."""
@@ -211,13 +215,12 @@ def check_claims(papers: Sequence[str], data: ClaimData, notes: Mapping[str, str
     ``seed_stages`` (report.seed_stages: {claim id: the seeds each look reads, of ``seeds``, study.seeds}): those claims
     are read in stages (:func:`_read`), and a column ``stage`` says which stage decided."""
     rows = []
-    if not seeds and data.runs is not None and "seed" in data.runs:  # the study's seeds in its order, else sorted
-        seeds = sorted({int(s) for s in data.runs["seed"].dropna()})
+    seed_stages = seed_stages if seed_stages is not None else data.seed_stages
+    data = replace(data, seed_stages=dict(seed_stages or {}), seeds=tuple(seeds or data.seeds))
     for paper in papers:
         cast = paper_data(paper, data, roles)
         for fn in PAPERS.get(str(paper), field="report.paper_checks").claims():
-            sizes = (seed_stages or {}).get(getattr(fn, "claim_id", ""))
-            plan = SeedStages(tuple(int(n) for n in sizes), tuple(int(s) for s in seeds)) if sizes else None
+            plan = _plan(fn, cast)
             res, stage = _read(fn, paper, cast, plan)
             if not_carried and res.claim_id in not_carried:
                 res = ClaimResult(res.claim_id, res.paper, res.where, res.claim, res.ours, NA,
@@ -246,6 +249,22 @@ KERNELS_COLUMN = "kernels"
 STAGE_COLUMN = "stage"
 """paper_claims.csv's column, with ``report.seed_stages`` set: the stage that decided a claim read in stages (and the
 earlier stages' verdicts), "one stage" for the study's other claims."""
+
+
+def _plan(fn: ClaimFn, data: ClaimData) -> SeedStages | None:
+    """The looks ``data``'s study states for the claim (:attr:`ClaimData.seed_stages`), None for one; without
+    :attr:`ClaimData.seeds`, the runs' seeds in order."""
+    sizes = data.seed_stages.get(getattr(fn, "claim_id", ""))
+    if not sizes:
+        return None
+    seeds = data.seeds or sorted({int(s) for s in data.runs["seed"].dropna()} if "seed" in data.runs else ())
+    return SeedStages(tuple(int(n) for n in sizes), tuple(int(s) for s in seeds))
+
+
+def read_claim(fn: ClaimFn, paper: str, data: ClaimData) -> ClaimResult:
+    """The claim's row on ``data``, in the stages its study states for it (:attr:`ClaimData.seed_stages`) or in one:
+    what a paper's own table reads where it shows a claim's verdict (the home table)."""
+    return _read(fn, paper, data, _plan(fn, data))[0]
 
 
 def _read(fn: ClaimFn, paper: str, data: ClaimData, plan: SeedStages | None,

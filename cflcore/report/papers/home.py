@@ -54,8 +54,8 @@ from ..statistics.seed_stats import FOUND_ARI as FOUND
 from ..statistics.verdicts import CONTRADICTED, INCONCLUSIVE, cell, greater, threshold
 from ._home_rows import (ELSEWHERE, ELSEWHERE_DEPARTURES, ELSEWHERE_ROWS, ELSEWHERE_VERDICT, HOME_COLUMNS, HOME_TABLE,
                          FESEM, IFCA, NO_HOME, NO_HOME_ROWS, NOT_RUN, SCL, HomeRow)
-from .base import (FAILS_AT_HOME, NOT_TESTABLE, ClaimData, ClaimResult, Paper, Role, SettingHome, claim, register_paper,
-                   select, verdict)
+from .base import (FAILS_AT_HOME, NOT_TESTABLE, ClaimData, ClaimResult, Paper, Role, SettingHome, claim, read_claim,
+                   register_paper, select, verdict)
 
 PAPER = "home"
 IFCA_VARIANT = "ifca-home"  # config/home-offline.yaml: IFCA told k (oracle = the split's 4 groups)
@@ -169,7 +169,7 @@ def _checked_row(row: HomeRow, claim_fn: Callable[[ClaimData], ClaimResult], run
     (:func:`home_mark`, from ``untestable``: why the runs cannot decide the claim, or None); "not run in this study"
     without runs."""
     if len(runs):
-        res = claim_fn(data)
+        res = read_claim(claim_fn, PAPER, data)  # in the stages the study states for it (report.seed_stages)
         ours = f"final ARI {cell(runs, 'ari').text()}{extra(runs)}"
         holds = f"{res.holds} (lean {res.lean}; {res.claim_id})"
         mark = home_mark(res.holds, untestable(data))
