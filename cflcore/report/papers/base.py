@@ -185,8 +185,6 @@ def factor_values(runs: pd.DataFrame, base: str, column: str) -> list:
     return sorted(values) if all(isinstance(v, (int, float)) for v in values) else values
 
 
-
-
 def verdict(paper: str, fn_id: str, where: str, text: str, ours: str, parts: Mapping[str, str | Part],
             note: str = "", kind: str = EVIDENCE) -> ClaimResult:
     """Seed ``paper``'s claim row from its parts (:func:`combine`): the verdict, its lean, reason and seeds to decide,
@@ -197,7 +195,6 @@ def verdict(paper: str, fn_id: str, where: str, text: str, ours: str, parts: Map
         text += f" (in at least {' / '.join(f'{s:.0%}' for s in shares)} of seeds)"
     return ClaimResult(fn_id, paper, where, text, ours, dec.word, "; ".join(x for x in (dec.note, note) if x),
                        dec.lean, dec.reason, dec.seeds_to_decide, kind)
-
 
 
 # ---- running the checks ---------------------------------------------------------------------
@@ -252,8 +249,7 @@ earlier stages' verdicts), "one stage" for the study's other claims."""
 
 
 def _plan(fn: ClaimFn, data: ClaimData) -> SeedStages | None:
-    """The looks ``data``'s study states for the claim (:attr:`ClaimData.seed_stages`), None for one; without
-    :attr:`ClaimData.seeds`, the runs' seeds in order."""
+    """The looks ``data``'s study states for the claim (:attr:`ClaimData.seed_stages`), of its seeds; None for one."""
     sizes = data.seed_stages.get(getattr(fn, "claim_id", ""))
     if not sizes:
         return None
@@ -269,9 +265,8 @@ def read_claim(fn: ClaimFn, paper: str, data: ClaimData) -> ClaimResult:
 
 def _read(fn: ClaimFn, paper: str, data: ClaimData, plan: SeedStages | None,
           rule: str | None = None) -> tuple[ClaimResult, str]:
-    """The claim's row on ``data`` and its ``stage`` cell: under ``rule`` (default: the rule in force) in one stage, or,
-    with a ``plan`` (report.seed_stages) and a rule that reads in stages (:data:`SEED_STAGES`, the default with a
-    plan), stage by stage (cflcore.report.statistics.stages), its reason naming the stage that decided."""
+    """The claim's row on ``data`` and its ``stage`` cell: in one stage under ``rule`` (default: the one in force), or
+    stage by stage with a ``plan`` under :data:`SEED_STAGES` (cflcore.report.statistics.stages)."""
     if plan is None or rule not in (None, SEED_STAGES):
         with using(rule or current()):
             return _run_claim(fn, paper, data), "one stage"
