@@ -265,8 +265,8 @@ class Assessment:
 
 REASONS = {"noise": "within the seed noise", "exact": "no difference (every seed within the metric's resolution: more "
            "seeds cannot change it)", "saturated": "saturated (every seed at the metric's bound: the metric cannot order them)",
-           "one seed": "one seed (no noise estimate)", "few seeds": f"too few seeds for a t decision ({MIN_T_SEEDS} "
-           "at one-sided 2.5 %, 4 at a stage's 1.25 %: rules.min_t_seeds)", "missing": "a part not measured"}
+           "one seed": "one seed (no noise estimate)", "few seeds": "too few seeds for a t decision at the part's "
+           f"level ({MIN_T_SEEDS} at one-sided 2.5 %, more at a stage's: rules.min_t_seeds)", "missing": "a part not measured"}
 
 
 BLOCKERS = {"exact": "an exact tie (no difference at the metric's resolution)", "saturated": "a part saturated at the bound",
