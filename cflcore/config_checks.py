@@ -4,8 +4,9 @@ Each field of a config has its own check (the schema, the plug-ins' parameter sc
 cannot see is a field that names something another field defines, or asks what a dataset cannot give:
 
 * :func:`check_cross_references` (validation, after the study checks): every claim id a config names
-  (``report.claim_notes``, ``report.claims_not_carried``) is a claim of the study's paper checks
-  (``report.paper_checks``; the ids are read from the paper modules' source, cflcore.paper_sources.declared_claims), every
+  (``report.claim_notes``, ``report.claims_not_carried``, ``report.seed_stages``) is a claim of the study's paper
+  checks (``report.paper_checks``; the ids are read from the paper modules' source,
+  cflcore.paper_sources.declared_claims), a claim's seed stages end at the study's seeds, every
   setting of ``report.cross_paper`` is a split of the study, every ``explain.grid_clients`` index a client of an
   explained run, and every client count of a split gives each of its ground-truth groups a client (a ``rotation``
   split with 4 angles needs 4 clients; the split generator says which groups its parameters fix,
@@ -40,7 +41,7 @@ REFUSE, WARN = "refuse", "warn"
 """What :func:`check_data_requests` does with a dataset neither on disk nor allowed to download: refuse it (a run is
 about to start) or warn (a dry run, or validation alone: the data job would refuse it)."""
 
-CLAIM_FIELDS = ("claims_not_carried", "claim_notes")
+CLAIM_FIELDS = ("claims_not_carried", "claim_notes", "seed_stages")
 """The ``report.<field>`` mappings keyed by claim id."""
 
 
@@ -68,6 +69,7 @@ def check_cross_references(cfg: Mapping[str, Any], scenarios: Iterable[Mapping[s
     report = cfg.get("report") or {}
     scenarios = list(scenarios)
     _check_claim_ids(report)
+    _check_seed_stages(cfg, report)
     _check_roles(cfg, report)
     _check_cross_paper_splits(cfg, report)
     _check_groups_have_clients(cfg, scenarios, split_params)
@@ -106,6 +108,18 @@ def _check_claim_ids(report: Mapping[str, Any]) -> None:
             none = f"none until report.paper_checks names a paper with claims ({', '.join(sorted(declared_claims()))})"
             raise ConfigError(f"report.{key}: {claim_id!r} is not a claim of the study's paper checks ({why}; "
                               f"report.paper_checks: {papers}); allowed: {', '.join(allowed) or none}")
+
+
+def _check_seed_stages(cfg: Mapping[str, Any], report: Mapping[str, Any]) -> None:
+    """Each claim's stages (``report.seed_stages``, cflcore/report/statistics/stages.py: [n1, n]) read more seeds at
+    the second look than at the first, and the second reads all of ``study.seeds``."""
+    seeds = len(cfg["study"]["seeds"])
+    for claim_id, sizes in (report.get("seed_stages") or {}).items():
+        if not (len(sizes) == 2 and 2 <= sizes[0] < sizes[1] == seeds):
+            allowed = (f"[n1, {seeds}] with 2 <= n1 < {seeds} (the first n1 of study.seeds, then all of them)"
+                       if seeds > 2 else "none: two stages need at least 3 study seeds")
+            raise ConfigError(f"report.seed_stages.{claim_id}: {list(sizes)} with {seeds} study seeds; "
+                              f"allowed: {allowed}")
 
 
 def _check_roles(cfg: Mapping[str, Any], report: Mapping[str, Any]) -> None:
@@ -338,6 +352,8 @@ def naming_fields() -> dict[str, str]:
         "report.kernel_paths": "Names kernel paths: " + ", ".join(KERNEL_PATHS),
         "report.claim_notes": f"Its keys name claims of the papers in `report.paper_checks` ({claims})",
         "report.claims_not_carried": f"Its keys name claims of the papers in `report.paper_checks` ({claims})",
+        "report.seed_stages": (f"Its keys name claims of the papers in `report.paper_checks` ({claims}); each value "
+                               "[n1, n] has 2 <= n1 < n and n the number of `study.seeds`"),
         "report.roles": ("Its keys name papers of `report.paper_checks`; under each, its keys name roles the paper declares "
                          "(" + "; ".join(f"{p}: {', '.join(r)}" for p, r in declared_roles().items()) + ") and "
                          "their values a split (a split role) or a variant (a variant role) of the study"),

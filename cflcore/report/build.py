@@ -105,8 +105,10 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     swept, rounds = sweep_summary(loaded, sweep_index or {}), round_frame(loaded)  # once: every reader below shares them
     again = {name: ClaimData(sweep_summary(runs, sweep_index or {}), round_frame(runs), tb.run_summaries(runs), runs,
                              told_true_k=frozenset(told_true_k)) for name, runs in (kernel_sets or {}).items()}
+    stages = {"seed_stages": dict(report_cfg.get("seed_stages") or {}),  # report.seed_stages: claims read in stages
+              "seeds": tuple(((context or {}).get("study") or {}).get("seeds") or ())}
     claims = check_claims(report_cfg.get("paper_checks") or [],
-                          ClaimData(swept, rounds, summary, loaded, told_true_k=frozenset(told_true_k)),
+                          ClaimData(swept, rounds, summary, loaded, told_true_k=frozenset(told_true_k), **stages),
                           report_cfg.get("claim_notes"), report_cfg.get("claims_not_carried"), report_cfg.get("roles"),
                           again)
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
@@ -119,7 +121,7 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
             if cross else "")
     lead = front_tables_rst(report_cfg.get("paper_checks") or [],
                             ClaimData(swept, rounds, summary, loaded,
-                                      ablation_claims=(context or {}).get("ablation_claims") or {}),
+                                      ablation_claims=(context or {}).get("ablation_claims") or {}, **stages),
                             report_cfg.get("roles")) + lead
     paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims_checks(claims), lead)
     return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]

@@ -203,13 +203,19 @@ def claims_checks(claims: pd.DataFrame | None) -> list[PaperCheck]:
             text += ("*Kernels*: each claim decided again on the same runs trained with the CPU's kernels held to "
                      "each path of ``report.kernel_paths``; a verdict that flips on one is inconclusive, its reason "
                      "naming each path's verdict.\n\n")
-        columns = [c for c in ("where", "claim", "ours", "holds", "lean", "kernels", "reason", "seeds_to_decide", "kind", "version",
+        if "stage" in rows:
+            text += ("*Stage*: a claim the study reads again after adding seeds is read in the stages "
+                     "``report.seed_stages`` states (the first seeds, then all of them, each at one-sided 1.25 %); "
+                     "the column says which stage decided and every stage's verdict.\n\n")
+        columns = [c for c in ("where", "claim", "ours", "holds", "lean", "kernels", "stage", "reason", "seeds_to_decide", "kind", "version",
                                "earlier", "note")
                    if c in rows and (c != "earlier" or rows[c].fillna("").astype(str).str.len().gt(0).any())]
         frame = rows[columns].rename(columns=lambda c: c.replace("_", " ").capitalize())
         checks.append(PaperCheck(f"Paper check ({paper}): its claims against this study", text, [(f"{paper}: claims", frame)]))
     tested = claims[claims["holds"].isin(("holds", "contradicted", "inconclusive"))]
-    family = family_statement(len(tested), int((tested["kind"] == "sanity").sum()) if "kind" in tested else 0)
+    staged = int((~tested["stage"].fillna("one stage").isin(["one stage"])).sum()) if "stage" in tested else 0
+    family = family_statement(len(tested), int((tested["kind"] == "sanity").sum()) if "kind" in tested else 0,
+                              staged=staged)
     if checks and family:  # once per study, before the first paper's claims
         checks[0] = replace(checks[0], text=family + "\n\n" + checks[0].text)
     return checks

@@ -104,8 +104,10 @@ def _paper_tables(inputs: ReportInputs) -> list[dict[str, Any]]:
     report = (inputs.plan.get("front_page") or {}).get("report") or {}
     checked = {str(p) for p in report.get("paper_checks") or []}
     ablations = (inputs.plan.get("front_page") or {}).get("ablation_claims") or {}
+    seeds = ((inputs.plan.get("front_page") or {}).get("study") or {}).get("seeds") or ()
     data = (ClaimData(sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}), round_frame(inputs.loaded),
-                      loaded=inputs.loaded, ablation_claims=ablations) if checked
+                      loaded=inputs.loaded, ablation_claims=ablations, seed_stages=report.get("seed_stages") or {},
+                      seeds=tuple(seeds)) if checked
             else ClaimData(pd.DataFrame(), loaded=inputs.loaded))
     entries = []
     for name in PAPERS.names():

@@ -54,6 +54,27 @@ CROSS_FIELD_CASES: dict[str, tuple[dict, str]] = {
     "claim-note-id-no-paper-defines": (
         {"report": {"paper_checks": ["004"], "claim_notes": {"004-domain": "typo"}}},
         "report.claim_notes: '004-domain' is not a claim of the study's paper checks"),
+    "seed-stages-of-no-claim": (
+        {"report": {"paper_checks": ["home"], "seed_stages": {"home-ifca-rotation": [2, 4]}}},
+        "report.seed_stages: 'home-ifca-rotation' is not a claim of the study's paper checks (no paper check defines "
+        "it; report.paper_checks: ['home']); allowed: home-ifca-rotations, "),
+    "seed-stages-beyond-the-seeds": (
+        {"report": {"paper_checks": ["home"], "seed_stages": {"home-ifca-rotations": [2, 6]}},
+         "study": {"seeds": [0, 1, 2, 3]}},
+        "report.seed_stages.home-ifca-rotations: [2, 6] with 4 study seeds; allowed: [n1, 4] with 2 <= n1 < 4 (the "
+        "first n1 of study.seeds, then all of them)"),
+    "seed-stages-not-growing": (
+        {"report": {"paper_checks": ["home"], "seed_stages": {"home-ifca-rotations": [4, 4]}},
+         "study": {"seeds": [0, 1, 2, 3]}},
+        "report.seed_stages.home-ifca-rotations: [4, 4] with 4 study seeds; allowed: [n1, 4] with 2 <= n1 < 4"),
+    "seed-stages-three-looks": (
+        {"report": {"paper_checks": ["home"], "seed_stages": {"home-ifca-rotations": [2, 3, 4]}},
+         "study": {"seeds": [0, 1, 2, 3]}},
+        "report.seed_stages.home-ifca-rotations: [2, 3, 4] with 4 study seeds; allowed: [n1, 4] with 2 <= n1 < 4"),
+    "seed-stages-first-look-of-one-seed": (
+        {"report": {"paper_checks": ["home"], "seed_stages": {"home-ifca-rotations": [1, 4]}},
+         "study": {"seeds": [0, 1, 2, 3]}},
+        "report.seed_stages.home-ifca-rotations: [1, 4] with 4 study seeds; allowed: [n1, 4] with 2 <= n1 < 4"),
     "paper-check-no-module-declares": (
         {"report": {"paper_checks": ["003"]}},
         "report.paper_checks[0]: unknown paper '003'; known: 000, 002, 004, dynamics, heterogeneity, home"),
@@ -128,6 +149,8 @@ ACCEPTED: dict[str, dict] = {
     "claim-id-no-paper-defines": {"report": {"paper_checks": ["002"], "claims_not_carried": {"002-superclass": "x"},
                                              "claim_notes": {"002-ari-mk": "y"}}},
     "cross-paper-setting-not-a-split": {"report": {"cross_paper": {"settings": {"nonoverlap-balanced": {"home": "000"}}}}},
+    "seed-stages-beyond-the-seeds": {"report": {"paper_checks": ["home"], "seed_stages": {"home-ifca-rotations": [2, 4]}},
+                                     "study": {"seeds": [0, 1, 2, 3]}},
     "groups-without-a-client": {"splits": {"rot": ROTATION_4}, "study": {"splits": ["rot"], "clients": [4]},
                                 "explain": {"grid_clients": [1, 3]}},  # tiny's [1, 3, 5]: client 5 is in no run
     "grid-client-in-no-run": {"explain": {"enabled": True, "grid_clients": [1, 3, 5]}},

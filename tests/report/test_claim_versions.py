@@ -28,9 +28,9 @@ def test_every_claims_reading_matches_its_recorded_version(fn):
         f"add {versions.entry_for(fn)} (with its commit and reading) to {versions.RECORD.name}")
     for v, old in fn.earlier_readings.items():  # an earlier reading kept as code cannot drift either
         assert readings[v - 1].source_sha256 == versions.reading_hash(old), (fn.__name__, v)
-    assert now.rule == rules.CURRENT, (  # the decision rule is part of the reading (issue 67)
-        f"{fn.__name__} is read under the rule {rules.CURRENT!r}, its recorded v{now.version} under {now.rule!r}: a "
-        f"change of rule is a new version")
+    assert now.rule in rules.IN_FORCE, (  # the decision rule is part of the reading (issue 67)
+        f"{fn.__name__} is read under the rule {rules.CURRENT!r} (or in stages, {rules.SEED_STAGES!r}), its recorded "
+        f"v{now.version} under {now.rule!r}: a change of rule is a new version")
     assert all(r.rule in rules.RULES for r in readings), fn.__name__
 
 
@@ -87,6 +87,22 @@ def test_a_change_of_rule_keeps_the_earlier_verdict_beside_the_new_one():
     row = cl.check_claims(["heterogeneity"], cl.ClaimData(runs)).set_index("claim_id").loc["het-scl-rotated-half"]
     assert row["holds"] == "inconclusive" and row["lean"] == "toward" and "80%" in row["claim"]
     assert row["earlier"].startswith("v1 (") and row["earlier"].endswith("holds (lean toward)")
+
+
+def test_every_claim_a_study_reads_in_stages_records_the_staged_rule():
+    """A claim a committed config reads in stages (report.seed_stages) is read under rules.SEED_STAGES, and its current
+    version says so; its earlier versions stay beside it (the IFCA home check's 18-seed studies: v2, one stage)."""
+    from pathlib import Path
+
+    from cflcore.config import read_config_file
+    from conftest import REPO
+
+    by_id = {fn.claim_id: fn for fn in CLAIM_FNS}
+    staged = {claim_id for path in sorted((Path(REPO) / "config").glob("*.yaml")) if path.name != "schema.yaml"
+              for claim_id in ((read_config_file(path).get("report") or {}).get("seed_stages") or {})}
+    assert "home-ifca-rotations" in staged
+    for claim_id in staged:
+        assert versions.history(by_id[claim_id])[-1].rule == rules.SEED_STAGES, claim_id
 
 
 def test_a_version_must_come_after_its_earlier_readings():

@@ -2,7 +2,9 @@
 {2, 3, 6, 10, 18}, 20,000 null tables shaped like this project's (a bounded, bimodal score: a seed hits ARI 1.00 or
 misses at f; ties at the bound; the truth just on the wrong side of the claim), the share of wrong "holds" and of
 wrong "contradicted" is at most the nominal 2.5 % plus three Monte Carlo standard errors. The rule of 86306b5 to
-c3b7635 (:data:`rules.DIGIT_FLOOR`, kept callable as the claims' earlier version) fails it: the issue's table."""
+c3b7635 (:data:`rules.DIGIT_FLOOR`, kept callable as the claims' earlier version) fails it: the issue's table. A claim
+read in two stages (:data:`rules.SEED_STAGES`: seeds added after a verdict was read) meets the same bound over both
+looks at (2, 6), (6, 18) and (3, 10) seeds; the same looks each read at 2.5 % do not."""
 import pytest
 
 from cflcore.report.statistics import calibration as cal
@@ -54,3 +56,43 @@ def test_the_share_rule_has_power_where_the_share_is_clear():
     share of 30 %, six seeds contradict most of the time."""
     assert cal.level_rates(rules.CURRENT, 18, 1.0, 0.45, reps=2_000)[0] == 1.0
     assert cal.level_rates(rules.CURRENT, 6, 0.3, 0.45, reps=2_000)[1] > 0.5
+
+
+# ---- a claim read in two stages (issue 67, item 2: rules.SEED_STAGES, cflcore.report.statistics.stages) ----------
+STAGES = ((2, 6), (6, 18), (3, 10))
+NAIVE = (vd.SIDE_ALPHA, vd.SIDE_ALPHA)
+"""A second look read at the full level both times, as the IFCA home check's 18 seeds were before the stages."""
+STEPS = (0.40, 0.068, 0.017)
+
+
+@pytest.mark.parametrize("stages", STAGES)
+def test_the_two_stage_rule_is_wrong_at_most_at_its_level(stages):
+    """Stage 1 on the first n1 seeds at 1.25 %, stage 2 on all n at 1.25 % if stage 1 is inconclusive, on the null
+    shapes above: a level claim at a true share of 80 % (either verdict wrong) and of 70 % ("holds" wrong), and a paired
+    difference of two cells of the same bimodal score at each setting's step (either verdict wrong). Both rates, over
+    both looks together, stay within 2.5 % plus three Monte Carlo standard errors."""
+    false_holds, false_contradicted = cal.staged_level_rates(stages, 0.80, 0.45, reps=REPS, seed=sum(stages))
+    assert false_holds <= LIMIT and false_contradicted <= LIMIT, (stages, false_holds, false_contradicted)
+    for hit, miss in SHAPES[:1]:
+        assert cal.staged_level_rates(stages, hit, miss, reps=REPS, seed=sum(stages))[0] <= LIMIT
+    for step in STEPS:
+        for hit in (0.5, 0.8):
+            rates = cal.staged_paired_rates(stages, hit, 0.45, step, reps=REPS, seed=sum(stages))
+            assert max(rates) <= LIMIT, (stages, step, hit, rates)
+
+
+def test_a_naive_second_look_at_the_full_level_is_not():
+    """The same looks, each at 2.5 %: a wrong "holds" or "contradicted" has two chances. On the paired null (half the
+    seeds at 1.00, ARI's step at 4 × 10 clients) it exceeds the bound at (6, 18) and (3, 10), about 3.6 % and 4.1 % per
+    side, where the two-stage rule gives about 1.4 % and 1.5 %; on the level claim at its boundary, false
+    "contradicted" at (6, 18) is 2.9 % (exact enumeration), against the two-stage rule's 0.55 %."""
+    for stages in ((6, 18), (3, 10)):
+        naive = cal.staged_paired_rates(stages, 0.5, 0.45, 0.068, levels=NAIVE, reps=REPS, seed=sum(stages))
+        assert min(naive) > LIMIT, (stages, naive)
+        assert max(cal.staged_paired_rates(stages, 0.5, 0.45, 0.068, reps=REPS, seed=sum(stages))) < 0.02
+    assert cal.staged_level_rates((6, 18), 0.80, 0.45, levels=NAIVE, reps=REPS, seed=24)[1] > 0.025
+
+
+def test_the_two_stage_rule_keeps_power_where_the_claim_is_clearly_false():
+    """Not a rule that never decides: with a true share of 30 %, the first six seeds contradict most of the time."""
+    assert cal.staged_level_rates((6, 18), 0.3, 0.45, reps=2_000)[1] > 0.5

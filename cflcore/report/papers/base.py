@@ -41,7 +41,8 @@ from ...errors import ConfigError
 from ...kernel_paths import NATIVE
 from ...registry import Registry
 from ..front_context import Departure
-from ..statistics.rules import CURRENT, DIGIT_FLOOR, current, using
+from ..statistics.rules import CURRENT, DIGIT_FLOOR, SEED_STAGES, current, using
+from ..statistics.stages import SeedStages, read_in_stages, stage_note
 from ..statistics.verdicts import CONTRADICTED, EVIDENCE, HOLDS, INCONCLUSIVE, NA, NONE, VERDICTS, Part, combine
 
 
@@ -79,6 +80,19 @@ class ClaimData:
     """Claim id -> (ablation study, its ``paper_claims.csv``) of each ablation study that decides the claim again
     (:attr:`Paper.ablations`; cflcore.report.front_context.ablation_claims_files), for the table that prints each
     ablation's verdict beside the claim's own."""
+    seed_stages: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    """Claim id -> the seeds each of its looks reads (report.seed_stages), of :attr:`seeds` (study.seeds, in order):
+    the claims read in stages (:func:`read_claim`)."""
+    seeds: Sequence[int] = ()
+
+    def of_seeds(self, seeds: Sequence[int]) -> "ClaimData":
+        """The same data, the runs of ``seeds`` only (a stage of a claim read in stages, cflcore.report.statistics.stages)."""
+        keep = {int(s) for s in seeds}
+
+        def frame(df: pd.DataFrame) -> pd.DataFrame:
+            return df[df["seed"].isin(keep)] if df is not None and len(df) and "seed" in df else df
+        return replace(self, runs=frame(self.runs), rounds=frame(self.rounds), summaries=frame(self.summaries),
+                       loaded=tuple(r for r in self.loaded if getattr(getattr(r, "spec", None), "seed", None) in keep))
 
 
 CLAIM_COLUMNS = ("claim_id", "paper", "where", "claim", "ours", "holds", "lean", "reason", "seeds_to_decide", "kind",
@@ -171,8 +185,6 @@ def factor_values(runs: pd.DataFrame, base: str, column: str) -> list:
     return sorted(values) if all(isinstance(v, (int, float)) for v in values) else values
 
 
-
-
 def verdict(paper: str, fn_id: str, where: str, text: str, ours: str, parts: Mapping[str, str | Part],
             note: str = "", kind: str = EVIDENCE) -> ClaimResult:
     """Seed ``paper``'s claim row from its parts (:func:`combine`): the verdict, its lean, reason and seeds to decide,
@@ -185,23 +197,28 @@ def verdict(paper: str, fn_id: str, where: str, text: str, ours: str, parts: Map
                        dec.lean, dec.reason, dec.seeds_to_decide, kind)
 
 
-
 # ---- running the checks ---------------------------------------------------------------------
 def check_claims(papers: Sequence[str], data: ClaimData, notes: Mapping[str, str] | None = None,
                  not_carried: Mapping[str, str] | None = None,
                  roles: Mapping[str, Mapping[str, str]] | None = None,
-                 kernel_sets: Mapping[str, ClaimData] | None = None) -> pd.DataFrame:
+                 kernel_sets: Mapping[str, ClaimData] | None = None,
+                 seed_stages: Mapping[str, Sequence[int]] | None = None, seeds: Sequence[int] = ()) -> pd.DataFrame:
     """One row per claim of each of ``papers``; ``notes`` (report.claim_notes) are appended to a claim's own note;
     a claim of ``not_carried`` (report.claims_not_carried: {claim id: why the study's proxy cannot carry it}) is
     n/a with that reason, its measured values and the check's own verdict on them kept in the row. Each paper reads
     ``data`` cast to the roles the study maps for it (``roles``, report.roles: :func:`paper_data`). ``kernel_sets``
     (report.kernel_paths): {kernel path: the same runs trained again on it}; each claim is decided again on each,
-    and a column ``kernels`` says beside the verdict whether it is the same (:func:`_kernel_stability`)."""
+    and a column ``kernels`` says beside the verdict whether it is the same (:func:`_kernel_stability`).
+    ``seed_stages`` (report.seed_stages: {claim id: the seeds each look reads, of ``seeds``, study.seeds}): those claims
+    are read in stages (:func:`_read`), and a column ``stage`` says which stage decided."""
     rows = []
+    seed_stages = seed_stages if seed_stages is not None else data.seed_stages
+    data = replace(data, seed_stages=dict(seed_stages or {}), seeds=tuple(seeds or data.seeds))
     for paper in papers:
         cast = paper_data(paper, data, roles)
         for fn in PAPERS.get(str(paper), field="report.paper_checks").claims():
-            res = _run_claim(fn, paper, cast)
+            plan = _plan(fn, cast)
+            res, stage = _read(fn, paper, cast, plan)
             if not_carried and res.claim_id in not_carried:
                 res = ClaimResult(res.claim_id, res.paper, res.where, res.claim, res.ours, NA,
                                   f"the check's own verdict on these runs: {res.holds} (lean {res.lean}): {res.note}",
@@ -209,20 +226,55 @@ def check_claims(papers: Sequence[str], data: ClaimData, notes: Mapping[str, str
             stability = ""
             if kernel_sets and res.holds != NA:
                 res, stability = _kernel_stability(res, {
-                    name: (_run_claim(fn, paper, paper_data(paper, other, roles)), len(other.loaded))
+                    name: (_read(fn, paper, paper_data(paper, other, roles), plan)[0], len(other.loaded))
                     for name, other in kernel_sets.items()}, len(data.loaded))
-            row = {**asdict(res), **_versions(fn, paper, cast), **({KERNELS_COLUMN: stability} if kernel_sets else {})}
+            row = {**asdict(res), **_versions(fn, paper, cast, plan), **({KERNELS_COLUMN: stability} if kernel_sets else {}),
+                   **({STAGE_COLUMN: stage} if seed_stages else {})}
             if notes and res.claim_id in notes:  # the study's explanation, after the check's own reason
                 row["note"] = " | ".join(x for x in (res.note, str(notes[res.claim_id])) if x)
             rows.append(row)
     columns = list(CLAIM_COLUMNS)
     if kernel_sets:  # beside the verdict and its lean
         columns.insert(columns.index("lean") + 1, KERNELS_COLUMN)
+    if seed_stages:
+        columns.insert(columns.index("reason"), STAGE_COLUMN)
     return pd.DataFrame(rows, columns=columns)
 
 
 KERNELS_COLUMN = "kernels"
 """paper_claims.csv's column, with ``report.kernel_paths`` set: is the verdict the same on every kernel path."""
+STAGE_COLUMN = "stage"
+"""paper_claims.csv's column, with ``report.seed_stages`` set: the stage that decided a claim read in stages (and the
+earlier stages' verdicts), "one stage" for the study's other claims."""
+
+
+def _plan(fn: ClaimFn, data: ClaimData) -> SeedStages | None:
+    """The looks ``data``'s study states for the claim (:attr:`ClaimData.seed_stages`), of its seeds; None for one."""
+    sizes = data.seed_stages.get(getattr(fn, "claim_id", ""))
+    if not sizes:
+        return None
+    seeds = data.seeds or sorted({int(s) for s in data.runs["seed"].dropna()} if "seed" in data.runs else ())
+    return SeedStages(tuple(int(n) for n in sizes), tuple(int(s) for s in seeds))
+
+
+def read_claim(fn: ClaimFn, paper: str, data: ClaimData) -> ClaimResult:
+    """The claim's row on ``data``, in the stages its study states for it (:attr:`ClaimData.seed_stages`) or in one:
+    what a paper's own table reads where it shows a claim's verdict (the home table)."""
+    return _read(fn, paper, data, _plan(fn, data))[0]
+
+
+def _read(fn: ClaimFn, paper: str, data: ClaimData, plan: SeedStages | None,
+          rule: str | None = None) -> tuple[ClaimResult, str]:
+    """The claim's row on ``data`` and its ``stage`` cell: in one stage under ``rule`` (default: the one in force), or
+    stage by stage with a ``plan`` under :data:`SEED_STAGES` (cflcore.report.statistics.stages)."""
+    if plan is None or rule not in (None, SEED_STAGES):
+        with using(rule or current()):
+            return _run_claim(fn, paper, data), "one stage"
+    readings = read_in_stages(lambda seeds: _run_claim(fn, paper, data.of_seeds(seeds)), lambda r: r.holds, plan)
+    res, stage = readings[-1], stage_note(plan, [r.holds for r in readings], [r.lean for r in readings])
+    need = (f"{res.seeds_to_decide} at one-sided {plan.levels[-1]:.2%}; more seeds would be a look no stated stage covers"
+            if res.seeds_to_decide and len(readings) == len(plan.sizes) else res.seeds_to_decide)
+    return replace(res, reason="; ".join(x for x in (res.reason, stage.split(":")[0]) if x), seeds_to_decide=need), stage
 
 
 def _kernel_stability(res: ClaimResult, others: Mapping[str, tuple[ClaimResult, int]],
@@ -261,7 +313,7 @@ def _run_claim(fn: ClaimFn, paper: str, data: ClaimData) -> ClaimResult:
                            f"could not be evaluated: {e}", NA, reason=f"n/a: could not be evaluated: {e}")
 
 
-def _versions(fn: ClaimFn, paper: str, data: ClaimData) -> dict[str, str]:
+def _versions(fn: ClaimFn, paper: str, data: ClaimData, plan: SeedStages | None = None) -> dict[str, str]:
     """The row's ``version`` ("v2 (commit)") and ``earlier``: each earlier reading's verdict on the same runs,
     with the commit that introduced it and the one that changed it (:mod:`.versions`)."""
     from .versions import history
@@ -277,8 +329,7 @@ def _versions(fn: ClaimFn, paper: str, data: ClaimData) -> dict[str, str]:
     earlier = []
     for v, old in sorted(kept.items(), reverse=True):
         this, changed = readings.get(v), readings.get(v + 1)
-        with using(this.rule if this else CURRENT):
-            res = _run_claim(old, paper, data)
+        res = _read(old, paper, data, plan, this.rule if this else CURRENT)[0]
         when = (f"from {this.commit}" if this else "") + (f", changed at {changed.commit}" if changed else "")
         what = (f"{this.reading}; rule: {this.rule}" if this else "")
         earlier.append(f"v{v} ({when}{': ' + what if what else ''}): {res.holds} (lean {res.lean})")

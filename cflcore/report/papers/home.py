@@ -54,8 +54,8 @@ from ..statistics.seed_stats import FOUND_ARI as FOUND
 from ..statistics.verdicts import CONTRADICTED, INCONCLUSIVE, cell, greater, threshold
 from ._home_rows import (ELSEWHERE, ELSEWHERE_DEPARTURES, ELSEWHERE_ROWS, ELSEWHERE_VERDICT, HOME_COLUMNS, HOME_TABLE,
                          FESEM, IFCA, NO_HOME, NO_HOME_ROWS, NOT_RUN, SCL, HomeRow)
-from .base import (FAILS_AT_HOME, NOT_TESTABLE, ClaimData, ClaimResult, Paper, Role, SettingHome, claim, register_paper,
-                   select, verdict)
+from .base import (FAILS_AT_HOME, NOT_TESTABLE, ClaimData, ClaimResult, Paper, Role, SettingHome, claim, read_claim,
+                   register_paper, select, verdict)
 
 PAPER = "home"
 IFCA_VARIANT = "ifca-home"  # config/home-offline.yaml: IFCA told k (oracle = the split's 4 groups)
@@ -68,7 +68,7 @@ FEDAVG_VARIANT = "fedavg-home"  # config/home-fesem-offline.yaml: one model (bnc
 FESEM_SPLIT = "fesem-rotations"  # config/home-fesem-offline.yaml: 30 clients in 3 rotation groups, disjoint images
 
 
-@claim(PAPER, "home-ifca-rotations", version=2)
+@claim(PAPER, "home-ifca-rotations", version=3)
 def ifca_recovers_rotations_at_home(data: ClaimData) -> ClaimResult:
     where = ("jichan3751/ifca mnist/config.json lines 2-13 (m 2400, p 4, n 100, h1 200, num_epochs 300, tau 10, "
              "lr 0.1), mnist/train_cluster_mnist.py lines 315-327 (tau full-batch steps) and 385-402 (least-loss "
@@ -169,7 +169,7 @@ def _checked_row(row: HomeRow, claim_fn: Callable[[ClaimData], ClaimResult], run
     (:func:`home_mark`, from ``untestable``: why the runs cannot decide the claim, or None); "not run in this study"
     without runs."""
     if len(runs):
-        res = claim_fn(data)
+        res = read_claim(claim_fn, PAPER, data)  # in the stages the study states for it (report.seed_stages)
         ours = f"final ARI {cell(runs, 'ari').text()}{extra(runs)}"
         holds = f"{res.holds} (lean {res.lean}; {res.claim_id})"
         mark = home_mark(res.holds, untestable(data))

@@ -16,7 +16,8 @@ code and constant values do. The framework's tests (:mod:`cflcore.report.statist
 with the project, not here.
 
 The decision rule is part of the reading (issue 67): each entry records the rule its verdict was read under
-(``rule``, one of cflcore.report.statistics.rules.RULES), the current version the rule in force (``rules.CURRENT``;
+(``rule``, one of cflcore.report.statistics.rules.RULES), the current version a rule in force (``rules.IN_FORCE``:
+``rules.CURRENT``, or ``rules.SEED_STAGES`` for a claim a study reads in the stages it states, report.seed_stages;
 the test fails otherwise). A change of rule is a new version whose code hash may be unchanged; the report then reads
 the earlier version by the same claim code under the earlier rule (:func:`.base.check_claims`), so its verdict stays
 beside the new one. Entries before issue 67 record the rule of 86306b5 (``rules.DIGIT_FLOOR``); the versions read

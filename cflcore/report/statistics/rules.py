@@ -13,8 +13,14 @@ kept callable so the report shows a claim's earlier verdict beside the new one (
   binomial test of k successes of n seeds (:func:`share_test`; its bounds are Clopper–Pearson's): holds when the
   one-sided lower bound clears the share, contradicted when the upper bound lies below it. A claim about a mean or a
   paired difference keeps the t-test, its standard error floored at the metric's real step in the setting
-  (:func:`ari_step`, :func:`accuracy_step`), and it needs :data:`MIN_T_SEEDS` seeds: with two, an equal difference on
-  both (zero spread, likely on a discrete score) decides at any floor below it, which the calibration test measures.
+  (:func:`ari_step`, :func:`accuracy_step`), and it needs :data:`MIN_T_SEEDS` seeds (:func:`min_t_seeds` at a lower
+  level): with two, an equal difference on both (zero spread, likely on a discrete score) decides at any floor below
+  it, which the calibration test measures.
+* :data:`SEED_STAGES` (issue 67, item 2): a claim a study reads again after adding seeds, the stages stated before the
+  second look (``report.seed_stages``, :mod:`.stages`): stage 1 on the first n1 seeds at one-sided 1.25 %, and only
+  if it is inconclusive, stage 2 on all the seeds at 1.25 %, each stage tested as under :data:`SHARE_AND_STEP`. The
+  levels add up to 2.5 % per side (Bonferroni, :data:`STAGES`); a study that states no stages reads the claim in one
+  stage at 2.5 %, as :data:`SHARE_AND_STEP`.
 """
 from __future__ import annotations
 
@@ -26,16 +32,43 @@ import numpy as np
 
 DIGIT_FLOOR = "t, se floored at the printed digit (86306b5)"
 SHARE_AND_STEP = "share of seeds by exact binomial; t with the per-seed spread floored at the metric's step (issue 67)"
-RULES = (DIGIT_FLOOR, SHARE_AND_STEP)
+SEED_STAGES = ("share and step in the two stages a study states before its second look (report.seed_stages), the "
+               "one-sided level split equally between them (Bonferroni); one stage where none is stated (issue 67)")
+RULES = (DIGIT_FLOOR, SHARE_AND_STEP, SEED_STAGES)
 CURRENT = SHARE_AND_STEP
-"""The rule claims are read under today; a claim's current version in versions.json records it."""
+"""The rule claims are read under today unless a claim's reading is in stages; a claim's current version in
+versions.json records it (:data:`IN_FORCE`)."""
+IN_FORCE = (SHARE_AND_STEP, SEED_STAGES)
+"""The rules a claim's current version may record: :data:`SEED_STAGES` reads as :data:`SHARE_AND_STEP` within a stage
+and, where its study states no stages, in one stage."""
+STAGES = 2
+"""The looks of :data:`SEED_STAGES`: the seeds a study first ran, then all of them after it added seeds. Each look is
+tested at the one-sided level / :data:`STAGES` per side (:func:`.stages.stage_levels`): Bonferroni's split, valid
+whatever the seeds the looks share (a wrong verdict at either look is at most the sum of the looks' levels). A Pocock
+or O'Brien–Fleming split would need the joint law of the two looks' statistics, which differs between the binomial and
+the t-parts and, for the t, depends on the unknown spread; tests/report/test_verdict_calibration.py measures this
+split's rates on the null shapes of the other rules."""
 SHARE = 0.8
 """The share of seeds a level claim states ("ARI ≥ 0.9 in at least 80 % of seeds"), fixed before the data: a method
 that recovers the groups does so in most seeds, not in one. With every seed succeeding, the exact test holds from
 17 seeds on (0.8^17 < 0.025)."""
+SAME_DIFFERENCE = 0.25
+"""The largest chance that one seed shows a given nonzero paired difference of a two-point score with no true
+difference (ahead with p(1 − p) ≤ 1/4): n seeds all showing it, a zero spread that only the step floors, happen up to
+1/4^n of the time (:func:`min_t_seeds`)."""
+
+
+def min_t_seeds(alpha: float) -> int:
+    """The fewest seeds a t-part decides on at one-sided ``alpha`` under :data:`SHARE_AND_STEP` (and within a stage of
+    :data:`SEED_STAGES`): the smallest n with 1/4^n ≤ α (:data:`SAME_DIFFERENCE`), 3 at 2.5 %, 4 at a stage's 1.25 %.
+    At two seeds and 2.5 %, or three and 1.25 %, seeds that all show the same difference decide more often than the
+    level on a bimodal score (tests/report/test_verdict_calibration.py)."""
+    return max(2, int(np.ceil(np.log(alpha) / np.log(SAME_DIFFERENCE) - 1e-9)))
+
+
 MIN_T_SEEDS = 3
-"""The fewest seeds a t-part decides on under :data:`SHARE_AND_STEP`: at two, the chance that both seeds show the
-same difference (zero spread) exceeds 2.5 % on a bimodal score (p(1 − p) squared, up to 1/16)."""
+"""The fewest seeds a t-part decides on under :data:`SHARE_AND_STEP` at one-sided 2.5 %: :func:`min_t_seeds`'s (a test
+holds them equal)."""
 
 STEP_COLUMNS = {"ari": "ari_step", "labels_only_ari": "ari_step", "local_acc": "local_acc_step",
                 "orch_acc": "orch_acc_step"}
@@ -62,6 +95,27 @@ def using(rule: str) -> Iterator[None]:
         yield
     finally:
         _RULE.reset(token)
+
+
+_LEVEL: contextvars.ContextVar[float | None] = contextvars.ContextVar("stage_level", default=None)
+
+
+def level(default: float) -> float:
+    """The one-sided level a part is tested at: a stage's (inside :func:`at_level`), else ``default``."""
+    stage = _LEVEL.get()
+    return default if stage is None else stage
+
+
+@contextlib.contextmanager
+def at_level(alpha: float) -> Iterator[None]:
+    """Test the parts inside at one-sided ``alpha`` per side (a stage of :data:`SEED_STAGES`)."""
+    if not 0.0 < alpha < 0.5:
+        raise ValueError(f"a stage's one-sided level {alpha!r}; allowed: 0 < level < 0.5")
+    token = _LEVEL.set(float(alpha))
+    try:
+        yield
+    finally:
+        _LEVEL.reset(token)
 
 
 def share_test(k: int, n: int, share: float) -> tuple[float, float]:
@@ -138,9 +192,10 @@ def accuracy_step(n_test: Sequence[int] | int, n_clients: int) -> float:
     return 1.0 / (int(n_clients) * largest) if largest > 0 and n_clients > 0 else float("nan")
 
 
-def family_statement(claims: int, sanity: int = 0, rule: str = CURRENT, side_alpha: float = 0.025) -> str:
-    """The study's claims as a family, said once (issue 67): how many claims it tests and at what level each, and what
-    that means for the family (no correction across claims)."""
+def family_statement(claims: int, sanity: int = 0, rule: str = CURRENT, side_alpha: float = 0.025,
+                     staged: int = 0) -> str:
+    """The study's claims as a family, said once (issue 67): how many claims it tests and at what level each (``staged``
+    of them read in :data:`SEED_STAGES`' stages), and what that means for the family (no correction across claims)."""
     if claims < 1:
         return ""
     how = ("a level on a bounded score by the exact binomial test of its share of seeds, a mean or a paired "
@@ -150,7 +205,10 @@ def family_statement(claims: int, sanity: int = 0, rule: str = CURRENT, side_alp
     any_one = 1.0 - (1.0 - side_alpha) ** claims
     return (f"This study tests {claims} claim{'s' if claims != 1 else ''}"
             + (f" ({sanity} of them sanity checks)" if sanity else "")
-            + f", each at one-sided {side_alpha:.1%} per side ({how}): a claim holds when every part reaches the "
+            + f", each at one-sided {side_alpha:.1%} per side ({how}"
+            + (f"; {staged} of them read in {STAGES} stages after seeds were added, each stage at "
+               f"{side_alpha / STAGES:.2%}" if staged else "")
+            + "): a claim holds when every part reaches the "
             f"claim's side at that level (intersection–union) and is contradicted when one part is against it by "
             f"Holm's test over its parts. There is no correction across claims: were every claim false at its "
             f"boundary, about {expected:.1f} would hold by chance, and at least one with probability {any_one:.0%}.")

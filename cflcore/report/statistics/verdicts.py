@@ -51,7 +51,7 @@ RESOLUTION = {"n_clusters": COUNT_RESOLUTION, "clustering_round": COUNT_RESOLUTI
 than it are not told apart, and the standard error of a mean is never taken below it (:func:`assess`)."""
 COMPARABLE_ACC = 0.02  # "comparable" / "not notably" accuracy: a difference whose interval lies within ± 2 points
 CONFIDENCE = 0.95  # two-sided intervals over seeds: each side of a part is tested at (1 − CONFIDENCE) / 2
-SIDE_ALPHA = (1 - CONFIDENCE) / 2
+SIDE_ALPHA = (1 - CONFIDENCE) / 2  # a stage of a claim read in stages tests at its share of it (rules.level, .stages)
 PAIR_KEYS = ("dataset", "clients", "seed")  # runs of one seed of one federation pair across cells
 MAX_SEEDS = 1000  # the seed count search of :func:`seeds_needed` stops here ("more than 1000")
 TOWARD, AGAINST, NONE = "toward", "against", "none"
@@ -259,14 +259,14 @@ class Assessment:
 
     @property
     def toward(self) -> bool:
-        """The part reaches the claim's side beyond the seed noise (one-sided at :data:`SIDE_ALPHA`)."""
-        return self.p_toward < SIDE_ALPHA
+        """The part reaches the claim's side beyond the seed noise (one-sided at :data:`SIDE_ALPHA`, or its stage's)."""
+        return self.p_toward < rules.level(SIDE_ALPHA)
 
 
 REASONS = {"noise": "within the seed noise", "exact": "no difference (every seed within the metric's resolution: more "
            "seeds cannot change it)", "saturated": "saturated (every seed at the metric's bound: the metric cannot order them)",
-           "one seed": "one seed (no noise estimate)", "few seeds": f"fewer than {MIN_T_SEEDS} seeds (a t decision "
-           f"needs {MIN_T_SEEDS})", "missing": "a part not measured"}
+           "one seed": "one seed (no noise estimate)", "few seeds": "too few seeds for a t decision at the part's "
+           f"level ({MIN_T_SEEDS} at one-sided 2.5 %, more at a stage's: rules.min_t_seeds)", "missing": "a part not measured"}
 
 
 BLOCKERS = {"exact": "an exact tie (no difference at the metric's resolution)", "saturated": "a part saturated at the bound",
@@ -340,7 +340,7 @@ def assess(part: Part) -> Assessment:
     score) is the exact binomial test of the seeds in range (:func:`.rules.share_test`), whatever their values; any
     other part keeps the t-test, its per-seed spread floored at the metric's real step in the setting (standard error
     at least step / √n, :attr:`Interval.floor`), and
-    decides from :data:`.rules.MIN_T_SEEDS` seeds on ("few seeds" below)."""
+    decides from :data:`.rules.MIN_T_SEEDS` seeds on (:func:`.rules.min_t_seeds` at a stage's level; "few seeds")."""
     from scipy.stats import t
 
     d = part.d
@@ -368,7 +368,7 @@ def assess(part: Part) -> Assessment:
     if within_resolution(part):  # an exact tie at the resolution: |t| < 1, and more seeds cannot change it
         why = "saturated" if d.bounded else "exact"
         return Assessment(p_toward, p_against, "t", NONE, why, len(v), mean, sd)
-    if len(v) < MIN_T_SEEDS and rules.current() != DIGIT_FLOOR:
+    if len(v) < rules.min_t_seeds(rules.level(SIDE_ALPHA)) and rules.current() != DIGIT_FLOOR:
         return Assessment(1.0, 1.0, "t", lean, "few seeds", len(v), mean, sd)
     return Assessment(p_toward, p_against, "t", lean, "", len(v), mean, sd)
 
@@ -399,7 +399,8 @@ def seeds_needed(a: Assessment, part: Part, alpha: float) -> int | None:
         return None
     if not (a.sd > 0) and rules.current() != DIGIT_FLOOR:
         return None  # a zero spread is not extrapolated (issue 67: [0.91, 0.91] said "3 (to hold)")
-    for n in range(max(a.n, MIN_T_SEEDS if rules.current() != DIGIT_FLOOR else 2), MAX_SEEDS + 1):
+    for n in range(max(a.n, rules.min_t_seeds(rules.level(SIDE_ALPHA)) if rules.current() != DIGIT_FLOOR else 2),
+                   MAX_SEEDS + 1):
         p_toward, p_against = _t_p(a.mean, standard_error(a.sd, n, part.d.floor), n - 1, part.lo, part.hi)
         if (p_toward if a.lean == TOWARD else p_against) < alpha:
             return n
@@ -506,7 +507,7 @@ class Decision:
 def _statuses(measured: Sequence[tuple[str, Part, Assessment]], missing: bool) -> tuple[dict[str, str], str]:
     """Each measured part's status (``no``: against by Holm; ``yes``: on the claim's side; else its reason) and the
     claim's verdict word (:func:`combine`)."""
-    rejected = _holm([a.p_against for _, _, a in measured], SIDE_ALPHA)
+    rejected = _holm([a.p_against for _, _, a in measured], rules.level(SIDE_ALPHA))
     status = {k: "no" if r else "yes" if a.toward and not a.why else (a.why or "noise")
               for (k, _, a), r in zip(measured, rejected)}
     yes = sum(s == "yes" for s in status.values())
@@ -536,7 +537,7 @@ def combine(parts: Mapping[str, str | Part]) -> Decision:
     missing = [k for k, _, a in assessed if a.why == "missing"]
     if not measured:
         return Decision(NA, NONE, "not measured", "", "n/a: not measured: " + "; ".join(missing))
-    m = len(measured)
+    m, alpha = len(measured), rules.level(SIDE_ALPHA)
     status, word = _statuses(measured, bool(missing))
     by: dict[str, list[str]] = {}
     for k, s in status.items():
@@ -559,14 +560,14 @@ def combine(parts: Mapping[str, str | Part]) -> Decision:
         blockers = [s for s in status.values() if s in ("exact", "saturated", "one seed")] + (["missing"] if missing else [])
         flat = [k for k, _, a in measured if status[k] not in ("yes", "no") and _no_spread(a)]
         if lean == AGAINST:  # the fewest seeds that would contradict one against-leaning part (Bonferroni over m)
-            ns = [seeds_needed(a, p, SIDE_ALPHA / m) for k, p, a in measured if a.lean == AGAINST and status[k] != "no"]
+            ns = [seeds_needed(a, p, alpha / m) for k, p, a in measured if a.lean == AGAINST and status[k] != "no"]
             ns = [n for n in ns if n is not None]
             need = (f"{min(ns)} (to contradict)" if ns else NO_SPREAD if flat else f"more than {MAX_SEEDS}"
                     if not blockers else "never: " + BLOCKERS[blockers[0]])
         elif lean == TOWARD and blockers:
             need = "never: " + BLOCKERS[blockers[0]]
         elif lean == TOWARD:  # every part not yet holding must reach its side
-            ns = [seeds_needed(a, p, SIDE_ALPHA) for k, p, a in measured if status[k] != "yes"]
+            ns = [seeds_needed(a, p, alpha) for k, p, a in measured if status[k] != "yes"]
             need = (NO_SPREAD if flat else f"more than {MAX_SEEDS}" if any(n is None for n in ns)
                     else f"{max(ns)} (to hold)")
         else:
@@ -580,7 +581,7 @@ def combine(parts: Mapping[str, str | Part]) -> Decision:
             pieces.append(f"{text}: " + "; ".join(by[w]))
     if missing:
         pieces.insert(len(pieces) - (1 if by.get("yes") else 0), "not measured: " + "; ".join(missing))
-    rule = (f"multiplicity: {m} parts; holds needs every part at p < {SIDE_ALPHA:g} one-sided (intersection–union), "
+    rule = (f"multiplicity: {m} parts; holds needs every part at p < {alpha:g} one-sided (intersection–union), "
             f"contradicted needs one part at Holm's level over the {m} parts" if m > 1 else "")
     note = f"{word}: " + " | ".join(pieces) + (f" ({rule})" if rule else "")
     return Decision(word, lean, reason, need, note)
