@@ -15,7 +15,7 @@ from cflcore.report.statistics import verdicts as vd
 from claim_tables import SEEDS, noise
 
 ROUNDS = 20  # the switch at round 10: 10 rounds left
-SPLITS = (dyn.SUDDEN_SWITCH, dyn.QUIET_SPLIT, dyn.STRAGGLER_SPLIT)
+SPLITS = (dyn.SUDDEN_SWITCH, dyn.QUIET_SPLIT, dyn.STRAGGLER_SPLIT, dyn.LABEL_SKEW_SWITCH)
 METHODS = ("ocfl-km", "bcl", "ifca-oracle", "louvain-1nn", "bnc")
 MODEL_BYTES = 4 * 1000  # a model of 1,000 float32 parameters
 K = 4  # the rotation split's true groups
@@ -23,11 +23,15 @@ K = 4  # the rotation split's true groups
 
 def study(one_shot_ari=0.5, pre=1.0, lag=1.0, never=False, jitter=0.0, split=dyn.SUDDEN_SWITCH, splits=SPLITS,
           before=1.0, after=1.0, quiet_jitter=0.0, straggler_ari=1.0, straggler_jitter=0.0, ratio=float(K),
-          ratio_jitter=0.0):
-    """The runs frame (final scores) and the loaded runs (their clustering tables, a switch row on the drift split,
+          ratio_jitter=0.0, ls_one_shot_ari=0.5, ls_pre=1.0, ls_pre_of=None, ls_unmet=0, ls_unmet_ari=1.0,
+          ls_lag=1.0, ls_never=False, ls_jitter=0.0):
+    """The runs frame (final scores) and the loaded runs (their clustering tables, a switch row on the drift splits,
     and the traffic of IFCA and FedAvg): ``split`` renames the drift split (a study without it); on the quiet split the
     per-round methods' ARI is ``before`` up to the window and ``after`` from the group's return; IFCA sends ``ratio``
-    times FedAvg's bytes down."""
+    times FedAvg's bytes down. On the label-skew drift split every method's ARI is ``ls_pre`` before the switch
+    (``ls_pre_of``: {method family: its own}), then its final ARI (1 for the per-round methods, ``ls_one_shot_ari``
+    for the one-shot ones) with a lag of ``ls_lag`` (``ls_never``: never); in its first ``ls_unmet`` seeds no method
+    had found the groups (pre-switch ARI 0, lag 0, a one-shot method's final ARI ``ls_unmet_ari``)."""
     first, last = dyn.QUIET_ROUNDS
     rows, loaded = [], []
     for seed in SEEDS:
@@ -35,8 +39,11 @@ def study(one_shot_ari=0.5, pre=1.0, lag=1.0, never=False, jitter=0.0, split=dyn
             name_of_split = split if sp == dyn.SUDDEN_SWITCH else sp
             for i, name in enumerate(METHODS):
                 per_round = name.startswith(dyn.PER_ROUND)
+                unmet = sp == dyn.LABEL_SKEW_SWITCH and seed in SEEDS[:ls_unmet]
                 final = {dyn.SUDDEN_SWITCH: one_shot_ari + noise(seed, i, jitter) if not per_round else 1.0,
                          dyn.STRAGGLER_SPLIT: straggler_ari + noise(seed, i, straggler_jitter) if per_round else 1.0,
+                         dyn.LABEL_SKEW_SWITCH: 1.0 if per_round else ls_unmet_ari if unmet
+                         else ls_one_shot_ari + noise(seed, 30 + i, ls_jitter),
                          }.get(sp, 1.0)
                 rows.append({"dataset": "mnist5k", "clients": 16, "seed": seed, "algorithm": name,
                              "algorithm_base": name, "split": name_of_split, "split_base": name_of_split, "ari": final})
@@ -44,11 +51,19 @@ def study(one_shot_ari=0.5, pre=1.0, lag=1.0, never=False, jitter=0.0, split=dyn
                 if sp == dyn.QUIET_SPLIT and per_round:
                     jit = noise(seed, 10 + i, quiet_jitter)
                     aris = [before + jit if r < first else 0.5 if r <= last else after + jit for r in range(ROUNDS)]
+                ls_before = 0.0 if unmet else next((v for f, v in (ls_pre_of or {}).items() if name.startswith(f)),
+                                                   ls_pre)
+                if sp == dyn.LABEL_SKEW_SWITCH:
+                    aris = [ls_before if r < 10 else final for r in range(ROUNDS)]
                 table = [{"kind": "round", "round": r, "ari": a} for r, a in enumerate(aris)]
                 if sp == dyn.SUDDEN_SWITCH:
                     run_lag = None if never else lag + round(noise(seed, i, jitter) * 10)
                     table.append({"kind": "switch", "round": 10, "switch_last_round": 10,
                                   "pre_switch_ari": pre + noise(seed, i, jitter), "reclustering_lag": run_lag})
+                if sp == dyn.LABEL_SKEW_SWITCH:
+                    run_lag = 0 if unmet else None if ls_never else ls_lag + round(noise(seed, 30 + i, ls_jitter) * 10)
+                    table.append({"kind": "switch", "round": 10, "switch_last_round": 10, "pre_switch_ari": ls_before,
+                                  "reclustering_lag": run_lag})
                 down = MODEL_BYTES * 16 * (ratio + noise(seed, 20 + s_index, ratio_jitter) if name == "ifca-oracle"
                                            else 1.0)
                 traffic = (pd.DataFrame({"round": range(ROUNDS), "bytes_down": [down] * ROUNDS,
@@ -73,6 +88,9 @@ CASES = {  # claim -> (false table, tied table)
     "dyn-stragglers-found": (dict(straggler_ari=0.3), dict(straggler_ari=0.94, straggler_jitter=0.05)),
     # a t-part (a ratio of counted bytes, not a bounded score): FedAvg's downlink (ratio 1), and a ratio at the bound
     "dyn-ifca-k-downlink": (dict(ratio=1.0), dict(ratio=K * (1 - dyn.DOWNLINK_TOLERANCE) + 0.0005, ratio_jitter=0.005)),
+    # the label-skew drift: the same readings on the seeds where the method had found the groups before the switch
+    "dyn-label-skew-per-round-recovers": (dict(ls_never=True), dict(ls_lag=3.0, ls_jitter=0.1)),
+    "dyn-label-skew-one-shot-stays": (dict(ls_one_shot_ari=1.0), dict(ls_one_shot_ari=0.86, ls_jitter=0.05)),
 }
 
 
@@ -122,6 +140,70 @@ def test_a_rejoin_from_no_groups_is_not_a_rejoin():
     assert verdicts(study(before=0.3))["dyn-absent-rejoins"] == vd.CONTRADICTED
 
 
+LABEL_SKEW_CLAIMS = ["dyn-label-skew-per-round-recovers", "dyn-label-skew-one-shot-stays"]
+
+
+def test_the_label_skew_claims_are_na_where_no_method_had_found_the_groups():
+    """The premise not met (no per-round or one-shot method at pre-switch ARI 0.9 in its seeds): n/a, not
+    contradicted, with the premise's numbers in the row; the rotation claims do not read the label-skew split."""
+    rows = cl.check_claims(["dynamics"], study(ls_pre=0.0)).set_index("claim_id")
+    assert (rows.loc[LABEL_SKEW_CLAIMS, "holds"] == vd.NA).all()
+    assert rows.loc[LABEL_SKEW_CLAIMS, "reason"].str.contains("premise not met").all()
+    assert "ifca-oracle pre-switch ARI" in rows.loc["dyn-label-skew-per-round-recovers", "ours"]
+    assert "0 of 18 seeds" in rows.loc["dyn-label-skew-one-shot-stays", "ours"]
+    assert (rows.drop(index=LABEL_SKEW_CLAIMS)["holds"] == vd.HOLDS).all()
+
+
+def test_a_method_that_had_not_found_the_groups_is_set_aside_and_the_others_decide():
+    """IFCA at pre-switch ARI 0.1 in every seed is set aside (named in the note); Louvain, which had found the groups,
+    decides the claim both ways."""
+    data = study(ls_pre_of={"ifca": 0.1})
+    row = cl.check_claims(["dynamics"], data).set_index("claim_id").loc["dyn-label-skew-per-round-recovers"]
+    assert row["holds"] == vd.HOLDS and "ifca" not in row["ours"] and "louvain-1nn lag" in row["ours"]
+    assert "set aside, the premise not met: ifca-oracle pre-switch ARI" in row["note"]
+    assert verdicts(study(ls_pre_of={"ifca": 0.1}, ls_never=True))["dyn-label-skew-per-round-recovers"] \
+        == vd.CONTRADICTED
+    one_shot = cl.check_claims(["dynamics"], study(ls_pre_of={"bcl": 0.0})).set_index("claim_id")
+    assert one_shot.loc["dyn-label-skew-one-shot-stays", "holds"] == vd.HOLDS
+    assert "set aside, the premise not met: bcl pre-switch ARI" in one_shot.loc["dyn-label-skew-one-shot-stays", "note"]
+
+
+def test_the_label_skew_readings_take_the_seeds_that_had_found_the_groups():
+    """In 3 of 18 seeds no method had found the groups (pre-switch ARI 0; a one-shot method that clustered after the
+    switch scores 1.00 at the end, a per-round one is back at once): the lag and the final ARI are read on the other
+    15, and the premise (15 of 18, short of holding) keeps the claim inconclusive."""
+    rows = cl.check_claims(["dynamics"], study(ls_unmet=3, ls_unmet_ari=1.0)).set_index("claim_id")
+    assert "ocfl-km final ARI (the seeds that had found them) in ≥ 80% of seeds: 15 of 15 seeds" \
+        in rows.loc["dyn-label-skew-one-shot-stays", "ours"]
+    assert "ocfl-km pre-switch ARI in ≥ 80% of seeds: 15 of 18 seeds" in rows.loc["dyn-label-skew-one-shot-stays", "ours"]
+    assert (rows.loc[LABEL_SKEW_CLAIMS, "holds"] == vd.INCONCLUSIVE).all()
+    never = cl.check_claims(["dynamics"], study(ls_unmet=3, ls_never=True)).set_index("claim_id")
+    assert "louvain-1nn lag (the seeds that had found them) in ≥ 80% of seeds: 0 of 15 seeds" \
+        in never.loc["dyn-label-skew-per-round-recovers", "ours"]
+    assert never.loc["dyn-label-skew-per-round-recovers", "holds"] == vd.CONTRADICTED
+    readings = dyn.switch_readings(study(ls_one_shot_ari=0.4), dyn.LABEL_SKEW_SWITCH)
+    assert set(readings.loc[readings["algorithm_base"] == "bcl", dyn.FINAL_ARI]) == {0.4}  # the last round's ARI
+
+
+def test_the_label_skew_switch_is_the_heterogeneity_studys_label_skew():
+    """config/dynamics-offline.yaml's label-skew drift: the heterogeneity study's label-skew class sets and shares, at
+    this study's images per client without replacement, and the rotation drift's schedule; its switch leaves the
+    per-round claim its rounds to come back in."""
+    import yaml
+    from pathlib import Path
+
+    config = Path(__file__).parents[2] / "config"
+    cfg = yaml.safe_load((config / "dynamics-offline.yaml").read_text())
+    het = yaml.safe_load((config / "heterogeneity-offline.yaml").read_text())["splits"]["label-skew"]
+    mine, rotation = cfg["splits"][dyn.LABEL_SKEW_SWITCH], cfg["splits"][dyn.SUDDEN_SWITCH]
+    assert dyn.LABEL_SKEW_SWITCH in cfg["study"]["splits"]
+    assert {k: mine[k] for k in ("generator", "class_sets", "majority_share", "group_spread")} == \
+        {k: het[k] for k in ("generator", "class_sets", "majority_share", "group_spread")}
+    assert (mine["samples_per_client"], mine["replace"]) == (rotation["samples_per_client"], False)
+    assert mine["drift"] == rotation["drift"] and "clients" not in mine
+    assert mine["drift"][0]["round"] + dyn.WITHIN_ROUNDS < cfg["datasets"]["mnist5k"]["rounds"]
+
+
 def test_the_absent_window_is_the_studys():
     """The claim reads the window of the study's config (config/dynamics-offline.yaml: its quiet split's
     engine.availability), and IFCA there is told the true k (the downlink's k is the true groups')."""
@@ -151,6 +233,8 @@ def test_the_front_table_lists_every_method_per_setting_references_last():
     # the absent window (5-8): ARI 1 before, 0.5 inside, 1 from the return (round 9): back at once
     assert ifca["availability: lag"] == "0.0 ± 0.0 (18 of 18 seeds back at ARI ≥ 0.9)"
     assert ifca["stragglers: lag"] == "–"
+    assert ifca["label-skew drift: lag"] == "1.0 ± 0.0 (18 of 18 seeds back at ARI ≥ 0.9)"
+    assert frame.set_index("method").loc["bcl", "label-skew drift: ARI"] == "0.50 ± 0.00 (0 of 18 ≥ 0.9)"
     assert ifca["drift: ARI"] == "1.00 ± 0.00 (18 of 18 ≥ 0.9)"
     assert ifca["drift: accuracy"] == "0.70 ± 0.00 (18 of 18 seeds above bnc)"
     assert ifca["drift: MB"] == f"{ROUNDS * MODEL_BYTES * 16 * (K + 1) / 1e6:.1f} ± 0.0 (18 of 18 seeds with traffic)"

@@ -1,10 +1,11 @@
 """The dynamics study's front table (cflcore.report.papers.dynamics, ``tables/dynamics_table.csv``; caption
-report/captions/dynamics_table.rst): one row per method, per setting (drift, availability, stragglers) its lag, final
-ARI, final local accuracy and the megabytes it sent, each a mean over the seeds with "k of n seeds" beside it. The
-reference bands (FedAvg, the oracle, local training) come last, marked, never ranked (no rank is drawn at all).
+report/captions/dynamics_table.rst): one row per method, per setting (drift, availability, stragglers, label-skew
+drift) its lag, final ARI, final local accuracy and the megabytes it sent, each a mean over the seeds with "k of n
+seeds" beside it. The reference bands (FedAvg, the oracle, local training) come last, marked, never ranked (no rank
+is drawn at all).
 
-* lag: drift, the re-clustering lag of the switch (clustering.parquet's ``switch`` row, cflcore.metrics.drift);
-  availability, the same reading of the absent group's window taken as a switch that spans it (the rounds from its
+* lag: drift (rotation or label skew), the re-clustering lag of the switch (clustering.parquet's ``switch`` row,
+  cflcore.metrics.drift); availability, the same reading of the absent group's window taken as a switch that spans it (the rounds from its
   return until the ARI is back at the round before the window's, :func:`cflcore.metrics.drift.reclustering_lag`); a
   "never" counts as the rounds left; k of n the seeds that had found the groups before (ARI ≥ 0.9) and came back
   (a lag from a partition that had found nothing is 0 and says nothing); stragglers: no event, "–";

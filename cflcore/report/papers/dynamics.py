@@ -23,6 +23,16 @@ cflcore.fl.participation), so the ratio is the models per client IFCA sends, k (
 The ARI of a run is read against each round's ground truth (cflcore.evaluate.clustering): the final ARI is the
 partition of the last round against the groups after the switch. The re-clustering lag (cflcore.metrics.drift) is read
 from the run's ``switch`` row; a lag of "never" counts as the rounds left after the switch (more than any bound here).
+
+The label-skew drift (:data:`LABEL_SKEW_SWITCH`, added before any run of it, after the rotation claims' premise was
+met in no seed of the first run, docs/results.md): the heterogeneity study's label skew (two classes whole per
+group, the others at 1/28), where its histogram-reading methods found the groups in 6 of 6 seeds at 20 rounds, with
+the rotation drift's schedule (a mover holds a fresh sample of its new group's class distribution,
+cflcore.data.drift). Its two claims read the rotation claims' readings with the premise made a gate
+(:func:`premised_parts`): a method that had not found the groups before the switch is set aside and named, the
+reading is taken on the seeds where it had, and with no method left the claim is n/a. The one-shot reading is then
+about a partition fixed before the switch (a clustering round after it is a pre-switch ARI of 0), which the rotation
+reading did not condition on.
 """
 from __future__ import annotations
 
@@ -31,9 +41,9 @@ import pandas as pd
 
 from ...evaluate.clustering import PRE_SWITCH_ARI, RECLUSTERING_LAG, SWITCH_KIND, SWITCH_LAST_ROUND
 from ..statistics.seed_stats import FOUND_ARI
-from ..statistics.verdicts import threshold
+from ..statistics.verdicts import CONTRADICTED, threshold, verdict_word
 from ._dynamics_table import Setting, dynamics_table
-from .base import ClaimData, ClaimResult, Paper, Role, claim, register_paper, select, verdict
+from .base import ClaimData, ClaimResult, Paper, Role, claim, register_paper, result, select, verdict
 
 PAPER = "dynamics"
 SUDDEN_SWITCH = "rotation-switch"  # a rotation split where a third of the clients switch group at mid-run
@@ -228,10 +238,94 @@ def per_round_finds_groups_with_stragglers(data: ClaimData) -> ClaimResult:
     return verdict(PAPER, "dyn-stragglers-found", WHERE, text, "; ".join(parts), parts)
 
 
+LABEL_SKEW_SWITCH = "label-skew-switch"  # a label-skew split where a third of the clients switch group at mid-run
+FINAL_ARI = "ari"  # the ARI of a run's last round against that round's groups
+
+
+def switch_readings(data: ClaimData, split: str) -> pd.DataFrame:
+    """:func:`switch_lags` of the runs on ``split`` with :data:`FINAL_ARI` beside each: the ARI of the run's last round
+    (clustering.parquet ``round`` rows) against that round's groups, i.e. after the switch."""
+    lags = switch_lags(data, split)
+    if not len(lags):
+        return lags
+    final = {}
+    for run in data.loaded:
+        spec, frame = run.spec, run.clustering
+        if spec.split == split and frame is not None and "kind" in frame and "ari" in frame:
+            per_round = frame[frame["kind"] == "round"].sort_values("round")
+            if len(per_round):
+                final[(spec.dataset, spec.clients, spec.seed, spec.algorithm)] = float(
+                    pd.to_numeric(per_round["ari"], errors="coerce").iloc[-1])
+    keys = zip(lags["dataset"], lags["clients"], lags["seed"], lags["algorithm_base"])
+    return lags.assign(**{FINAL_ARI: [final.get(key, np.nan) for key in keys]})
+
+
+def premised_parts(readings: pd.DataFrame, names: list[str], metric: str, lo: float, hi: float,
+                   what: str) -> tuple[dict, list[str]]:
+    """Per method of ``names``: its premise, the groups found before the switch (:data:`PRE_SWITCH` ≥ :data:`FOUND`, a
+    share of its seeds), and ``metric`` within [lo, hi] read on the seeds that met it (labelled ``what``). A method
+    whose premise alone is contradicted (beyond the seed noise: it had not found the groups) is set aside, not read:
+    the second list holds its premise's label."""
+    parts, aside = {}, []
+    for m in names:
+        mine = select(readings, m)
+        label, premise = threshold(f"{m} pre-switch ARI", mine, PRE_SWITCH, lo=FOUND)
+        if verdict_word({label: premise}) == CONTRADICTED:
+            aside.append(label)
+            continue
+        parts[label] = premise
+        met = mine[pd.to_numeric(mine[PRE_SWITCH], errors="coerce") >= FOUND]
+        label, status = threshold(f"{m} {what} (the seeds that had found them)", met, metric, lo=lo, hi=hi)
+        parts[label] = status
+    return parts, aside
+
+
+def _premised_verdict(fn_id: str, text: str, parts: dict, aside: list[str]) -> ClaimResult:
+    if not parts:  # n/a, not contradicted: the claim says nothing of a method that had not found the groups
+        return result(fn_id, PAPER, WHERE, text, "; ".join(aside), None,
+                      reason="n/a: the premise not met (no method had found the groups before the switch)")
+    note = "set aside, the premise not met: " + "; ".join(aside) if aside else ""
+    return verdict(PAPER, fn_id, WHERE, text, "; ".join(parts), parts, note=note)
+
+
+@claim(PAPER, "dyn-label-skew-per-round-recovers")
+def per_round_recovers_on_label_skew(data: ClaimData) -> ClaimResult:
+    text = (f"On a label-skew split (each group holds two classes whole, the others thinned), a per-round method "
+            f"(IFCA, Louvain) that had found the groups before a sudden switch of a third of the clients (ARI ≥ "
+            f"{FOUND} the round before it) re-clusters within {WITHIN_ROUNDS} rounds of it: its re-clustering lag is "
+            f"at most {WITHIN_ROUNDS} (never counted as the rounds left), read on the seeds where it had found them. "
+            f"A method that had not found them (its pre-switch ARI short of {FOUND} beyond the seed noise) is set "
+            f"aside; with none left the claim is n/a (the premise not met)")
+    readings = switch_readings(data, LABEL_SKEW_SWITCH)
+    names = _families(readings, PER_ROUND)
+    if not names:
+        return _na("dyn-label-skew-per-round-recovers", WHERE, text,
+                   f"no per-round run with a switch on split {LABEL_SKEW_SWITCH}")
+    parts, aside = premised_parts(readings, names, LAG, 0.0, WITHIN_ROUNDS, "lag")
+    return _premised_verdict("dyn-label-skew-per-round-recovers", text, parts, aside)
+
+
+@claim(PAPER, "dyn-label-skew-one-shot-stays")
+def one_shot_stays_on_label_skew(data: ClaimData) -> ClaimResult:
+    text = (f"On a label-skew split (each group holds two classes whole, the others thinned), a one-shot method (OCFL, "
+            f"BCL) that had found the groups before a sudden switch of a third of the clients (ARI ≥ {FOUND} the round "
+            f"before it, so its partition was fixed before the switch) does not recover them after it: its final ARI "
+            f"against the groups after the switch stays below {FOUND}, read on the seeds where it had found them. A "
+            f"method that had not found them (its pre-switch ARI short of {FOUND} beyond the seed noise, e.g. its "
+            f"clustering round after the switch) is set aside; with none left the claim is n/a (the premise not met)")
+    readings = switch_readings(data, LABEL_SKEW_SWITCH)
+    names = _families(readings, ONE_SHOT)
+    if not names:
+        return _na("dyn-label-skew-one-shot-stays", WHERE, text,
+                   f"no one-shot run with a switch on split {LABEL_SKEW_SWITCH}")
+    parts, aside = premised_parts(readings, names, FINAL_ARI, -1.0, FOUND, "final ARI")
+    return _premised_verdict("dyn-label-skew-one-shot-stays", text, parts, aside)
+
+
 DYNAMICS_TABLE = "dynamics_table"  # the front table's catalogue kind (caption report/captions/dynamics_table.rst)
 ORACLE, LOCAL = "oracle", "local"  # the reference bands beside FedAvg (cflcore.strategies.run_records)
 SETTINGS = (Setting("drift", SUDDEN_SWITCH, "switch"), Setting("availability", QUIET_SPLIT, "window", QUIET_ROUNDS),
-            Setting("stragglers", STRAGGLER_SPLIT))
+            Setting("stragglers", STRAGGLER_SPLIT), Setting("label-skew drift", LABEL_SKEW_SWITCH, "switch"))
 
 
 @register_paper("dynamics")
@@ -246,6 +340,8 @@ class Dynamics(Paper):
                                                         "stretch of rounds"),
              "stragglers": Role("split", STRAGGLER_SPLIT, "a rotation split where half of the sampled clients make "
                                                           "only part of their local steps"),
+             "label_skew_switch": Role("split", LABEL_SKEW_SWITCH, "a label-skew split where a third of the "
+                                                                   "clients switch group at mid-run"),
              "fedavg": Role("variant", FEDAVG, "FedAvg: one model for every client (a reference band)"),
              "oracle": Role("variant", ORACLE, "the oracle: every client with its true group of round 0 (the upper "
                                                "band)"),
