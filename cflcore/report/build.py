@@ -7,6 +7,7 @@ Which kinds exist, their paths and captions: :mod:`cflcore.report.catalogue`; th
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -102,19 +103,22 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     algorithms = list(dict.fromkeys(s.algorithm for s in specs))
     report_cfg = (context or {}).get("report") or {}
     told_true_k = list((context or {}).get("told_true_k") or ())
+    variants = (context or {}).get("algorithms") or {}
+    papers = report_cfg.get("paper_checks") or []
+    unread = unnamed_bands(papers, references(variants), report_cfg.get("roles"))
     swept, rounds = sweep_summary(loaded, sweep_index or {}), round_frame(loaded)  # once: every reader below shares them
-    again = {name: ClaimData(sweep_summary(runs, sweep_index or {}), round_frame(runs), tb.run_summaries(runs), runs,
-                             told_true_k=frozenset(told_true_k)) for name, runs in (kernel_sets or {}).items()}
+    again = {name: without_variants(ClaimData(sweep_summary(runs, sweep_index or {}), round_frame(runs),
+                                              tb.run_summaries(runs), runs, told_true_k=frozenset(told_true_k)), unread)
+             for name, runs in (kernel_sets or {}).items()}
     stages = {"seed_stages": dict(report_cfg.get("seed_stages") or {}),  # report.seed_stages: claims read in stages
               "seeds": tuple(((context or {}).get("study") or {}).get("seeds") or ())}
-    claims = check_claims(report_cfg.get("paper_checks") or [],
-                          ClaimData(swept, rounds, summary, loaded, told_true_k=frozenset(told_true_k), **stages),
+    claims = check_claims(papers, without_variants(ClaimData(swept, rounds, summary, loaded,
+                                                             told_true_k=frozenset(told_true_k), **stages), unread),
                           report_cfg.get("claim_notes"), report_cfg.get("claims_not_carried"), report_cfg.get("roles"),
                           again)
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))
     cross = (report_cfg.get("cross_paper") or {})
-    variants = (context or {}).get("algorithms") or {}
     lead = (cross_section_rst(cross_analysis(with_actions(swept, loaded, variants), cross, algorithms, told_true_k,
                                              (context or {}).get("cannot_split"), home_check_verdicts(context or {}, algorithms),
                                              references(variants)))
@@ -125,6 +129,34 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
                             report_cfg.get("roles")) + lead
     paths = write_front_page(th, comparison, ranking, context, out_dir, algorithms, claims_checks(claims), lead)
     return entries + [_entry("front_page" if p.name == FRONT_PAGE else "departures", p, out_dir) for p in paths]
+
+
+def unnamed_bands(papers: Sequence[str], bands: Mapping[str, str], roles: Mapping[str, Mapping[str, str]] | None
+                  ) -> frozenset[str]:
+    """The study's reference bands (cflcore.report.acted.references: FedAvg, the oracle, local training) that no
+    checked paper names as a variant role (its ``roles``, or the study's ``report.roles`` mapping): claims about "every
+    method" were written for the methods that cluster, so the runs of such a band are kept from the claims (issue 68);
+    a band a paper names (FedAvg, the ``bnc`` of 000 and the heterogeneity claims) is read as before."""
+    named = set()
+    for paper in papers:
+        cls = PAPERS.get(str(paper), field="report.paper_checks")
+        named |= {r.name for r in cls.roles.values() if r.kind == "variant"}
+        named |= {str(v) for k, v in ((roles or {}).get(str(paper)) or {}).items()
+                  if k in cls.roles and cls.roles[k].kind == "variant"}
+    return frozenset(b for b in bands if not any(b == n or b.startswith(n) for n in named))
+
+
+def without_variants(data: ClaimData, variants: frozenset[str]) -> ClaimData:
+    """``data`` without the runs of ``variants`` (their base names, swept variants included)."""
+    if not variants:
+        return data
+
+    def frame(df: pd.DataFrame | None) -> pd.DataFrame | None:
+        if df is None or not len(df) or "algorithm_base" not in df:
+            return df
+        return df[~df["algorithm_base"].isin(variants)]
+    return replace(data, runs=frame(data.runs), rounds=frame(data.rounds), summaries=frame(data.summaries),
+                   loaded=tuple(r for r in data.loaded if str(r.spec.algorithm).split("@")[0] not in variants))
 
 
 def front_tables_rst(papers: Sequence[str], data: ClaimData, roles: Mapping[str, Mapping[str, str]] | None) -> str:

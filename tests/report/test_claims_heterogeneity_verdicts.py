@@ -118,3 +118,28 @@ def test_a_study_maps_its_own_names_to_the_papers_roles():
     assert unmapped["het-ifca-rotation-groups"] == vd.NA
     with pytest.raises(ConfigError, match=r"report\.roles\.heterogeneity: unknown role 'rotations'; allowed: fedavg"):
         cl.check_claims(["heterogeneity"], cl.ClaimData(ours), roles={"heterogeneity": {"rotations": "rot4"}})
+
+
+def test_the_reference_bands_are_kept_from_claims_about_every_method():
+    """Issue 68: the oracle (ARI 1.00 by construction) and local training are bands, not methods. A claim about every
+    method (the quantity control: nobody finds quantity groups) read with the oracle's runs would be contradicted by
+    the band; the report keeps the bands no paper names from the claims, and FedAvg, which the claims name, in."""
+    from cflcore.report.build import unnamed_bands, without_variants
+
+    runs = table()
+    for seed in SEEDS:
+        for band, ari, k in (("oracle", 1.0, 4.0), ("local", 0.0, 16.0)):
+            runs.loc[len(runs)] = {"dataset": "mnist5k", "clients": 12, "seed": seed, "algorithm": band,
+                                   "algorithm_base": band, "split": het.QUANTITY_SKEW, "split_base": het.QUANTITY_SKEW,
+                                   "ari": ari, "n_clusters": k}
+    bands = {"bnc": "FedAvg", "oracle": "the true groups", "local": "every client alone"}
+    unread = unnamed_bands(["heterogeneity"], bands, None)
+    assert unread == {"oracle", "local"}  # FedAvg is a role of the heterogeneity claims
+    counted = cl.check_claims(["heterogeneity"], cl.ClaimData(runs)).set_index("claim_id").loc["het-quantity-control"]
+    kept = cl.check_claims(["heterogeneity"], without_variants(cl.ClaimData(runs), unread)).set_index(
+        "claim_id").loc["het-quantity-control"]
+    assert counted["holds"] == vd.CONTRADICTED and " oracle ARI" in counted["note"]
+    assert kept["holds"] == vd.HOLDS and " oracle ARI" not in kept["note"] and "local" not in kept["ours"]
+    fedavg = cl.check_claims(["heterogeneity"], without_variants(cl.ClaimData(runs), unread)).set_index(
+        "claim_id").loc["het-label-swap-fedavg"]
+    assert fedavg["holds"] == vd.HOLDS  # FedAvg's runs are still read where a claim names it
