@@ -33,6 +33,7 @@ from .cross_paper import cross_analysis, cross_section_rst
 from .home_checks import home_check_verdicts
 from .acted import references, with_actions
 from .sweeps import round_frame, sweep_summary
+from ..sweep_expansion import SEPARATOR
 from .traces import split_trace_figures
 
 # our columns compared with the published tables' (published_tables_paper's METRIC_MAP)
@@ -105,7 +106,8 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     told_true_k = list((context or {}).get("told_true_k") or ())
     variants = (context or {}).get("algorithms") or {}
     papers = report_cfg.get("paper_checks") or []
-    unread = unnamed_bands(papers, references(variants), report_cfg.get("roles"))
+    bands = references(variants)  # the reference bands: drawn apart in the cross table, kept from the claims unless named
+    unread = unnamed_bands(papers, bands, report_cfg.get("roles"))
     swept, rounds = sweep_summary(loaded, sweep_index or {}), round_frame(loaded)  # once: every reader below shares them
     again = {name: without_variants(ClaimData(sweep_summary(runs, sweep_index or {}), round_frame(runs),
                                               tb.run_summaries(runs), runs, told_true_k=frozenset(told_true_k)), unread)
@@ -121,9 +123,9 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     cross = (report_cfg.get("cross_paper") or {})
     lead = (cross_section_rst(cross_analysis(with_actions(swept, loaded, variants), cross, algorithms, told_true_k,
                                              (context or {}).get("cannot_split"), home_check_verdicts(context or {}, algorithms),
-                                             references(variants)))
+                                             bands))
             if cross else "")
-    lead = front_tables_rst(report_cfg.get("paper_checks") or [],
+    lead = front_tables_rst(papers,
                             ClaimData(swept, rounds, summary, loaded,
                                       ablation_claims=(context or {}).get("ablation_claims") or {}, **stages),
                             report_cfg.get("roles")) + lead
@@ -156,7 +158,7 @@ def without_variants(data: ClaimData, variants: frozenset[str]) -> ClaimData:
             return df
         return df[~df["algorithm_base"].isin(variants)]
     return replace(data, runs=frame(data.runs), rounds=frame(data.rounds), summaries=frame(data.summaries),
-                   loaded=tuple(r for r in data.loaded if str(r.spec.algorithm).split("@")[0] not in variants))
+                   loaded=tuple(r for r in data.loaded if str(r.spec.algorithm).split(SEPARATOR)[0] not in variants))
 
 
 def front_tables_rst(papers: Sequence[str], data: ClaimData, roles: Mapping[str, Mapping[str, str]] | None) -> str:
