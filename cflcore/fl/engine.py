@@ -318,7 +318,9 @@ class Engine:
                 state.client_local[int(c)] = news[row, self.part.local].clone()
         self.record_matrices(state, rnd, sampled, gram, res.divergence)
         do_eval = rnd % eng.eval_every == 0 or rnd == n_rounds - 1
-        rows = self.evaluate_round(state, rnd, sampled, result.step_losses, do_eval, labels, absent)
+        score_orchestrator = do_eval and (rnd == n_rounds - 1 or not self.strategy.orchestrator_last_round_only)
+        rows = self.evaluate_round(state, rnd, sampled, result.step_losses, do_eval, labels, absent,
+                                   score_orchestrator)
         if self.moving:  # who was available, and the steps each trained client made (the engine's, not the strategy's)
             done = {int(c): len(ls) for c, ls in zip(sampled, result.step_losses)}
             available = np.ones(fed.n_clients, dtype=bool) if present is None else present
@@ -442,9 +444,11 @@ class Engine:
                     state.divergence_rows.append([rnd, int(i), int(j), float(d[a, b])])
 
     def evaluate_round(self, state: EngineState, rnd: int, sampled: np.ndarray, step_losses: list[np.ndarray],
-                       do_eval: bool, labels: np.ndarray, absent: np.ndarray | None = None) -> list[dict[str, Any]]:
+                       do_eval: bool, labels: np.ndarray, absent: np.ndarray | None = None,
+                       score_orchestrator: bool = True) -> list[dict[str, Any]]:
         """history rows of this round. Each client's personalised model on its local test set; each distinct
-        model once on the orchestrator set. ``absent`` clients (not yet joined, 000 §6.2) are not evaluated:
+        model once on the orchestrator set (unless ``score_orchestrator`` is false:
+        ``Strategy.orchestrator_last_round_only``). ``absent`` clients (not yet joined, 000 §6.2) are not evaluated:
         their metrics and ``model_key`` are null."""
         gone = set() if absent is None else {int(c) for c in absent}
         fed = self.fed
@@ -471,8 +475,9 @@ class Engine:
                     scores = self.evaluator.grouped_scores(full, [fed.clients[i].x_test for i in members],
                                                            [fed.clients[i].y_test for i in members], fed.n_classes)
                     local.update(dict(zip(members, scores)))
-                orch_full = self.full_vector(state, spec, None, local=group_local)
-                orch[key] = self.evaluator.orchestrator_scores(orch_full, fed.x_orch, fed.y_orch, fed.n_classes)
+                if score_orchestrator:
+                    orch_full = self.full_vector(state, spec, None, local=group_local)
+                    orch[key] = self.evaluator.orchestrator_scores(orch_full, fed.x_orch, fed.y_orch, fed.n_classes)
         if do_eval and self.personal is not None:
             local.update(self.personal_scores(state, rnd, specs, gone))
         global_scores = self.evaluate_global(state, keys, local, orch, gone) if do_eval else {}

@@ -108,8 +108,10 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     papers = report_cfg.get("paper_checks") or []
     bands = references(variants)  # the reference bands: drawn apart in the cross table, kept from the claims unless named
     unread = unnamed_bands(papers, bands, report_cfg.get("roles"))
-    swept, rounds = sweep_summary(loaded, sweep_index or {}), round_frame(loaded)  # once: every reader below shares them
-    again = {name: without_variants(ClaimData(sweep_summary(runs, sweep_index or {}), round_frame(runs),
+    # once: every reader below shares them; each run's "did not act" beside its scores (claims and cross table read it)
+    swept, rounds = with_actions(sweep_summary(loaded, sweep_index or {}), loaded, variants), round_frame(loaded)
+    again = {name: without_variants(ClaimData(with_actions(sweep_summary(runs, sweep_index or {}), runs, variants),
+                                              round_frame(runs),
                                               tb.run_summaries(runs), runs, told_true_k=frozenset(told_true_k)), unread)
              for name, runs in (kernel_sets or {}).items()}
     stages = {"seed_stages": dict(report_cfg.get("seed_stages") or {}),  # report.seed_stages: claims read in stages
@@ -121,7 +123,7 @@ def write_tables(specs: Sequence[RunSpec], loaded: Sequence[LoadedRun], out_dir:
     path = tb.write_text(claims.to_csv(index=False), table_dir / "paper_claims.csv")
     entries.append(_entry("paper_claims", path, out_dir))
     cross = (report_cfg.get("cross_paper") or {})
-    lead = (cross_section_rst(cross_analysis(with_actions(swept, loaded, variants), cross, algorithms, told_true_k,
+    lead = (cross_section_rst(cross_analysis(swept, cross, algorithms, told_true_k,
                                              (context or {}).get("cannot_split"), home_check_verdicts(context or {}, algorithms),
                                              bands))
             if cross else "")

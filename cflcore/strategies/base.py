@@ -222,6 +222,11 @@ class Strategy(Plugin, ABC):
     reads_true_groups: ClassVar[bool] = False
     """Whether the strategy is handed every client's true group at set-up (``StrategyContext.true_groups``): a
     reference that is told the answer (cflcore/strategies/oracle.py), never a method that is scored on finding it."""
+    orchestrator_last_round_only: ClassVar[bool] = False
+    """Whether the engine scores this strategy's models on the orchestrator set at the last round only (its
+    ``orch_*`` history columns null before it; 000 Def. 8's GF1 then reads the last round). For a reference with one
+    model per client, read by its clients' own test sets (cflcore/strategies/local.py): scoring N models on the shared
+    set at every evaluation costs more than their training. Every other strategy: at every evaluation round."""
 
     def __init__(self, **params: Any) -> None:
         """Hold the hyper-parameters: the ``params_schema`` defaults, updated by ``params`` (unknown keys refused)."""

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # torch is imported where it runs: validating a config import
 @register_strategy("local")
 class LocalOnly(Strategy):
     params_schema = {}
+    orchestrator_last_round_only = True  # its 12-24 models on the shared set every round cost 2.5x its training
 
     def setup(self, ctx: StrategyContext) -> None:
         super().setup(ctx)

@@ -143,3 +143,45 @@ def test_the_reference_bands_are_kept_from_claims_about_every_method():
     fedavg = cl.check_claims(["heterogeneity"], without_variants(cl.ClaimData(runs), unread)).set_index(
         "claim_id").loc["het-label-swap-fedavg"]
     assert fedavg["holds"] == vd.HOLDS  # FedAvg's runs are still read where a claim names it
+
+
+def _idle(runs: pd.DataFrame, method: str, split: str, seeds=SEEDS) -> pd.DataFrame:
+    """``runs`` with the run-time "did not act" (cflcore.report.acted.NO_ACTION) set for ``method`` on ``split`` in
+    ``seeds``: its ARI stays the 0 a method that never split keeps."""
+    from cflcore.plugin import NoAction
+    from cflcore.report.acted import NO_ACTION
+
+    runs = runs.assign(**{NO_ACTION: None}).astype({NO_ACTION: object})
+    at = (runs["algorithm_base"] == method) & (runs["split_base"] == split) & runs["seed"].isin(seeds)
+    runs.loc[at, "ari"] = 0.0
+    runs.loc[at, NO_ACTION] = pd.Series([NoAction("mean update norm {norm} against ε₁ {eps1}",
+                                                  {"norm": 0.15 + 0.001 * s, "eps1": 0.05}) for s in runs[at]["seed"]],
+                                        index=runs.index[at], dtype=object)
+    return runs
+
+
+def test_a_method_that_never_acted_is_not_read_as_a_miss():
+    """Issue 68 (claims v3): SCL that split in no seed keeps ARI 0 by default; the rotated-half claim is n/a "did not
+    act" with the figures, not "contradicted" (v2, kept beside it, says contradicted); a method that acted in some
+    seeds is read on all of them, the idle seeds counting as misses."""
+    rows = cl.check_claims(["heterogeneity"], cl.ClaimData(_idle(table(), "scl", het.ROTATED_HALF))).set_index("claim_id")
+    scl = rows.loc["het-scl-rotated-half"]
+    assert scl["holds"] == vd.NA and "did not act" in scl["note"] and "0.15–0.17" in scl["note"]
+    assert scl["version"].startswith("v3") and "v2 (" in scl["earlier"] and "contradicted" in scl["earlier"]
+    some = cl.check_claims(["heterogeneity"], cl.ClaimData(_idle(table(), "scl", het.ROTATED_HALF, SEEDS[:9])))
+    assert some.set_index("claim_id").loc["het-scl-rotated-half", "holds"] == vd.CONTRADICTED
+
+
+def test_the_quantity_control_leaves_out_a_method_that_never_acted():
+    """A method that never split passes a negative control by default: v3 leaves it out and names it; the control is
+    n/a when no clustering method acted, and still contradicted by a method that acted and split the quantities."""
+    runs = _idle(table(), "ocfl-hdb", het.QUANTITY_SKEW)
+    quantity = cl.check_claims(["heterogeneity"], cl.ClaimData(runs)).set_index("claim_id").loc["het-quantity-control"]
+    assert quantity["holds"] == vd.HOLDS and "left out: ocfl-hdb did not act" in quantity["ours"]
+    assert "ocfl-hdb ARI" not in quantity["note"]
+    alone = _idle(table()[lambda t: t["algorithm_base"] != "ifca-oracle"], "ocfl-hdb", het.QUANTITY_SKEW)
+    assert cl.check_claims(["heterogeneity"], cl.ClaimData(alone)).set_index("claim_id").loc[
+        "het-quantity-control", "holds"] == vd.NA
+    split = _idle(table(quantity_ari=0.9), "ifca-oracle", het.QUANTITY_SKEW)
+    assert cl.check_claims(["heterogeneity"], cl.ClaimData(split)).set_index("claim_id").loc[
+        "het-quantity-control", "holds"] == vd.CONTRADICTED

@@ -37,6 +37,18 @@ def test_local_training_sees_only_its_own_data(tmp_path, method, isolated):
         assert (before.groupby("round")["cluster"].nunique() == 4).all()
 
 
+def test_local_scores_its_models_on_the_orchestrator_set_at_the_last_round_only(tmp_path):
+    """``local`` declares orchestrator_last_round_only: its clients' own test sets are scored every round, the shared
+    set only in the last (its orch_* columns null before); FedAvg (``bnc``) scores both every round."""
+    for method, every_round in (("local", False), ("bnc", True)):
+        history = _history(tmp_path, method, False, f"{method}-orch")
+        by_round = history.groupby("round")
+        assert by_round["local_acc"].count().gt(0).all()
+        orch = by_round["orch_acc"].count()
+        assert orch.iloc[-1] == 4 and bool(orch.iloc[:-1].gt(0).all()) == every_round
+        assert bool(orch.iloc[:-1].eq(0).all()) != every_round
+
+
 def test_fedavg_and_local_are_references_and_the_clustering_methods_are_not():
     assert records("bnc").reference and records("local").reference
     assert all(records(m).reference is None for m in ("scl", "ocfl", "ifca", "fedgwc", "fesem", "louvain", "bcl"))
