@@ -15,7 +15,8 @@ report time (where it lies: cflcore.report.front_context.home_check_files) and g
 
 Every method that has a home check and whose value is not "holds" is marked wherever it is ranked (:func:`marks`):
 :data:`NOT_TESTABLE_MARK` where its home check is not testable here (its runs cannot decide the claim, whatever the
-method does: not a verdict on it), else :data:`NOT_HOLDING_MARK` (it fails at home, or :data:`NOT_RUN`);
+method does: not a verdict on it), :data:`NOT_RUN_MARK` where it was :data:`NOT_RUN` (no verdict either way), else
+:data:`NOT_HOLDING_MARK` (it fails at home);
 :data:`NO_HOME_CHECK` is printed, not marked (no authors' code to check against, or a reference such as FedAvg). A study that lists no home checks gets "" everywhere and no marks.
 """
 from __future__ import annotations
@@ -34,12 +35,16 @@ SEED_STUDY = "checked in its seed's study"
 NO_HOME_CHECK = "no home check"
 NOT_HOLDING_MARK = "†"
 """Beside a method's name wherever it is ranked, where it fails at home (its home check does not hold on runs that
-could decide it) or its home check was not run (:func:`marks`)."""
+could decide it; :func:`marks`)."""
 NOT_TESTABLE_MARK = "‡"
 """Beside a method's name wherever it is ranked, where its home check is not testable here (:func:`marks`)."""
+NOT_RUN_MARK = "°"
+"""Beside a method's name wherever it is ranked, where its home check has not been run for this report: no verdict
+either way (:func:`marks`)."""
 LEGEND = (f"{NOT_HOLDING_MARK} = fails at home: the method's home check (its authors' own recipe, in its own study) "
-          f"does not hold on runs that could decide it, or is {NOT_RUN}; {NOT_TESTABLE_MARK} = {NOT_TESTABLE}: its home "
-          "check's runs cannot decide the claim whatever the method does (column home_check of tables/cross_paper.csv)")
+          f"does not hold on runs that could decide it; {NOT_TESTABLE_MARK} = {NOT_TESTABLE}: its home "
+          f"check's runs cannot decide the claim whatever the method does; {NOT_RUN_MARK} = its home check is {NOT_RUN} "
+          "for this report (column home_check of tables/cross_paper.csv)")
 """The section's sentence on the mark."""
 
 
@@ -93,15 +98,17 @@ def marked(verdict: str) -> bool:
 
 
 def mark_of(verdict: str) -> str:
-    """A home-check value's mark: :data:`NOT_TESTABLE_MARK` where it is not testable here, :data:`NOT_HOLDING_MARK`
-    where it is otherwise :func:`marked`, "" else."""
+    """A home-check value's mark: :data:`NOT_RUN_MARK` where it was not run, :data:`NOT_TESTABLE_MARK` where it is
+    not testable here, :data:`NOT_HOLDING_MARK` where it is otherwise :func:`marked`, "" else."""
     if not marked(verdict):
         return ""
+    if verdict == NOT_RUN:
+        return NOT_RUN_MARK
     return NOT_TESTABLE_MARK if f"; {NOT_TESTABLE}" in verdict else NOT_HOLDING_MARK
 
 
 def marks(tidy: pd.DataFrame) -> dict[str, str]:
-    """Method -> " †" or " ‡" (:func:`mark_of`) for the methods of the cross table (its ``home_check`` column) that are
+    """Method -> " †", " ‡" or " °" (:func:`mark_of`) for the methods of the cross table (its ``home_check`` column) that are
     :func:`marked`."""
     if "home_check" not in tidy or tidy.empty:
         return {}

@@ -77,8 +77,8 @@ def test_an_absent_verdict_file_reads_not_run_and_marks_the_method(tmp_path):
     tidy = analysis_of(None)["tidy"]
     column = tidy.drop_duplicates("method").set_index("method")["home_check"].to_dict()
     assert column == {"home": hc.SEED_STUDY, "mid": hc.NOT_RUN, "weak": hc.NOT_RUN}
-    dagger = hc.NOT_HOLDING_MARK
-    assert cp.wide_table(tidy)["method"].tolist() == ["home", f"mid {dagger}", f"weak {dagger}"]
+    ring = hc.NOT_RUN_MARK
+    assert cp.wide_table(tidy)["method"].tolist() == ["home", f"mid {ring}", f"weak {ring}"]
     # a file that lacks the claim (its study checks another paper) is not run either
     other = claims_csv(tmp_path / "paper_claims.csv", {"some-other-claim": ("holds", "toward")})
     assert set(analysis_of(other)["tidy"]["home_check"]) == {hc.SEED_STUDY, hc.NOT_RUN}
@@ -96,6 +96,16 @@ def test_a_method_without_a_declared_home_check_says_so_and_is_not_marked():
     assert verdicts == {"b": hc.NO_HOME_CHECK} and not hc.marked(verdicts["b"])
     assert not hc.marked("holds") and not hc.marked(hc.SEED_STUDY) and not hc.marked("")
     assert hc.marked(hc.NOT_RUN) and hc.marked("inconclusive (lean against)") and hc.marked("contradicted")
+
+
+def test_each_kind_of_unheld_home_check_has_its_own_mark():
+    """Fails at home (†), not testable here (‡) and not run for this report (°) are three different statements: a
+    home check that was not run says nothing about the method, and is not marked as failing."""
+    assert hc.mark_of("contradicted") == hc.mark_of("inconclusive (lean against)") == hc.NOT_HOLDING_MARK
+    assert hc.mark_of(f"inconclusive (lean against); {hc.NOT_TESTABLE}: lr 0.0003") == hc.NOT_TESTABLE_MARK
+    assert hc.mark_of(hc.NOT_RUN) == hc.NOT_RUN_MARK
+    assert len({hc.NOT_HOLDING_MARK, hc.NOT_TESTABLE_MARK, hc.NOT_RUN_MARK}) == 3
+    assert all(m in hc.LEGEND for m in (hc.NOT_HOLDING_MARK, hc.NOT_TESTABLE_MARK, hc.NOT_RUN_MARK))
 
 
 def _raw_config(home_checks: list[str]) -> dict:
@@ -169,7 +179,7 @@ def test_the_heatmap_labels_a_method_whose_home_check_does_not_hold(tmp_path, mo
     monkeypatch.setattr(matplotlib.axes.Axes, "set_yticks",
                         lambda ax, t, labels=None, **kw: rows.append(list(labels)) or real_ticks(ax, t, labels, **kw))
     cp.draw_cross_heatmap(tidy, tmp_path / "heat", oracle=["mid"])
-    assert rows[0] == ["home", f"mid (oracle) {hc.NOT_HOLDING_MARK}", f"weak {hc.NOT_HOLDING_MARK}"]
+    assert rows[0] == ["home", f"mid (oracle) {hc.NOT_RUN_MARK}", f"weak {hc.NOT_RUN_MARK}"]
 
 
 def test_an_edited_home_check_config_is_validated_again(tmp_path, monkeypatch):
