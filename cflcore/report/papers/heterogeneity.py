@@ -21,7 +21,7 @@ import pandas as pd
 from ...plugin import NoAction, no_action_text
 from ..acted import NO_ACTION
 from ..statistics.seed_stats import FOUND_ARI
-from ..statistics.verdicts import SANITY, assess, cell, greater, threshold
+from ..statistics.verdicts import NA, SANITY, assess, cell, greater, threshold
 from .base import ClaimData, ClaimResult, Paper, Role, SettingHome, claim, fmt, register_paper, select, verdict
 
 PAPER = "heterogeneity"
@@ -100,22 +100,19 @@ def scl_separates_rotated_half(data: ClaimData) -> ClaimResult:
 
 @claim(PAPER, "het-scl-rotated-half", version=3, earlier={1: scl_separates_rotated_half, 2: scl_separates_rotated_half})
 def scl_separates_rotated_half_where_it_acts(data: ClaimData) -> ClaimResult:
-    """Version 3 (issue 68): as v2, but an SCL variant that acted in none of its seeds (its split criterion never met
-    within the rounds) is left out and named, and the claim is n/a when no variant acted: a final ARI 0 from a
-    method that never split is no evidence that it cannot separate the rotated half. v1/v2
+    """Version 3 (issue 68): v2 read on the SCL variants that acted; a variant that acted in none of its seeds (its
+    split criterion never met within the rounds) is left out and named, and the claim is n/a when no variant acted: a
+    final ARI 0 from a method that never split is no evidence that it cannot separate the rotated half. v1/v2
     (:func:`scl_separates_rotated_half`, kept) read that 0 as a miss."""
-    where = "felisat/clustered-federated-learning demo notebook; Sattler et al. 2020 (TNNLS) §V"
-    text = "CFL (SCL) separates the clients whose images are rotated by 180° from the others (final ARI ≥ 0.9)"
     runs = _on(data.runs, ROTATED_HALF)
-    names = _methods(runs, SCL)
-    if not names:
-        return _na("het-scl-rotated-half", where, text, f"no SCL run on split {ROTATED_HALF}")
-    idle = _idle(runs, names)
-    acting = [m for m in names if m not in idle]
-    if not acting:
-        return _na("het-scl-rotated-half", where, text, f"did not act: {_idle_text(idle)}")
-    res = _groups_found(runs, acting, "het-scl-rotated-half", where, text)
-    return replace(res, ours=f"{res.ours}; left out: {_idle_text(idle)}") if idle else res
+    idle = _idle(runs, _methods(runs, SCL))
+    res = scl_separates_rotated_half(replace(data, runs=data.runs[~data.runs["algorithm_base"].isin(idle)])
+                                     if idle else data)
+    if not idle:
+        return res
+    if res.holds == NA:
+        return _na("het-scl-rotated-half", res.where, res.claim, f"did not act: {_idle_text(idle)}")
+    return replace(res, ours=f"{res.ours}; left out: {_idle_text(idle)}")
 
 
 @claim(PAPER, "het-ifca-rotation-groups", version=2)
@@ -245,34 +242,21 @@ def quantity_skew_negative_control(data: ClaimData) -> ClaimResult:
 @claim(PAPER, "het-quantity-control", version=3,
        earlier={1: quantity_skew_negative_control, 2: quantity_skew_negative_control})
 def quantity_control_among_methods_that_acted(data: ClaimData) -> ClaimResult:
-    """Version 3 (issue 68): as v2, but a method that acted in none of its seeds (its criterion never met, its
-    trigger never fired) is left out of the parts and named: a method that never split keeps ARI 0 by default, which
+    """Version 3 (issue 68): v2 read on the methods that acted; a method that acted in none of its seeds (its criterion
+    never met, its trigger never fired) is left out and named: a method that never split keeps ARI 0 by default, which
     would pass the control without having decided anything. n/a when no clustering method acted. v1/v2
     (:func:`quantity_skew_negative_control`, kept) counted such a method as passing."""
-    where = ("leahcimali/Comparative-Evaluation-of-Clustered-Federated-Learning-Methods, quantity-skew "
-             "(src/utils_data.py): groups that differ only in how much data they hold")
-    text = ("Negative control: quantity groups share one distribution, so no method recovers them (every method that "
-            f"acted: final ARI ≤ {NEGATIVE_CONTROL}); the row lists the methods that choose k and split anyway, names "
-            "apart those told the true number of groups, which split because they are told to, and leaves out the "
-            "methods that did not act")
     runs = _on(data.runs, QUANTITY_SKEW)
-    everyone = [m for m in _methods(runs) if m != FEDAVG]
-    if not everyone:
-        return _na("het-quantity-control", where, text, f"no clustering run on split {QUANTITY_SKEW}")
-    idle = _idle(runs, everyone)
-    names = [m for m in everyone if m not in idle]
-    if not names:
-        return _na("het-quantity-control", where, text, f"did not act: {_idle_text(idle)}")
-    parts = dict(threshold(f"{m} ARI", select(runs, m), "ari", lo=-1.0, hi=NEGATIVE_CONTROL) for m in names)
-    clusters = {m: cell(select(runs, m), "n_clusters").mean for m in names}
-    split = [f"{m} ({fmt(k, 1)} clusters)" for m, k in clusters.items()
-             if np.isfinite(k) and k > 1 and m not in data.told_true_k]
-    told = [f"{m} ({fmt(clusters[m], 1)} clusters)" for m in names if m in data.told_true_k]
-    ours = "split anyway: " + (", ".join(split) or "none") + (
-        "; told the true k: " + ", ".join(told) if told else "") + "; ARI " + ", ".join(
-        f"{m} {cell(select(runs, m), 'ari').text()}" for m in names) + (
-        f"; left out: {_idle_text(idle)}" if idle else "")
-    return verdict(PAPER, "het-quantity-control", where, text, ours, parts)
+    idle = _idle(runs, [m for m in _methods(runs) if m != FEDAVG])
+    res = quantity_skew_negative_control(replace(data, runs=data.runs[~data.runs["algorithm_base"].isin(idle)])
+                                         if idle else data)
+    text = res.claim.replace("(every method's final ARI", "(every method that acted: final ARI").replace(
+        "because they are told to", "because they are told to, and leaves out the methods that did not act")
+    if not idle:
+        return replace(res, claim=text)
+    if res.holds == NA:
+        return _na("het-quantity-control", res.where, text, f"did not act: {_idle_text(idle)}")
+    return replace(res, claim=text, ours=f"{res.ours}; left out: {_idle_text(idle)}")
 
 
 @register_paper("heterogeneity")
