@@ -97,15 +97,18 @@ def _paper_tables(inputs: ReportInputs) -> list[dict[str, Any]]:
     papers it checks (``report.paper_checks``), the header only for the others."""
     import pandas as pd
 
+    from .acted import with_actions
     from .papers.base import PAPERS, ClaimData, paper_data
     from .sweeps import round_frame, sweep_summary
     from .tables import write_text
 
     report = (inputs.plan.get("front_page") or {}).get("report") or {}
+    variants = (inputs.plan.get("front_page") or {}).get("algorithms") or {}
     checked = {str(p) for p in report.get("paper_checks") or []}
     ablations = (inputs.plan.get("front_page") or {}).get("ablation_claims") or {}
     seeds = ((inputs.plan.get("front_page") or {}).get("study") or {}).get("seeds") or ()
-    data = (ClaimData(sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}), round_frame(inputs.loaded),
+    data = (ClaimData(with_actions(sweep_summary(inputs.loaded, inputs.plan.get("sweep_index") or {}), inputs.loaded,
+                                   variants), round_frame(inputs.loaded),
                       loaded=inputs.loaded, ablation_claims=ablations, seed_stages=report.get("seed_stages") or {},
                       seeds=tuple(seeds)) if checked
             else ClaimData(pd.DataFrame(), loaded=inputs.loaded))

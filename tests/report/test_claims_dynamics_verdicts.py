@@ -247,3 +247,24 @@ def test_the_front_table_lists_every_method_per_setting_references_last():
     assert unfound.loc["ifca-oracle", "availability: lag"] == "0.0 ± 0.0 (0 of 18 seeds back at ARI ≥ 0.9)"
     assert unfound.loc["ifca-oracle", "drift: lag"] == "1.0 ± 0.0 (0 of 18 seeds back at ARI ≥ 0.9)"
     assert dyn.Dynamics.tables(study(), False)[dyn.DYNAMICS_TABLE].empty
+
+
+def test_the_front_table_says_did_not_act_where_a_method_never_acted():
+    """Issue 68 in the dynamics table: a method whose runs all say they never acted (cflcore.report.acted.NO_ACTION)
+    prints "did not act: <why>" in its ARI cell, not its default 0; one that acted in some seeds gets "k of n seeds
+    acted" beside its mean; a method that sent nothing counts 0 seeds with traffic."""
+    from cflcore.plugin import NoAction
+    from cflcore.report.acted import NO_ACTION
+
+    data = study(before=1.0, after=1.0, lag=2.0)
+    idle = NoAction("trigger never fired: temperature {t} against {tau}", {"t": 0.2, "tau": 0.5})
+    runs = data.runs.assign(**{NO_ACTION: [idle if a == "bcl" else (idle if a == "ocfl-km" and s % 2 else None)
+                                           for a, s in zip(data.runs["algorithm"], data.runs["seed"])]})
+    frame = dyn.Dynamics.tables(cl.ClaimData(runs, loaded=data.loaded), True)[dyn.DYNAMICS_TABLE].set_index("method")
+    assert frame.loc["bcl", "drift: ARI"] == "did not act: trigger never fired: temperature 0.2 against 0.5"
+    assert frame.loc["ocfl-km", "drift: ARI"].endswith("(9 of 18 seeds acted)")
+    assert frame.loc["ifca-oracle", "drift: ARI"] == "1.00 ± 0.00 (18 of 18 ≥ 0.9)"
+    silent = [SimpleNamespace(**{**vars(r), "traffic": r.traffic.assign(bytes_down=0, bytes_up=0)})
+              if r.spec.algorithm == "ifca-oracle" and getattr(r, "traffic", None) is not None else r for r in data.loaded]
+    quiet = dyn.Dynamics.tables(cl.ClaimData(data.runs, loaded=silent), True)[dyn.DYNAMICS_TABLE].set_index("method")
+    assert quiet.loc["ifca-oracle", "drift: MB"] == "0.0 ± 0.0 (0 of 18 seeds with traffic)"

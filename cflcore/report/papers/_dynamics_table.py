@@ -10,10 +10,12 @@ is drawn at all).
   "never" counts as the rounds left; k of n the seeds that had found the groups before (ARI ≥ 0.9) and came back
   (a lag from a partition that had found nothing is 0 and says nothing); stragglers: no event, "–";
 * ARI: final round against that round's groups, k of n the seeds at or above 0.9 (cflcore.report.statistics.seed_stats);
+  "did not act: <why, with the figures>" where the method acted in no seed (cflcore.report.acted; its ARI 0 is a
+  default, not a score), "k of n seeds acted" beside the mean where it acted in some;
 * accuracy: final local accuracy (``local_acc``: each client's model on its own test set), k of n the seeds above
   FedAvg's of the same seed;
-* MB: megabytes down and up over the run (traffic.parquet, ``Strategy.traffic``), k of n the seeds with a traffic
-  record.
+* MB: megabytes down and up over the run (traffic.parquet, ``Strategy.traffic``), k of n the seeds that sent any
+  (local training sends nothing: 0 of n).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ...metrics.drift import reclustering_lag
+from ..acted import cell_actions
 from ..statistics.seed_stats import FOUND_ARI, summarise
 from .base import ClaimData
 
@@ -90,7 +93,9 @@ def _cells(data: ClaimData, method: str, setting: Setting, fedavg: str) -> dict[
         lags = [x for x in (_run_lag(r, setting) for r in mine) if x is not None]
         out["lag"] = _mean_k_of_n([v for v, _ in lags], sum(back for _, back in lags), f"back at ARI ≥ {FOUND_ARI:g}", 1)
     ari = pd.to_numeric(runs["ari"], errors="coerce").dropna() if "ari" in runs else pd.Series(dtype=float)
-    out["ARI"] = summarise(ari).text(2, k_of_n=True) if len(ari) else "–"
+    idle, some = cell_actions(runs)  # a method that never acted: its ARI 0 is a default, not a score (issue 68)
+    out["ARI"] = (f"did not act: {idle}" if idle else
+                  summarise(ari).text(2, k_of_n=True) + (f" ({some})" if some else "") if len(ari) else "–")
     acc = runs.set_index("seed")[ACCURACY] if ACCURACY in runs else pd.Series(dtype=float)
     base = data.runs[(data.runs["algorithm_base"] == fedavg) & (data.runs["split_base"] == setting.split)] \
         if len(data.runs) else pd.DataFrame()
@@ -102,7 +107,7 @@ def _cells(data: ClaimData, method: str, setting: Setting, fedavg: str) -> dict[
                        else (summarise(acc).text(2) if len(acc) else "–"))
     sent = [float((pd.to_numeric(r.traffic["bytes_down"]) + pd.to_numeric(r.traffic["bytes_up"])).sum()) / MEGABYTE
             for r in mine if getattr(r, "traffic", None) is not None and len(r.traffic)]
-    out["MB"] = _mean_k_of_n(sent, len(sent), "with traffic", 1) if sent else "–"
+    out["MB"] = _mean_k_of_n(sent, sum(v > 0 for v in sent), "with traffic", 1) if sent else "–"
     return out
 
 
