@@ -18,8 +18,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ...plugin import NoAction, no_action_text
-from ..acted import NO_ACTION
+from ..acted import cell_actions
 from ..statistics.seed_stats import FOUND_ARI
 from ..statistics.verdicts import NA, SANITY, assess, cell, greater, threshold
 from .base import ClaimData, ClaimResult, Paper, Role, SettingHome, claim, fmt, register_paper, select, verdict
@@ -74,14 +73,8 @@ def _idle(runs: pd.DataFrame, names: list[str]) -> dict[str, str]:
     """The methods of ``names`` that acted in none of their runs (cflcore.report.acted: the run's own records say
     so), with why: their ARI 0 is a default, not a failure to find groups, so a claim leaves them out and names them
     (issue 68). A method that acted in some seeds and not others is read on all its seeds."""
-    if not len(runs) or NO_ACTION not in runs:
-        return {}
-    out = {}
-    for name in names:
-        reasons = list(select(runs, name)[NO_ACTION])
-        if reasons and all(isinstance(r, NoAction) for r in reasons):
-            out[name] = no_action_text(reasons)
-    return out
+    whys = {name: cell_actions(select(runs, name))[0] for name in names} if len(runs) else {}
+    return {name: why for name, why in whys.items() if why}
 
 
 def _idle_text(idle: dict[str, str]) -> str:
